@@ -1,0 +1,168 @@
+// Package abi is the contract between mcphost and its Wasm policy plugins:
+// hook and export names, the ABI version, and the JSON messages that cross
+// the boundary. It imports no engine; SPEC.md beside it is the normative text.
+//
+// Every export follows the Extism convention: no parameters, an i32 result
+// (0 ok, non-zero a plugin error whose message is set with Extism's error
+// output), JSON bytes in through the Extism input and out through its output.
+package abi
+
+import "encoding/json"
+
+// Version is the ABI version this package describes. Plugins name the version
+// they were built for in their describe output; the host accepts any minor
+// version of the same major.
+const Version = "1.0"
+
+// Major is the major ABI version; a plugin claiming another major is refused.
+const Major = 1
+
+// Hook names, as they appear in Describe.Hooks.
+const (
+	HookToolsList  = "tools_list"
+	HookToolCall   = "tool_call"
+	HookToolResult = "tool_result"
+)
+
+// Export names of the functions a plugin provides.
+const (
+	ExportDescribe   = "mcphost_describe"
+	ExportToolsList  = "mcphost_tools_list"
+	ExportToolCall   = "mcphost_tool_call"
+	ExportToolResult = "mcphost_tool_result"
+)
+
+// ExportForHook maps a hook name to its export; ok is false for unknown hooks.
+func ExportForHook(hook string) (export string, ok bool) {
+	switch hook {
+	case HookToolsList:
+		return ExportToolsList, true
+	case HookToolCall:
+		return ExportToolCall, true
+	case HookToolResult:
+		return ExportToolResult, true
+	}
+	return "", false
+}
+
+// Describe is the output of mcphost_describe.
+type Describe struct {
+	ABI     string   `json:"abi"`
+	Name    string   `json:"name"`
+	Version string   `json:"version,omitempty"`
+	Hooks   []string `json:"hooks"`
+}
+
+// Caller describes the downstream client on whose behalf a hook runs.
+type Caller struct {
+	SessionID     string `json:"sessionId,omitempty"`
+	Transport     string `json:"transport,omitempty"` // "stdio", "http", "sse" or "embedded"
+	ClientName    string `json:"clientName,omitempty"`
+	ClientVersion string `json:"clientVersion,omitempty"`
+	// Identity and Attributes are filled in by authentication, when configured.
+	Identity   string            `json:"identity,omitempty"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+	// Meta is the _meta object of the request that caused the hook, if any.
+	Meta json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Tool is one entry of the catalog as plugins see it. Name is the exposed
+// name; Server and Tool identify the upstream tool and are what routing
+// follows, whatever a plugin does to Name.
+type Tool struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	Tool         string          `json:"tool"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Annotations are MCP tool annotations (hints, not guarantees).
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// ToolsListInput is the input of mcphost_tools_list.
+type ToolsListInput struct {
+	Caller Caller `json:"caller"`
+	Tools  []Tool `json:"tools"`
+}
+
+// ToolsListOutput is the output of mcphost_tools_list: the tools to expose, in order.
+type ToolsListOutput struct {
+	Tools []Tool `json:"tools"`
+}
+
+// ToolCallInput is the input of mcphost_tool_call.
+type ToolCallInput struct {
+	Caller    Caller          `json:"caller"`
+	Name      string          `json:"name"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Call actions, the values of CallDecision.Action.
+const (
+	ActionAllow   = "allow"
+	ActionDeny    = "deny"
+	ActionRewrite = "rewrite"
+	ActionRespond = "respond"
+)
+
+// CallDecision is the output of mcphost_tool_call.
+type CallDecision struct {
+	Action    string          `json:"action"`
+	Reason    string          `json:"reason,omitempty"`    // deny
+	Arguments json.RawMessage `json:"arguments,omitempty"` // rewrite
+	Result    *CallToolResult `json:"result,omitempty"`    // respond
+}
+
+// ToolResultInput is the input of mcphost_tool_result.
+type ToolResultInput struct {
+	Caller    Caller          `json:"caller"`
+	Name      string          `json:"name"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Result    *CallToolResult `json:"result"`
+}
+
+// ToolResultOutput is the output of mcphost_tool_result.
+type ToolResultOutput struct {
+	Result *CallToolResult `json:"result"`
+}
+
+// CallToolResult is an MCP CallToolResult as JSON.
+type CallToolResult struct {
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	Meta              json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Content is one MCP content block. Type selects which fields are set:
+// "text" (Text), "image" and "audio" (Data, MimeType), "resource" (Resource)
+// and "resource_link" (URI, Name, Title, Description, MimeType, Size).
+type Content struct {
+	Type        string          `json:"type"`
+	Text        string          `json:"text,omitempty"`
+	Data        []byte          `json:"data,omitempty"`
+	MimeType    string          `json:"mimeType,omitempty"`
+	Resource    json.RawMessage `json:"resource,omitempty"`
+	URI         string          `json:"uri,omitempty"`
+	Name        string          `json:"name,omitempty"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}

@@ -1,0 +1,123 @@
+package host
+
+import "time"
+
+// Transports an upstream server can be reached by.
+const (
+	TransportStdio          = "stdio"
+	TransportSSE            = "sse"
+	TransportStreamableHTTP = "streamable-http"
+)
+
+// Prefix modes for exposed names.
+const (
+	PrefixAlways = "always" // exposed name = server + separator + tool
+	PrefixNever  = "never"  // names pass through; a clash is a config error
+)
+
+// Session modes for an upstream server.
+const (
+	SessionsShared    = "shared"     // one upstream session for all clients
+	SessionsPerClient = "per_client" // one upstream session per downstream session
+)
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultListenHTTP      = "127.0.0.1:7700"
+	DefaultSeparator       = "__"
+	DefaultMaxNameLength   = 64
+	DefaultCallTimeout     = 60 * time.Second
+	DefaultIdleTimeout     = 30 * time.Minute
+	DefaultConnectTimeout  = 30 * time.Second
+	DefaultSessionTimeout  = 30 * time.Minute
+	DefaultMaxBodyBytes    = 4 << 20
+	DefaultProtocolVersion = "2025-11-25"
+)
+
+// Config is everything the host needs, as a Go value. The CLI decodes it from
+// HCL (internal/config); embedders build it directly.
+type Config struct {
+	Listen  Listen
+	Servers []ServerConfig // in config order, which is also tools/list order
+	Tools   ToolsConfig
+}
+
+// Listen configures the downstream HTTP endpoint.
+type Listen struct {
+	HTTP           string        // address for streamable HTTP (/mcp) and SSE (/sse)
+	AuthToken      string        // optional bearer token; empty disables auth
+	SessionTimeout time.Duration // idle downstream sessions are closed after this
+	MaxBodyBytes   int64         // request body limit
+}
+
+// ServerConfig describes one upstream MCP server.
+type ServerConfig struct {
+	Name      string
+	Transport string // TransportStdio, TransportSSE or TransportStreamableHTTP
+
+	// stdio
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+
+	// sse and streamable-http
+	URL     string
+	Headers map[string]string
+
+	Timeout         time.Duration // per call; 0 means DefaultCallTimeout
+	IdleTimeout     time.Duration // disconnect when idle; negative means never
+	ConnectTimeout  time.Duration // 0 means DefaultConnectTimeout
+	Sessions        string        // SessionsShared (default) or SessionsPerClient
+	ProtocolVersion string        // pinned upstream protocol; "" means DefaultProtocolVersion
+}
+
+// ToolsConfig controls how upstream tools are exposed.
+type ToolsConfig struct {
+	Separator     string
+	MaxNameLength int
+	Prefix        string // PrefixAlways or PrefixNever
+}
+
+// WithDefaults returns a copy of c with every unset field given its default.
+func (c Config) WithDefaults() Config {
+	if c.Listen.SessionTimeout == 0 {
+		c.Listen.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.Listen.MaxBodyBytes == 0 {
+		c.Listen.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Tools.Separator == "" {
+		c.Tools.Separator = DefaultSeparator
+	}
+	if c.Tools.MaxNameLength == 0 {
+		c.Tools.MaxNameLength = DefaultMaxNameLength
+	}
+	if c.Tools.Prefix == "" {
+		c.Tools.Prefix = PrefixAlways
+	}
+	servers := make([]ServerConfig, len(c.Servers))
+	for i, s := range c.Servers {
+		if s.Transport == "" {
+			s.Transport = TransportStdio
+		}
+		if s.Timeout == 0 {
+			s.Timeout = DefaultCallTimeout
+		}
+		if s.IdleTimeout == 0 {
+			s.IdleTimeout = DefaultIdleTimeout
+		}
+		if s.ConnectTimeout == 0 {
+			s.ConnectTimeout = DefaultConnectTimeout
+		}
+		if s.Sessions == "" {
+			s.Sessions = SessionsShared
+		}
+		if s.ProtocolVersion == "" {
+			s.ProtocolVersion = DefaultProtocolVersion
+		}
+		servers[i] = s
+	}
+	c.Servers = servers
+	return c
+}

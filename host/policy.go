@@ -1,0 +1,25 @@
+package host
+
+import (
+	"context"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// Policy is the seam between MCP routing and the policy plugins: the host
+// asks it, and nothing else, what a caller may see and do. plugins.Chain
+// implements it; a nil Policy lets everything through unchanged.
+//
+// A Policy applies its own failure policy (fail open or closed); an error it
+// returns means the request must fail closed.
+type Policy interface {
+	// ToolsList returns the tools the caller sees, in order.
+	ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error)
+	// ToolCall admits, denies, rewrites or answers a call.
+	ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error)
+	// ToolResult transforms an upstream result before the caller sees it.
+	ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error)
+	// Generation changes whenever the policy's behaviour may have changed,
+	// so cached tools/list answers can be told apart.
+	Generation() uint64
+}
