@@ -17,6 +17,10 @@ const Version = "1.0"
 // Major is the major ABI version; a plugin claiming another major is refused.
 const Major = 1
 
+// MaxOutputSize is the largest output, in bytes, the host accepts from one
+// export call; a larger output is a plugin failure.
+const MaxOutputSize = 16 << 20
+
 // Hook names, as they appear in Describe.Hooks.
 const (
 	HookToolsList  = "tools_list"
@@ -108,6 +112,10 @@ type ToolCallInput struct {
 	Server    string          `json:"server"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Annotations are the tool's annotations as its upstream declared them
+	// (before any tools_list hook), so a call hook can judge a tool by its
+	// hints; nil when the upstream gave none.
+	Annotations *Annotations `json:"annotations,omitempty"`
 }
 
 // Call actions, the values of CallDecision.Action.
@@ -133,7 +141,9 @@ type ToolResultInput struct {
 	Server    string          `json:"server"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Result    *CallToolResult `json:"result"`
+	// Annotations are as in ToolCallInput.
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Result      *CallToolResult `json:"result"`
 }
 
 // ToolResultOutput is the output of mcphost_tool_result.

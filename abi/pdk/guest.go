@@ -1,0 +1,176 @@
+package pdk
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// ErrNoHandler is returned by Guest.Call for a hook export whose handler is
+// nil. A conforming host never calls it, since describe does not name it.
+var ErrNoHandler = errors.New("pdk: hook not implemented by this plugin")
+
+// Guest runs a Policy the way a plugin instance does: JSON in, JSON out, one
+// export at a time. The Wasm exports of this package call a Guest built from
+// the registered policy; tests can build their own with NewGuest. A Guest is
+// not safe for concurrent use, like the instance it stands for.
+type Guest struct {
+	policy     Policy
+	config     ConfigSource
+	configured bool
+	configErr  error
+}
+
+// NewGuest returns a Guest for p reading its configuration from config,
+// which may be nil for none.
+func NewGuest(p Policy, config ConfigSource) *Guest {
+	return &Guest{policy: p, config: config}
+}
+
+// Call runs export (abi.ExportDescribe or a hook export) on input and
+// returns the output bytes. An error is what the plugin reports to the host
+// as a plugin error: the handler's own error message, unwrapped, or a
+// message from pdk for undecodable input, invalid handler output, a panic
+// or an output larger than abi.MaxOutputSize.
+func (g *Guest) Call(export string, input []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("pdk: panic in %s: %v", export, r)
+		}
+	}()
+	if err := g.policy.Validate(); err != nil {
+		return nil, err
+	}
+	if !g.configured {
+		g.configured = true
+		if g.policy.Configure != nil {
+			if err := g.policy.Configure(g.config); err != nil {
+				g.configErr = fmt.Errorf("pdk: configuring %s: %w", g.policy.Name, err)
+			}
+		}
+	}
+	if g.configErr != nil {
+		return nil, g.configErr
+	}
+
+	var v any
+	switch export {
+	case abi.ExportDescribe:
+		v = g.policy.Describe()
+	case abi.ExportToolsList:
+		v, err = g.toolsList(input)
+	case abi.ExportToolCall:
+		v, err = g.toolCall(input)
+	case abi.ExportToolResult:
+		v, err = g.toolResult(input)
+	default:
+		return nil, fmt.Errorf("pdk: unknown export %q", export)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err = json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("pdk: encoding %s output: %w", export, err)
+	}
+	if len(out) > abi.MaxOutputSize {
+		return nil, fmt.Errorf("pdk: %s output is %d bytes, over the limit of %d", export, len(out), abi.MaxOutputSize)
+	}
+	return out, nil
+}
+
+func (g *Guest) toolsList(input []byte) (*abi.ToolsListOutput, error) {
+	h := g.policy.ToolsList
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, abi.HookToolsList)
+	}
+	var in abi.ToolsListInput
+	if err := decode(abi.HookToolsList, input, &in); err != nil {
+		return nil, err
+	}
+	out, err := h(&in)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = &abi.ToolsListOutput{Tools: in.Tools}
+	}
+	if out.Tools == nil {
+		out.Tools = []abi.Tool{}
+	}
+	return out, nil
+}
+
+func (g *Guest) toolCall(input []byte) (*abi.CallDecision, error) {
+	h := g.policy.ToolCall
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, abi.HookToolCall)
+	}
+	var in abi.ToolCallInput
+	if err := decode(abi.HookToolCall, input, &in); err != nil {
+		return nil, err
+	}
+	d, err := h(&in)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return Allow(), nil
+	}
+	switch d.Action {
+	case abi.ActionAllow, abi.ActionDeny:
+	case abi.ActionRewrite:
+		if !isObject(d.Arguments) {
+			return nil, errors.New("pdk: tool_call handler returned a rewrite whose arguments are not a JSON object")
+		}
+	case abi.ActionRespond:
+		if d.Result == nil {
+			return nil, errors.New("pdk: tool_call handler returned a respond decision without a result")
+		}
+		normalizeResult(d.Result)
+	case "":
+		return nil, errors.New("pdk: tool_call handler returned a decision without an action")
+	default:
+		return nil, fmt.Errorf("pdk: tool_call handler returned unknown action %q", d.Action)
+	}
+	return d, nil
+}
+
+func (g *Guest) toolResult(input []byte) (*abi.ToolResultOutput, error) {
+	h := g.policy.ToolResult
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, abi.HookToolResult)
+	}
+	var in abi.ToolResultInput
+	if err := decode(abi.HookToolResult, input, &in); err != nil {
+		return nil, err
+	}
+	out, err := h(&in)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = &abi.ToolResultOutput{Result: in.Result}
+	}
+	if out.Result == nil {
+		return nil, errors.New("pdk: tool_result handler returned no result")
+	}
+	normalizeResult(out.Result)
+	return out, nil
+}
+
+// normalizeResult makes sure content encodes as an array, as MCP requires.
+func normalizeResult(r *abi.CallToolResult) {
+	if r.Content == nil {
+		r.Content = []abi.Content{}
+	}
+}
+
+func decode(hook string, input []byte, v any) error {
+	if err := json.Unmarshal(input, v); err != nil {
+		return fmt.Errorf("pdk: decoding %s input: %w", hook, err)
+	}
+	return nil
+}

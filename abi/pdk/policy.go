@@ -1,0 +1,116 @@
+package pdk
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// ToolsListFunc handles the tools_list hook. It returns the tools to expose,
+// in order; a nil output leaves the listing as it came in.
+type ToolsListFunc func(in *abi.ToolsListInput) (*abi.ToolsListOutput, error)
+
+// ToolCallFunc handles the tool_call hook. A nil decision allows the call.
+type ToolCallFunc func(in *abi.ToolCallInput) (*abi.CallDecision, error)
+
+// ToolResultFunc handles the tool_result hook. A nil output leaves the
+// result as it came in.
+type ToolResultFunc func(in *abi.ToolResultInput) (*abi.ToolResultOutput, error)
+
+// Policy is one plugin: its name and version, as reported by describe, and a
+// handler per hook it implements. A nil handler means the hook is not
+// implemented and not named in describe.
+//
+// A handler's error is a plugin error: the host receives its message and
+// applies the plugin's on_error policy; the instance stays usable. A panic in
+// a handler is recovered and reported the same way.
+type Policy struct {
+	Name    string
+	Version string
+
+	// Configure, if set, runs once per instance before the instance's first
+	// export call (describe included) with the plugin's configuration. An
+	// error fails that call and every later one on the instance, so a bad
+	// configuration is refused when the host loads the plugin.
+	Configure func(config ConfigSource) error
+
+	ToolsList  ToolsListFunc
+	ToolCall   ToolCallFunc
+	ToolResult ToolResultFunc
+}
+
+// Hooks returns the names of the hooks p implements, in ABI order.
+func (p *Policy) Hooks() []string {
+	hooks := []string{}
+	if p.ToolsList != nil {
+		hooks = append(hooks, abi.HookToolsList)
+	}
+	if p.ToolCall != nil {
+		hooks = append(hooks, abi.HookToolCall)
+	}
+	if p.ToolResult != nil {
+		hooks = append(hooks, abi.HookToolResult)
+	}
+	return hooks
+}
+
+// Describe returns p's describe output.
+func (p *Policy) Describe() abi.Describe {
+	return abi.Describe{ABI: abi.Version, Name: p.Name, Version: p.Version, Hooks: p.Hooks()}
+}
+
+// Validate reports whether p can be registered: it needs a name and at least
+// one handler.
+func (p *Policy) Validate() error {
+	if p.Name == "" {
+		return errors.New("pdk: policy has no name")
+	}
+	if len(p.Hooks()) == 0 {
+		return fmt.Errorf("pdk: policy %q has no hook handler", p.Name)
+	}
+	return nil
+}
+
+// Allow returns a decision that lets a call through unchanged.
+func Allow() *abi.CallDecision { return &abi.CallDecision{Action: abi.ActionAllow} }
+
+// Deny returns a decision that refuses a call; reason is shown to the caller.
+func Deny(reason string) *abi.CallDecision {
+	return &abi.CallDecision{Action: abi.ActionDeny, Reason: reason}
+}
+
+// Denyf is Deny with a formatted reason.
+func Denyf(format string, args ...any) *abi.CallDecision {
+	return Deny(fmt.Sprintf(format, args...))
+}
+
+// Rewrite returns a decision that replaces the call's arguments with args,
+// which must encode as a JSON object (a map, a struct, or json.RawMessage).
+func Rewrite(args any) (*abi.CallDecision, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("pdk: encoding rewritten arguments: %w", err)
+	}
+	if !isObject(raw) {
+		return nil, errors.New("pdk: rewritten arguments must be a JSON object")
+	}
+	return &abi.CallDecision{Action: abi.ActionRewrite, Arguments: raw}, nil
+}
+
+// Respond returns a decision that answers a call without calling upstream.
+func Respond(result *abi.CallToolResult) *abi.CallDecision {
+	return &abi.CallDecision{Action: abi.ActionRespond, Result: result}
+}
+
+// TextResult returns a CallToolResult holding one text block.
+func TextResult(text string, isError bool) *abi.CallToolResult {
+	return &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: text}}, IsError: isError}
+}
+
+func isObject(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
