@@ -1,6 +1,11 @@
 package host
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
 
 // Transports an upstream server can be reached by.
 const (
@@ -120,4 +125,50 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Servers = servers
 	return c
+}
+
+// Validate reports every problem in c at once, for embedders that build a
+// Config in Go. (The HCL decoder reports the same problems with source
+// positions before a Config is ever built.)
+func (c Config) Validate() error {
+	var errs []error
+	seen := make(map[string]bool, len(c.Servers))
+	for i, s := range c.Servers {
+		where := fmt.Sprintf("server %d (%q)", i, s.Name)
+		if s.Name == "" {
+			errs = append(errs, fmt.Errorf("host: %s: a name is required", where))
+		}
+		if seen[s.Name] {
+			errs = append(errs, fmt.Errorf("host: %s: duplicate server name", where))
+		}
+		seen[s.Name] = true
+		switch s.Transport {
+		case TransportStdio:
+			if s.Command == "" {
+				errs = append(errs, fmt.Errorf("host: %s: transport %q needs a command", where, s.Transport))
+			}
+		case TransportSSE, TransportStreamableHTTP:
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("host: %s: transport %q needs an http(s) url, got %q", where, s.Transport, s.URL))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("host: %s: unknown transport %q (want %q, %q or %q)", where, s.Transport, TransportStdio, TransportSSE, TransportStreamableHTTP))
+		}
+		if s.Sessions != SessionsShared && s.Sessions != SessionsPerClient {
+			errs = append(errs, fmt.Errorf("host: %s: unknown sessions mode %q (want %q or %q)", where, s.Sessions, SessionsShared, SessionsPerClient))
+		}
+		if s.Timeout < 0 || s.ConnectTimeout < 0 {
+			errs = append(errs, fmt.Errorf("host: %s: timeouts must be positive", where))
+		}
+	}
+	if c.Tools.Prefix != PrefixAlways && c.Tools.Prefix != PrefixNever {
+		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, PrefixAlways, PrefixNever))
+	}
+	if c.Tools.Separator != sanitize(c.Tools.Separator) {
+		errs = append(errs, fmt.Errorf("host: tools: separator %q may only use A-Z, a-z, 0-9, _ and -", c.Tools.Separator))
+	}
+	if c.Tools.MaxNameLength < 16 {
+		errs = append(errs, fmt.Errorf("host: tools: max_name_length %d is too small (at least 16)", c.Tools.MaxNameLength))
+	}
+	return errors.Join(errs...)
 }

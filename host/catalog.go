@@ -1,0 +1,177 @@
+package host
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// route is where an exposed name leads: the only way back from a name to the
+// upstream tool. Names are never split to route them.
+type route struct {
+	server string
+	tool   string
+}
+
+// catalog is an immutable snapshot of every upstream's tools under their
+// exposed names. A new one is built whenever any upstream's tools change.
+type catalog struct {
+	version uint64
+	tools   []abi.Tool        // config order of servers, then original tool name
+	routes  map[string]route  // exposed name -> upstream tool
+	byTool  map[route]string  // upstream tool -> exposed name
+	issues  []catalogProblem  // collisions and clashes found while building
+	servers map[string][]int  // server -> indexes into tools
+}
+
+// catalogProblem is a naming problem the operator should hear about.
+type catalogProblem struct {
+	Server string
+	Tool   string
+	Err    error
+}
+
+// serverTools is one upstream's contribution to the catalog.
+type serverTools struct {
+	server string
+	tools  []*mcp.Tool
+}
+
+// buildCatalog names every tool and builds the routing table. Servers come
+// in config order; within a server, tools are ordered by original name, so
+// the same upstream tools always give the same catalog.
+func buildCatalog(version uint64, cfg ToolsConfig, upstreams []serverTools) *catalog {
+	nb := newNameBuilder(cfg)
+	c := &catalog{
+		version: version,
+		routes:  make(map[string]route),
+		byTool:  make(map[route]string),
+		servers: make(map[string][]int),
+	}
+	for _, st := range upstreams {
+		tools := append([]*mcp.Tool(nil), st.tools...)
+		sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+		for _, t := range tools {
+			if t == nil {
+				continue
+			}
+			r := route{server: st.server, tool: t.Name}
+			if _, dup := c.byTool[r]; dup {
+				c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf("upstream listed tool %q twice; the first is kept", t.Name)})
+				continue
+			}
+			name := nb.build(st.server, t.Name)
+			if prev, taken := c.routes[name]; taken {
+				if !nb.prefix && prev.server != st.server {
+					c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf(
+						"tool %q of server %q clashes with the same name from server %q; with tools.prefix = \"never\" names must be unique across servers (rename one, or set prefix = \"always\"); it is hidden", t.Name, st.server, prev.server)})
+					continue
+				}
+				hashed := nb.hashed(st.server, t.Name)
+				c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf(
+					"exposed name %q of tool %q collides with tool %q of server %q; exposed as %q", name, t.Name, prev.tool, prev.server, hashed)})
+				name = hashed
+				if _, taken := c.routes[name]; taken {
+					c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf("exposed name %q collides even after hashing; tool hidden", name)})
+					continue
+				}
+			}
+			c.routes[name] = r
+			c.byTool[r] = name
+			c.servers[st.server] = append(c.servers[st.server], len(c.tools))
+			c.tools = append(c.tools, toABITool(name, st.server, t))
+		}
+	}
+	return c
+}
+
+// toABITool converts an upstream tool to the form policies see, keeping
+// title, description, schemas, annotations and _meta.
+func toABITool(name, server string, t *mcp.Tool) abi.Tool {
+	out := abi.Tool{
+		Name:         name,
+		Server:       server,
+		Tool:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  rawJSON(t.InputSchema),
+		OutputSchema: rawJSON(t.OutputSchema),
+	}
+	if a := t.Annotations; a != nil {
+		out.Annotations = &abi.Annotations{
+			Title:           a.Title,
+			ReadOnlyHint:    boolPtr(a.ReadOnlyHint),
+			DestructiveHint: a.DestructiveHint,
+			IdempotentHint:  boolPtr(a.IdempotentHint),
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+	}
+	if len(t.Meta) > 0 {
+		out.Meta = rawJSON(map[string]any(t.Meta))
+	}
+	return out
+}
+
+// toMCPTool is the inverse of toABITool, for answering tools/list.
+func toMCPTool(t *abi.Tool) *mcp.Tool {
+	out := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+	}
+	if len(t.InputSchema) > 0 {
+		out.InputSchema = t.InputSchema
+	} else {
+		out.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	if len(t.OutputSchema) > 0 {
+		out.OutputSchema = t.OutputSchema
+	}
+	if a := t.Annotations; a != nil {
+		out.Annotations = &mcp.ToolAnnotations{
+			Title:           a.Title,
+			DestructiveHint: a.DestructiveHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+		if a.ReadOnlyHint != nil {
+			out.Annotations.ReadOnlyHint = *a.ReadOnlyHint
+		}
+		if a.IdempotentHint != nil {
+			out.Annotations.IdempotentHint = *a.IdempotentHint
+		}
+	}
+	if len(t.Meta) > 0 {
+		var m map[string]any
+		if json.Unmarshal(t.Meta, &m) == nil {
+			out.Meta = m
+		}
+	}
+	return out
+}
+
+func boolPtr(b bool) *bool {
+	if !b {
+		return nil
+	}
+	return &b
+}
+
+// rawJSON marshals a schema or object once, at catalog build time, so later
+// requests reuse the bytes.
+func rawJSON(v any) json.RawMessage {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	return b
+}

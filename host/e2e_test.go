@@ -1,0 +1,333 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	return text(t, res), res.IsError
+}
+
+// Every transport upstream (stdio, streamable HTTP, SSE), one endpoint down.
+func TestAggregatesEveryUpstreamTransport(t *testing.T) {
+	httpAddr := freePort(t)
+	startProcess(t, httpAddr, everythingBin, "-http="+httpAddr, "-stateless=false")
+	sseAddr := freePort(t)
+	startProcess(t, sseAddr, upstreamBin, "-http="+sseAddr, "-sse", "-name", "ssesrv")
+
+	h := startHost(t, Config{Servers: []ServerConfig{
+		stdioServer("local"),
+		{Name: "every", Transport: TransportStreamableHTTP, URL: "http://" + httpAddr + "/mcp"},
+		{Name: "legacy", Transport: TransportSSE, URL: "http://" + sseAddr},
+	}}, nil)
+	for _, st := range h.Statuses() {
+		if st.State != StateConnected {
+			t.Fatalf("%s: state %s (%s)", st.Name, st.State, st.Error)
+		}
+	}
+	cs := connectHTTP(t, h, nil)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		seen[tl.Name] = true
+	}
+	for _, want := range []string{"local__echo", "every__test_simple_text", "legacy__echo"} {
+		if !seen[want] {
+			t.Errorf("tools/list lacks %s; got %v", want, names)
+		}
+	}
+	if seen["_mcphost_catalog"] {
+		t.Errorf("the internal marker tool leaked into tools/list")
+	}
+	// Config order of servers, then original name.
+	if !strings.HasPrefix(names[0], "local__") || !strings.HasPrefix(names[len(names)-1], "legacy__") {
+		t.Errorf("order is not config order: %v", names)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name == "local__echo" && (tl.Title != "Echo" || tl.Description != "Echoes text." || tl.Annotations == nil || !tl.Annotations.ReadOnlyHint) {
+			t.Errorf("local__echo lost its metadata: %+v", tl)
+		}
+	}
+
+	if got, isErr := callText(t, cs, "local__echo", map[string]any{"text": "hi"}); got != "hi" || isErr {
+		t.Errorf("local__echo = %q (isError %v)", got, isErr)
+	}
+	if got, isErr := callText(t, cs, "legacy__echo", map[string]any{"text": "sse"}); got != "sse" || isErr {
+		t.Errorf("legacy__echo = %q (isError %v)", got, isErr)
+	}
+	if got, isErr := callText(t, cs, "every__test_simple_text", nil); isErr || got == "" {
+		t.Errorf("every__test_simple_text = %q (isError %v)", got, isErr)
+	}
+}
+
+func TestUnknownToolIsInvalidParams(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	cs := connectHTTP(t, h, nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__nope"})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "a__nope") {
+		t.Fatalf("err = %v, want invalid params naming a__nope", err)
+	}
+	// The Go API reports the same as ErrUnknownTool.
+	if _, err := h.CallTool(context.Background(), abi.Caller{}, "a__nope", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("CallTool err = %v, want ErrUnknownTool", err)
+	}
+}
+
+// An upstream killed mid-call gives an error result naming it; it then
+// comes back by itself.
+func TestUpstreamCrashAndRecovery(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), stdioServer("b")}}, nil)
+	cs := connectHTTP(t, h, nil)
+	pid1, _ := callText(t, cs, "a__pid", nil)
+
+	got, isErr := callText(t, cs, "a__crash", nil)
+	if !isErr || !strings.Contains(got, `server "a"`) {
+		t.Fatalf("crash result = %q (isError %v), want an error naming server a", got, isErr)
+	}
+	// b is unaffected.
+	if got, _ := callText(t, cs, "b__echo", map[string]any{"text": "still here"}); got != "still here" {
+		t.Errorf("b__echo = %q", got)
+	}
+	waitFor(t, "a to reconnect", 10*time.Second, func() bool { return h.Statuses()[0].State == StateConnected })
+	pid2, isErr := callText(t, cs, "a__pid", nil)
+	if isErr || pid2 == pid1 {
+		t.Fatalf("after recovery pid = %q (was %q, isError %v)", pid2, pid1, isErr)
+	}
+	if st := h.Statuses()[0]; st.Reconnects < 1 {
+		t.Errorf("status = %+v, want a reconnect counted", st)
+	}
+}
+
+// A server that never starts leaves the rest serving, and says why.
+func TestUpstreamThatNeverStarts(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{
+		stdioServer("bad", "-fail", "config file /nope is missing"),
+		stdioServer("good"),
+		{Name: "absent", Transport: TransportStdio, Command: "/nonexistent/mcp-server"},
+	}}, nil)
+	st := h.Statuses()
+	if st[0].State != StateFailed || !strings.Contains(st[0].Error, "config file /nope is missing") {
+		t.Errorf("bad: %+v, want failed with the server's stderr", st[0])
+	}
+	if st[2].State != StateFailed || !strings.Contains(st[2].Error, "/nonexistent/mcp-server") {
+		t.Errorf("absent: %+v, want failed naming the command", st[2])
+	}
+	if st[1].State != StateConnected {
+		t.Fatalf("good: %+v", st[1])
+	}
+	res, err := h.CallTool(context.Background(), abi.Caller{}, "good__echo", json.RawMessage(`{"text":"ok"}`))
+	if err != nil || res.IsError {
+		t.Fatalf("good__echo: %v %+v", err, res)
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	sc := stdioServer("a")
+	sc.Timeout = 200 * time.Millisecond
+	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	start := time.Now()
+	res, err := h.CallTool(context.Background(), abi.Caller{}, "a__sleep", json.RawMessage(`{"millis":5000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(text(t, res), "timed out after 200ms") {
+		t.Fatalf("result = %q, want a timeout error", text(t, res))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timeout took %s", d)
+	}
+}
+
+func TestProgressAndCancellation(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	var mu sync.Mutex
+	var got []float64
+	cs := connectHTTP(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Params.ProgressToken == "tok-1" {
+			got = append(got, r.Params.Progress)
+		}
+	}})
+	params := &mcp.CallToolParams{Name: "a__sleep", Arguments: map[string]any{"millis": 300, "steps": 3}}
+	params.SetProgressToken("tok-1")
+	if _, err := cs.CallTool(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three progress notifications", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 3
+	})
+
+	// A cancelled client call frees the upstream call at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sleep", Arguments: map[string]any{"millis": 20000}})
+		errc <- err
+	}()
+	waitFor(t, "the call to reach the upstream", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
+	cancel()
+	<-errc
+	waitFor(t, "the upstream call to end", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 0 })
+}
+
+func TestToolListChangedReachesClients(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	changed := make(chan struct{}, 10)
+	cs := connectHTTP(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	callText(t, cs, "a__add_tool", map[string]any{"text": "fresh"})
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no tools/list_changed reached the client")
+	}
+	if got, isErr := callText(t, cs, "a__fresh", nil); isErr || got != "added tool fresh" {
+		t.Fatalf("a__fresh = %q (isError %v)", got, isErr)
+	}
+}
+
+func TestIdleDisconnectAndReconnectOnDemand(t *testing.T) {
+	sc := stdioServer("a")
+	sc.IdleTimeout = 300 * time.Millisecond
+	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	waitFor(t, "idle disconnect", 5*time.Second, func() bool { return h.Statuses()[0].State == StateDisconnected })
+	if n := len(mustTools(t, h)); n == 0 {
+		t.Fatal("an idle server's tools must stay listed")
+	}
+	res, err := h.CallTool(context.Background(), abi.Caller{}, "a__echo", json.RawMessage(`{"text":"back"}`))
+	if err != nil || text(t, res) != "back" {
+		t.Fatalf("call after idle: %v %q", err, text(t, res))
+	}
+	if st := h.Statuses()[0]; st.State != StateConnected {
+		t.Fatalf("state after call = %s", st.State)
+	}
+}
+
+func mustTools(t *testing.T, h *Host) []abi.Tool {
+	t.Helper()
+	tools, err := h.Tools(context.Background(), abi.Caller{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools
+}
+
+// No upstream process or its children outlives Close.
+func TestCloseEndsProcessesAndChildren(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	ctx := context.Background()
+	res, _ := h.CallTool(ctx, abi.Caller{}, "a__pid", nil)
+	pid, _ := strconv.Atoi(text(t, res))
+	res, _ = h.CallTool(ctx, abi.Caller{}, "a__spawn_child", nil)
+	child, _ := strconv.Atoi(text(t, res))
+	if !alive(pid) || !alive(child) {
+		t.Fatalf("server %d or child %d not running", pid, child)
+	}
+	h.Close()
+	waitFor(t, "processes to end", 5*time.Second, func() bool { return !alive(pid) && !alive(child) })
+	if _, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("call after close: %v, want ErrClosed", err)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{AuthToken: "s3cret"}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{
+		{"", http.StatusUnauthorized},
+		{"Bearer wrong", http.StatusUnauthorized},
+		{"Bearer s3cret", http.StatusOK},
+	} {
+		req, _ := http.NewRequest("GET", srv.URL+"/status", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Authorization %q: status %d, want %d", tc.auth, resp.StatusCode, tc.want)
+		}
+	}
+	// A real client with the token gets through.
+	c := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
+	hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: map[string]string{"Authorization": "Bearer s3cret"}}}
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+}
+
+func TestDNSRebindingProtection(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Host = "evil.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host header: status %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestRequestBodyLimit(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{MaxBodyBytes: 1024}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", 4096) + `"}}}`
+	for _, path := range []string{"/mcp", "/sse?sessionid=x"} {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(big))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: status %d, want 413", path, resp.StatusCode)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+// Package host is mcphost's MCP engine: it connects to the configured
+// upstream servers, names their tools into one catalog, routes calls, asks a
+// Policy what each caller may see and do, and serves the result as one MCP
+// server over streamable HTTP, SSE and stdio.
+//
+// Lifecycle: New validates a Config; Start connects every upstream
+// concurrently; Tools and CallTool use the catalog; Close ends every
+// upstream session and process. The CLI and embedders use the same API.
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// Version is mcphost's version, reported to upstreams and downstream clients.
+var Version = "0.1.0"
+
+// ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
+var ErrUnknownTool = errors.New("unknown tool")
+
+// Options are the optional parts of a Host; nil means all defaults.
+type Options struct {
+	Logger hclog.Logger // nil discards logs
+	Policy Policy       // nil lets everything through
+}
+
+// Host is a running gateway. It is safe for concurrent use.
+type Host struct {
+	cfg    Config
+	log    hclog.Logger
+	policy Policy
+
+	upstreams []*upstream          // config order
+	byName    map[string]*upstream // server name -> upstream
+
+	catMu      sync.Mutex // serialises catalog rebuilds
+	cat        atomic.Pointer[catalog]
+	catPrint   [32]byte
+	views      viewCache
+	progressRoutes progressRouter
+	servers    serverSet
+	closeOnce  sync.Once
+	closed     atomic.Bool
+	startedAt  time.Time
+	stopNotify func()
+}
+
+// New validates cfg and builds a host. It starts nothing: call Start.
+func New(cfg Config, opts *Options) (*Host, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	h := &Host{
+		cfg:    cfg,
+		log:    log,
+		policy: opts.Policy,
+		byName: make(map[string]*upstream, len(cfg.Servers)),
+	}
+	h.views.init()
+	h.progressRoutes.init()
+	h.cat.Store(buildCatalog(0, cfg.Tools, nil))
+	for _, sc := range cfg.Servers {
+		u := newUpstream(sc, log.Named(sc.Name), h)
+		h.upstreams = append(h.upstreams, u)
+		h.byName[sc.Name] = u
+	}
+	return h, nil
+}
+
+// Start connects every upstream concurrently and returns once each has
+// connected or failed (each within its connect timeout) or ctx ends. A
+// server that fails does not stop the others; it keeps retrying with
+// backoff, and its Status says why it failed.
+func (h *Host) Start(ctx context.Context) error {
+	h.startedAt = time.Now()
+	waits := make([]<-chan struct{}, len(h.upstreams))
+	for i, u := range h.upstreams {
+		waits[i] = u.start()
+	}
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Config returns the configuration the host runs with, defaults applied.
+func (h *Host) Config() Config { return h.cfg }
+
+// Statuses reports every upstream's state, in config order.
+func (h *Host) Statuses() []Status {
+	out := make([]Status, len(h.upstreams))
+	for i, u := range h.upstreams {
+		out[i] = u.status()
+	}
+	return out
+}
+
+// Tools returns the catalog as the caller sees it, after policies.
+func (h *Host) Tools(ctx context.Context, caller abi.Caller) ([]abi.Tool, error) {
+	v, err := h.view(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	return v.tools, nil
+}
+
+// CallTool calls a tool by its exposed name. A failure of the tool or its
+// upstream (down, timed out, closed mid-call) or a policy denial comes back
+// as a result with IsError set; the error is only for a name the caller
+// cannot see (ErrUnknownTool), a policy that fails closed on listing, or a
+// closed host.
+func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return h.callTool(ctx, caller, name, args, nil, nil)
+}
+
+// callTool is the whole call path: resolve, admit, call, transform.
+func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (*mcp.CallToolResult, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	v, err := h.view(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := v.routes[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	u := h.byName[r.server]
+
+	if h.policy != nil {
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args}
+		d, err := h.policy.ToolCall(ctx, in)
+		if err != nil {
+			return errorResult("call to %s refused: %v", name, err), nil
+		}
+		switch d.Action {
+		case abi.ActionAllow, "":
+		case abi.ActionDeny:
+			reason := d.Reason
+			if reason == "" {
+				reason = "denied by policy"
+			}
+			return errorResult("call to %s denied: %s", name, reason), nil
+		case abi.ActionRewrite:
+			args = d.Arguments
+		case abi.ActionRespond:
+			return fromABIResult(d.Result)
+		default:
+			return errorResult("call to %s refused: policy returned unknown action %q", name, d.Action), nil
+		}
+	}
+
+	params := &mcp.CallToolParams{Name: r.tool, Arguments: args}
+	if len(args) == 0 {
+		params.Arguments = nil
+	}
+	if token := meta.GetMeta()["progressToken"]; token != nil && ss != nil {
+		upToken, done := h.progressRoutes.register(ss, token)
+		defer done()
+		params.Meta = mcp.Meta{"progressToken": upToken}
+	}
+	res, err := u.callTool(ctx, params)
+	if err != nil {
+		return upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
+	}
+	if h.policy == nil {
+		return res, nil
+	}
+	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args}
+	if in.Result, err = toABIResult(res); err != nil {
+		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
+	}
+	out, err := h.policy.ToolResult(ctx, in)
+	if err != nil {
+		return errorResult("result of %s withheld by policy: %v", name, err), nil
+	}
+	return fromABIResult(out)
+}
+
+// upstreamErrorResult turns a failed upstream call into a tool error that
+// names the server and the cause, as MCP asks for tool-level failures.
+func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.CallToolResult {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorResult("server %q: call timed out after %s", server, timeout)
+	case errors.Is(err, context.Canceled):
+		return errorResult("server %q: call cancelled", server)
+	case errors.Is(err, mcp.ErrConnectionClosed):
+		return errorResult("server %q: connection closed during the call: %v", server, err)
+	}
+	return errorResult("server %q: %v", server, err)
+}
+
+func errorResult(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// toolsChanged rebuilds the catalog from every upstream's cached tools and,
+// when what clients can see changed, tells them.
+func (h *Host) toolsChanged(string) {
+	h.catMu.Lock()
+	defer h.catMu.Unlock()
+	sts := make([]serverTools, len(h.upstreams))
+	for i, u := range h.upstreams {
+		sts[i] = serverTools{server: u.cfg.Name, tools: u.cachedTools()}
+	}
+	old := h.cat.Load()
+	next := buildCatalog(old.version+1, h.cfg.Tools, sts)
+	print := fingerprint(next.tools)
+	if print == h.catPrint && old.version > 0 {
+		return
+	}
+	h.catPrint = print
+	h.cat.Store(next)
+	for _, p := range next.issues {
+		h.log.Warn("tool naming", "server", p.Server, "tool", p.Tool, "problem", p.Err)
+	}
+	h.log.Debug("catalog rebuilt", "version", next.version, "tools", len(next.tools))
+	h.servers.toolsChanged()
+}
+
+func fingerprint(tools []abi.Tool) [32]byte {
+	b, _ := json.Marshal(tools)
+	return sha256.Sum256(b)
+}
+
+// NotifyPolicyChanged tells the host that its Policy's behaviour changed
+// (a plugin was swapped): cached views are dropped and clients are sent
+// notifications/tools/list_changed.
+func (h *Host) NotifyPolicyChanged() {
+	h.views.clear()
+	h.servers.toolsChanged()
+}
+
+// progress routes an upstream's progress notification to the downstream
+// request it belongs to.
+func (h *Host) upstreamProgress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	ss, token, ok := h.progressRoutes.lookup(p.ProgressToken)
+	if !ok {
+		return
+	}
+	out := *p
+	out.ProgressToken = token
+	out.Meta = nil
+	if err := ss.NotifyProgress(ctx, &out); err != nil {
+		h.log.Debug("forwarding progress failed", "error", err)
+	}
+}
+
+// Close ends every upstream session and process and waits for them.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		h.closed.Store(true)
+		var wg sync.WaitGroup
+		for _, u := range h.upstreams {
+			wg.Add(1)
+			go func() { defer wg.Done(); u.close() }()
+		}
+		wg.Wait()
+	})
+	return nil
+}

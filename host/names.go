@@ -1,0 +1,148 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// hashLen is the number of hex digits of the stable suffix that keeps cut or
+// colliding names unique. 8 digits (32 bits) keeps names short while making
+// an accidental second collision in one catalog vanishingly rare.
+const hashLen = 8
+
+// validName reports whether s is a name every client and LLM API accepts:
+// ^[A-Za-z_][A-Za-z0-9_-]*$ within max characters.
+func validName(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	if c := s[0]; !(c == '_' || isLetter(c)) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func isNameByte(c byte) bool {
+	return isLetter(c) || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
+// sanitize maps every byte outside [A-Za-z0-9_-] to '_', folding runs of
+// replaced bytes (a multi-byte rune, "a.b" or "a b") into one.
+func sanitize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	replaced := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isNameByte(c) {
+			b.WriteByte(c)
+			replaced = false
+			continue
+		}
+		if !replaced {
+			b.WriteByte('_')
+			replaced = true
+		}
+	}
+	return b.String()
+}
+
+// nameHash is the stable suffix for (server, tool): the same pair always gets
+// the same hash, so names survive restarts and config reorderings.
+func nameHash(server, tool string) string {
+	sum := sha256.Sum256([]byte(server + "\x00" + tool))
+	return hex.EncodeToString(sum[:])[:hashLen]
+}
+
+// nameBuilder turns (server, tool) pairs into exposed names under one
+// ToolsConfig. It is the only place names are made; routing never parses
+// them back.
+type nameBuilder struct {
+	sep    string
+	max    int
+	prefix bool
+}
+
+func newNameBuilder(c ToolsConfig) nameBuilder {
+	max := c.MaxNameLength
+	if max <= 0 {
+		max = DefaultMaxNameLength
+	}
+	// The shortest hashed name is "_x" + sep + "y" + "_" + hash; never let
+	// the budget go below what that needs.
+	sep := sanitize(c.Separator)
+	if min := 4 + len(sep) + hashLen; max < min {
+		max = min
+	}
+	return nameBuilder{sep: sep, max: max, prefix: c.Prefix != PrefixNever}
+}
+
+// plain is the name before any hashing: sanitised, prefixed when configured,
+// and starting with a letter or underscore.
+func (nb nameBuilder) plain(server, tool string) string {
+	name := sanitize(tool)
+	if nb.prefix {
+		name = sanitize(server) + nb.sep + name
+	}
+	return leadingLetter(name)
+}
+
+func leadingLetter(name string) string {
+	if name == "" || !(name[0] == '_' || isLetter(name[0])) {
+		return "_" + name
+	}
+	return name
+}
+
+// build returns the exposed name of (server, tool): the plain name when it
+// fits, else a cut name with a stable hash suffix.
+func (nb nameBuilder) build(server, tool string) string {
+	if name := nb.plain(server, tool); len(name) <= nb.max {
+		return name
+	}
+	return nb.hashed(server, tool)
+}
+
+// hashed always appends the stable hash, cutting the server and tool parts
+// in proportion to their lengths so both stay recognisable.
+func (nb nameBuilder) hashed(server, tool string) string {
+	suffix := "_" + nameHash(server, tool)
+	t := sanitize(tool)
+	if !nb.prefix {
+		budget := nb.max - len(suffix)
+		return leadingLetter(cut(t, budget-1)) + suffix // -1 leaves room for a leading "_"
+	}
+	s := sanitize(server)
+	budget := nb.max - len(suffix) - len(nb.sep) - 1 // -1: room for a leading "_"
+	sl, tl := len(s), len(t)
+	if excess := sl + tl - budget; excess > 0 {
+		// Each part gives up characters in proportion to its length, so a
+		// short server name survives a long tool name. budget >= 2 (see
+		// newNameBuilder), so a non-empty tool part always keeps one.
+		sl -= excess * sl / (sl + tl)
+		tl = min(budget-sl, len(t))
+		if tl < 1 && len(t) > 0 {
+			tl, sl = 1, budget-1
+		}
+		sl = min(sl, len(s))
+	}
+	return leadingLetter(s[:sl]+nb.sep+t[:tl]) + suffix
+}
+
+func cut(s string, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,134 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioGrace is how long an upstream process has to exit on its own once its
+// stdin is closed, before it is signalled.
+const stdioGrace = 2 * time.Second
+
+// stdioTransport starts an upstream server as a child process in its own
+// process group, so that closing the connection ends the server and every
+// process it started (npx, go run and shell wrappers all fork children).
+type stdioTransport struct {
+	cfg    ServerConfig
+	log    hclog.Logger
+	stderr *tailWriter
+}
+
+func newStdioTransport(cfg ServerConfig, log hclog.Logger) *stdioTransport {
+	return &stdioTransport{cfg: cfg, log: log, stderr: newTailWriter(log, 8)}
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
+	cmd.Dir = t.cfg.Cwd
+	cmd.Env = os.Environ()
+	for k, v := range t.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = t.stderr
+	// Setpgid puts the server and its children in a group we can end as one;
+	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
+	conn, err := inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &groupConn{Connection: conn, pgid: cmd.Process.Pid}, nil
+}
+
+// groupConn ends the whole process group after the go-sdk has closed stdin
+// and waited for (or killed) the main process.
+type groupConn struct {
+	mcp.Connection
+	pgid int
+	once sync.Once
+}
+
+func (c *groupConn) Close() error {
+	err := c.Connection.Close()
+	c.once.Do(func() { killGroup(c.pgid, stdioGrace/2) })
+	return err
+}
+
+// killGroup sends SIGTERM to the group, waits up to grace for it to empty,
+// then sends SIGKILL.
+func killGroup(pgid int, grace time.Duration) {
+	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+		return // no such group: everyone already exited
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// tailWriter forwards an upstream's stderr to the log line by line and keeps
+// the last few lines, which explain most failed starts.
+type tailWriter struct {
+	log  hclog.Logger
+	mu   sync.Mutex
+	buf  []byte
+	tail []string
+	keep int
+}
+
+func newTailWriter(log hclog.Logger, keep int) *tailWriter {
+	return &tailWriter{log: log, keep: keep}
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.line(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 { // a huge line without newline: flush it
+		w.line(string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) line(s string) {
+	s = strings.TrimRight(s, "\r")
+	if s == "" {
+		return
+	}
+	w.log.Debug("stderr", "line", s)
+	w.tail = append(w.tail, s)
+	if len(w.tail) > w.keep {
+		w.tail = w.tail[len(w.tail)-w.keep:]
+	}
+}
+
+// Tail returns the last lines written, joined for an error message.
+func (w *tailWriter) Tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.tail, "\n")
+}

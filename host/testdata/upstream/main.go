@@ -1,0 +1,102 @@
+// Command upstream is a real MCP server for host's end-to-end tests: it
+// serves over stdio (or streamable HTTP with -http) and has tools that let a
+// test crash it, slow it down, watch progress, spawn a child process and
+// change its tool list.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+type sleepIn struct {
+	Millis int `json:"millis"`
+	Steps  int `json:"steps,omitempty"`
+}
+
+func main() {
+	fail := flag.String("fail", "", "exit at start with this message")
+	httpAddr := flag.String("http", "", "serve streamable HTTP on this address and print it")
+	sse := flag.Bool("sse", false, "with -http, serve SSE instead")
+	name := flag.String("name", "upstream", "server name")
+	flag.Parse()
+	if *fail != "" {
+		fmt.Fprintln(os.Stderr, *fail)
+		os.Exit(3)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Title: "Echo", Description: "Echoes text.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Description: "Returns the server's process id."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash", Description: "Exits the process mid-call."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			os.Exit(7)
+			return nil, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "sleep", Description: "Sleeps, reporting progress in steps."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			steps := max(in.Steps, 1)
+			for i := 1; i <= steps; i++ {
+				select {
+				case <-time.After(time.Duration(in.Millis/steps) * time.Millisecond):
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
+				if tok := req.Params.GetProgressToken(); tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(steps)})
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn_child", Description: "Starts a long-lived child process and returns its pid."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			cmd := exec.Command("sleep", "600")
+			if err := cmd.Start(); err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Adds a tool named by text, which sends tools/list_changed."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(srv, &mcp.Tool{Name: in.Text}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added tool " + in.Text}}}, nil, nil
+			})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+
+	if *httpAddr != "" {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(ln.Addr().String())
+		var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		if *sse {
+			h = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		}
+		log.Fatal(http.Serve(ln, h))
+	}
+	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Print(err)
+	}
+}

@@ -1,0 +1,495 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// State is where an upstream connection stands.
+type State string
+
+const (
+	StateConnecting   State = "connecting"
+	StateConnected    State = "connected"
+	StateDisconnected State = "disconnected" // idle, or waiting to reconnect
+	StateFailed       State = "failed"       // the last connect failed; retrying with backoff
+)
+
+// Status is an upstream server's state as the CLI and the Go API show it.
+type Status struct {
+	Name       string    `json:"name"`
+	Transport  string    `json:"transport"`
+	State      State     `json:"state"`
+	Error      string    `json:"error,omitempty"` // the last error, if any
+	Tools      int       `json:"tools"`
+	Since      time.Time `json:"since"` // when State was entered
+	Reconnects int       `json:"reconnects"`
+	InFlight   int       `json:"inFlight"`
+}
+
+// Backoff bounds for reconnecting; jitter spreads reconnects of many
+// upstreams that failed together.
+const (
+	minBackoff = 250 * time.Millisecond
+	maxBackoff = 30 * time.Second
+)
+
+// ErrClosed is returned for calls on a host or upstream that was closed.
+var ErrClosed = errors.New("mcphost: closed")
+
+// upstream is one configured server: its client, its current session (if
+// any), its cached tools and its lifecycle. Sessions come and go (crashes,
+// idle disconnects, reconnects); the upstream and its cached tools remain.
+type upstream struct {
+	cfg    ServerConfig
+	log    hclog.Logger
+	client *mcp.Client
+	stdio  *stdioTransport // nil for HTTP transports
+	events upstreamEvents
+
+	ctx    context.Context // ends when the upstream is closed
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connect attempts and session watchers
+
+	mu          sync.Mutex
+	state       State
+	since       time.Time
+	lastErr     error
+	sess        *mcp.ClientSession
+	connectDone chan struct{} // non-nil while a connect attempt runs
+	tools       []*mcp.Tool
+	inflight    int
+	lastUsed    time.Time
+	reconnects  int
+	backoff     time.Duration
+	retryTimer  *time.Timer
+	idleTimer   *time.Timer
+	closed      bool
+}
+
+// upstreamEvents is how an upstream tells the host about changes.
+type upstreamEvents interface {
+	toolsChanged(server string)
+	upstreamProgress(ctx context.Context, p *mcp.ProgressNotificationParams)
+}
+
+func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *upstream {
+	u := &upstream{cfg: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff}
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	if cfg.Transport == TransportStdio {
+		u.stdio = newStdioTransport(cfg, log)
+	}
+	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			u.log.Debug("upstream tools changed")
+			u.wg.Add(1)
+			go func() { defer u.wg.Done(); u.refreshTools() }()
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			u.events.upstreamProgress(ctx, req.Params)
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			u.log.Info("upstream log", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+		},
+	})
+	return u
+}
+
+func (u *upstream) transport() (mcp.Transport, error) {
+	switch u.cfg.Transport {
+	case TransportStdio:
+		return u.stdio, nil
+	case TransportSSE:
+		sse := &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}
+		return detachedTransport{Transport: sse, life: u.ctx}, nil
+	case TransportStreamableHTTP:
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers), MaxRetries: -1}, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
+}
+
+// start begins the first connect without waiting for it.
+func (u *upstream) start() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.connectLocked()
+}
+
+// connectLocked starts a connect attempt unless one is running or a session
+// is up; it returns a channel closed when the attempt ends.
+func (u *upstream) connectLocked() <-chan struct{} {
+	if u.connectDone != nil {
+		return u.connectDone
+	}
+	done := make(chan struct{})
+	if u.closed || u.sess != nil {
+		close(done)
+		return done
+	}
+	u.connectDone = done
+	u.setStateLocked(StateConnecting, u.lastErr)
+	if u.retryTimer != nil {
+		u.retryTimer.Stop()
+		u.retryTimer = nil
+	}
+	u.wg.Add(1)
+	go u.connect(done)
+	return done
+}
+
+func (u *upstream) connect(done chan struct{}) {
+	defer u.wg.Done()
+	defer close(done)
+	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.ConnectTimeout)
+	defer cancel()
+
+	cs, tools, err := u.dial(ctx)
+
+	u.mu.Lock()
+	u.connectDone = nil
+	if u.closed {
+		u.mu.Unlock()
+		if cs != nil {
+			cs.Close()
+		}
+		return
+	}
+	if err != nil {
+		u.setStateLocked(StateFailed, err)
+		u.scheduleRetryLocked()
+		u.mu.Unlock()
+		u.log.Warn("upstream connect failed", "error", err)
+		return
+	}
+	u.sess = cs
+	u.tools = tools
+	u.backoff = minBackoff
+	u.setStateLocked(StateConnected, nil)
+	u.armIdleLocked()
+	u.wg.Add(1)
+	go u.watch(cs)
+	u.mu.Unlock()
+	u.log.Info("upstream connected", "tools", len(tools))
+	u.events.toolsChanged(u.cfg.Name)
+}
+
+// dial connects and lists tools: a session is only usable once its tools are known.
+func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
+	t, err := u.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
+	if err != nil {
+		return nil, nil, u.explain(fmt.Errorf("connecting: %w", err))
+	}
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		cs.Close()
+		return nil, nil, u.explain(fmt.Errorf("listing tools: %w", err))
+	}
+	return cs, tools, nil
+}
+
+// explain adds what a stdio server last wrote to stderr, which usually says
+// why it failed (a missing file, a bad flag, a crash).
+func (u *upstream) explain(err error) error {
+	if u.stdio == nil {
+		return err
+	}
+	if tail := u.stdio.stderr.Tail(); tail != "" {
+		return fmt.Errorf("%w; stderr: %s", err, tail)
+	}
+	return err
+}
+
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	if res := cs.InitializeResult(); res != nil && res.Capabilities != nil && res.Capabilities.Tools == nil {
+		return nil, nil // a server without tools (prompts or resources only)
+	}
+	var tools []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// watch waits for a session to end and, unless we ended it, reconnects.
+func (u *upstream) watch(cs *mcp.ClientSession) {
+	defer u.wg.Done()
+	err := cs.Wait()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess != cs || u.closed {
+		return // closed on purpose: idle, shutdown or replaced
+	}
+	u.sess = nil
+	cause := errors.New("connection closed by the server")
+	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+		cause = fmt.Errorf("connection lost: %w", err)
+	}
+	u.setStateLocked(StateDisconnected, u.explain(cause))
+	u.log.Warn("upstream disconnected; reconnecting", "error", u.lastErr)
+	u.scheduleRetryLocked()
+}
+
+func (u *upstream) scheduleRetryLocked() {
+	if u.closed || u.retryTimer != nil {
+		return
+	}
+	d := u.backoff
+	u.backoff = min(u.backoff*2, maxBackoff)
+	d = d/2 + rand.N(d) // jitter in [d/2, 3d/2)
+	u.retryTimer = time.AfterFunc(d, func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.retryTimer = nil
+		if u.closed || u.sess != nil || u.connectDone != nil {
+			return
+		}
+		u.reconnects++
+		u.connectLocked()
+	})
+}
+
+// armIdleLocked schedules the idle check; a negative IdleTimeout never disconnects.
+func (u *upstream) armIdleLocked() {
+	if u.cfg.IdleTimeout <= 0 {
+		return
+	}
+	wait := u.cfg.IdleTimeout
+	if !u.lastUsed.IsZero() {
+		wait = max(time.Until(u.lastUsed.Add(u.cfg.IdleTimeout)), time.Millisecond)
+	}
+	if u.idleTimer != nil {
+		u.idleTimer.Stop()
+	}
+	u.idleTimer = time.AfterFunc(wait, u.idleCheck)
+}
+
+func (u *upstream) idleCheck() {
+	u.mu.Lock()
+	cs := u.sess
+	if cs == nil || u.closed {
+		u.mu.Unlock()
+		return
+	}
+	if u.inflight > 0 || (!u.lastUsed.IsZero() && time.Since(u.lastUsed) < u.cfg.IdleTimeout) {
+		u.armIdleLocked() // a call in flight holds the connection
+		u.mu.Unlock()
+		return
+	}
+	u.sess = nil
+	u.setStateLocked(StateDisconnected, nil)
+	u.mu.Unlock()
+	u.log.Info("upstream idle; disconnected", "idle_timeout", u.cfg.IdleTimeout)
+	cs.Close()
+}
+
+// session returns a live session, connecting on demand and waiting for a
+// connect in progress, within ctx.
+func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if cs := u.sess; cs != nil {
+		u.mu.Unlock()
+		return cs, nil
+	}
+	done := u.connectLocked()
+	u.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess != nil {
+		return u.sess, nil
+	}
+	if u.closed {
+		return nil, ErrClosed
+	}
+	if u.lastErr != nil {
+		return nil, u.lastErr
+	}
+	return nil, errors.New("not connected")
+}
+
+// acquire marks a call in flight, which holds the connection open.
+func (u *upstream) acquire() {
+	u.mu.Lock()
+	u.inflight++
+	u.lastUsed = time.Now()
+	u.mu.Unlock()
+}
+
+func (u *upstream) release() {
+	u.mu.Lock()
+	u.inflight--
+	u.lastUsed = time.Now()
+	u.mu.Unlock()
+}
+
+// callTool calls one tool under the server's call timeout.
+func (u *upstream) callTool(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	u.acquire()
+	defer u.release()
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	cs, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cs.CallTool(ctx, params)
+}
+
+// refreshTools re-lists tools after an upstream's list_changed notification.
+func (u *upstream) refreshTools() {
+	u.mu.Lock()
+	cs := u.sess
+	u.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+	defer cancel()
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		u.log.Warn("refreshing tools failed", "error", err)
+		return
+	}
+	u.mu.Lock()
+	u.tools = tools
+	u.mu.Unlock()
+	u.events.toolsChanged(u.cfg.Name)
+}
+
+// cachedTools returns the last known tools, kept across disconnects so the
+// catalog does not flicker while a server reconnects or idles.
+func (u *upstream) cachedTools() []*mcp.Tool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.tools
+}
+
+func (u *upstream) setStateLocked(s State, err error) {
+	u.lastErr = err
+	if u.state != s {
+		u.state = s
+		u.since = time.Now()
+	}
+}
+
+func (u *upstream) status() Status {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	st := Status{
+		Name:       u.cfg.Name,
+		Transport:  u.cfg.Transport,
+		State:      u.state,
+		Tools:      len(u.tools),
+		Since:      u.since,
+		Reconnects: u.reconnects,
+		InFlight:   u.inflight,
+	}
+	if u.lastErr != nil {
+		st.Error = u.lastErr.Error()
+	}
+	return st
+}
+
+// close ends the session and any connect attempt, and waits for them, so no
+// upstream process outlives it.
+func (u *upstream) close() {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return
+	}
+	u.closed = true
+	cs := u.sess
+	u.sess = nil
+	if u.retryTimer != nil {
+		u.retryTimer.Stop()
+	}
+	if u.idleTimer != nil {
+		u.idleTimer.Stop()
+	}
+	u.mu.Unlock()
+	u.cancel()
+	if cs != nil {
+		cs.Close()
+	}
+	u.wg.Wait()
+}
+
+// headerClient returns an HTTP client that adds the configured headers to
+// every request to an HTTP upstream.
+func headerClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: headers}}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// detachedTransport connects under the upstream's lifetime rather than the
+// connect attempt's context: the SSE client ties its event stream to the
+// context it connects with, so a connect timeout would otherwise end the
+// stream as soon as the connect returned. The attempt's context still
+// bounds how long Connect may take.
+type detachedTransport struct {
+	mcp.Transport
+	life context.Context
+}
+
+func (t detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	type result struct {
+		conn mcp.Connection
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		conn, err := t.Transport.Connect(t.life)
+		done <- result{conn, err}
+	}()
+	select {
+	case r := <-done:
+		return r.conn, r.err
+	case <-ctx.Done():
+		go func() { // close whatever arrives late
+			if r := <-done; r.conn != nil {
+				r.conn.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,158 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// view is the catalog as one caller sees it after policies: the tools in
+// order, the routes of the names they were given, and the ready-made
+// tools/list answer.
+type view struct {
+	tools  []abi.Tool
+	routes map[string]route
+	result *mcp.ListToolsResult
+}
+
+// maxViews bounds the per-caller cache; past it the cache starts over, which
+// costs one policy run per caller.
+const maxViews = 4096
+
+// viewCache keeps views per (catalog version, policy generation, caller),
+// so policies run only when something they depend on changed.
+type viewCache struct {
+	mu sync.Mutex
+	m  map[viewKey]*view
+}
+
+type viewKey struct {
+	catalog    uint64
+	generation uint64
+	caller     string
+}
+
+func (c *viewCache) init() { c.m = make(map[viewKey]*view) }
+
+func (c *viewCache) get(k viewKey) *view {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+func (c *viewCache) put(k viewKey, v *view) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxViews {
+		clear(c.m)
+	}
+	c.m[k] = v
+}
+
+func (c *viewCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}
+
+// view returns the caller's view of the current catalog.
+func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
+	cat := h.cat.Load()
+	if h.policy == nil {
+		return h.plainView(cat), nil
+	}
+	callerKey, err := json.Marshal(caller)
+	if err != nil {
+		return nil, fmt.Errorf("encoding caller: %w", err)
+	}
+	k := viewKey{catalog: cat.version, generation: h.policy.Generation(), caller: string(callerKey)}
+	if v := h.views.get(k); v != nil {
+		return v, nil
+	}
+	in := &abi.ToolsListInput{Caller: caller, Tools: cat.tools}
+	tools, err := h.policy.ToolsList(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("tool list withheld by policy: %w", err)
+	}
+	v, err := newView(cat, tools)
+	if err != nil {
+		return nil, fmt.Errorf("policy output: %w", err)
+	}
+	h.views.put(k, v)
+	return v, nil
+}
+
+// plainView is the catalog itself, for hosts without a policy; it is built
+// once per catalog version.
+func (h *Host) plainView(cat *catalog) *view {
+	k := viewKey{catalog: cat.version}
+	if v := h.views.get(k); v != nil {
+		return v
+	}
+	v, _ := newView(cat, cat.tools)
+	h.views.put(k, v)
+	return v
+}
+
+// newView checks policy output against the catalog: every tool must come
+// from the catalog (server and tool), and names must be valid and unique.
+func newView(cat *catalog, tools []abi.Tool) (*view, error) {
+	v := &view{
+		tools:  tools,
+		routes: make(map[string]route, len(tools)),
+		result: &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(tools))},
+	}
+	for i := range tools {
+		t := &tools[i]
+		r := route{server: t.Server, tool: t.Tool}
+		if _, ok := cat.byTool[r]; !ok {
+			return nil, fmt.Errorf("tool %q names server %q tool %q, which the catalog does not have", t.Name, t.Server, t.Tool)
+		}
+		if !validName(t.Name, 128) {
+			return nil, fmt.Errorf("tool name %q is not valid (want [A-Za-z_][A-Za-z0-9_-]*)", t.Name)
+		}
+		if _, dup := v.routes[t.Name]; dup {
+			return nil, fmt.Errorf("tool name %q is used twice", t.Name)
+		}
+		v.routes[t.Name] = r
+		v.result.Tools = append(v.result.Tools, toMCPTool(t))
+	}
+	return v, nil
+}
+
+// toABIResult converts an MCP result to the form policies see.
+func toABIResult(res *mcp.CallToolResult) (*abi.CallToolResult, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var out abi.CallToolResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// fromABIResult converts a policy's result back to MCP.
+func fromABIResult(res *abi.CallToolResult) (*mcp.CallToolResult, error) {
+	if res == nil {
+		return errorResult("policy returned no result"), nil
+	}
+	if res.Content == nil {
+		res.Content = []abi.Content{}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return errorResult("policy result could not be encoded: %v", err), nil
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(b, &out); err != nil {
+		return errorResult("policy result is not a valid MCP result: %v", err), nil
+	}
+	return &out, nil
+}
