@@ -21,11 +21,11 @@ type route struct {
 // exposed names. A new one is built whenever any upstream's tools change.
 type catalog struct {
 	version uint64
-	tools   []abi.Tool        // config order of servers, then original tool name
-	routes  map[string]route  // exposed name -> upstream tool
-	byTool  map[route]string  // upstream tool -> exposed name
-	issues  []catalogProblem  // collisions and clashes found while building
-	servers map[string][]int  // server -> indexes into tools
+	tools   []abi.Tool       // config order of servers, then original tool name
+	routes  map[string]route // exposed name -> upstream tool
+	byTool  map[route]string // upstream tool -> exposed name
+	issues  []catalogProblem // collisions and clashes found while building
+	servers map[string][]int // server -> indexes into tools
 }
 
 // catalogProblem is a naming problem the operator should hear about.

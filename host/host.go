@@ -45,16 +45,16 @@ type Host struct {
 	upstreams []*upstream          // config order
 	byName    map[string]*upstream // server name -> upstream
 
-	catMu      sync.Mutex // serialises catalog rebuilds
-	cat        atomic.Pointer[catalog]
-	catPrint   [32]byte
-	views      viewCache
+	catMu          sync.Mutex // serialises catalog rebuilds
+	cat            atomic.Pointer[catalog]
+	catPrint       [32]byte
+	views          viewCache
 	progressRoutes progressRouter
-	servers    serverSet
-	closeOnce  sync.Once
-	closed     atomic.Bool
-	startedAt  time.Time
-	stopNotify func()
+	servers        serverSet
+	closeOnce      sync.Once
+	closed         atomic.Bool
+	startedAt      time.Time
+	stopNotify     func()
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
