@@ -1,0 +1,108 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+// File is a decoded config file. Host fields the file leaves out stay zero
+// so that host.Config.WithDefaults fills them (and the CLI applies
+// host.DefaultListenHTTP); plugin timeout, memory and on_error defaults are
+// applied here, so each Spec reads complete.
+type File struct {
+	Host    host.Config
+	Plugins []plugins.Spec
+	Runtime Runtime
+	Path    string // absolute path of the config file
+
+	// Sources lists the absolute paths the config was built from: the file
+	// itself, then every file read with file(). A watcher reloads when any
+	// of them changes.
+	Sources []string
+}
+
+// Runtime configures the process around the host.
+type Runtime struct {
+	CacheDir string // compile cache directory; empty means none
+	Watch    bool   // reload when plugin files or the config change
+}
+
+// Load reads and decodes the config file at path. The returned Diagnostics
+// is never nil; File is nil when there is any error.
+func Load(path string) (*File, *Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Diagnostics{List: hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read config file",
+			Detail:   fmt.Sprintf("%s. Check the path to the config file.", err),
+		}}}
+	}
+	return Parse(src, path)
+}
+
+// Parse decodes src as if read from filename, which names the file in
+// diagnostics and anchors relative paths. The returned Diagnostics is never
+// nil; File is nil when there is any error.
+func Parse(src []byte, filename string) (*File, *Diagnostics) {
+	abs, err := filepath.Abs(filename)
+	if err != nil {
+		return nil, &Diagnostics{List: hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot resolve config path",
+			Detail:   fmt.Sprintf("config: absolute path of %q: %s.", filename, err),
+		}}}
+	}
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	out := &Diagnostics{List: diags, files: map[string]*hcl.File{filename: f}}
+	// A body with syntax errors is only partly there; decoding it would
+	// report mistakes the operator did not make.
+	if diags.HasErrors() {
+		return nil, out
+	}
+
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		if diags := checkNumbers(body); diags.HasErrors() {
+			out.List = append(out.List, diags...)
+			return nil, out
+		}
+	}
+
+	d := &decoder{dir: filepath.Dir(abs)}
+	d.ctx = d.evalContext()
+	file := d.decodeFile(f.Body)
+	out.List = append(out.List, d.diags...)
+	sortBySource(out.List)
+	if out.HasErrors() {
+		return nil, out
+	}
+	file.Path = abs
+	file.Sources = append([]string{abs}, d.sources...)
+	return file, out
+}
+
+// sortBySource orders diagnostics as they appear in the file, so that the
+// operator can fix them top to bottom; HCL reports unknown names first and
+// cross-block checks come last otherwise. Diagnostics without a position
+// stay in front.
+func sortBySource(diags hcl.Diagnostics) {
+	slices.SortStableFunc(diags, func(a, b *hcl.Diagnostic) int {
+		switch {
+		case a.Subject == nil && b.Subject == nil:
+			return 0
+		case a.Subject == nil:
+			return -1
+		case b.Subject == nil:
+			return 1
+		}
+		return a.Subject.Start.Byte - b.Subject.Start.Byte
+	})
+}

@@ -1,0 +1,305 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+func TestLoadFullConfig(t *testing.T) {
+	t.Setenv("MCPHOST_TEST_TOKEN", "s3cret")
+	os.Unsetenv("MCPHOST_TEST_REMOTE")
+	path := filepath.Join("testdata", "valid", "full.hcl")
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f, diags := Load(path)
+	if diags.HasErrors() || len(diags.List) != 0 {
+		t.Fatalf("Load(%s): unexpected diagnostics: %v", path, diags.List)
+	}
+
+	want := &File{
+		Host: host.Config{
+			Listen: host.Listen{
+				HTTP:           "127.0.0.1:7700",
+				AuthToken:      "s3cret",
+				SessionTimeout: 45 * time.Minute,
+				MaxBodyBytes:   8 << 20,
+			},
+			Servers: []host.ServerConfig{{
+				Name:            "files",
+				Transport:       host.TransportStdio,
+				Command:         "npx",
+				Args:            []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"},
+				Env:             map[string]string{"DEBUG": "1", "LEVEL": "3"},
+				Cwd:             filepath.Join(dir, "work"),
+				Timeout:         90 * time.Second,
+				IdleTimeout:     -1,
+				ConnectTimeout:  10 * time.Second,
+				Sessions:        host.SessionsPerClient,
+				ProtocolVersion: "2025-06-18",
+			}, {
+				Name:      "remote",
+				Transport: host.TransportStreamableHTTP,
+				URL:       "https://mcp.example.com/mcp",
+				Headers: map[string]string{
+					"Authorization": "Bearer fallback",
+					"X-Token":       "secret-from-file",
+				},
+				IdleTimeout: 5 * time.Minute,
+			}, {
+				Name:      "events",
+				Transport: host.TransportSSE,
+				URL:       "http://localhost:9000/sse",
+			}},
+			Tools: host.ToolsConfig{Separator: "_", MaxNameLength: 100, Prefix: host.PrefixNever},
+		},
+		Plugins: []plugins.Spec{{
+			Name:    "no-destructive",
+			Source:  filepath.Join(dir, "policies", "no-destructive.wasm"),
+			SHA256:  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+			Servers: []string{"files", "remote"},
+			Config: map[string]string{
+				"mode":   "plan",
+				"limit":  "2000",
+				"ratio":  "0.5",
+				"strict": "true",
+				"tags":   `["a","b"]`,
+				"nested": `{"deep":[1,null]}`,
+				"none":   "null",
+			},
+			Timeout:      250 * time.Millisecond,
+			Memory:       16 << 20,
+			OnError:      plugins.OnErrorSkip,
+			AllowedHosts: []string{"api.example.com"},
+			AllowedPaths: map[string]string{filepath.Join(dir, "data"): "/data", "ro:/etc/ssl": "/ssl"},
+			Env:          map[string]string{"TZ": "UTC"},
+		}, {
+			Name:    "audit",
+			Source:  "builtin:audit",
+			Timeout: plugins.DefaultTimeout,
+			Memory:  plugins.DefaultMemoryBytes,
+			OnError: plugins.OnErrorDeny,
+		}},
+		Runtime: Runtime{CacheDir: filepath.Join(dir, ".cache"), Watch: false},
+		Path:    filepath.Join(dir, "full.hcl"),
+		Sources: []string{filepath.Join(dir, "full.hcl"), filepath.Join(dir, "token.txt")},
+	}
+	if !reflect.DeepEqual(f, want) {
+		t.Errorf("Load(%s) =\n%+v\nwant\n%+v", path, f, want)
+	}
+}
+
+// TestDefaults checks what an almost empty file decodes to: host settings
+// stay zero for host.Config.WithDefaults, plugin defaults are filled in.
+func TestDefaults(t *testing.T) {
+	src := `
+server "s" {
+  command = "srv"
+}
+plugin "p" {
+  source = "builtin:p"
+}
+`
+	f, diags := Parse([]byte(src), "defaults.hcl")
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors: %v", diags.List)
+	}
+	wantHost := host.Config{Servers: []host.ServerConfig{{Name: "s", Command: "srv"}}}
+	if !reflect.DeepEqual(f.Host, wantHost) {
+		t.Errorf("Host = %+v, want %+v", f.Host, wantHost)
+	}
+	wantSpec := plugins.Spec{
+		Name: "p", Source: "builtin:p",
+		Timeout: plugins.DefaultTimeout, Memory: plugins.DefaultMemoryBytes, OnError: plugins.OnErrorDeny,
+	}
+	if !reflect.DeepEqual(f.Plugins, []plugins.Spec{wantSpec}) {
+		t.Errorf("Plugins = %+v, want %+v", f.Plugins, wantSpec)
+	}
+	if !f.Runtime.Watch {
+		t.Error("Runtime.Watch = false, want true by default")
+	}
+}
+
+// TestServerValues decodes one server block per case.
+func TestServerValues(t *testing.T) {
+	t.Setenv("MCPHOST_TEST_SET", "from-env")
+	tests := []struct {
+		name string
+		body string
+		want func(s host.ServerConfig) any
+		is   any
+	}{
+		{"http alias", `transport = "http"` + "\n" + `url = "https://x.test/mcp"`,
+			func(s host.ServerConfig) any { return s.Transport }, host.TransportStreamableHTTP},
+		{"idle zero means never", `command = "c"` + "\n" + `idle_timeout = "0"`,
+			func(s host.ServerConfig) any { return s.IdleTimeout }, time.Duration(-1)},
+		{"idle 0s means never", `command = "c"` + "\n" + `idle_timeout = "0s"`,
+			func(s host.ServerConfig) any { return s.IdleTimeout }, time.Duration(-1)},
+		{"idle duration", `command = "c"` + "\n" + `idle_timeout = "1h30m"`,
+			func(s host.ServerConfig) any { return s.IdleTimeout }, 90 * time.Minute},
+		{"numbers in args become text", `command = "c"` + "\n" + `args = ["-p", 8080, true]`,
+			func(s host.ServerConfig) any { return s.Args }, []string{"-p", "8080", "true"}},
+		{"interpolated env", `command = "c"` + "\n" + `args = ["--name=${env("MCPHOST_TEST_SET")}"]`,
+			func(s host.ServerConfig) any { return s.Args }, []string{"--name=from-env"}},
+		{"env default", `command = env("MCPHOST_TEST_UNSET", "fallback")`,
+			func(s host.ServerConfig) any { return s.Command }, "fallback"},
+		{"absolute cwd kept", `command = "c"` + "\n" + `cwd = "/srv/../srv/x"`,
+			func(s host.ServerConfig) any { return s.Cwd }, "/srv/x"},
+		{"null means unset", `command = "c"` + "\n" + `timeout = null`,
+			func(s host.ServerConfig) any { return s.Timeout }, time.Duration(0)},
+	}
+	os.Unsetenv("MCPHOST_TEST_UNSET")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "server \"s\" {\n" + tt.body + "\n}\n"
+			f, diags := Parse([]byte(src), "server.hcl")
+			if diags.HasErrors() {
+				t.Fatalf("unexpected errors: %v", diags.List)
+			}
+			if got := tt.want(f.Host.Servers[0]); !reflect.DeepEqual(got, tt.is) {
+				t.Errorf("got %#v, want %#v", got, tt.is)
+			}
+		})
+	}
+}
+
+// TestErrorSummaries checks that each mistake yields its own diagnostic,
+// anchored in the file, and that File is nil when anything is wrong.
+func TestErrorSummaries(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     string
+		summary string
+		line    int
+	}{
+		{"unset env", "listen {\n  auth_token = env(\"MCPHOST_TEST_UNSET\")\n}", "Environment variable not set", 2},
+		{"too many env args", "listen {\n  auth_token = env(\"A\", \"b\", \"c\")\n}", "Invalid function argument", 2},
+		{"unknown function", "listen {\n  auth_token = secret(\"x\")\n}", "Call to unknown function", 2},
+		{"variables not allowed", "listen {\n  auth_token = token\n}", "Variables not allowed", 2},
+		{"negative session timeout", "listen {\n  session_timeout = \"-1s\"\n}", `Invalid duration for "session_timeout"`, 2},
+		{"zero max body", "listen {\n  max_body = 0\n}", `Invalid size for "max_body"`, 2},
+		{"bad port", "listen {\n  http = \"127.0.0.1:http\"\n}", `Invalid address for "http"`, 2},
+		{"object for string", "server \"s\" {\n  command = { a = 1 }\n}", `Invalid value for "command"`, 2},
+		{"nested env value", "server \"s\" {\n  command = \"c\"\n  env = { A = [1] }\n}", `Invalid value for "env"`, 3},
+		{"null in args", "server \"s\" {\n  command = \"c\"\n  args = [\"a\", null]\n}", `Invalid value for "args"`, 3},
+		{"fractional length", "tools {\n  max_name_length = 20.5\n}", `Invalid value for "max_name_length"`, 2},
+		{"duplicate listen", "listen {}\nlisten {}", "Duplicate listen block", 2},
+		{"duplicate runtime", "runtime {}\nruntime {}", "Duplicate runtime block", 2},
+		{"top-level argument", "http = \"x\"", "Unsupported argument", 1},
+		{"missing label", "server {\n  command = \"c\"\n}", "Missing name for server", 1},
+		{"empty name", "server \"\" {\n  command = \"c\"\n}", "Invalid server name", 1},
+		{"huge number", "listen {\n  http = \"${1e9999999}\"\n}", "Number out of range", 2},
+		{"tiny number", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1e-9999 }\n}", "Number out of range", 3},
+		{"division by zero", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1/0 }\n}", "", 0},
+	}
+	os.Unsetenv("MCPHOST_TEST_UNSET")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, diags := Parse([]byte(tt.src), "case.hcl")
+			if tt.summary == "" {
+				return // only must not panic
+			}
+			if f != nil || !diags.HasErrors() {
+				t.Fatalf("Parse succeeded; want %q", tt.summary)
+			}
+			for _, d := range diags.List {
+				if d.Summary == tt.summary {
+					if d.Subject == nil || d.Subject.Filename != "case.hcl" || d.Subject.Start.Line != tt.line {
+						t.Errorf("%q at %v, want case.hcl line %d", d.Summary, d.Subject, tt.line)
+					}
+					return
+				}
+			}
+			t.Errorf("no %q among %v", tt.summary, diags.List)
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    uint64
+		wantErr bool
+	}{
+		{"1024", 1024, false},
+		{"16MiB", 16 << 20, false},
+		{"16 MiB", 16 << 20, false},
+		{"16mib", 16 << 20, false},
+		{"4KiB", 4096, false},
+		{"4KB", 4000, false},
+		{"2MB", 2000000, false},
+		{"1GiB", 1 << 30, false},
+		{"1GB", 1000000000, false},
+		{"10B", 10, false},
+		{"", 0, true},
+		{"MiB", 0, true},
+		{"1.5MiB", 0, true},
+		{"-1MiB", 0, true},
+		{"+1", 0, true},
+		{"16TiB", 0, true},
+		{"18446744073709551615GiB", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSize(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	names := []string{"stdio", "sse", "streamable-http"}
+	tests := map[string]string{
+		"stido":     ` Did you mean "stdio"?`,
+		"ssee":      ` Did you mean "sse"?`,
+		"websocket": "",
+	}
+	for given, want := range tests {
+		if got := didYouMean(given, names); got != want {
+			t.Errorf("didYouMean(%q) = %q, want %q", given, got, want)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	f, diags := Load(filepath.Join(t.TempDir(), "absent.hcl"))
+	if f != nil || !diags.HasErrors() {
+		t.Fatalf("Load of a missing file: got %v, %v", f, diags.List)
+	}
+	if diags.List[0].Summary != "Cannot read config file" {
+		t.Errorf("summary = %q", diags.List[0].Summary)
+	}
+	var sb strings.Builder
+	if err := diags.WriteText(&sb, 0, false); err != nil || !strings.Contains(sb.String(), "absent.hcl") {
+		t.Errorf("WriteText = %q, %v; want the path in the text", sb.String(), err)
+	}
+}
+
+func TestErr(t *testing.T) {
+	_, diags := Parse([]byte("listen {\n  http = \"0.0.0.0:1\"\n}\n"), "warn.hcl")
+	if diags.Err() != nil || len(diags.List) != 1 || diags.List[0].Severity != hcl.DiagWarning {
+		t.Fatalf("a warning alone: Err() = %v, diags %v", diags.Err(), diags.List)
+	}
+	_, diags = Parse([]byte("listen {\n  http = \"0.0.0.0:1\"\n  max_body = \"x\"\n}\n"), "err.hcl")
+	err := diags.Err()
+	var hd hcl.Diagnostics
+	if !errors.As(err, &hd) || len(hd) != 1 || !strings.HasPrefix(err.Error(), "config: err.hcl:3,") {
+		t.Errorf("Err() = %v; want only the error, as hcl.Diagnostics with its position", err)
+	}
+	var nilDiags *Diagnostics
+	if nilDiags.HasErrors() || nilDiags.Err() != nil || nilDiags.WriteText(&strings.Builder{}, 0, false) != nil {
+		t.Error("a nil *Diagnostics must read as empty")
+	}
+}

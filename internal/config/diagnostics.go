@@ -1,0 +1,48 @@
+package config
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Diagnostics is every problem found in one config file, in source order,
+// together with the parsed source so they can be printed with snippets.
+type Diagnostics struct {
+	List  hcl.Diagnostics
+	files map[string]*hcl.File
+}
+
+// HasErrors reports whether any diagnostic is an error (warnings alone do not
+// stop the host from starting).
+func (d *Diagnostics) HasErrors() bool {
+	return d != nil && d.List.HasErrors()
+}
+
+// WriteText prints every diagnostic with HCL's own writer: file:line:col, the
+// summary, the source snippet and the detail. A width of 0 disables wrapping.
+func (d *Diagnostics) WriteText(w io.Writer, width uint, color bool) error {
+	if d == nil || len(d.List) == 0 {
+		return nil
+	}
+	if err := hcl.NewDiagnosticTextWriter(w, d.files, width, color).WriteDiagnostics(d.List); err != nil {
+		return fmt.Errorf("config: write diagnostics: %w", err)
+	}
+	return nil
+}
+
+// Err returns the errors as one error value, or nil if there are none, for
+// callers such as a hot reload that log instead of printing snippets.
+func (d *Diagnostics) Err() error {
+	if !d.HasErrors() {
+		return nil
+	}
+	var errs hcl.Diagnostics
+	for _, diag := range d.List {
+		if diag.Severity == hcl.DiagError {
+			errs = append(errs, diag)
+		}
+	}
+	return fmt.Errorf("config: %w", errs)
+}

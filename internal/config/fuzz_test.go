@@ -1,0 +1,52 @@
+package config
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary bytes to Parse. The config file is outside
+// input: whatever it holds, Parse must not panic, must report every failure
+// as a positioned diagnostic, and must return a File exactly when there is
+// no error.
+func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob("testdata/*.hcl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	seeds = append(seeds, filepath.Join("testdata", "valid", "full.hcl"))
+	for _, path := range seeds {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	f.Add([]byte("server \"s\" {\n  command = \"${env(\"HOME\", \"x\")}\"\n  args = [for x in [1] : x]\n}\n"))
+	f.Add([]byte("plugin \"p\" {\n  source = \"builtin:p\"\n  config = { a = [1, {b = null}], c = 1/0 }\n}\n"))
+	f.Add([]byte("listen {\n  max_body = 18446744073709551616\n  session_timeout = \"9999999h\"\n}\n"))
+
+	f.Fuzz(func(t *testing.T, src []byte) {
+		const name = "fuzz.hcl"
+		file, diags := Parse(src, name)
+		if diags == nil {
+			t.Fatal("Parse returned nil diagnostics")
+		}
+		if (file == nil) != diags.HasErrors() {
+			t.Fatalf("file != nil is %v but HasErrors is %v", file != nil, diags.HasErrors())
+		}
+		for _, d := range diags.List {
+			if d.Summary == "" {
+				t.Errorf("diagnostic without summary: %+v", d)
+			}
+			if d.Subject != nil && d.Subject.Filename != name {
+				t.Errorf("diagnostic %q points at %q, not %q", d.Summary, d.Subject.Filename, name)
+			}
+		}
+		if err := diags.WriteText(io.Discard, 80, true); err != nil {
+			t.Fatalf("WriteText: %v", err)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcphost-project/mcphost/host"
+)
+
+// decodeListen decodes the downstream endpoint. Unset fields stay zero for
+// host.Config.WithDefaults; an unset http address is left to the CLI, which
+// applies host.DefaultListenHTTP.
+func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
+	content, diags := block.Body.Content(listenSchema)
+	d.diags = append(d.diags, diags...)
+	attrs := content.Attributes
+
+	var l host.Listen
+	if s, ok := d.string(attrs["http"]); ok && d.checkListenAddr(attrs["http"], s) {
+		l.HTTP = s
+	}
+	if s, ok := d.string(attrs["auth_token"]); ok {
+		l.AuthToken = s
+	}
+	if dur, ok := d.duration(attrs["session_timeout"], false); ok {
+		l.SessionTimeout = dur
+	}
+	if n, ok := d.size(attrs["max_body"]); ok {
+		if n == 0 || n > 1<<62 {
+			d.errorf(attrs["max_body"].Expr.Range(), `Invalid size for "max_body"`,
+				"max_body must be greater than zero and at most 4EiB, like \"4MiB\".")
+		} else {
+			l.MaxBodyBytes = int64(n)
+		}
+	}
+	if l.AuthToken == "" && l.HTTP != "" && !isLoopback(l.HTTP) {
+		d.warnf(attrs["http"].Expr.Range(), "Listening beyond this machine without a token",
+			"%s accepts connections from other machines and no auth_token is set, so anyone who can reach it can call every tool. "+
+				"Set auth_token (for example auth_token = env(\"MCPHOST_TOKEN\")), or listen on 127.0.0.1.", l.HTTP)
+	}
+	return l
+}
+
+// checkListenAddr requires host:port with a numeric port, as net.Listen does.
+func (d *decoder) checkListenAddr(attr *hcl.Attribute, addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		d.errorf(attr.Expr.Range(), `Invalid address for "http"`,
+			"%q is not a host:port address (%s). Write it like \"127.0.0.1:7700\", or \":7700\" for every interface.", addr, err)
+		return false
+	}
+	return true
+}
+
+// isLoopback reports whether addr only accepts local connections.
+func isLoopback(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

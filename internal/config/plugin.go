@@ -1,0 +1,189 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+// builtinPrefix marks a plugin compiled into mcphost rather than a file.
+const builtinPrefix = "builtin:"
+
+// maxMemoryBytes is all a 32-bit Wasm guest can address.
+const maxMemoryBytes = 4 << 30
+
+// pluginRef is one server a plugin is scoped to, checked against the
+// declared servers once the whole file is read.
+type pluginRef struct {
+	plugin, name string
+	rng          hcl.Range
+}
+
+// decodePlugin decodes one plugin. Unlike host settings, plugin defaults are
+// applied here, so a Spec is complete as decoded.
+func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
+	content, diags := block.Body.Content(pluginSchema)
+	d.diags = append(d.diags, diags...)
+	attrs := content.Attributes
+
+	p := plugins.Spec{
+		Name:    block.Labels[0],
+		Timeout: plugins.DefaultTimeout,
+		Memory:  plugins.DefaultMemoryBytes,
+		OnError: plugins.OnErrorDeny,
+	}
+	d.checkName(block, "plugin")
+
+	if v, ok := d.string(attrs["source"]); ok {
+		p.Source = d.source(attrs["source"], v)
+	} else if attrs["source"] == nil && !misspelled(block, pluginSchema, "source") {
+		d.errorf(block.DefRange, "Missing plugin source",
+			"Plugin %q needs source: a path to its .wasm file, like source = \"./policies/check.wasm\", or \"builtin:NAME\" for a built-in plugin.",
+			p.Name)
+	}
+	if v, ok := d.string(attrs["sha256"]); ok {
+		p.SHA256 = d.sha256(attrs["sha256"], v, p.Source)
+	}
+	var refs []pluginRef
+	if names, ranges, ok := d.stringList(attrs["servers"]); ok {
+		p.Servers = names
+		for i, n := range names {
+			refs = append(refs, pluginRef{plugin: p.Name, name: n, rng: ranges[i]})
+		}
+	}
+	if v, ok := d.pluginConfig(attrs["config"]); ok {
+		p.Config = v
+	}
+	if v, ok := d.duration(attrs["timeout"], false); ok {
+		p.Timeout = v
+	}
+	if v, ok := d.size(attrs["memory"]); ok {
+		switch {
+		case v < plugins.MinMemoryBytes:
+			d.errorf(attrs["memory"].Expr.Range(), "Plugin memory too small",
+				"memory is %d bytes, but a plugin needs at least 8MiB (Go guests reserve that much at start). Use \"8MiB\" or more, or remove memory for the default of 64MiB.", v)
+		case v > maxMemoryBytes:
+			d.errorf(attrs["memory"].Expr.Range(), "Plugin memory too large",
+				"memory is %d bytes, but a Wasm guest can address at most 4GiB. Use \"4GiB\" or less.", v)
+		default:
+			p.Memory = v
+		}
+	}
+	if v, ok := d.enum(attrs["on_error"], plugins.OnErrorDeny, plugins.OnErrorSkip); ok {
+		p.OnError = v
+	}
+	if hosts, ranges, ok := d.stringList(attrs["allowed_hosts"]); ok {
+		for i, h := range hosts {
+			if h == "" {
+				d.errorf(ranges[i], "Empty host in allowed_hosts",
+					"Each entry of allowed_hosts is a host name the plugin may reach, like \"api.example.com\" or \"*.example.com\". Remove the empty one.")
+			}
+		}
+		p.AllowedHosts = hosts
+	}
+	if v, ok := d.allowedPaths(attrs["allowed_paths"]); ok {
+		p.AllowedPaths = v
+	}
+	if v, ok := d.stringMap(attrs["env"]); ok {
+		p.Env = v
+	}
+	return p, refs
+}
+
+// source checks a plugin source and makes file paths absolute. The file is
+// checked here, where the mistake has a line number, rather than later when
+// the engine loads it.
+func (d *decoder) source(attr *hcl.Attribute, v string) string {
+	rng := attr.Expr.Range()
+	switch {
+	case v == "":
+		d.errorf(rng, "Empty plugin source",
+			"source is a path to a .wasm file, like \"./policies/check.wasm\", or \"builtin:NAME\" for a built-in plugin.")
+		return ""
+	case strings.HasPrefix(v, builtinPrefix):
+		if v == builtinPrefix {
+			d.errorf(rng, "Missing built-in plugin name",
+				"Name the built-in plugin after the prefix, like \"builtin:NAME\".")
+			return ""
+		}
+		return v
+	case strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://"):
+		d.errorf(rng, "Remote plugin sources are not supported",
+			"Download the .wasm file, set source to its path, and pin it with sha256.")
+		return ""
+	}
+	path := d.path(v)
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		d.errorf(rng, "Plugin file not found",
+			"Cannot use %s: %s. Relative paths are resolved against the config file's directory, %s. Fix the path, or use \"builtin:NAME\" for a built-in plugin.",
+			path, describeStatError(err), d.dir)
+		return ""
+	case !info.Mode().IsRegular():
+		d.errorf(rng, "Plugin source is not a file",
+			"%s is not a regular file. Point source at the plugin's .wasm file.", path)
+		return ""
+	}
+	return path
+}
+
+func describeStatError(err error) string {
+	if os.IsNotExist(err) {
+		return "no such file"
+	}
+	return err.Error()
+}
+
+// sha256 checks a hex digest; it is lowercased so comparisons are exact.
+func (d *decoder) sha256(attr *hcl.Attribute, v, source string) string {
+	if strings.HasPrefix(source, builtinPrefix) {
+		d.errorf(attr.NameRange, "sha256 on a built-in plugin",
+			"Built-in plugins are part of mcphost and have no file to verify. Remove sha256.")
+		return ""
+	}
+	var problem string
+	if len(v) != 64 {
+		problem = fmt.Sprintf("this one has %d characters", len(v))
+	} else if _, err := hex.DecodeString(v); err != nil {
+		problem = "this one has characters other than 0-9 and a-f"
+	}
+	if problem != "" {
+		d.errorf(attr.Expr.Range(), "Invalid sha256",
+			"sha256 must be 64 hexadecimal characters, as printed by `sha256sum PLUGIN.wasm`; %s.", problem)
+		return ""
+	}
+	return strings.ToLower(v)
+}
+
+// allowedPaths reads host path -> guest path grants. Host paths are made
+// absolute against the config directory, keeping Extism's "ro:" prefix
+// (read-only) in front.
+func (d *decoder) allowedPaths(attr *hcl.Attribute) (map[string]string, bool) {
+	m, ok := d.stringMap(attr)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]string, len(m))
+	for _, hostPath := range slices.Sorted(maps.Keys(m)) {
+		guest := m[hostPath]
+		if hostPath == "" || hostPath == "ro:" || guest == "" {
+			d.errorf(attr.Expr.Range(), "Empty path in allowed_paths",
+				"allowed_paths maps a host path to the guest path where the plugin sees it, like { \"./data\" = \"/data\" }; prefix the host path with \"ro:\" for read-only. Remove the entry with an empty path.")
+			return nil, false
+		}
+		prefix, rest := "", hostPath
+		if strings.HasPrefix(hostPath, "ro:") {
+			prefix, rest = "ro:", strings.TrimPrefix(hostPath, "ro:")
+		}
+		out[prefix+d.path(rest)] = guest
+	}
+	return out, true
+}

@@ -1,0 +1,88 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// decodeFile decodes the top level: at most one listen, tools and runtime
+// block, any number of server and plugin blocks, in the order written.
+func (d *decoder) decodeFile(body hcl.Body) *File {
+	content, diags := body.Content(rootSchema)
+	d.diags = append(d.diags, diags...)
+
+	file := &File{Runtime: Runtime{Watch: true}}
+	singletons := map[string]*hcl.Block{}
+	var pluginRefs []pluginRef
+	servers := newNameSet("server")
+	plugs := newNameSet("plugin")
+	for _, block := range content.Blocks {
+		switch block.Type {
+		case "listen", "tools", "runtime":
+			if first, dup := singletons[block.Type]; dup {
+				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
+					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
+					block.Type, first.DefRange)
+				continue
+			}
+			singletons[block.Type] = block
+		}
+		switch block.Type {
+		case "listen":
+			file.Host.Listen = d.decodeListen(block)
+		case "tools":
+			file.Host.Tools = d.decodeTools(block)
+		case "runtime":
+			file.Runtime = d.decodeRuntime(block)
+		case "server":
+			servers.add(d, block)
+			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
+		case "plugin":
+			plugs.add(d, block)
+			spec, refs := d.decodePlugin(block)
+			file.Plugins = append(file.Plugins, spec)
+			pluginRefs = append(pluginRefs, refs...)
+		}
+	}
+	// Plugins may be declared before the servers they scope to, so the
+	// references are checked once every server is known.
+	for _, ref := range pluginRefs {
+		if !servers.has(ref.name) {
+			d.errorf(ref.rng, "Unknown server",
+				"Plugin %q is scoped to server %q, but no server block has that name.%s Declare the server, or remove it from servers.",
+				ref.plugin, ref.name, didYouMean(ref.name, servers.names))
+		}
+	}
+	return file
+}
+
+// nameSet tracks the labels of one kind of block to catch duplicates.
+type nameSet struct {
+	kind  string
+	names []string
+	at    map[string]hcl.Range
+}
+
+func newNameSet(kind string) *nameSet {
+	return &nameSet{kind: kind, at: map[string]hcl.Range{}}
+}
+
+func (s *nameSet) has(name string) bool {
+	_, ok := s.at[name]
+	return ok
+}
+
+// add records the block's name, reporting a duplicate at the second
+// declaration with the first one's location in the detail.
+func (s *nameSet) add(d *decoder, block *hcl.Block) {
+	name := block.Labels[0]
+	if first, dup := s.at[name]; dup {
+		d.errorf(block.LabelRanges[0], fmt.Sprintf("Duplicate %s name", s.kind),
+			"A %s named %q is already declared at %s. Each %s needs its own name; rename or remove one of them.",
+			s.kind, name, first, s.kind)
+		return
+	}
+	s.at[name] = block.DefRange
+	s.names = append(s.names, name)
+}

@@ -1,0 +1,73 @@
+package config
+
+import "github.com/hashicorp/hcl/v2"
+
+// The schemas are the public contract of the config language: every block and
+// argument the operator may write. hclsyntax rejects anything else and
+// suggests the nearest name from these lists.
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "listen"},
+		{Type: "server", LabelNames: []string{"name"}},
+		{Type: "tools"},
+		{Type: "plugin", LabelNames: []string{"name"}},
+		{Type: "runtime"},
+	},
+}
+
+var listenSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "http"},
+		{Name: "auth_token"},
+		{Name: "session_timeout"},
+		{Name: "max_body"},
+	},
+}
+
+var serverSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "transport"},
+		{Name: "command"},
+		{Name: "args"},
+		{Name: "env"},
+		{Name: "cwd"},
+		{Name: "url"},
+		{Name: "headers"},
+		{Name: "timeout"},
+		{Name: "idle_timeout"},
+		{Name: "connect_timeout"},
+		{Name: "sessions"},
+		{Name: "protocol_version"},
+	},
+}
+
+var toolsSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "separator"},
+		{Name: "max_name_length"},
+		{Name: "prefix"},
+	},
+}
+
+var pluginSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "source"}, // required; checked in decodePlugin to avoid reporting a misspelling twice
+		{Name: "sha256"},
+		{Name: "servers"},
+		{Name: "config"},
+		{Name: "timeout"},
+		{Name: "memory"},
+		{Name: "on_error"},
+		{Name: "allowed_hosts"},
+		{Name: "allowed_paths"},
+		{Name: "env"},
+	},
+}
+
+var runtimeSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "cache_dir"},
+		{Name: "watch"},
+	},
+}

@@ -1,0 +1,155 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcphost-project/mcphost/host"
+)
+
+// transportHTTP is accepted as a short alias for streamable-http.
+const transportHTTP = "http"
+
+// protocolVersion matches MCP's date-shaped protocol versions.
+var protocolVersion = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// Arguments that only make sense for one kind of transport.
+var (
+	stdioOnly  = []string{"command", "args", "env", "cwd"}
+	remoteOnly = []string{"url", "headers"}
+)
+
+// decodeServer decodes one upstream server. Unset fields stay zero for
+// host.Config.WithDefaults, except idle_timeout = "0", which becomes the
+// host's "never" (a negative duration).
+func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
+	content, diags := block.Body.Content(serverSchema)
+	d.diags = append(d.diags, diags...)
+	attrs := content.Attributes
+
+	s := host.ServerConfig{Name: block.Labels[0]}
+	d.checkName(block, "server")
+
+	if t, ok := d.enum(attrs["transport"], host.TransportStdio, host.TransportSSE, host.TransportStreamableHTTP, transportHTTP); ok {
+		if t == transportHTTP {
+			t = host.TransportStreamableHTTP
+		}
+		s.Transport = t
+	}
+	transportKnown := !d.reported(attrs["transport"])
+
+	if v, ok := d.string(attrs["command"]); ok {
+		s.Command = v
+	}
+	if v, _, ok := d.stringList(attrs["args"]); ok {
+		s.Args = v
+	}
+	if v, ok := d.stringMap(attrs["env"]); ok {
+		s.Env = v
+	}
+	if v, ok := d.string(attrs["cwd"]); ok && v != "" {
+		s.Cwd = d.path(v)
+	}
+	if v, ok := d.string(attrs["url"]); ok && d.checkURL(attrs["url"], v) {
+		s.URL = v
+	}
+	if v, ok := d.stringMap(attrs["headers"]); ok {
+		s.Headers = v
+	}
+	if v, ok := d.duration(attrs["timeout"], false); ok {
+		s.Timeout = v
+	}
+	if v, ok := d.duration(attrs["idle_timeout"], true); ok {
+		s.IdleTimeout = v
+	}
+	if v, ok := d.duration(attrs["connect_timeout"], false); ok {
+		s.ConnectTimeout = v
+	}
+	if v, ok := d.enum(attrs["sessions"], host.SessionsShared, host.SessionsPerClient); ok {
+		s.Sessions = v
+	}
+	if v, ok := d.string(attrs["protocol_version"]); ok {
+		if protocolVersion.MatchString(v) {
+			s.ProtocolVersion = v
+		} else {
+			d.errorf(attrs["protocol_version"].Expr.Range(), "Invalid protocol_version",
+				"protocol_version %q is not an MCP protocol version; they are dates like %q. Remove it to use %q.",
+				v, host.DefaultProtocolVersion, host.DefaultProtocolVersion)
+		}
+	}
+
+	// With a bad transport any guess about which arguments belong would be
+	// wrong, so the transport error stands alone.
+	if transportKnown {
+		d.checkTransportArgs(block, attrs, s)
+	}
+	return s
+}
+
+// checkTransportArgs requires what the transport needs and refuses what it
+// would ignore. Ignored arguments are errors, not warnings: a url on a stdio
+// server almost always means a forgotten transport line, and a server that
+// quietly runs something other than what the file says is worse than one
+// that does not start.
+func (d *decoder) checkTransportArgs(block *hcl.Block, attrs hcl.Attributes, s host.ServerConfig) {
+	name := s.Name
+	if s.Transport == "" || s.Transport == host.TransportStdio {
+		if attrs["transport"] == nil && attrs["command"] == nil && attrs["url"] != nil {
+			d.errorf(block.DefRange, "Missing transport for remote server",
+				"Server %q sets url but no transport, so it defaults to stdio, which runs a local command. "+
+					"Add transport = %q (or %q).", name, host.TransportStreamableHTTP, host.TransportSSE)
+			return
+		}
+		if s.Command == "" && !d.reported(attrs["command"]) && !misspelled(block, serverSchema, "command") {
+			d.errorf(rangeOr(attrs["command"], block.DefRange), "Missing command for stdio server",
+				"Server %q uses the stdio transport, which runs a local program. Set command (and args), "+
+					"like command = \"npx\".", name)
+		}
+		for _, arg := range remoteOnly {
+			if attr := attrs[arg]; attr != nil {
+				d.errorf(attr.NameRange, fmt.Sprintf("%s is not used by stdio servers", arg),
+					"Server %q uses the stdio transport, which ignores %s. Remove %s, or set transport = %q (or %q) to connect to a remote server.",
+					name, arg, arg, host.TransportStreamableHTTP, host.TransportSSE)
+			}
+		}
+		return
+	}
+	if s.URL == "" && !d.reported(attrs["url"]) && !misspelled(block, serverSchema, "url") {
+		d.errorf(rangeOr(attrs["url"], block.DefRange), fmt.Sprintf("Missing url for %s server", s.Transport),
+			"Server %q uses the %s transport, which connects to a remote server. Set url, like url = \"https://mcp.example.com/mcp\".",
+			name, s.Transport)
+	}
+	for _, arg := range stdioOnly {
+		if attr := attrs[arg]; attr != nil {
+			d.errorf(attr.NameRange, fmt.Sprintf("%s is not used by %s servers", arg, s.Transport),
+				"Server %q uses the %s transport, which connects to url and runs nothing locally. Remove %s, or set transport = %q to run a local program.",
+				name, s.Transport, arg, host.TransportStdio)
+		}
+	}
+}
+
+// checkURL requires an absolute http or https URL with a host.
+func (d *decoder) checkURL(attr *hcl.Attribute, raw string) bool {
+	u, err := url.Parse(raw)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return true
+	}
+	d.errorf(attr.Expr.Range(), "Invalid url",
+		"%q is not an http:// or https:// URL with a host. Write the full endpoint, like \"https://mcp.example.com/mcp\".", raw)
+	return false
+}
+
+// checkName requires a block name that can appear in a tool name, since a
+// server's name prefixes its tools and plugins are named in logs alongside.
+func (d *decoder) checkName(block *hcl.Block, kind string) {
+	name := block.Labels[0]
+	if name != "" && isToolNameText(name) {
+		return
+	}
+	d.errorf(block.LabelRanges[0], fmt.Sprintf("Invalid %s name", kind),
+		"%s name %q must be one or more letters, digits, '_' or '-', the characters kept in exposed tool names.",
+		kind, name)
+}

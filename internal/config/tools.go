@@ -1,0 +1,53 @@
+package config
+
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcphost-project/mcphost/host"
+)
+
+// Bounds of max_name_length: the host needs 16 to fit a server, a tool and
+// its collision hash, and MCP clients are asked to accept up to 128.
+const (
+	minToolNameLength = 16
+	maxToolNameLength = 128
+)
+
+// decodeTools decodes how upstream tools are named downstream.
+func (d *decoder) decodeTools(block *hcl.Block) host.ToolsConfig {
+	content, diags := block.Body.Content(toolsSchema)
+	d.diags = append(d.diags, diags...)
+	attrs := content.Attributes
+
+	var t host.ToolsConfig
+	if s, ok := d.string(attrs["separator"]); ok {
+		if s == "" || !isToolNameText(s) {
+			d.errorf(attrs["separator"].Expr.Range(), "Invalid separator",
+				"separator %q joins server and tool names, so it must be one or more of the characters every MCP client accepts in tool names: letters, digits, '_' and '-'. The default is %q.",
+				s, host.DefaultSeparator)
+		} else {
+			t.Separator = s
+		}
+	}
+	if n, ok := d.int(attrs["max_name_length"], minToolNameLength, maxToolNameLength); ok {
+		t.MaxNameLength = int(n)
+	}
+	if s, ok := d.enum(attrs["prefix"], host.PrefixAlways, host.PrefixNever); ok {
+		t.Prefix = s
+	}
+	return t
+}
+
+// isToolNameText reports whether s uses only [A-Za-z0-9_-], the characters
+// the host keeps in exposed tool names (it replaces others with '_'). Server
+// names and the separator end up in those names, so they are held to it.
+func isToolNameText(s string) bool {
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '_' || r == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
