@@ -1,6 +1,11 @@
 package plugins
 
-import "time"
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+)
 
 // On-error modes for a plugin.
 const (
@@ -13,7 +18,17 @@ const (
 	DefaultTimeout     = 100 * time.Millisecond
 	DefaultMemoryBytes = 64 << 20
 	MinMemoryBytes     = 8 << 20 // Go guests need at least this
+
+	// DefaultMaxOutputBytes caps what one hook call may return; a larger
+	// output is a failure (ErrOutputTooLarge).
+	DefaultMaxOutputBytes = 16 << 20
+	// MaxInstances bounds Spec.Instances: each warm Go instance holds 10 to
+	// 18 MB.
+	MaxInstances = 64
 )
+
+// BuiltinPrefix marks a Source resolved by RuntimeOptions.Builtin.
+const BuiltinPrefix = "builtin:"
 
 // Spec configures one plugin in the chain. Plugins run in the order given.
 type Spec struct {
@@ -28,6 +43,73 @@ type Spec struct {
 
 	// Grants; by default a plugin has no filesystem, network or environment.
 	AllowedHosts []string          // hosts reachable through Extism HTTP
-	AllowedPaths map[string]string // host path -> guest path
+	AllowedPaths map[string]string // host path -> guest path; "ro:" before the host path mounts read-only
 	Env          map[string]string // environment variables visible to WASI
+
+	// Instances is the size of the plugin's pool of warm instances, and so
+	// the number of hook calls it runs at once; 0 means
+	// min(GOMAXPROCS, 4). Every instance is created at load.
+	Instances int
+	// MaxOutputBytes caps one hook's output; 0 means DefaultMaxOutputBytes.
+	MaxOutputBytes int
+}
+
+// WithDefaults returns a copy of s with every unset field given its default.
+func (s Spec) WithDefaults() Spec {
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.Memory == 0 {
+		s.Memory = DefaultMemoryBytes
+	}
+	if s.OnError == "" {
+		s.OnError = OnErrorDeny
+	}
+	if s.Instances == 0 {
+		s.Instances = min(runtime.GOMAXPROCS(0), 4)
+	}
+	if s.MaxOutputBytes == 0 {
+		s.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return s
+}
+
+// Validate reports the first problem of a spec that has had its defaults applied.
+func (s Spec) Validate() error {
+	switch {
+	case s.Name == "":
+		return fmt.Errorf("%w: name is empty", ErrSpec)
+	case s.Source == "":
+		return fmt.Errorf("%w: %s: source is empty", ErrSpec, s.Name)
+	case s.Source == BuiltinPrefix:
+		return fmt.Errorf("%w: %s: builtin name is empty", ErrSpec, s.Name)
+	case s.Timeout < 0:
+		return fmt.Errorf("%w: %s: negative timeout", ErrSpec, s.Name)
+	case s.Memory < MinMemoryBytes:
+		return fmt.Errorf("%w: %s: memory %d is below the minimum %d", ErrSpec, s.Name, s.Memory, MinMemoryBytes)
+	case s.Memory > 4<<30:
+		return fmt.Errorf("%w: %s: memory %d is above 4 GiB", ErrSpec, s.Name, s.Memory)
+	case s.OnError != OnErrorDeny && s.OnError != OnErrorSkip:
+		return fmt.Errorf("%w: %s: on_error %q is neither %q nor %q", ErrSpec, s.Name, s.OnError, OnErrorDeny, OnErrorSkip)
+	case s.Instances < 1 || s.Instances > MaxInstances:
+		return fmt.Errorf("%w: %s: instances %d is outside 1..%d", ErrSpec, s.Name, s.Instances, MaxInstances)
+	case s.MaxOutputBytes < 0:
+		return fmt.Errorf("%w: %s: negative max output", ErrSpec, s.Name)
+	}
+	if s.SHA256 != "" && !isHex64(s.SHA256) {
+		return fmt.Errorf("%w: %s: sha256 %q is not 64 hex digits", ErrSpec, s.Name, s.SHA256)
+	}
+	return nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range strings.ToLower(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,208 @@
+package plugins
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// The decoders below are the only code that reads plugin output. Each
+// returns an error wrapping ErrInvalidDescribe or ErrInvalidOutput with the
+// exact cause, never a zero value standing for "nothing".
+
+// MaxToolNameLength is the longest tool name a plugin may return.
+const MaxToolNameLength = 64
+
+// ValidToolName reports whether name is 1 to 64 characters of
+// [A-Za-z0-9_-] starting with a letter or an underscore: what MCP clients
+// and LLM APIs accept.
+func ValidToolName(name string) bool {
+	if len(name) == 0 || len(name) > MaxToolNameLength {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', c == '_':
+		case ('0' <= c && c <= '9' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+type describeResult struct {
+	abi.Describe
+	warnings []string
+}
+
+// parseABI splits "MAJOR.MINOR".
+func parseABI(v string) (major, minor int, err error) {
+	a, b, ok := strings.Cut(v, ".")
+	if !ok {
+		return 0, 0, fmt.Errorf("abi %q is not MAJOR.MINOR", v)
+	}
+	major, err1 := strconv.Atoi(a)
+	minor, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || major < 0 || minor < 0 || a[0] == '+' || b[0] == '+' {
+		return 0, 0, fmt.Errorf("abi %q is not MAJOR.MINOR", v)
+	}
+	return major, minor, nil
+}
+
+// decodeDescribe checks describe output: valid JSON, a supported major ABI
+// version, a name, and known hooks whose exports exist. Hooks a newer minor
+// version may add are ignored with a warning.
+func decodeDescribe(data []byte, exported func(string) bool) (describeResult, error) {
+	var r describeResult
+	if err := strictObject(data, &r.Describe); err != nil {
+		return r, fmt.Errorf("%w: %w", ErrInvalidDescribe, err)
+	}
+	if r.ABI == "" {
+		return r, fmt.Errorf("%w: no \"abi\" field", ErrInvalidDescribe)
+	}
+	major, minor, err := parseABI(r.ABI)
+	if err != nil {
+		return r, fmt.Errorf("%w: %w", ErrInvalidDescribe, err)
+	}
+	if major != abi.Major {
+		return r, fmt.Errorf("%w: plugin was built for ABI %s, this host speaks %s", ErrABIVersion, r.ABI, abi.Version)
+	}
+	_, hostMinor, _ := parseABI(abi.Version)
+	if r.Name == "" {
+		return r, fmt.Errorf("%w: no \"name\" field", ErrInvalidDescribe)
+	}
+	seen := map[string]bool{}
+	hooks := make([]string, 0, len(r.Hooks))
+	for _, h := range r.Hooks {
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		export, ok := abi.ExportForHook(h)
+		if !ok {
+			if minor > hostMinor {
+				r.warnings = append(r.warnings, fmt.Sprintf("ignoring hook %q of ABI %s, unknown to ABI %s", h, r.ABI, abi.Version))
+				continue
+			}
+			return r, fmt.Errorf("%w: unknown hook %q", ErrInvalidDescribe, h)
+		}
+		if !exported(export) {
+			return r, fmt.Errorf("%w: hook %q is named but %s is not exported", ErrMissingExport, h, export)
+		}
+		hooks = append(hooks, h)
+	}
+	r.Hooks = hooks
+	return r, nil
+}
+
+// strictObject decodes one JSON object into v, refusing anything else.
+func strictObject(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return fmt.Errorf("empty output")
+	}
+	if data[0] != '{' {
+		return fmt.Errorf("output is not a JSON object")
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	return nil
+}
+
+type toolKey struct{ server, tool string }
+
+// decodeToolsList checks tools_list output against the tools the plugin was
+// given: every tool keeps a server and tool that were in the input, and
+// names are valid and unique, also against reserved (the names of the tools
+// outside the plugin's scope).
+func decodeToolsList(data []byte, input []abi.Tool, reserved map[string]bool) ([]abi.Tool, error) {
+	var out struct {
+		Tools *[]abi.Tool `json:"tools"`
+	}
+	if err := strictObject(data, &out); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	if out.Tools == nil {
+		return nil, fmt.Errorf("%w: no \"tools\" array", ErrInvalidOutput)
+	}
+	known := make(map[toolKey]bool, len(input))
+	for _, t := range input {
+		known[toolKey{t.Server, t.Tool}] = true
+	}
+	names := make(map[string]bool, len(*out.Tools))
+	for i, t := range *out.Tools {
+		switch {
+		case !known[toolKey{t.Server, t.Tool}]:
+			return nil, fmt.Errorf("%w: tools[%d] %q: server %q tool %q was not in the input", ErrInvalidOutput, i, t.Name, t.Server, t.Tool)
+		case !ValidToolName(t.Name):
+			return nil, fmt.Errorf("%w: tools[%d]: invalid name %q (want 1..64 of [A-Za-z0-9_-], starting with a letter or _)", ErrInvalidOutput, i, t.Name)
+		case names[t.Name] || reserved[t.Name]:
+			return nil, fmt.Errorf("%w: tools[%d]: duplicate name %q", ErrInvalidOutput, i, t.Name)
+		}
+		names[t.Name] = true
+	}
+	return *out.Tools, nil
+}
+
+// decodeCallDecision checks tool_call output.
+func decodeCallDecision(data []byte) (*abi.CallDecision, error) {
+	var d abi.CallDecision
+	if err := strictObject(data, &d); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	switch d.Action {
+	case abi.ActionAllow, abi.ActionDeny:
+	case abi.ActionRewrite:
+		if a := bytes.TrimSpace(d.Arguments); len(a) == 0 || a[0] != '{' {
+			return nil, fmt.Errorf("%w: rewrite without an arguments object", ErrInvalidOutput)
+		}
+	case abi.ActionRespond:
+		if err := checkResult(d.Result); err != nil {
+			return nil, fmt.Errorf("%w: respond: %w", ErrInvalidOutput, err)
+		}
+	case "":
+		return nil, fmt.Errorf("%w: no \"action\"", ErrInvalidOutput)
+	default:
+		return nil, fmt.Errorf("%w: unknown action %q", ErrInvalidOutput, d.Action)
+	}
+	return &d, nil
+}
+
+// decodeToolResult checks tool_result output.
+func decodeToolResult(data []byte) (*abi.CallToolResult, error) {
+	var out abi.ToolResultOutput
+	if err := strictObject(data, &out); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	if err := checkResult(out.Result); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	return out.Result, nil
+}
+
+func checkResult(r *abi.CallToolResult) error {
+	if r == nil {
+		return fmt.Errorf("no \"result\"")
+	}
+	if r.Content == nil {
+		r.Content = []abi.Content{}
+	}
+	for i, c := range r.Content {
+		switch c.Type {
+		case "text", "image", "audio", "resource", "resource_link":
+		default:
+			return fmt.Errorf("content[%d]: unknown type %q", i, c.Type)
+		}
+	}
+	if s := bytes.TrimSpace(r.StructuredContent); len(s) > 0 && s[0] != '{' && !bytes.Equal(s, []byte("null")) {
+		return fmt.Errorf("structuredContent is not an object")
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error this package returns wraps one of these (or is
+// a *PluginError), so callers branch with errors.Is and errors.As.
+var (
+	// Load-time errors.
+	ErrSpec            = errors.New("plugins: invalid spec")
+	ErrSource          = errors.New("plugins: cannot read source")
+	ErrChecksum        = errors.New("plugins: sha256 mismatch")
+	ErrCompile         = errors.New("plugins: compile failed")
+	ErrInstantiate     = errors.New("plugins: instantiate failed")
+	ErrMissingExport   = errors.New("plugins: missing export")
+	ErrABIVersion      = errors.New("plugins: unsupported ABI version")
+	ErrInvalidDescribe = errors.New("plugins: invalid describe output")
+
+	// Call-time errors.
+	ErrNoHook         = errors.New("plugins: plugin does not implement hook")
+	ErrTimeout        = errors.New("plugins: hook timed out")
+	ErrTrap           = errors.New("plugins: guest trapped")
+	ErrMemoryLimit    = errors.New("plugins: guest memory limit reached")
+	ErrOutputTooLarge = errors.New("plugins: output too large")
+	ErrInvalidOutput  = errors.New("plugins: invalid output")
+	ErrUnavailable    = errors.New("plugins: plugin unavailable (crash loop backoff)")
+	ErrClosed         = errors.New("plugins: closed")
+)
+
+// PluginError is a plugin's own failure: the export returned non-zero, with
+// the message it set through Extism's error output. The instance stays usable.
+type PluginError struct {
+	Plugin  string
+	Hook    string
+	Code    uint32
+	Message string
+}
+
+func (e *PluginError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = "(no message)"
+	}
+	return fmt.Sprintf("plugins: %s: %s returned %d: %s", e.Plugin, e.Hook, e.Code, msg)
+}
+
+// TrapError reports a guest that trapped, exited or was stopped; its instance
+// has been thrown away. It matches ErrTrap, and ErrMemoryLimit when the guest
+// was refused memory before it died.
+type TrapError struct {
+	Plugin   string
+	Hook     string
+	ExitCode uint32 // non-zero when the guest called proc_exit
+	Memory   bool   // a memory grow was refused during the call
+	Stderr   string // the tail of what the guest wrote to stderr, if anything
+	Err      error  // the engine's error
+}
+
+func (e *TrapError) Error() string {
+	s := fmt.Sprintf("plugins: %s: %s trapped", e.Plugin, e.Hook)
+	if e.Memory {
+		s += " (memory limit reached)"
+	}
+	if e.ExitCode != 0 {
+		s += fmt.Sprintf(": exit code %d", e.ExitCode)
+	} else if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	if e.Stderr != "" {
+		s += ": stderr: " + e.Stderr
+	}
+	return s
+}
+
+func (e *TrapError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrTrap) and, after a refused grow,
+// errors.Is(err, ErrMemoryLimit) true.
+func (e *TrapError) Is(target error) bool {
+	return target == ErrTrap || (e.Memory && target == ErrMemoryLimit)
+}
+
+// LoadError reports why a plugin could not be loaded, naming it and its source.
+type LoadError struct {
+	Name   string
+	Source string // the path or builtin:NAME
+	Err    error
+}
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("plugins: load %q from %s: %v", e.Name, e.Source, e.Err)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }

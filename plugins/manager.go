@@ -1,0 +1,320 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// DefaultDebounce is how long the watcher waits after the last change to a
+// plugin file before it reloads.
+const DefaultDebounce = 250 * time.Millisecond
+
+// ManagerOptions configures a Manager; a nil *ManagerOptions means defaults.
+type ManagerOptions struct {
+	// Logger; nil means the runtime's.
+	Logger hclog.Logger
+	// OnSwap is called after every successful swap to a new generation
+	// (so the host can send notifications/tools/list_changed).
+	OnSwap func()
+	// Watch reloads when a plugin's .wasm file changes.
+	Watch bool
+	// Debounce; 0 means DefaultDebounce.
+	Debounce time.Duration
+}
+
+// Manager holds the current Chain and swaps generations atomically: a new
+// generation is built whole off to the side (loaded, described, pools
+// warmed) and swapped in; calls in flight finish on the generation they
+// started with, and the old generation is closed once drained. A reload
+// that fails changes nothing.
+//
+// Manager implements host.Policy by delegating to the current generation;
+// before the first successful Reload it lets everything through.
+type Manager struct {
+	rt   *Runtime
+	opts ManagerOptions
+	log  hclog.Logger
+
+	cur atomic.Pointer[Chain]
+
+	mu     sync.Mutex // serialises reloads
+	specs  []Spec     // of the current generation
+	closed bool
+
+	watcher *fsnotify.Watcher
+	wmu     sync.Mutex
+	dirs    map[string]bool // watched directories
+	files   map[string]bool // watched files (absolute)
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// NewManager returns a Manager with no generation. With opts.Watch it starts
+// watching; the returned error is then the watcher's.
+func NewManager(rt *Runtime, opts *ManagerOptions) (*Manager, error) {
+	m := &Manager{rt: rt, dirs: map[string]bool{}, files: map[string]bool{}}
+	if opts != nil {
+		m.opts = *opts
+	}
+	if m.opts.Debounce == 0 {
+		m.opts.Debounce = DefaultDebounce
+	}
+	m.log = m.opts.Logger
+	if m.log == nil {
+		m.log = rt.log
+	}
+	if m.opts.Watch {
+		w, err := fsnotify.NewWatcher()
+		if err != nil {
+			return nil, err
+		}
+		m.watcher = w
+		m.stop = make(chan struct{})
+		m.stopped = make(chan struct{})
+		go m.watch()
+	}
+	return m, nil
+}
+
+// Reload builds a generation from specs and swaps it in. On error the
+// current generation keeps serving and the error (a *LoadError naming the
+// plugin and its source) is returned and logged.
+func (m *Manager) Reload(ctx context.Context, specs []Spec) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	start := time.Now()
+	next, err := m.rt.newChain(ctx, specs, m.cur.Load())
+	if err != nil {
+		m.log.Error("reload failed; the current generation keeps serving", "error", err)
+		return err
+	}
+	if prev := m.cur.Load(); prev != nil && samePlugins(prev, next) {
+		next.retire() // nothing changed: keep the current generation
+		m.specs = append([]Spec(nil), specs...)
+		return nil
+	}
+	old := m.cur.Swap(next)
+	m.specs = append([]Spec(nil), specs...)
+	if old != nil {
+		old.retire()
+	}
+	m.log.Info("plugins swapped in", "generation", next.Generation(), "plugins", len(specs), "took", time.Since(start))
+	m.updateWatches(specs)
+	if old != nil && m.opts.OnSwap != nil {
+		m.opts.OnSwap()
+	}
+	return nil
+}
+
+// Specs returns the specs of the current generation.
+func (m *Manager) Specs() []Spec {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Spec(nil), m.specs...)
+}
+
+// Status returns the status of the current generation's plugins.
+func (m *Manager) Status() []Status {
+	c := m.acquire()
+	if c == nil {
+		return nil
+	}
+	defer c.release()
+	return c.Status()
+}
+
+// acquire returns the current chain with a reference taken, or nil.
+func (m *Manager) acquire() *Chain {
+	for {
+		c := m.cur.Load()
+		if c == nil {
+			return nil
+		}
+		if c.acquire() {
+			return c
+		}
+		// c was retired and drained between Load and acquire: a newer one
+		// is current; try again.
+	}
+}
+
+// Generation implements host.Policy: 0 before the first generation.
+func (m *Manager) Generation() uint64 {
+	if c := m.cur.Load(); c != nil {
+		return c.Generation()
+	}
+	return 0
+}
+
+// ToolsList implements host.Policy.
+func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	c := m.acquire()
+	if c == nil {
+		return nonNil(in.Tools), nil
+	}
+	defer c.release()
+	return c.toolsList(ctx, in)
+}
+
+// ToolCall implements host.Policy.
+func (m *Manager) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	c := m.acquire()
+	if c == nil {
+		return &abi.CallDecision{Action: abi.ActionAllow}, nil
+	}
+	defer c.release()
+	return c.toolCall(ctx, in)
+}
+
+// ToolResult implements host.Policy.
+func (m *Manager) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	c := m.acquire()
+	if c == nil {
+		return in.Result, nil
+	}
+	defer c.release()
+	return c.toolResult(ctx, in)
+}
+
+// Close stops watching, retires the current generation and waits for it to
+// drain and close (or for ctx).
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	var errs []error
+	if m.watcher != nil {
+		close(m.stop)
+		<-m.stopped
+		errs = append(errs, m.watcher.Close())
+	}
+	if c := m.cur.Swap(nil); c != nil {
+		errs = append(errs, c.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// updateWatches watches the directories of the file sources of specs.
+// Directories, not files: editors and build tools replace a file by
+// renaming another over it, which ends a watch on the file itself.
+func (m *Manager) updateWatches(specs []Spec) {
+	if m.watcher == nil {
+		return
+	}
+	files := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, s := range specs {
+		if strings.HasPrefix(s.Source, BuiltinPrefix) {
+			continue
+		}
+		abs, err := filepath.Abs(s.Source)
+		if err != nil {
+			continue
+		}
+		files[abs] = true
+		dirs[filepath.Dir(abs)] = true
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	for d := range dirs {
+		if !m.dirs[d] {
+			if err := m.watcher.Add(d); err != nil {
+				m.log.Warn("cannot watch plugin directory", "dir", d, "error", err)
+				continue
+			}
+		}
+	}
+	for d := range m.dirs {
+		if !dirs[d] {
+			_ = m.watcher.Remove(d)
+		}
+	}
+	m.dirs, m.files = dirs, files
+}
+
+func (m *Manager) watching(path string) bool {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	return m.files[filepath.Clean(path)]
+}
+
+func (m *Manager) watch() {
+	defer close(m.stopped)
+	var timer *time.Timer
+	var fire <-chan time.Time
+	changed := map[string]bool{}
+	for {
+		select {
+		case <-m.stop:
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case ev, ok := <-m.watcher.Events:
+			if !ok {
+				return
+			}
+			if !ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Rename) && !ev.Has(fsnotify.Remove) {
+				continue
+			}
+			if !m.watching(ev.Name) {
+				continue
+			}
+			changed[filepath.Clean(ev.Name)] = true
+			if timer == nil {
+				timer = time.NewTimer(m.opts.Debounce)
+			} else {
+				timer.Reset(m.opts.Debounce)
+			}
+			fire = timer.C
+		case err, ok := <-m.watcher.Errors:
+			if !ok {
+				return
+			}
+			m.log.Warn("file watcher error", "error", err)
+		case <-fire:
+			fire = nil
+			paths := make([]string, 0, len(changed))
+			for p := range changed {
+				paths = append(paths, p)
+			}
+			clear(changed)
+			m.log.Info("plugin files changed; reloading", "paths", paths)
+			specs := m.Specs()
+			if err := m.Reload(context.Background(), specs); err != nil {
+				// Logged by Reload with the plugin's path; the old
+				// generation keeps serving until the next change.
+				continue
+			}
+		}
+	}
+}
+
+// samePlugins reports whether two chains run the very same plugins in order.
+func samePlugins(a, b *Chain) bool {
+	if len(a.plugins) != len(b.plugins) {
+		return false
+	}
+	for i := range a.plugins {
+		if a.plugins[i] != b.plugins[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,611 @@
+package plugins
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Crash-loop policy: after CrashLimit consecutive crashes (traps, timeouts,
+// exits, failed instantiations) a plugin is marked failed and fails fast for
+// a backoff that starts at CrashBackoff and doubles up to MaxCrashBackoff.
+// The first call after the backoff is let through; a success clears it.
+const (
+	CrashLimit      = 5
+	CrashBackoff    = time.Second
+	MaxCrashBackoff = time.Minute
+)
+
+// Plugin states, as reported by Status.
+const (
+	StateLoaded = "loaded"
+	StateFailed = "failed" // crash looping: calls fail fast until the backoff ends
+	StateClosed = "closed"
+)
+
+// Plugin is one loaded version of one Spec: a compiled module, its describe
+// output, and a pool of warm instances. Call is safe for concurrent use; an
+// instance never serves two calls at once.
+type Plugin struct {
+	rt     *Runtime
+	spec   Spec
+	src    source // wasm is dropped after load
+	mod    *module
+	desc   abi.Describe
+	hooks  map[string]bool
+	export []string // sorted exported function names of the main module
+	log    hclog.Logger
+	modCfg wazero.ModuleConfig
+
+	sem  chan struct{}  // one token per instance slot
+	idle chan *instance // warm instances
+	done chan struct{}  // closed by Close
+
+	mu     sync.Mutex // guards closed and pushes to idle; and the stats below
+	closed bool
+	stats  Status
+	crashN int
+	until  time.Time // fail fast until then
+	wait   time.Duration
+
+	refs atomic.Int64 // chains sharing this plugin
+}
+
+// Status is a snapshot of a plugin's health.
+type Status struct {
+	Name               string
+	Source             string
+	SHA256             string
+	ABI                string
+	Version            string
+	Hooks              []string
+	State              string // StateLoaded, StateFailed or StateClosed
+	Calls              uint64
+	Failures           uint64 // calls that returned an error, of any kind
+	Crashes            uint64 // instances thrown away (trap, timeout, exit)
+	ConsecutiveCrashes int
+	LastError          string
+	LastErrorAt        time.Time
+	RetryAt            time.Time // when failed: when calls are let through again
+}
+
+type instance struct {
+	p      *extism.Plugin
+	lim    *memLimiter
+	stderr *guestOutput
+}
+
+func (in *instance) close() {
+	_ = in.p.Close(context.Background())
+}
+
+// Load loads one plugin: resolves and verifies its source, compiles it (or
+// reuses the runtime's compile of the same content), instantiates one
+// instance to check its exports and describe output, and warms its pool.
+// Errors are *LoadError wrapping the cause's sentinel.
+func (rt *Runtime) Load(ctx context.Context, spec Spec) (*Plugin, error) {
+	spec = spec.WithDefaults()
+	p, err := rt.load(ctx, spec)
+	if err != nil {
+		return nil, &LoadError{Name: spec.Name, Source: spec.Source, Err: err}
+	}
+	return p, nil
+}
+
+func (rt *Runtime) load(ctx context.Context, spec Spec) (*Plugin, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	src, err := rt.resolve(spec)
+	if err != nil {
+		return nil, err
+	}
+	return rt.loadSource(ctx, spec, src)
+}
+
+func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plugin, error) {
+	mod, err := rt.acquire(ctx, src.wasm, src.sha)
+	if err != nil {
+		return nil, err
+	}
+	src.wasm = nil
+	log := rt.log.Named(spec.Name)
+	p := &Plugin{
+		rt:   rt,
+		spec: spec,
+		src:  src,
+		mod:  mod,
+		log:  log,
+		sem:  make(chan struct{}, spec.Instances),
+		idle: make(chan *instance, spec.Instances),
+		done: make(chan struct{}),
+	}
+	p.refs.Store(1)
+	mc := defaultModuleConfig()
+	for k, v := range spec.Env {
+		mc = mc.WithEnv(k, v)
+	}
+	if len(spec.AllowedPaths) > 0 {
+		fs := wazero.NewFSConfig()
+		for host, guest := range spec.AllowedPaths {
+			if ro, ok := cutPrefix(host, "ro:"); ok {
+				fs = fs.WithReadOnlyDirMount(ro, guest)
+			} else {
+				fs = fs.WithDirMount(host, guest)
+			}
+		}
+		mc = mc.WithFSConfig(fs)
+	}
+	p.modCfg = mc
+
+	first, err := p.newInstance(ctx)
+	if err != nil {
+		rt.release(mod)
+		return nil, err
+	}
+	fail := func(err error) (*Plugin, error) {
+		first.close()
+		rt.release(mod)
+		return nil, err
+	}
+	exports := first.p.Module().ExportedFunctions()
+	for name := range exports {
+		p.export = append(p.export, name)
+	}
+	sort.Strings(p.export)
+	if _, ok := exports[abi.ExportDescribe]; !ok {
+		return fail(fmt.Errorf("%w: %s is not exported", ErrMissingExport, abi.ExportDescribe))
+	}
+	out, keep, err := p.callInstance(ctx, first, "describe", abi.ExportDescribe, nil)
+	if err != nil {
+		if keep {
+			first.close()
+		}
+		rt.release(mod)
+		return nil, err
+	}
+	desc, err := decodeDescribe(out, func(name string) bool { _, ok := exports[name]; return ok })
+	if err != nil {
+		return fail(err)
+	}
+	for _, w := range desc.warnings {
+		log.Warn(w)
+	}
+	p.desc = desc.Describe
+	p.hooks = map[string]bool{}
+	for _, h := range desc.Hooks {
+		p.hooks[h] = true
+	}
+	p.stats = Status{Name: spec.Name, Source: spec.Source, SHA256: src.sha, ABI: desc.ABI,
+		Version: desc.Version, Hooks: desc.Hooks, State: StateLoaded}
+
+	// Warm the pool: the instance that described, then the rest.
+	p.idle <- first
+	for i := 1; i < spec.Instances; i++ {
+		in, err := p.newWarmInstance(ctx)
+		if err != nil {
+			p.Close(ctx)
+			return nil, err
+		}
+		p.idle <- in
+	}
+	log.Debug("loaded", "version", desc.Version, "hooks", desc.Hooks, "sha256", src.sha, "instances", spec.Instances)
+	return p, nil
+}
+
+// defaultModuleConfig grants clocks and randomness, nothing else: no
+// filesystem, environment, arguments or network.
+func defaultModuleConfig() wazero.ModuleConfig {
+	return wazero.NewModuleConfig().
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+}
+
+func cutPrefix(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// newInstance instantiates the module with the plugin's grants and caps.
+func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
+	lim := &memLimiter{limit: p.spec.Memory}
+	stderr := &guestOutput{log: p.log, level: hclog.Warn, stream: "stderr"}
+	stdout := &guestOutput{log: p.log, level: hclog.Info, stream: "stdout"}
+	mc := p.modCfg.WithStderr(stderr).WithStdout(stdout)
+	ep, err := p.mod.cp.Instance(experimental.WithMemoryAllocator(ctx, lim), extism.PluginInstanceConfig{ModuleConfig: mc})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInstantiate, err)
+	}
+	in := &instance{p: ep, lim: lim, stderr: stderr}
+	if lim.tooBig.Load() {
+		in.close()
+		return nil, fmt.Errorf("%w: the module's initial memory exceeds the cap of %d bytes", ErrInstantiate, p.spec.Memory)
+	}
+	ep.Config = p.src.config
+	ep.AllowedHosts = p.spec.AllowedHosts
+	ep.AllowedPaths = p.spec.AllowedPaths
+	log := p.log
+	ep.SetLogger(func(level extism.LogLevel, msg string) {
+		if level == extism.LogLevelDebug && strings.HasPrefix(msg, "Calling ") {
+			return // Extism's own note of every call
+		}
+		switch level {
+		case extism.LogLevelTrace:
+			log.Trace(msg)
+		case extism.LogLevelDebug:
+			log.Debug(msg)
+		case extism.LogLevelInfo:
+			log.Info(msg)
+		case extism.LogLevelWarn:
+			log.Warn(msg)
+		default:
+			log.Error(msg)
+		}
+	})
+	return in, nil
+}
+
+// newWarmInstance instantiates and runs the guest's initialisation (by
+// calling describe), so the first hook call pays nothing extra.
+func (p *Plugin) newWarmInstance(ctx context.Context) (*instance, error) {
+	in, err := p.newInstance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, keep, err := p.callInstance(ctx, in, "describe", abi.ExportDescribe, nil); err != nil {
+		if keep {
+			in.close()
+		}
+		return nil, err
+	}
+	return in, nil
+}
+
+// Name returns the spec's name.
+func (p *Plugin) Name() string { return p.spec.Name }
+
+// Spec returns the plugin's spec with defaults applied.
+func (p *Plugin) Spec() Spec { return p.spec }
+
+// Describe returns the plugin's describe output.
+func (p *Plugin) Describe() abi.Describe { return p.desc }
+
+// SHA256 returns the hex digest of the plugin's module.
+func (p *Plugin) SHA256() string { return p.src.sha }
+
+// Exports returns the names of the functions the module exports, sorted.
+func (p *Plugin) Exports() []string { return append([]string(nil), p.export...) }
+
+// HasHook reports whether the plugin implements hook.
+func (p *Plugin) HasHook(hook string) bool { return p.hooks[hook] }
+
+// InScope reports whether the plugin sees tools of server.
+func (p *Plugin) InScope(server string) bool {
+	if len(p.spec.Servers) == 0 {
+		return true
+	}
+	for _, s := range p.spec.Servers {
+		if s == server {
+			return true
+		}
+	}
+	return false
+}
+
+// Status returns a snapshot of the plugin's health.
+func (p *Plugin) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Hooks = append([]string(nil), s.Hooks...)
+	s.ConsecutiveCrashes = p.crashN
+	switch {
+	case p.closed:
+		s.State = StateClosed
+	case !p.until.IsZero():
+		s.State = StateFailed
+		s.RetryAt = p.until
+	default:
+		s.State = StateLoaded
+	}
+	return s
+}
+
+// Call runs one hook with input under the spec's timeout and returns the
+// guest's output, unchecked. Errors: ErrNoHook, ErrTimeout, *TrapError
+// (ErrTrap, ErrMemoryLimit), *PluginError, ErrOutputTooLarge,
+// ErrUnavailable while crash looping, ErrClosed, or the context's error.
+func (p *Plugin) Call(ctx context.Context, hook string, input []byte) ([]byte, error) {
+	export, ok := abi.ExportForHook(hook)
+	if !ok || !p.hooks[hook] {
+		return nil, fmt.Errorf("%w: %s: %q", ErrNoHook, p.spec.Name, hook)
+	}
+	out, err := p.call(ctx, hook, export, input)
+	p.record(err, true)
+	return out, err
+}
+
+func (p *Plugin) call(ctx context.Context, hook, export string, input []byte) ([]byte, error) {
+	if err := p.gate(); err != nil {
+		return nil, err
+	}
+	in, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, keep, err := p.callInstance(ctx, in, hook, export, input)
+	if keep {
+		p.put(in)
+	} else {
+		p.discard()
+	}
+	return out, err
+}
+
+// callInstance runs export on in. keep is false when the instance must be
+// thrown away (it has then been closed).
+func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export string, input []byte) (out []byte, keep bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, p.spec.Timeout)
+	defer cancel()
+	in.lim.refused.Store(false)
+	in.stderr.reset()
+	rc, out, err := in.p.CallWithContext(cctx, export, input)
+	if err != nil {
+		var exit *sys.ExitError
+		if errors.As(err, &exit) {
+			in.close()
+			switch code := exit.ExitCode(); {
+			case code == sys.ExitCodeDeadlineExceeded && ctx.Err() == nil:
+				return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, p.spec.Timeout)
+			case code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded:
+				return nil, false, fmt.Errorf("plugins: %s: %s: %w", p.spec.Name, hook, context.Cause(ctx))
+			default:
+				return nil, false, &TrapError{Plugin: p.spec.Name, Hook: hook, ExitCode: code,
+					Memory: in.lim.refused.Load(), Stderr: in.stderr.takeTail(), Err: err}
+			}
+		}
+		if msg := in.p.GetErrorWithContext(ctx); msg != "" && msg == err.Error() {
+			return nil, true, &PluginError{Plugin: p.spec.Name, Hook: hook, Code: rc, Message: msg}
+		}
+		in.close()
+		if cctx.Err() != nil && ctx.Err() == nil {
+			return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, p.spec.Timeout)
+		}
+		return nil, false, &TrapError{Plugin: p.spec.Name, Hook: hook, Memory: in.lim.refused.Load(),
+			Stderr: in.stderr.takeTail(), Err: err}
+	}
+	if rc != 0 {
+		return nil, true, &PluginError{Plugin: p.spec.Name, Hook: hook, Code: rc}
+	}
+	if len(out) > p.spec.MaxOutputBytes {
+		// The kernel's memory now holds the output: free it with the instance.
+		in.close()
+		return nil, false, fmt.Errorf("%w: %s: %s returned %d bytes, the limit is %d", ErrOutputTooLarge,
+			p.spec.Name, hook, len(out), p.spec.MaxOutputBytes)
+	}
+	return out, true, nil
+}
+
+// gate fails fast while the plugin is in its crash-loop backoff.
+func (p *Plugin) gate() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return fmt.Errorf("%w: plugin %s", ErrClosed, p.spec.Name)
+	}
+	if !p.until.IsZero() && time.Now().Before(p.until) {
+		return fmt.Errorf("%w: %s until %s after %d consecutive crashes; last error: %s",
+			ErrUnavailable, p.spec.Name, p.until.Format(time.RFC3339), p.crashN, p.stats.LastError)
+	}
+	return nil
+}
+
+// get takes a warm instance, instantiating one if none is idle.
+func (p *Plugin) get(ctx context.Context) (*instance, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("plugins: %s: waiting for an instance: %w", p.spec.Name, context.Cause(ctx))
+	case <-p.done:
+		return nil, fmt.Errorf("%w: plugin %s", ErrClosed, p.spec.Name)
+	}
+	select {
+	case in := <-p.idle:
+		return in, nil
+	default:
+	}
+	in, err := p.newWarmInstance(ctx)
+	if err != nil {
+		<-p.sem
+		return nil, err
+	}
+	return in, nil
+}
+
+// put returns an instance to the pool.
+func (p *Plugin) put(in *instance) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		in.close()
+	} else {
+		select {
+		case p.idle <- in:
+			p.mu.Unlock()
+		default:
+			p.mu.Unlock()
+			in.close()
+		}
+	}
+	<-p.sem
+}
+
+// discard gives up the slot of an instance that was thrown away, and warms a
+// replacement in the background unless the plugin is crash looping.
+func (p *Plugin) discard() {
+	<-p.sem
+	go p.refill()
+}
+
+func (p *Plugin) refill() {
+	select {
+	case p.sem <- struct{}{}:
+	default:
+		return // every slot is busy; a caller will instantiate when needed
+	}
+	defer func() { <-p.sem }()
+	if p.gate() != nil || len(p.idle) > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+p.spec.Timeout)
+	defer cancel()
+	in, err := p.newWarmInstance(ctx)
+	if err != nil {
+		p.record(err, false)
+		p.log.Warn("replacing an instance failed", "error", err)
+		return
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		in.close()
+		return
+	}
+	select {
+	case p.idle <- in:
+		p.mu.Unlock()
+	default:
+		p.mu.Unlock()
+		in.close()
+	}
+}
+
+// isCrash reports errors that cost an instance.
+func isCrash(err error) bool {
+	return errors.Is(err, ErrTrap) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrInstantiate)
+}
+
+// record updates the statistics and the crash-loop state after a call
+// (call true) or a background instantiation (call false).
+func (p *Plugin) record(err error, call bool) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // the caller gave up; not the plugin's doing
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if call {
+		p.stats.Calls++
+	}
+	switch {
+	case err == nil:
+		p.crashN, p.until, p.wait = 0, time.Time{}, 0
+		return
+	case errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClosed):
+		p.stats.Failures++
+		return
+	}
+	p.noteLocked(err)
+	if !isCrash(err) {
+		// The instance worked: a plugin error or bad output is no crash.
+		p.crashN = 0
+		return
+	}
+	p.stats.Crashes++
+	p.crashN++
+	if p.crashN >= CrashLimit {
+		if p.wait == 0 {
+			p.wait = CrashBackoff
+		} else {
+			p.wait = min(2*p.wait, MaxCrashBackoff)
+		}
+		p.until = time.Now().Add(p.wait)
+		p.log.Error("plugin is crash looping; failing fast", "crashes", p.crashN, "retry_in", p.wait, "error", err)
+	}
+}
+
+// noteFailure records a failure found by the caller, such as invalid output.
+func (p *Plugin) noteFailure(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.noteLocked(err)
+}
+
+func (p *Plugin) noteLocked(err error) {
+	p.stats.Failures++
+	p.stats.LastError = err.Error()
+	p.stats.LastErrorAt = time.Now()
+}
+
+// Close closes the plugin's instances once the calls in flight have
+// finished (or ctx is done) and releases its compiled module.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.done)
+	p.mu.Unlock()
+	// Wait for the calls in flight: take every slot.
+	taken := 0
+wait:
+	for ; taken < cap(p.sem); taken++ {
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	for {
+		select {
+		case in := <-p.idle:
+			in.close()
+			continue
+		default:
+		}
+		break
+	}
+	for ; taken > 0; taken-- {
+		<-p.sem
+	}
+	p.rt.release(p.mod)
+	return nil
+}
+
+// retain and releaseRef share a plugin between chain generations.
+func (p *Plugin) retain() bool {
+	for {
+		n := p.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if p.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (p *Plugin) releaseRef(ctx context.Context) error {
+	if p.refs.Add(-1) == 0 {
+		return p.Close(ctx)
+	}
+	return nil
+}

@@ -1,0 +1,277 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+)
+
+// RuntimeOptions configures a Runtime. The zero value is usable.
+type RuntimeOptions struct {
+	// CacheDir holds wazero's on-disk compilation cache; "" means
+	// os.UserCacheDir()/mcphost/wazero. If it cannot be created the cache
+	// is kept in memory and a warning logged.
+	CacheDir string
+	// Logger receives the runtime's and the plugins' logs; nil discards them.
+	Logger hclog.Logger
+	// Builtin resolves "builtin:NAME" sources to a module and the config
+	// that selects the policy inside it (merged under the user's config).
+	Builtin func(name string) (wasm []byte, config map[string]string, ok bool)
+}
+
+// Runtime owns the engine configuration, the compilation cache and the
+// compiled modules, shared by content: plugins whose .wasm has the same
+// sha256 share one compile and one copy of machine code.
+//
+// A Runtime is safe for concurrent use. Close it after every Chain, Plugin
+// and Manager made from it.
+type Runtime struct {
+	cfg     wazero.RuntimeConfig
+	cache   wazero.CompilationCache
+	log     hclog.Logger
+	builtin func(string) ([]byte, map[string]string, bool)
+	gen     atomic.Uint64
+
+	mu      sync.Mutex
+	modules map[string]*module // by sha256
+	closed  bool
+}
+
+// module is one compiled module, reference counted by the plugins using it.
+type module struct {
+	sha         string
+	size        int
+	ready       chan struct{} // closed when compiled (or failed)
+	err         error
+	cp          *extism.CompiledPlugin
+	compileTime time.Duration
+	refs        int // under Runtime.mu
+}
+
+// NewRuntime returns a Runtime. Guest code runs with WithCloseOnContextDone,
+// so a timed-out or cancelled call stops the guest instead of the host.
+func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	dir := opts.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "mcphost", "wazero")
+	}
+	var cache wazero.CompilationCache
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		cache, err = wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			log.Warn("compilation cache unavailable; compiling in memory", "dir", dir, "error", err)
+		}
+	} else {
+		log.Warn("compilation cache directory unavailable; compiling in memory", "dir", dir, "error", err)
+	}
+	if cache == nil {
+		cache = wazero.NewCompilationCache()
+	}
+	setGuestLogLevel(log)
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(cache).
+		WithCloseOnContextDone(true)
+	return &Runtime{
+		cfg:     cfg,
+		cache:   cache,
+		log:     log,
+		builtin: opts.Builtin,
+		modules: map[string]*module{},
+	}, nil
+}
+
+// Close releases the compilation cache and every compiled module still held.
+func (rt *Runtime) Close(ctx context.Context) error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closed = true
+	mods := rt.modules
+	rt.modules = map[string]*module{}
+	rt.mu.Unlock()
+	var errs []error
+	for _, m := range mods {
+		<-m.ready
+		if m.cp != nil {
+			errs = append(errs, m.cp.Close(ctx))
+		}
+	}
+	errs = append(errs, rt.cache.Close(ctx))
+	return errors.Join(errs...)
+}
+
+// nextGeneration numbers chains; it only grows.
+func (rt *Runtime) nextGeneration() uint64 { return rt.gen.Add(1) }
+
+// source is a resolved plugin source.
+type source struct {
+	wasm   []byte
+	sha    string
+	config map[string]string // builtin config merged under the spec's
+	path   string            // absolute file path, "" for builtins
+}
+
+// resolve reads a spec's module and checks its digest.
+func (rt *Runtime) resolve(spec Spec) (source, error) {
+	var src source
+	if name, ok := strings.CutPrefix(spec.Source, BuiltinPrefix); ok {
+		if rt.builtin == nil {
+			return src, fmt.Errorf("%w: no builtin plugins are available (asked for %q)", ErrSource, name)
+		}
+		wasm, bcfg, ok := rt.builtin(name)
+		if !ok {
+			return src, fmt.Errorf("%w: unknown builtin %q", ErrSource, name)
+		}
+		src.wasm = wasm
+		src.config = make(map[string]string, len(bcfg)+len(spec.Config))
+		for k, v := range bcfg {
+			src.config[k] = v
+		}
+	} else {
+		path, err := filepath.Abs(spec.Source)
+		if err != nil {
+			return src, fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		wasm, err := os.ReadFile(path)
+		if err != nil {
+			return src, fmt.Errorf("%w: %w", ErrSource, err)
+		}
+		src.wasm, src.path = wasm, path
+		src.config = make(map[string]string, len(spec.Config))
+	}
+	for k, v := range spec.Config {
+		src.config[k] = v
+	}
+	sum := sha256.Sum256(src.wasm)
+	src.sha = hex.EncodeToString(sum[:])
+	if spec.SHA256 != "" && !strings.EqualFold(spec.SHA256, src.sha) {
+		return src, fmt.Errorf("%w: want %s, have %s", ErrChecksum, strings.ToLower(spec.SHA256), src.sha)
+	}
+	return src, nil
+}
+
+// acquire returns the compiled module for wasm, compiling it once however
+// many plugins ask at the same time. Pair with release.
+func (rt *Runtime) acquire(ctx context.Context, wasm []byte, sha string) (*module, error) {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if m := rt.modules[sha]; m != nil {
+		m.refs++
+		rt.mu.Unlock()
+		select {
+		case <-m.ready:
+		case <-ctx.Done():
+			rt.release(m)
+			return nil, ctx.Err()
+		}
+		if m.err != nil {
+			rt.release(m)
+			return nil, m.err
+		}
+		return m, nil
+	}
+	m := &module{sha: sha, size: len(wasm), ready: make(chan struct{}), refs: 1}
+	rt.modules[sha] = m
+	rt.mu.Unlock()
+
+	start := time.Now()
+	cp, err := extism.NewCompiledPlugin(ctx,
+		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
+		extism.PluginConfig{RuntimeConfig: rt.cfg, EnableWasi: true},
+		nil)
+	m.compileTime = time.Since(start)
+	if err != nil {
+		m.err = fmt.Errorf("%w: %w", ErrCompile, err)
+		rt.mu.Lock()
+		if rt.modules[m.sha] == m {
+			delete(rt.modules, m.sha)
+		}
+		rt.mu.Unlock()
+		close(m.ready)
+		return nil, m.err
+	}
+	m.cp = cp
+	close(m.ready)
+	rt.log.Debug("compiled module", "sha256", sha, "bytes", len(wasm), "took", m.compileTime)
+	return m, nil
+}
+
+// release drops one reference; the last one closes the compiled module.
+func (rt *Runtime) release(m *module) {
+	rt.mu.Lock()
+	m.refs--
+	last := m.refs == 0 && rt.modules[m.sha] == m
+	if last {
+		delete(rt.modules, m.sha)
+	}
+	rt.mu.Unlock()
+	if last && m.cp != nil {
+		if err := m.cp.Close(context.Background()); err != nil {
+			rt.log.Warn("closing compiled module", "sha256", m.sha, "error", err)
+		}
+	}
+}
+
+// Modules returns how many distinct compiled modules the runtime holds.
+func (rt *Runtime) Modules() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.modules)
+}
+
+var logLevelMu sync.Mutex
+
+// setGuestLogLevel lowers Extism's process-wide guest log level (its only
+// knob; guests ask it before formatting a message) to what log wants,
+// Debug at most.
+// hclog filters again, per logger.
+func setGuestLogLevel(log hclog.Logger) {
+	var want extism.LogLevel
+	switch l := log.GetLevel(); {
+	case l == hclog.Off || l == hclog.NoLevel:
+		return
+	case l <= hclog.Debug:
+		// Not Trace: Extism logs its own trace messages to the standard
+		// logger before an instance has ours.
+		want = extism.LogLevelDebug
+	case l == hclog.Info:
+		want = extism.LogLevelInfo
+	case l == hclog.Warn:
+		want = extism.LogLevelWarn
+	default:
+		want = extism.LogLevelError
+	}
+	logLevelMu.Lock()
+	defer logLevelMu.Unlock()
+	if guestLogLevel == 0 || want < guestLogLevel {
+		guestLogLevel = want
+		extism.SetLogLevel(want)
+	}
+}
+
+var guestLogLevel extism.LogLevel

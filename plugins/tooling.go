@@ -1,0 +1,119 @@
+package plugins
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// Info describes a plugin file, as `mcphost plugin inspect` shows it.
+type Info struct {
+	Path            string
+	Size            int
+	SHA256          string
+	ABI             string
+	Name            string
+	Version         string
+	Hooks           []string
+	Exports         []string // every exported function, sorted
+	CompileTime     time.Duration
+	InstantiateTime time.Duration // instantiation and describe of one instance
+}
+
+// Inspect compiles the module at path, instantiates it once and reads its
+// describe output. When the module loads but fails the load check, Info is
+// filled as far as it got and the error says why.
+func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
+	info := Info{Path: path}
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return info, fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	info.Size = len(wasm)
+	sum := sha256.Sum256(wasm)
+	info.SHA256 = hex.EncodeToString(sum[:])
+	mod, err := rt.acquire(ctx, wasm, info.SHA256)
+	if err != nil {
+		return info, err
+	}
+	info.CompileTime = mod.compileTime
+	spec := Spec{Name: filepath.Base(path), Source: path, Instances: 1}.WithDefaults()
+	p := &Plugin{rt: rt, spec: spec, mod: mod, log: rt.log.Named(spec.Name),
+		sem: make(chan struct{}, 1), idle: make(chan *instance, 1), done: make(chan struct{})}
+	p.src = source{sha: info.SHA256, config: map[string]string{}}
+	p.modCfg = defaultModuleConfig()
+	start := time.Now()
+	in, err := p.newInstance(ctx)
+	if err != nil {
+		rt.release(mod)
+		return info, err
+	}
+	defer rt.release(mod)
+	exports := in.p.Module().ExportedFunctions()
+	for name := range exports {
+		info.Exports = append(info.Exports, name)
+	}
+	sort.Strings(info.Exports)
+	if _, ok := exports[abi.ExportDescribe]; !ok {
+		in.close()
+		return info, fmt.Errorf("%w: %s is not exported", ErrMissingExport, abi.ExportDescribe)
+	}
+	out, keep, err := p.callInstance(ctx, in, "describe", abi.ExportDescribe, nil)
+	if keep {
+		in.close()
+	}
+	info.InstantiateTime = time.Since(start)
+	if err != nil {
+		return info, err
+	}
+	var raw abi.Describe
+	_ = json.Unmarshal(out, &raw)
+	info.ABI, info.Name, info.Version, info.Hooks = raw.ABI, raw.Name, raw.Version, raw.Hooks
+	d, err := decodeDescribe(out, func(name string) bool { _, ok := exports[name]; return ok })
+	if err != nil {
+		return info, err
+	}
+	info.Hooks = d.Hooks
+	return info, nil
+}
+
+// RunHook loads spec (with a pool of one), runs hook on input as the host
+// would, and checks the output as the host would: for tools_list against
+// the tools in input. It returns the raw output also when the check fails
+// (the error then wraps ErrInvalidOutput).
+func RunHook(ctx context.Context, rt *Runtime, spec Spec, hook string, input []byte) ([]byte, error) {
+	if _, ok := abi.ExportForHook(hook); !ok {
+		return nil, fmt.Errorf("%w: unknown hook %q", ErrNoHook, hook)
+	}
+	spec.Instances = 1
+	p, err := rt.Load(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close(context.WithoutCancel(ctx))
+	out, err := p.Call(ctx, hook, input)
+	if err != nil {
+		return nil, err
+	}
+	switch hook {
+	case abi.HookToolsList:
+		var in abi.ToolsListInput
+		if err := json.Unmarshal(input, &in); err != nil {
+			return out, fmt.Errorf("plugins: tools_list input: %w", err)
+		}
+		_, err = decodeToolsList(out, in.Tools, nil)
+	case abi.HookToolCall:
+		_, err = decodeCallDecision(out)
+	case abi.HookToolResult:
+		_, err = decodeToolResult(out)
+	}
+	return out, err
+}
