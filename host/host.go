@@ -42,6 +42,7 @@ type Host struct {
 	log    hclog.Logger
 	policy Policy
 
+	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
 	upstreams []*upstream          // config order
 	byName    map[string]*upstream // server name -> upstream
 
@@ -93,8 +94,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 // backoff, and its Status says why it failed.
 func (h *Host) Start(ctx context.Context) error {
 	h.startedAt = time.Now()
-	waits := make([]<-chan struct{}, len(h.upstreams))
-	for i, u := range h.upstreams {
+	ups := h.upstreamList()
+	waits := make([]<-chan struct{}, len(ups))
+	for i, u := range ups {
 		waits[i] = u.start()
 	}
 	for _, w := range waits {
@@ -108,15 +110,32 @@ func (h *Host) Start(ctx context.Context) error {
 }
 
 // Config returns the configuration the host runs with, defaults applied.
-func (h *Host) Config() Config { return h.cfg }
+func (h *Host) Config() Config {
+	h.upMu.RLock()
+	defer h.upMu.RUnlock()
+	return h.cfg
+}
 
 // Statuses reports every upstream's state, in config order.
 func (h *Host) Statuses() []Status {
-	out := make([]Status, len(h.upstreams))
-	for i, u := range h.upstreams {
+	ups := h.upstreamList()
+	out := make([]Status, len(ups))
+	for i, u := range ups {
 		out[i] = u.status()
 	}
 	return out
+}
+
+func (h *Host) upstreamList() []*upstream {
+	h.upMu.RLock()
+	defer h.upMu.RUnlock()
+	return h.upstreams
+}
+
+func (h *Host) upstreamNamed(name string) *upstream {
+	h.upMu.RLock()
+	defer h.upMu.RUnlock()
+	return h.byName[name]
 }
 
 // Tools returns the catalog as the caller sees it, after policies.
@@ -150,7 +169,10 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	u := h.byName[r.server]
+	u := h.upstreamNamed(r.server)
+	if u == nil { // removed by a reload since the view was built
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
 
 	if h.policy != nil {
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args}
@@ -225,12 +247,15 @@ func errorResult(format string, args ...any) *mcp.CallToolResult {
 func (h *Host) toolsChanged(string) {
 	h.catMu.Lock()
 	defer h.catMu.Unlock()
-	sts := make([]serverTools, len(h.upstreams))
-	for i, u := range h.upstreams {
+	h.upMu.RLock()
+	ups, toolsCfg := h.upstreams, h.cfg.Tools
+	h.upMu.RUnlock()
+	sts := make([]serverTools, len(ups))
+	for i, u := range ups {
 		sts[i] = serverTools{server: u.cfg.Name, tools: u.cachedTools()}
 	}
 	old := h.cat.Load()
-	next := buildCatalog(old.version+1, h.cfg.Tools, sts)
+	next := buildCatalog(old.version+1, toolsCfg, sts)
 	print := fingerprint(next.tools)
 	if print == h.catPrint && old.version > 0 {
 		return
@@ -277,7 +302,7 @@ func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
 		var wg sync.WaitGroup
-		for _, u := range h.upstreams {
+		for _, u := range h.upstreamList() {
 			wg.Add(1)
 			go func() { defer wg.Done(); u.close() }()
 		}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: mcphost plugin inspect|test FILE ...")
+		return exitError(2)
+	}
+	switch args[0] {
+	case "inspect":
+		return runPluginInspect(ctx, args[1:], stdout, stderr)
+	case "test":
+		return runPluginTest(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "mcphost plugin: unknown command %q (want inspect or test)\n", args[0])
+	return exitError(2)
+}
+
+// pluginRuntime is a runtime for one-off plugin commands, logging plugin
+// output to stderr.
+func pluginRuntime(ctx context.Context, stderr io.Writer, level string) (*plugins.Runtime, error) {
+	log := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.LevelFromString(level), Output: stderr})
+	return plugins.NewRuntime(ctx, plugins.RuntimeOptions{Logger: log, Builtin: builtinPolicy})
+}
+
+func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plugin inspect", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitError(2)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: mcphost plugin inspect FILE [--json]")
+		return exitError(2)
+	}
+	rt, err := pluginRuntime(ctx, stderr, "warn")
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	info, ierr := plugins.Inspect(ctx, rt, pos[0])
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		out := struct {
+			plugins.Info
+			CompileMillis     float64 `json:"CompileMillis"`
+			InstantiateMillis float64 `json:"InstantiateMillis"`
+			Error             string  `json:"Error,omitempty"`
+		}{Info: info, CompileMillis: ms(info.CompileTime), InstantiateMillis: ms(info.InstantiateTime)}
+		if ierr != nil {
+			out.Error = ierr.Error()
+		}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "file:        %s\n", info.Path)
+		fmt.Fprintf(stdout, "size:        %d bytes\n", info.Size)
+		fmt.Fprintf(stdout, "sha256:      %s\n", info.SHA256)
+		if info.ABI != "" {
+			fmt.Fprintf(stdout, "abi:         %s\n", info.ABI)
+			fmt.Fprintf(stdout, "name:        %s\n", info.Name)
+			fmt.Fprintf(stdout, "version:     %s\n", info.Version)
+			fmt.Fprintf(stdout, "hooks:       %s\n", strings.Join(info.Hooks, ", "))
+		}
+		fmt.Fprintf(stdout, "exports:     %s\n", strings.Join(info.Exports, ", "))
+		fmt.Fprintf(stdout, "compile:     %s (cached compiles are much faster)\n", info.CompileTime.Round(time.Millisecond))
+		fmt.Fprintf(stdout, "instantiate: %s\n", info.InstantiateTime.Round(10*time.Microsecond))
+	}
+	if ierr != nil {
+		fmt.Fprintf(stderr, "mcphost: %s does not load: %v\n", pos[0], ierr)
+		return exitError(1)
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// configFlags collects repeated --config KEY=VALUE flags.
+type configFlags map[string]string
+
+func (c configFlags) String() string { return "" }
+
+func (c configFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	c[k] = v
+	return nil
+}
+
+func runPluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plugin test", stderr)
+	hook := fs.String("hook", "", "hook to run: tools_list, tool_call or tool_result")
+	input := fs.String("input", "", `file holding the hook's input JSON ("-" for stdin)`)
+	timeout := fs.Duration("timeout", time.Second, "hook timeout")
+	logLevel := fs.String("log-level", "info", "level of the plugin's own log output")
+	cfg := configFlags{}
+	fs.Var(cfg, "config", "plugin config KEY=VALUE (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitError(2)
+	}
+	if len(pos) != 1 || *hook == "" || *input == "" {
+		fmt.Fprintln(stderr, "usage: mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]")
+		return exitError(2)
+	}
+	var in []byte
+	if *input == "-" {
+		in, err = io.ReadAll(os.Stdin)
+	} else {
+		in, err = os.ReadFile(*input)
+	}
+	if err != nil {
+		return fmt.Errorf("reading input: %w", err)
+	}
+	rt, err := pluginRuntime(ctx, stderr, *logLevel)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	spec := plugins.Spec{Name: "test", Source: pos[0], Config: cfg, Timeout: *timeout}.WithDefaults()
+	out, err := plugins.RunHook(ctx, rt, spec, *hook, in)
+	if len(out) > 0 {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, out, "", "  ") == nil {
+			out = pretty.Bytes()
+		}
+		fmt.Fprintln(stdout, string(out))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcphost: hook %s failed: %v\n", *hook, err)
+		return exitError(1)
+	}
+	return nil
+}

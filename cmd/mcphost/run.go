@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/internal/config"
+)
+
+// exitError ends the process with a code, after the command already said why.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+const usage = `mcphost serves the tools of many MCP servers as one, under Wasm policies.
+
+Usage:
+  mcphost run CONFIG [--http ADDR] [--stdio] [--log-level LEVEL] [--log-format json]
+  mcphost validate CONFIG
+  mcphost tools CONFIG [--json]
+  mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
+  mcphost status URL [--token TOKEN]
+  mcphost plugin inspect FILE [--json]
+  mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
+  mcphost version
+
+Flags may come before or after CONFIG. Run "mcphost COMMAND -h" for a
+command's flags.
+`
+
+// run is the whole CLI; main only wires it to the process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError(2)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return runServe(ctx, rest, stdin, stdout, stderr)
+	case "validate":
+		return runValidate(rest, stdout, stderr)
+	case "tools":
+		return runTools(ctx, rest, stdout, stderr)
+	case "call":
+		return runCall(ctx, rest, stdout, stderr)
+	case "status":
+		return runStatus(ctx, rest, stdout, stderr)
+	case "plugin":
+		return runPlugin(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "mcphost: unknown command %q\n\n%s", cmd, usage)
+	return exitError(2)
+}
+
+// parseInterleaved parses flags that may come before, between or after the
+// positional arguments, which it returns in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcphost "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// loadConfig loads and prints the diagnostics of a config file; any error
+// diagnostic ends the command with exit status 1.
+func loadConfig(path string, stderr io.Writer) (*config.File, error) {
+	file, diags := config.Load(path)
+	if len(diags.List) > 0 {
+		_ = diags.WriteText(stderr, 100, isTerminal(stderr))
+	}
+	if diags.HasErrors() {
+		return nil, exitError(1)
+	}
+	return file, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// logFlags are the logging flags every long-running command takes.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet, def string) {
+	fs.StringVar(&l.level, "log-level", def, "log level: trace, debug, info, warn or error")
+	fs.StringVar(&l.format, "log-format", "text", `log format: "text" or "json"`)
+}
+
+func (l *logFlags) logger(stderr io.Writer) (hclog.Logger, error) {
+	level := hclog.LevelFromString(l.level)
+	if level == hclog.NoLevel {
+		return nil, fmt.Errorf("unknown log level %q (want trace, debug, info, warn or error)", l.level)
+	}
+	if l.format != "text" && l.format != "json" {
+		return nil, fmt.Errorf("unknown log format %q (want text or json)", l.format)
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "mcphost",
+		Level:      level,
+		Output:     stderr,
+		JSONFormat: l.format == "json",
+		Color:      colorOption(stderr, l.format),
+	}), nil
+}
+
+func colorOption(w io.Writer, format string) hclog.ColorOption {
+	if format == "text" && isTerminal(w) && os.Getenv("NO_COLOR") == "" {
+		return hclog.AutoColor
+	}
+	return hclog.ColorOff
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
+}
+
+type flagSetT = flag.FlagSet
+
+func envToken() string { return os.Getenv("MCPHOST_TOKEN") }

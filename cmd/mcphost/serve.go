@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/internal/config"
+)
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", stderr)
+	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address (overrides listen.http)")
+	stdio := fs.Bool("stdio", false, "serve one client on stdin/stdout instead of HTTP (logs go to stderr)")
+	noWatch := fs.Bool("no-watch", false, "do not reload when the config or plugin files change (SIGHUP still reloads)")
+	var lf logFlags
+	lf.register(fs, "info")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitError(2)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: mcphost run CONFIG [--http ADDR] [--stdio] [--log-level LEVEL] [--log-format json]")
+		return exitError(2)
+	}
+	log, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	file, err := loadConfig(pos[0], stderr)
+	if err != nil {
+		return err
+	}
+	watch := file.Runtime.Watch && !*noWatch
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	started := time.Now()
+	e, err := startEngine(ctx, file, log, watch)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("shutting down")
+		if err := e.close(); err != nil {
+			log.Warn("shutdown", "error", err)
+		}
+	}()
+	e.logStatuses()
+
+	r := &reloader{path: pos[0], file: file, engine: e, log: log}
+	go r.run(ctx, watch)
+
+	if *stdio {
+		log.Info("serving on stdio", "ready_in", time.Since(started).Round(time.Millisecond))
+		in, out := readCloser(stdin), writeCloser(stdout)
+		return e.host.ServeStdio(ctx, in, out)
+	}
+	addr := *httpAddr
+	if addr == "" {
+		addr = file.Host.Listen.HTTP
+	}
+	if addr == "" {
+		addr = host.DefaultListenHTTP
+	}
+	err = e.host.ListenAndServe(ctx, addr, func(a net.Addr) {
+		log.Info("serving", "mcp", fmt.Sprintf("http://%s/mcp", a), "sse", fmt.Sprintf("http://%s/sse", a),
+			"auth", file.Host.Listen.AuthToken != "", "ready_in", time.Since(started).Round(time.Millisecond))
+	})
+	if err != nil {
+		return fmt.Errorf("serving HTTP on %s: %w", addr, err)
+	}
+	return nil
+}
+
+// reloader applies config changes: on SIGHUP, and when the config file
+// changes if watching. A config with errors changes nothing.
+type reloader struct {
+	path   string
+	file   *config.File
+	engine *engine
+	log    hclog.Logger
+}
+
+func (r *reloader) run(ctx context.Context, watch bool) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var changed <-chan struct{}
+	if watch {
+		w, err := watchFiles(ctx, r.file.Sources, r.log)
+		if err != nil {
+			r.log.Warn("cannot watch the config file; SIGHUP still reloads", "error", err)
+		} else {
+			changed = w
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			r.log.Info("SIGHUP: reloading")
+		case <-changed:
+			r.log.Info("config changed: reloading", "path", r.path)
+		}
+		r.reload(ctx)
+	}
+}
+
+func (r *reloader) reload(ctx context.Context) {
+	file, diags := config.Load(r.path)
+	if diags.HasErrors() {
+		r.log.Error("reload refused: the config has errors; the running config stays", "path", r.path, "error", diags.Err())
+		return
+	}
+	if err := r.engine.mgr.Reload(ctx, file.Plugins); err != nil {
+		r.log.Error("reload refused: plugins failed to load; the running config stays", "error", err)
+		return
+	}
+	if err := r.engine.host.Reconfigure(ctx, file.Host); err != nil {
+		r.log.Error("reconfiguring upstreams failed", "error", err)
+		return
+	}
+	r.file = file
+	r.log.Info("reloaded", "servers", len(file.Host.Servers), "plugins", len(file.Plugins))
+}
+
+func readCloser(r io.Reader) io.ReadCloser {
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func writeCloser(w io.Writer) io.WriteCloser {
+	if wc, ok := w.(io.WriteCloser); ok {
+		return wc
+	}
+	return nopWriteCloser{w}
+}
+

@@ -1,0 +1,68 @@
+package host
+
+import (
+	"context"
+	"reflect"
+	"sync"
+)
+
+// Reconfigure applies a new configuration to a running host: servers
+// removed from it are closed and their processes ended, new servers are
+// started, changed servers are restarted, and a change of tool naming
+// rebuilds the catalog. Unchanged servers keep their sessions and calls in
+// flight. Listen settings take effect only on restart.
+func (h *Host) Reconfigure(ctx context.Context, cfg Config) error {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	h.upMu.Lock()
+	if h.closed.Load() {
+		h.upMu.Unlock()
+		return ErrClosed
+	}
+	var started, stopped []*upstream
+	next := make([]*upstream, 0, len(cfg.Servers))
+	byName := make(map[string]*upstream, len(cfg.Servers))
+	for _, sc := range cfg.Servers {
+		u, ok := h.byName[sc.Name]
+		if !ok || !reflect.DeepEqual(u.cfg, sc) {
+			if ok {
+				stopped = append(stopped, u)
+			}
+			u = newUpstream(sc, h.log.Named(sc.Name), h)
+			started = append(started, u)
+		}
+		next = append(next, u)
+		byName[sc.Name] = u
+	}
+	for name, u := range h.byName {
+		if _, ok := byName[name]; !ok {
+			stopped = append(stopped, u)
+		}
+	}
+	h.upstreams, h.byName = next, byName
+	h.cfg.Servers, h.cfg.Tools = cfg.Servers, cfg.Tools
+	h.upMu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, u := range stopped {
+		h.log.Info("upstream removed or changed; closing", "server", u.cfg.Name)
+		wg.Add(1)
+		go func() { defer wg.Done(); u.close() }()
+	}
+	wg.Wait()
+	waits := make([]<-chan struct{}, len(started))
+	for i, u := range started {
+		waits[i] = u.start()
+	}
+	h.toolsChanged("") // removed servers' tools go, renamed tools are renamed
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
