@@ -151,4 +151,3 @@ func writeCloser(w io.Writer) io.WriteCloser {
 	}
 	return nopWriteCloser{w}
 }
-
