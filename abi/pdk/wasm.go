@@ -19,6 +19,9 @@ var (
 // of the main package. A policy that fails Validate, or a second call, is
 // not fatal here: every export then returns the error as a plugin error, so
 // the host refuses the plugin at load time with that message.
+//
+// Read configuration in p.Configure (or in the handlers), not in init: the
+// host guarantees it only during export calls.
 func Register(p Policy) {
 	switch {
 	case registerErr != nil:
