@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
 	pdk "github.com/extism/go-pdk"
 	"github.com/mcphost-project/mcphost/abi"
@@ -160,6 +161,9 @@ func toolCall() int32 {
 	}
 	if am, ok := args["_mode"].(string); ok {
 		m = am
+	}
+	if ms, ok := args["_sleep_ms"].(float64); ok {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
 	if msg, ok := args["_log"].(string); ok {
 		pdk.Log(pdk.LogInfo, msg)
