@@ -8,12 +8,6 @@ import (
 	"testing"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
-)
-
-var (
-	_ host.Policy = (*Chain)(nil)
-	_ host.Policy = (*Manager)(nil)
 )
 
 func newChain(t *testing.T, rt *Runtime, specs ...Spec) *Chain {

@@ -89,33 +89,38 @@ func NewManager(rt *Runtime, opts *ManagerOptions) (*Manager, error) {
 // current generation keeps serving and the error (a *LoadError naming the
 // plugin and its source) is returned and logged.
 func (m *Manager) Reload(ctx context.Context, specs []Spec) error {
+	swapped, err := m.reload(ctx, specs)
+	if swapped && m.opts.OnSwap != nil {
+		m.opts.OnSwap() // outside the lock: it may call back into m
+	}
+	return err
+}
+
+func (m *Manager) reload(ctx context.Context, specs []Spec) (swapped bool, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return ErrClosed
+		return false, ErrClosed
 	}
 	start := time.Now()
-	next, err := m.rt.newChain(ctx, specs, m.cur.Load())
+	prev := m.cur.Load()
+	next, err := m.rt.newChain(ctx, specs, prev)
 	if err != nil {
 		m.log.Error("reload failed; the current generation keeps serving", "error", err)
-		return err
+		return false, err
 	}
-	if prev := m.cur.Load(); prev != nil && samePlugins(prev, next) {
-		next.retire() // nothing changed: keep the current generation
-		m.specs = append([]Spec(nil), specs...)
-		return nil
-	}
-	old := m.cur.Swap(next)
 	m.specs = append([]Spec(nil), specs...)
-	if old != nil {
-		old.retire()
+	m.updateWatches(specs)
+	if prev != nil && samePlugins(prev, next) {
+		next.retire() // nothing changed: keep the current generation
+		return false, nil
+	}
+	m.cur.Store(next)
+	if prev != nil {
+		prev.retire() // closes once its calls in flight have finished
 	}
 	m.log.Info("plugins swapped in", "generation", next.Generation(), "plugins", len(specs), "took", time.Since(start))
-	m.updateWatches(specs)
-	if old != nil && m.opts.OnSwap != nil {
-		m.opts.OnSwap()
-	}
-	return nil
+	return prev != nil, nil
 }
 
 // Specs returns the specs of the current generation.

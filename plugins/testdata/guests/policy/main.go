@@ -25,9 +25,23 @@ var buildVersion = "v1"
 
 var sink [][]byte
 
+type cfgValue struct {
+	v  string
+	ok bool
+}
+
+// cfgCache: config is fixed for an instance's life, and each lookup is a
+// round trip through the host.
+var cfgCache = map[string]cfgValue{}
+
 func cfg(key, def string) string {
-	if v, ok := pdk.GetConfig(key); ok {
-		return v
+	c, seen := cfgCache[key]
+	if !seen {
+		c.v, c.ok = pdk.GetConfig(key)
+		cfgCache[key] = c
+	}
+	if c.ok {
+		return c.v
 	}
 	return def
 }

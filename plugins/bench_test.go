@@ -1,0 +1,158 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// Benchmarks run real Go guests under the same engine settings as the host
+// (close on context done, per-instance memory caps).
+
+func BenchmarkCallEmpty(b *testing.B) {
+	rt := newRuntime(b, RuntimeOptions{})
+	spec := policy(b, "noop", "mode.tool_call", "noop")
+	spec.Instances = 1
+	p := load(b, rt, spec)
+	in := callInput(b, `{}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Call(ctx, abi.HookToolCall, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkToolCall(b *testing.B) {
+	rt := newRuntime(b, RuntimeOptions{})
+	c := newBenchChain(b, rt, policy(b, "allow"))
+	in := &abi.ToolCallInput{Caller: abi.Caller{SessionID: "s1", Transport: "stdio"}, Name: "github__create_issue",
+		Server: "github", Tool: "create_issue", Arguments: json.RawMessage(`{"repo":"o/r","title":"bug","body":"it broke"}`)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, err := c.ToolCall(ctx, in)
+		if err != nil || d.Action != abi.ActionAllow {
+			b.Fatal(d, err)
+		}
+	}
+}
+
+func BenchmarkToolResult10KB(b *testing.B) {
+	rt := newRuntime(b, RuntimeOptions{})
+	c := newBenchChain(b, rt, policy(b, "tagger"))
+	in := &abi.ToolResultInput{Name: "fs__read", Server: "fs", Tool: "read", Arguments: json.RawMessage(`{"path":"/x"}`),
+		Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: strings.Repeat("0123456789abcdef\n", 10240/17)}}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := c.ToolResult(ctx, in)
+		if err != nil || len(r.Content) != 2 {
+			b.Fatal(r, err)
+		}
+	}
+}
+
+func BenchmarkToolsList(b *testing.B) {
+	for _, n := range []int{200, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			rt := newRuntime(b, RuntimeOptions{})
+			c := newBenchChain(b, rt, policy(b, "renamer", "prefix", "x_", "drop", "tool7"))
+			tools := benchTools(n)
+			in := &abi.ToolsListInput{Tools: tools}
+			size, _ := json.Marshal(in)
+			b.SetBytes(int64(len(size)))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := c.ToolsList(ctx, in)
+				if err != nil || len(out) < n-n/10-1 {
+					b.Fatal(len(out), err)
+				}
+			}
+		})
+	}
+}
+
+// benchTools returns n tools of about 340 bytes of JSON each, like a real
+// catalog (200 tools, 68 KB).
+func benchTools(n int) []abi.Tool {
+	tools := make([]abi.Tool, n)
+	for i := range tools {
+		server := "server" + strconv.Itoa(i%7)
+		tool := "tool" + strconv.Itoa(i)
+		tools[i] = abi.Tool{Name: server + "__" + tool, Server: server, Tool: tool,
+			Description: "Does the thing number " + strconv.Itoa(i) + " to the given target, carefully and idempotently.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"target":{"type":"string","description":"what to act on"},"force":{"type":"boolean"}},"required":["target"]}`)}
+	}
+	return tools
+}
+
+func BenchmarkInstance(b *testing.B) {
+	rt := newRuntime(b, RuntimeOptions{})
+	spec := policy(b, "p")
+	spec.Instances = 1
+	p := load(b, rt, spec)
+	ctx := context.Background()
+	for b.Loop() {
+		in, err := p.newWarmInstance(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in.close()
+	}
+}
+
+func BenchmarkCompile(b *testing.B) {
+	wasm, err := os.ReadFile(guest(b, "policy"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := source{wasm: wasm}
+	compile := func(b *testing.B, dir string) {
+		rt, err := NewRuntime(context.Background(), RuntimeOptions{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := rt.acquire(context.Background(), src.wasm, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt.release(m)
+		rt.Close(context.Background())
+	}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			dir := b.TempDir()
+			b.StartTimer()
+			compile(b, dir)
+		}
+	})
+	b.Run("warm-cache", func(b *testing.B) {
+		dir := b.TempDir()
+		compile(b, dir)
+		for b.Loop() {
+			compile(b, dir)
+		}
+	})
+}
+
+func newBenchChain(b *testing.B, rt *Runtime, specs ...Spec) *Chain {
+	b.Helper()
+	for i := range specs {
+		specs[i].Instances = 1
+	}
+	c, err := rt.NewChain(context.Background(), specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}

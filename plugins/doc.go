@@ -1,0 +1,52 @@
+// Package plugins loads, checks, pools, limits and hot-swaps mcphost's Wasm
+// policy plugins. It knows the ABI (package abi), not MCP sessions.
+//
+// # Lifecycle
+//
+// A Runtime holds the engine configuration (wazero with an on-disk
+// compilation cache and WithCloseOnContextDone, so a looping guest is
+// stopped by its timeout instead of freezing the host) and the compiled
+// modules, shared by content: plugins whose .wasm has the same sha256 cost
+// one compile and one copy of machine code, which is how the built-in
+// policies, all in one module, stay cheap.
+//
+// Runtime.Load turns a Spec into a Plugin: it reads the source (a file or
+// "builtin:NAME"), verifies the optional sha256, compiles (or reuses a
+// compile), instantiates one instance, checks that mcphost_describe is
+// exported, that the describe output is valid JSON naming a supported major
+// ABI version and that every hook it names is exported, then warms a pool of
+// Spec.Instances instances. Any failure is a *LoadError naming the plugin,
+// its source and the exact cause.
+//
+// Plugin.Call runs one hook on one instance from the pool (an Extism
+// instance is never used by two calls at once) under the spec's timeout. An
+// instance that trapped, timed out or exited is thrown away and replaced in
+// the background; a plugin's own error (non-zero return) keeps it. After
+// CrashLimit consecutive crashes the plugin fails fast for a growing
+// backoff.
+//
+// A Chain is one generation of plugins run in order; it implements
+// host.Policy, validates every plugin output and applies each plugin's
+// on_error mode. A Manager holds the current Chain and swaps in new
+// generations built off to the side; calls in flight finish on the
+// generation they started with.
+//
+// # Sandbox
+//
+// Guests get WASI with clocks and randomness only: no filesystem,
+// environment or network unless the spec grants them (AllowedPaths, Env,
+// AllowedHosts for Extism HTTP). Every linear memory of an instance (the
+// guest's and the Extism kernel's, which holds input and output) is capped
+// at Spec.Memory through a wazero memory allocator, so plugins sharing a
+// compiled module can have different caps. What a guest writes to stdout
+// and stderr, and its Extism logs, go to the runtime's logger named after
+// the plugin.
+//
+// # Errors
+//
+// Callers branch with errors.Is and errors.As: ErrTimeout, ErrTrap and
+// ErrMemoryLimit (*TrapError), *PluginError, ErrOutputTooLarge,
+// ErrInvalidOutput, ErrUnavailable, and at load ErrSpec, ErrSource,
+// ErrChecksum, ErrCompile, ErrInstantiate, ErrMissingExport, ErrABIVersion,
+// ErrInvalidDescribe.
+package plugins

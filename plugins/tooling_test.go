@@ -1,0 +1,87 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+func TestInspect(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{})
+	path := guest(t, "policy")
+	info, err := Inspect(context.Background(), rt, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, _ := os.ReadFile(path)
+	if info.Size != len(wasm) || len(info.SHA256) != 64 || info.ABI != abi.Version || info.Name != "policy" ||
+		info.Version != "v1" || len(info.Hooks) != 3 || info.CompileTime <= 0 || info.InstantiateTime <= 0 {
+		t.Fatalf("%+v", info)
+	}
+	for _, e := range []string{abi.ExportDescribe, abi.ExportToolsList, abi.ExportToolCall, abi.ExportToolResult, "_initialize"} {
+		if !strings.Contains(strings.Join(info.Exports, " "), e) {
+			t.Fatalf("exports %v lack %s", info.Exports, e)
+		}
+	}
+	// A module that fails the load check is still described as far as it goes.
+	info, err = Inspect(context.Background(), rt, guest(t, "describeonly"))
+	if !errors.Is(err, ErrMissingExport) || info.Name != "describeonly" || len(info.Exports) == 0 {
+		t.Fatalf("%+v, %v", info, err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.wasm")
+	os.WriteFile(empty, []byte("\x00asm\x01\x00\x00\x00"), 0o644)
+	if info, err = Inspect(context.Background(), rt, empty); !errors.Is(err, ErrMissingExport) || info.Size != 8 {
+		t.Fatalf("%+v, %v", info, err)
+	}
+}
+
+func TestRunHook(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{})
+	ctx := context.Background()
+	in, _ := json.Marshal(abi.ToolsListInput{Tools: catalog()})
+	out, err := RunHook(ctx, rt, policy(t, "p", "drop", "one"), abi.HookToolsList, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got abi.ToolsListOutput
+	if err := json.Unmarshal(out, &got); err != nil || names(got.Tools) != "a__two,b__two" {
+		t.Fatalf("%s %v", out, err)
+	}
+	out, err = RunHook(ctx, rt, policy(t, "p", "mode.tools_list", "clash"), abi.HookToolsList, in)
+	if !errors.Is(err, ErrInvalidOutput) || len(out) == 0 {
+		t.Fatalf("invalid output: %s, %v", out, err)
+	}
+	if _, err := RunHook(ctx, rt, policy(t, "p", "mode.tool_call", "panic"), abi.HookToolCall, callInput(t, `{}`)); !errors.Is(err, ErrTrap) {
+		t.Fatalf("trap: %v", err)
+	}
+	if _, err := RunHook(ctx, rt, policy(t, "p"), "nope", nil); !errors.Is(err, ErrNoHook) {
+		t.Fatalf("unknown hook: %v", err)
+	}
+	waitFor(t, func() bool { return rt.Modules() == 0 })
+}
+
+func ExampleValidToolName() {
+	for _, name := range []string{"github__create_issue", "9lives", "has space", "x-y"} {
+		fmt.Println(name, ValidToolName(name))
+	}
+	// Output:
+	// github__create_issue true
+	// 9lives false
+	// has space false
+	// x-y true
+}
+
+func ExampleErrTimeout() {
+	// Callers branch on the kind of failure with errors.Is and errors.As.
+	err := fmt.Errorf("checking call: %w", &TrapError{Plugin: "p", Hook: abi.HookToolCall, ExitCode: 2, Memory: true})
+	var te *TrapError
+	fmt.Println(errors.Is(err, ErrTrap), errors.Is(err, ErrMemoryLimit), errors.Is(err, ErrTimeout), errors.As(err, &te) && te.ExitCode == 2)
+	// Output: true true false true
+}
