@@ -1,5 +1,7 @@
 package main
 
-// builtinPolicy resolves "builtin:NAME" plugin sources. It is nil until the
-// built-in policies are compiled in.
-var builtinPolicy func(name string) ([]byte, map[string]string, bool)
+import "github.com/mcphost-project/mcphost/filters"
+
+// builtinPolicy resolves "builtin:NAME" plugin sources to the policies
+// shipped with mcphost, embedded in the binary (see docs/policies.md).
+var builtinPolicy = filters.Builtin

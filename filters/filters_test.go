@@ -1,0 +1,166 @@
+package filters_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcphost-project/mcphost/abi/policytest"
+	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+// rt is one runtime for the whole test binary, so the embedded module is
+// compiled once (and, with the on-disk cache, once across runs).
+var rt *plugins.Runtime
+
+func TestMain(m *testing.M) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	rt, err = plugins.NewRuntime(context.Background(), plugins.RuntimeOptions{
+		CacheDir: filepath.Join(base, "mcphost-test", "wazero"),
+		Builtin:  filters.Builtin,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	rt.Close(context.Background())
+	os.Exit(code)
+}
+
+// spec is a plugin spec for a built-in with a generous timeout: tests run
+// beside other work on a small machine.
+func spec(name string, config map[string]string) plugins.Spec {
+	return plugins.Spec{Name: name, Source: "builtin:" + name, Config: config, Timeout: 5 * time.Second, Instances: 1}
+}
+
+func TestBuiltin(t *testing.T) {
+	want := []string{"allow", "arguments", "deny", "describe", "json_results", "mentions", "modes", "pin", "redact", "titles", "truncate"}
+	if got := filters.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		wasm, cfg, ok := filters.Builtin(name)
+		if !ok || !bytes.Equal(wasm, filters.Module()) || cfg["mcphost.builtin"] != name {
+			t.Errorf("Builtin(%q) = %d bytes, %v, %v", name, len(wasm), cfg, ok)
+		}
+	}
+	if _, _, ok := filters.Builtin("nope"); ok {
+		t.Error(`Builtin("nope") is ok`)
+	}
+}
+
+// TestGolden runs every golden case of testdata (the ones package policies
+// runs natively) through the real runtime and the embedded module.
+func TestGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		files, _ := filepath.Glob(filepath.Join(dir, "*.txtar"))
+		if len(files) == 0 {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, file := range files {
+				t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+					runGolden(t, name, file)
+				})
+			}
+		})
+	}
+}
+
+func runGolden(t *testing.T, name, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := policytest.ParseCase(data)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	ctx := context.Background()
+	var got []byte
+	var callErr error
+	if c.Hook == "describe" {
+		var p *plugins.Plugin
+		p, callErr = rt.Load(ctx, spec(name, c.Config))
+		if callErr == nil {
+			got, _ = json.Marshal(p.Describe())
+			p.Close(ctx)
+		}
+	} else {
+		got, callErr = plugins.RunHook(ctx, rt, spec(name, c.Config), c.Hook, c.Input)
+	}
+	switch {
+	case c.Error != "" && callErr == nil:
+		t.Fatalf("got output %s, want an error containing %q", got, c.Error)
+	case c.Error != "":
+		if !strings.Contains(callErr.Error(), c.Error) {
+			t.Fatalf("got error %q, want it to contain %q", callErr, c.Error)
+		}
+	case callErr != nil:
+		t.Fatalf("got error %v, want output %s", callErr, c.Output)
+	default:
+		eq, err := policytest.EqualJSON(got, c.Output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !eq {
+			t.Fatalf("got %s\nwant %s", got, c.Output)
+		}
+	}
+}
+
+// TestUnknownSelector checks that the module refuses to load without a
+// known policy name, with a message saying why.
+func TestUnknownSelector(t *testing.T) {
+	_, err := rt.Load(context.Background(), spec("titles", map[string]string{"mcphost.builtin": "nope"}))
+	if err == nil || !strings.Contains(err.Error(), `no built-in policy "nope"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestSharedModule checks that every built-in shares one compiled module.
+func TestSharedModule(t *testing.T) {
+	ctx := context.Background()
+	before := rt.Modules()
+	var loaded []*plugins.Plugin
+	for _, name := range []string{"titles", "json_results", "truncate", "redact"} {
+		p, err := rt.Load(ctx, spec(name, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded = append(loaded, p)
+	}
+	defer func() {
+		for _, p := range loaded {
+			p.Close(ctx)
+		}
+	}()
+	if got := rt.Modules(); got > before+1 || got < 1 {
+		t.Fatalf("%d compiled modules (before: %d), want the one shared module", got, before)
+	}
+	sum := sha256.Sum256(filters.Module())
+	for _, p := range loaded {
+		if p.SHA256() != hex.EncodeToString(sum[:]) {
+			t.Fatalf("%s runs %s, not the embedded module", p.Name(), p.SHA256())
+		}
+	}
+}
+

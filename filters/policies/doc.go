@@ -1,0 +1,67 @@
+// Package policies holds the logic of mcphost's built-in policies, the
+// plugins an operator names with source = "builtin:NAME". It is plain Go
+// over package abi and the plain half of abi/pdk: it builds and is tested
+// natively, and package filters/guest compiles it, all policies together,
+// into the one Wasm module that package filters embeds.
+//
+// New returns a policy by name; Names lists them. Each policy reads its
+// configuration in Configure, once per instance, so a bad configuration is
+// refused when the host loads the plugin. docs/policies.md is the operator's
+// reference for every name and configuration key.
+package policies
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/mcphost-project/mcphost/abi/pdk"
+)
+
+// SelectKey is the configuration key that selects the policy inside the
+// built-in module; filters.Builtin sets it.
+const SelectKey = "mcphost.builtin"
+
+// Version is the version every built-in policy reports in describe.
+const Version = "1.0.0"
+
+var registry = map[string]func() pdk.Policy{
+	"allow":        func() pdk.Policy { return newFilter("allow", true) },
+	"deny":         func() pdk.Policy { return newFilter("deny", false) },
+	"mentions":     newMentions,
+	"titles":       newTitles,
+	"describe":     newDescribe,
+	"modes":        newModes,
+	"json_results": newJSONResults,
+	"truncate":     newTruncate,
+	"redact":       newRedact,
+	"pin":          newPin,
+	"arguments":    newArguments,
+}
+
+// Names returns the names of the built-in policies, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New returns a new instance of the built-in policy called name.
+func New(name string) (pdk.Policy, error) {
+	f, ok := registry[name]
+	if !ok {
+		return pdk.Policy{}, fmt.Errorf("no built-in policy %q (have %v)", name, Names())
+	}
+	return f(), nil
+}
+
+// Log receives the policies' log messages. The Wasm guest sets it to
+// pdk.Log, so they reach the host log under the plugin's name; natively it
+// discards them unless a test sets it.
+var Log = func(level pdk.Level, msg string) {}
+
+func logf(level pdk.Level, format string, args ...any) {
+	Log(level, fmt.Sprintf(format, args...))
+}

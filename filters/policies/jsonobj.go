@@ -1,0 +1,205 @@
+package policies
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// object is a JSON object that keeps its members' order and their values'
+// bytes, so that a policy that edits one member of a schema or of
+// arguments leaves the rest exactly as the upstream wrote it.
+type object []member
+
+type member struct {
+	Key   string
+	Value json.RawMessage
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// parseObject decodes a JSON object. Empty input or null is an empty object.
+func parseObject(raw []byte) (object, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return object{}, nil
+	}
+	if raw[0] != '{' {
+		return nil, errNotObject
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	o := object{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("object key is %T", tok)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		o = append(o, member{Key: key, Value: v})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("data after the object")
+	}
+	return o, nil
+}
+
+// get returns the value of key (the last, if the key is repeated).
+func (o object) get(key string) (json.RawMessage, bool) {
+	for i := len(o) - 1; i >= 0; i-- {
+		if o[i].Key == key {
+			return o[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// set replaces the value of key where it stands, or appends it.
+func (o *object) set(key string, v json.RawMessage) {
+	found := false
+	out := (*o)[:0]
+	for _, m := range *o {
+		if m.Key == key {
+			if found {
+				continue
+			}
+			found = true
+			m.Value = v
+		}
+		out = append(out, m)
+	}
+	if !found {
+		out = append(out, member{Key: key, Value: v})
+	}
+	*o = out
+}
+
+// del removes key and reports whether it was there.
+func (o *object) del(key string) bool {
+	found := false
+	out := (*o)[:0]
+	for _, m := range *o {
+		if m.Key == key {
+			found = true
+			continue
+		}
+		out = append(out, m)
+	}
+	*o = out
+	return found
+}
+
+// MarshalJSON writes the members in order.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(m.Key)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		v := m.Value
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// raw encodes o; it cannot fail for an object built from valid JSON.
+func (o object) raw() json.RawMessage {
+	b, _ := o.MarshalJSON()
+	return b
+}
+
+// mustJSON encodes v, for values that always encode.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// mapStrings rewrites every string value inside a JSON value (not object
+// keys) with f, keeping everything else, and reports whether anything
+// changed. Unchanged parts keep their bytes.
+func mapStrings(raw json.RawMessage, f func(string) (string, bool)) (json.RawMessage, bool, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return raw, false, nil
+	}
+	switch t[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(t, &s); err != nil {
+			return nil, false, err
+		}
+		out, changed := f(s)
+		if !changed {
+			return raw, false, nil
+		}
+		return mustJSON(out), true, nil
+	case '{':
+		o, err := parseObject(t)
+		if err != nil {
+			return nil, false, err
+		}
+		any := false
+		for i := range o {
+			v, changed, err := mapStrings(o[i].Value, f)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed {
+				o[i].Value, any = v, true
+			}
+		}
+		if !any {
+			return raw, false, nil
+		}
+		return o.raw(), true, nil
+	case '[':
+		var list []json.RawMessage
+		if err := json.Unmarshal(t, &list); err != nil {
+			return nil, false, err
+		}
+		any := false
+		for i := range list {
+			v, changed, err := mapStrings(list[i], f)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed {
+				list[i], any = v, true
+			}
+		}
+		if !any {
+			return raw, false, nil
+		}
+		return mustJSON(list), true, nil
+	}
+	return raw, false, nil
+}

@@ -1,0 +1,269 @@
+package policies
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/pdk"
+)
+
+// secretPattern is one kind of secret builtin:redact masks.
+type secretPattern struct {
+	name     string
+	re       *regexp.Regexp
+	keywords []string // the text must contain one of these for re to run; nil: always run
+}
+
+// builtinSecrets are the credentials masked by default. Order matters
+// where kinds overlap: Anthropic keys before OpenAI's, which share "sk-".
+var builtinSecrets = []secretPattern{
+	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36,255}\b`), []string{"ghp_", "gho_", "ghs_", "ghu_", "ghr_"}},
+	{"github_pat", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), []string{"github_pat_"}},
+	{"aws_access_key_id", regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
+	{"slack_token", regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), []string{"xox"}},
+	{"stripe_key", regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{16,}\b`), []string{"_live_"}},
+	{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`), []string{"sk-ant-"}},
+	{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`), []string{"sk-"}},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), []string{"eyJ"}},
+	{"private_key", regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----`), []string{"PRIVATE KEY-----"}},
+}
+
+// redact is builtin:redact: it masks secrets in results, and in arguments
+// if asked. Configuration:
+//
+//	patterns  = ["acme_[0-9a-f]{32}"]   # extra regexes (RE2); or an object
+//	                                    # { name = "regex" } to name them
+//	builtins  = true    # the built-in credential patterns; false for only yours
+//	arguments = false   # also mask call arguments before they go upstream
+//	note      = true    # append a text block saying how many were masked
+//	mask      = "[REDACTED:{kind}]"
+type redact struct {
+	patterns  []secretPattern
+	arguments bool
+	note      bool
+	mask      string
+}
+
+// MaxPatternLength bounds a custom pattern.
+const MaxPatternLength = 4096
+
+func newRedact() pdk.Policy {
+	r := &redact{}
+	return pdk.Policy{
+		Name:       "redact",
+		Version:    Version,
+		Configure:  r.configure,
+		ToolCall:   r.toolCall,
+		ToolResult: r.toolResult,
+	}
+}
+
+func (r *redact) configure(cfg pdk.ConfigSource) error {
+	var err error
+	if r.arguments, err = boolean(cfg, "arguments", false); err != nil {
+		return err
+	}
+	if r.note, err = boolean(cfg, "note", true); err != nil {
+		return err
+	}
+	builtins, err := boolean(cfg, "builtins", true)
+	if err != nil {
+		return err
+	}
+	r.mask = cfg.String("mask", "[REDACTED:{kind}]")
+	if builtins {
+		r.patterns = append(r.patterns, builtinSecrets...)
+	}
+	custom, err := parsePatterns(cfg)
+	if err != nil {
+		return err
+	}
+	r.patterns = append(r.patterns, custom...)
+	if len(r.patterns) == 0 {
+		return fmt.Errorf(`nothing to mask: builtins = false and no "patterns"`)
+	}
+	return nil
+}
+
+// parsePatterns reads "patterns": a list of regexes, a single regex, or an
+// object naming each.
+func parsePatterns(cfg pdk.ConfigSource) ([]secretPattern, error) {
+	raw, ok := cfg.Lookup("patterns")
+	if !ok || raw == "" {
+		return nil, nil
+	}
+	type named struct{ name, expr string }
+	var list []named
+	if t := strings.TrimSpace(raw); strings.HasPrefix(t, "{") {
+		o, err := parseObject([]byte(t))
+		if err != nil {
+			return nil, fmt.Errorf(`config "patterns": %v`, err)
+		}
+		for _, m := range o {
+			var expr string
+			if err := json.Unmarshal(m.Value, &expr); err != nil {
+				return nil, fmt.Errorf(`config "patterns": %q: want a regex string`, m.Key)
+			}
+			list = append(list, named{m.Key, expr})
+		}
+	} else {
+		exprs, err := cfg.Strings("patterns")
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range exprs {
+			list = append(list, named{"custom", e})
+		}
+	}
+	out := make([]secretPattern, 0, len(list))
+	for _, n := range list {
+		switch {
+		case n.expr == "":
+			return nil, fmt.Errorf(`config "patterns": %q is empty`, n.name)
+		case len(n.expr) > MaxPatternLength:
+			return nil, fmt.Errorf(`config "patterns": %q is longer than %d bytes`, n.name, MaxPatternLength)
+		}
+		re, err := regexp.Compile(n.expr)
+		if err != nil {
+			return nil, fmt.Errorf(`config "patterns": %q: %v`, n.name, err)
+		}
+		if re.MatchString("") {
+			return nil, fmt.Errorf(`config "patterns": %q matches the empty string, so it would mask everywhere`, n.name)
+		}
+		out = append(out, secretPattern{name: n.name, re: re})
+	}
+	return out, nil
+}
+
+// counts is how many secrets of each kind were masked.
+type counts map[string]int
+
+func (c counts) total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+func (c counts) String() string {
+	kinds := make([]string, 0, len(c))
+	for k := range c {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", c[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// maskString masks every secret in s.
+func (r *redact) maskString(s string, n counts) (string, bool) {
+	changed := false
+	for _, p := range r.patterns {
+		if p.keywords != nil && !containsAny(s, p.keywords) {
+			continue
+		}
+		mask := strings.ReplaceAll(r.mask, "{kind}", p.name)
+		out := p.re.ReplaceAllStringFunc(s, func(string) string {
+			n[p.name]++
+			return mask
+		})
+		if out != s {
+			s, changed = out, true
+		}
+	}
+	return s, changed
+}
+
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *redact) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	if !r.arguments || len(in.Arguments) == 0 {
+		return pdk.Allow(), nil
+	}
+	n := counts{}
+	args, changed, err := mapStrings(in.Arguments, func(s string) (string, bool) { return r.maskString(s, n) })
+	if err != nil {
+		return nil, fmt.Errorf("arguments: %v", err)
+	}
+	if !changed {
+		return pdk.Allow(), nil
+	}
+	logf(pdk.LevelInfo, "masked %s in the arguments of %s", n, in.Name)
+	return &abi.CallDecision{Action: abi.ActionRewrite, Arguments: args}, nil
+}
+
+func (r *redact) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, error) {
+	res := in.Result
+	if res == nil {
+		return nil, nil
+	}
+	n := counts{}
+	mask := func(s string) (string, bool) { return r.maskString(s, n) }
+	for i := range res.Content {
+		c := &res.Content[i]
+		switch c.Type {
+		case "text":
+			c.Text, _ = mask(c.Text)
+		case "resource":
+			// Mask the resource's text and URI, never its base64 blob.
+			o, err := parseObject(c.Resource)
+			if err != nil {
+				continue
+			}
+			changed := false
+			for j := range o {
+				if o[j].Key == "blob" {
+					continue
+				}
+				if v, ch, err := mapStrings(o[j].Value, mask); err == nil && ch {
+					o[j].Value, changed = v, true
+				}
+			}
+			if changed {
+				c.Resource = o.raw()
+			}
+		}
+	}
+	if len(res.StructuredContent) > 0 {
+		v, changed, err := mapStrings(res.StructuredContent, mask)
+		if err != nil {
+			return nil, fmt.Errorf("structuredContent: %v", err)
+		}
+		if changed {
+			res.StructuredContent = v
+		}
+	}
+	total := n.total()
+	if total == 0 {
+		return nil, nil
+	}
+	logf(pdk.LevelInfo, "masked %s in the result of %s", n, in.Name)
+	if meta, err := parseObject(res.Meta); err == nil {
+		meta.set("mcphost/redacted", mustJSON(total))
+		res.Meta = meta.raw()
+	}
+	if r.note {
+		word := "secrets"
+		if total == 1 {
+			word = "secret"
+		}
+		res.Content = append(res.Content, abi.Content{Type: "text",
+			Text: fmt.Sprintf("[mcphost: %d %s masked in this result (%s)]", total, word, n)})
+	}
+	return &abi.ToolResultOutput{Result: res}, nil
+}
