@@ -362,7 +362,11 @@ func (p *Plugin) call(ctx context.Context, hook, export string, input []byte) ([
 // callInstance runs export on in. keep is false when the instance must be
 // thrown away (it has then been closed).
 func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export string, input []byte) (out []byte, keep bool, err error) {
-	cctx, cancel := context.WithTimeout(ctx, p.spec.Timeout)
+	timeout := p.spec.Timeout
+	if hook == abi.HookToolsList || export == abi.ExportDescribe {
+		timeout = p.spec.ListTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	in.lim.refused.Store(false)
 	in.stderr.reset()
@@ -373,7 +377,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 			in.close()
 			switch code := exit.ExitCode(); {
 			case code == sys.ExitCodeDeadlineExceeded && ctx.Err() == nil:
-				return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, p.spec.Timeout)
+				return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 			case code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded:
 				return nil, false, fmt.Errorf("plugins: %s: %s: %w", p.spec.Name, hook, context.Cause(ctx))
 			default:
@@ -386,7 +390,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 		}
 		in.close()
 		if cctx.Err() != nil && ctx.Err() == nil {
-			return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, p.spec.Timeout)
+			return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 		}
 		return nil, false, &TrapError{Plugin: p.spec.Name, Hook: hook, Memory: in.lim.refused.Load(),
 			Stderr: in.stderr.takeTail(), Err: err}
@@ -474,7 +478,7 @@ func (p *Plugin) refill() {
 	if p.gate() != nil || len(p.idle) > 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+p.spec.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+p.spec.ListTimeout)
 	defer cancel()
 	in, err := p.newWarmInstance(ctx)
 	if err != nil {

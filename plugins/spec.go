@@ -19,6 +19,13 @@ const (
 	DefaultMemoryBytes = 64 << 20
 	MinMemoryBytes     = 8 << 20 // Go guests need at least this
 
+	// DefaultListTimeout is the least time a tools_list hook (and the
+	// describe call at load) is given: it runs once per listing, not per
+	// call, on the whole catalog (hundreds of KB of JSON; a Go guest needs
+	// about 60 ms for 200 tools on 2 cores), where DefaultTimeout would
+	// fail it under load.
+	DefaultListTimeout = 2 * time.Second
+
 	// DefaultMaxOutputBytes caps what one hook call may return; a larger
 	// output is a failure (ErrOutputTooLarge).
 	DefaultMaxOutputBytes = 16 << 20
@@ -38,6 +45,9 @@ type Spec struct {
 	Servers []string          // optional scope; empty means every server
 	Config  map[string]string // passed as Extism config
 	Timeout time.Duration     // per hook call
+	// ListTimeout bounds tools_list and describe; 0 means
+	// max(Timeout, DefaultListTimeout).
+	ListTimeout time.Duration
 	Memory  uint64            // bytes; capped guest memory
 	OnError string            // OnErrorDeny or OnErrorSkip
 
@@ -58,6 +68,9 @@ type Spec struct {
 func (s Spec) WithDefaults() Spec {
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
+	}
+	if s.ListTimeout == 0 {
+		s.ListTimeout = max(s.Timeout, DefaultListTimeout)
 	}
 	if s.Memory == 0 {
 		s.Memory = DefaultMemoryBytes
@@ -83,7 +96,7 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: %s: source is empty", ErrSpec, s.Name)
 	case s.Source == BuiltinPrefix:
 		return fmt.Errorf("%w: %s: builtin name is empty", ErrSpec, s.Name)
-	case s.Timeout < 0:
+	case s.Timeout < 0 || s.ListTimeout < 0:
 		return fmt.Errorf("%w: %s: negative timeout", ErrSpec, s.Name)
 	case s.Memory < MinMemoryBytes:
 		return fmt.Errorf("%w: %s: memory %d is below the minimum %d", ErrSpec, s.Name, s.Memory, MinMemoryBytes)
