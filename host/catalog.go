@@ -52,6 +52,7 @@ func buildCatalog(version uint64, cfg ToolsConfig, upstreams []serverTools) *cat
 		byTool:  make(map[route]string),
 		servers: make(map[string][]int),
 	}
+	n := namer{nb: nb, kind: "tool", routes: c.routes, byItem: c.byTool}
 	for _, st := range upstreams {
 		tools := append([]*mcp.Tool(nil), st.tools...)
 		sort.SliceStable(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
@@ -59,34 +60,54 @@ func buildCatalog(version uint64, cfg ToolsConfig, upstreams []serverTools) *cat
 			if t == nil {
 				continue
 			}
-			r := route{server: st.server, tool: t.Name}
-			if _, dup := c.byTool[r]; dup {
-				c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf("upstream listed tool %q twice; the first is kept", t.Name)})
+			name, problems := n.assign(st.server, t.Name)
+			c.issues = append(c.issues, problems...)
+			if name == "" {
 				continue
 			}
-			name := nb.build(st.server, t.Name)
-			if prev, taken := c.routes[name]; taken {
-				if !nb.prefix && prev.server != st.server {
-					c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf(
-						"tool %q of server %q clashes with the same name from server %q; with tools.prefix = \"never\" names must be unique across servers (rename one, or set prefix = \"always\"); it is hidden", t.Name, st.server, prev.server)})
-					continue
-				}
-				hashed := nb.hashed(st.server, t.Name)
-				c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf(
-					"exposed name %q of tool %q collides with tool %q of server %q; exposed as %q", name, t.Name, prev.tool, prev.server, hashed)})
-				name = hashed
-				if _, taken := c.routes[name]; taken {
-					c.issues = append(c.issues, catalogProblem{st.server, t.Name, fmt.Errorf("exposed name %q collides even after hashing; tool hidden", name)})
-					continue
-				}
-			}
-			c.routes[name] = r
-			c.byTool[r] = name
 			c.servers[st.server] = append(c.servers[st.server], len(c.tools))
 			c.tools = append(c.tools, toABITool(name, st.server, t))
 		}
 	}
 	return c
+}
+
+// namer gives (server, item) pairs their exposed names under one
+// nameBuilder, for tools and prompts alike: plain names first, a stable hash
+// on a collision, and with prefix = "never" a clash across servers hides the
+// later item. The routes it fills are the only way back from a name.
+type namer struct {
+	nb     nameBuilder
+	kind   string // "tool" or "prompt", for messages
+	routes map[string]route
+	byItem map[route]string
+}
+
+// assign names one item and records its route; it returns "" when the item
+// is hidden, and the problems the operator should hear about.
+func (n *namer) assign(server, item string) (string, []catalogProblem) {
+	r := route{server: server, tool: item}
+	if _, dup := n.byItem[r]; dup {
+		return "", []catalogProblem{{server, item, fmt.Errorf("upstream listed %s %q twice; the first is kept", n.kind, item)}}
+	}
+	var problems []catalogProblem
+	name := n.nb.build(server, item)
+	if prev, taken := n.routes[name]; taken {
+		if !n.nb.prefix && prev.server != server {
+			return "", []catalogProblem{{server, item, fmt.Errorf(
+				"%s %q of server %q clashes with the same name from server %q; with tools.prefix = \"never\" names must be unique across servers (rename one, or set prefix = \"always\"); it is hidden", n.kind, item, server, prev.server)}}
+		}
+		hashed := n.nb.hashed(server, item)
+		problems = append(problems, catalogProblem{server, item, fmt.Errorf(
+			"exposed name %q of %s %q collides with %s %q of server %q; exposed as %q", name, n.kind, item, n.kind, prev.tool, prev.server, hashed)})
+		name = hashed
+		if _, taken := n.routes[name]; taken {
+			return "", append(problems, catalogProblem{server, item, fmt.Errorf("exposed name %q collides even after hashing; %s hidden", name, n.kind)})
+		}
+	}
+	n.routes[name] = r
+	n.byItem[r] = name
+	return name, problems
 }
 
 // toABITool converts an upstream tool to the form policies see, keeping

@@ -26,6 +26,13 @@ const (
 	SessionsPerClient = "per_client" // one upstream session per downstream session
 )
 
+// What to do when two servers list the same resource URI (or templates that
+// both match a URI being read).
+const (
+	ResourceConflictFirst = "first" // the first server in config order serves it; a warning is logged
+	ResourceConflictError = "error" // neither serves it: reading it is an error naming both
+)
+
 // Defaults applied by Config.WithDefaults.
 const (
 	DefaultListenHTTP      = "127.0.0.1:7700"
@@ -37,14 +44,22 @@ const (
 	DefaultSessionTimeout  = 30 * time.Minute
 	DefaultMaxBodyBytes    = 4 << 20
 	DefaultProtocolVersion = "2025-11-25"
+	DefaultMaxSessions     = 64 // per-client upstream sessions per server
 )
 
 // Config is everything the host needs, as a Go value. The CLI decodes it from
 // HCL (internal/config); embedders build it directly.
 type Config struct {
-	Listen  Listen
-	Servers []ServerConfig // in config order, which is also tools/list order
-	Tools   ToolsConfig
+	Listen    Listen
+	Servers   []ServerConfig // in config order, which is also tools/list order
+	Tools     ToolsConfig    // also names prompts
+	Resources ResourcesConfig
+}
+
+// ResourcesConfig controls how upstream resources are merged. Resource URIs
+// are never renamed.
+type ResourcesConfig struct {
+	Conflict string // ResourceConflictFirst (default) or ResourceConflictError
 }
 
 // Listen configures the downstream HTTP endpoint.
@@ -74,6 +89,7 @@ type ServerConfig struct {
 	IdleTimeout     time.Duration // disconnect when idle; negative means never
 	ConnectTimeout  time.Duration // 0 means DefaultConnectTimeout
 	Sessions        string        // SessionsShared (default) or SessionsPerClient
+	MaxSessions     int           // per_client: most upstream sessions at once; 0 means DefaultMaxSessions
 	ProtocolVersion string        // pinned upstream protocol; "" means DefaultProtocolVersion
 }
 
@@ -101,6 +117,9 @@ func (c Config) WithDefaults() Config {
 	if c.Tools.Prefix == "" {
 		c.Tools.Prefix = PrefixAlways
 	}
+	if c.Resources.Conflict == "" {
+		c.Resources.Conflict = ResourceConflictFirst
+	}
 	servers := make([]ServerConfig, len(c.Servers))
 	for i, s := range c.Servers {
 		if s.Transport == "" {
@@ -120,6 +139,9 @@ func (c Config) WithDefaults() Config {
 		}
 		if s.ProtocolVersion == "" {
 			s.ProtocolVersion = DefaultProtocolVersion
+		}
+		if s.MaxSessions == 0 {
+			s.MaxSessions = DefaultMaxSessions
 		}
 		servers[i] = s
 	}
@@ -157,12 +179,18 @@ func (c Config) Validate() error {
 		if s.Sessions != SessionsShared && s.Sessions != SessionsPerClient {
 			errs = append(errs, fmt.Errorf("host: %s: unknown sessions mode %q (want %q or %q)", where, s.Sessions, SessionsShared, SessionsPerClient))
 		}
+		if s.MaxSessions < 0 {
+			errs = append(errs, fmt.Errorf("host: %s: max_sessions must be positive", where))
+		}
 		if s.Timeout < 0 || s.ConnectTimeout < 0 {
 			errs = append(errs, fmt.Errorf("host: %s: timeouts must be positive", where))
 		}
 	}
 	if c.Tools.Prefix != PrefixAlways && c.Tools.Prefix != PrefixNever {
 		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, PrefixAlways, PrefixNever))
+	}
+	if c.Resources.Conflict != ResourceConflictFirst && c.Resources.Conflict != ResourceConflictError {
+		errs = append(errs, fmt.Errorf("host: resources: unknown conflict %q (want %q or %q)", c.Resources.Conflict, ResourceConflictFirst, ResourceConflictError))
 	}
 	if c.Tools.Separator != sanitize(c.Tools.Separator) {
 		errs = append(errs, fmt.Errorf("host: tools: separator %q may only use A-Z, a-z, 0-9, _ and -", c.Tools.Separator))

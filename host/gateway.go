@@ -42,18 +42,94 @@ func (s *serverSet) add(srv *mcp.Server) {
 	s.servers = append(s.servers, srv)
 }
 
+func (s *serverSet) list() []*mcp.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*mcp.Server(nil), s.servers...)
+}
+
 // toolsChanged sends notifications/tools/list_changed to every session.
 func (s *serverSet) toolsChanged() {
-	s.mu.Lock()
-	servers := append([]*mcp.Server(nil), s.servers...)
-	s.mu.Unlock()
-	for _, srv := range servers {
+	for _, srv := range s.list() {
 		srv.AddTool(markerTool, noopTool)
 	}
 }
 
+// promptsChanged and resourcesChanged do the same for prompts and
+// resources, with marker features that the middleware never lists.
+func (s *serverSet) promptsChanged() {
+	for _, srv := range s.list() {
+		srv.AddPrompt(markerPrompt, noopPrompt)
+	}
+}
+
+func (s *serverSet) resourcesChanged() {
+	for _, srv := range s.list() {
+		srv.AddResource(markerResource, noopResource)
+	}
+}
+
+// resourceUpdated sends notifications/resources/updated to every session
+// subscribed to the URI (the go-sdk keeps the subscriptions).
+func (s *serverSet) resourceUpdated(p *mcp.ResourceUpdatedNotificationParams) {
+	for _, srv := range s.list() {
+		_ = srv.ResourceUpdated(context.Background(), p)
+	}
+}
+
+var (
+	markerPrompt   = &mcp.Prompt{Name: "_mcphost_prompts"}
+	markerResource = &mcp.Resource{Name: "_mcphost_resources", URI: "mcphost:resources"}
+)
+
 func noopTool(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return nil, errors.New("unreachable")
+}
+
+func noopPrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return nil, errors.New("unreachable")
+}
+
+func noopResource(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return nil, errors.New("unreachable")
+}
+
+// deliverToKey marks a resource update meant for one downstream session
+// (from a per-client upstream session); the sending middleware drops it for
+// every other session and strips the key.
+const deliverToKey = "mcphost/deliverTo"
+
+func (h *Host) send() mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "notifications/resources/updated" {
+				return next(ctx, method, req)
+			}
+			p, ok := req.GetParams().(*mcp.ResourceUpdatedNotificationParams)
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if !ok || p == nil || ss == nil {
+				return next(ctx, method, req)
+			}
+			to, ok := p.Meta[deliverToKey]
+			if !ok {
+				return next(ctx, method, req)
+			}
+			if to != h.sessions.id(ss) {
+				return nil, nil
+			}
+			out := *p
+			out.Meta = make(mcp.Meta, len(p.Meta))
+			for k, v := range p.Meta {
+				if k != deliverToKey {
+					out.Meta[k] = v
+				}
+			}
+			if len(out.Meta) == 0 {
+				out.Meta = nil
+			}
+			return next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: &out})
+		}
+	}
 }
 
 // MCPServer returns a new downstream MCP server backed by this host, for a
@@ -61,16 +137,28 @@ func noopTool(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error
 // connect it to any go-sdk transport.
 func (h *Host) MCPServer(transport string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", Version: Version}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		SubscribeHandler:   h.subscribe,
+		UnsubscribeHandler: h.unsubscribe,
+		CompletionHandler:  h.complete,
+		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
+			h.rootsChanged(req.Session)
+		},
 	})
 	srv.AddTool(markerTool, noopTool)
+	srv.AddPrompt(markerPrompt, noopPrompt)
+	srv.AddResource(markerResource, noopResource)
 	srv.AddReceivingMiddleware(h.receive(transport))
+	srv.AddSendingMiddleware(h.send())
 	h.servers.add(srv)
 	return srv
 }
 
 // receive is the downstream seam: tools/list and tools/call are answered
-// from the catalog through the policy; everything else goes to the server.
+// from the catalog through the policy; prompts and resources from the
+// features snapshot and their routes; initialize gets the union of the
+// upstreams' capabilities; the rest goes to the go-sdk server, whose
+// handlers (subscribe, completion, roots) forward what needs forwarding.
 func (h *Host) receive(transport string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
@@ -82,7 +170,41 @@ func (h *Host) receive(transport string) mcp.Middleware {
 					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error handling %s", method)}
 				}
 			}()
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			h.trackSession(ss)
 			switch method {
+			case "initialize", "server/discover":
+				res, err := next(ctx, method, req)
+				switch r := res.(type) {
+				case *mcp.InitializeResult:
+					r.Capabilities = h.capabilities()
+				case *mcp.DiscoverResult:
+					r.Capabilities = h.capabilities()
+				}
+				return res, err
+			case "prompts/list":
+				return h.listPrompts(), nil
+			case "prompts/get":
+				r, ok := req.(*mcp.GetPromptRequest)
+				if !ok || r.Params == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
+				}
+				return h.getPrompt(ctx, ss, r.Params)
+			case "resources/list":
+				return h.listResources(), nil
+			case "resources/templates/list":
+				return h.listResourceTemplates(), nil
+			case "resources/read":
+				r, ok := req.(*mcp.ReadResourceRequest)
+				if !ok || r.Params == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
+				}
+				return h.readResource(ctx, ss, r.Params)
+			case "logging/setLevel":
+				if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
+					h.setLevel(ctx, ss, r.Params.Level)
+				}
+				return next(ctx, method, req)
 			case "tools/list":
 				v, err := h.view(ctx, callerOf(req, transport))
 				if err != nil {
@@ -94,7 +216,6 @@ func (h *Host) receive(transport string) mcp.Middleware {
 				if !ok || r.Params == nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 				}
-				ss, _ := req.GetSession().(*mcp.ServerSession)
 				res, err := h.callTool(ctx, callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
 				if errors.Is(err, ErrUnknownTool) {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}

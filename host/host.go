@@ -49,8 +49,13 @@ type Host struct {
 	catMu          sync.Mutex // serialises catalog rebuilds
 	cat            atomic.Pointer[catalog]
 	catPrint       [32]byte
+	featMu         sync.Mutex // serialises prompt and resource rebuilds
+	feats          atomic.Pointer[features]
 	views          viewCache
 	progressRoutes progressRouter
+	calls          callRegistry
+	sessions       sessionTable
+	elicitations   elicitationRoutes
 	servers        serverSet
 	closeOnce      sync.Once
 	closed         atomic.Bool
@@ -80,6 +85,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.views.init()
 	h.progressRoutes.init()
 	h.cat.Store(buildCatalog(0, cfg.Tools, nil))
+	h.feats.Store(buildFeatures(cfg.Tools, cfg.Resources, nil))
 	for _, sc := range cfg.Servers {
 		u := newUpstream(sc, log.Named(sc.Name), h)
 		h.upstreams = append(h.upstreams, u)
@@ -201,12 +207,14 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if len(args) == 0 {
 		params.Arguments = nil
 	}
-	if token := meta.GetMeta()["progressToken"]; token != nil && ss != nil {
-		upToken, done := h.progressRoutes.register(ss, token)
-		defer done()
-		params.Meta = mcp.Meta{"progressToken": upToken}
-	}
-	res, err := u.callTool(ctx, params)
+	upMeta, done := h.upstreamMeta(ctx, ss, meta)
+	defer done()
+	params.Meta = upMeta
+	var res *mcp.CallToolResult
+	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.CallTool(ctx, params)
+		return err
+	})
 	if err != nil {
 		return upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
 	}
@@ -284,15 +292,15 @@ func (h *Host) NotifyPolicyChanged() {
 
 // progress routes an upstream's progress notification to the downstream
 // request it belongs to.
-func (h *Host) upstreamProgress(ctx context.Context, p *mcp.ProgressNotificationParams) {
-	ss, token, ok := h.progressRoutes.lookup(p.ProgressToken)
+func (h *Host) upstreamProgress(_ context.Context, p *mcp.ProgressNotificationParams) {
+	t, ok := h.progressRoutes.lookup(p.ProgressToken)
 	if !ok {
 		return
 	}
 	out := *p
-	out.ProgressToken = token
+	out.ProgressToken = t.token
 	out.Meta = nil
-	if err := ss.NotifyProgress(ctx, &out); err != nil {
+	if err := t.session.NotifyProgress(t.ctx, &out); err != nil {
 		h.log.Debug("forwarding progress failed", "error", err)
 	}
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,15 +21,16 @@ type progressRouter struct {
 type progressTarget struct {
 	session *mcp.ServerSession
 	token   any
+	ctx     context.Context // the downstream call's: progress goes on its stream
 }
 
 func (r *progressRouter) init() { r.m = make(map[string]progressTarget) }
 
 // register returns the token to send upstream and a func that forgets it.
-func (r *progressRouter) register(ss *mcp.ServerSession, token any) (string, func()) {
+func (r *progressRouter) register(ctx context.Context, ss *mcp.ServerSession, token any) (string, func()) {
 	up := fmt.Sprintf("mcphost-%d", r.next.Add(1))
 	r.mu.Lock()
-	r.m[up] = progressTarget{session: ss, token: token}
+	r.m[up] = progressTarget{session: ss, token: token, ctx: ctx}
 	r.mu.Unlock()
 	return up, func() {
 		r.mu.Lock()
@@ -37,13 +39,13 @@ func (r *progressRouter) register(ss *mcp.ServerSession, token any) (string, fun
 	}
 }
 
-func (r *progressRouter) lookup(token any) (*mcp.ServerSession, any, bool) {
+func (r *progressRouter) lookup(token any) (progressTarget, bool) {
 	s, ok := token.(string)
 	if !ok {
-		return nil, nil, false
+		return progressTarget{}, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t, ok := r.m[s]
-	return t.session, t.token, ok
+	return t, ok
 }

@@ -42,7 +42,7 @@ func (h *Host) Reconfigure(ctx context.Context, cfg Config) error {
 		}
 	}
 	h.upstreams, h.byName = next, byName
-	h.cfg.Servers, h.cfg.Tools = cfg.Servers, cfg.Tools
+	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources = cfg.Servers, cfg.Tools, cfg.Resources
 	h.upMu.Unlock()
 
 	var wg sync.WaitGroup
@@ -57,6 +57,7 @@ func (h *Host) Reconfigure(ctx context.Context, cfg Config) error {
 		waits[i] = u.start()
 	}
 	h.toolsChanged("") // removed servers' tools go, renamed tools are renamed
+	h.featuresChanged("")
 	for _, w := range waits {
 		select {
 		case <-w:

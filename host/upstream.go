@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -51,7 +52,7 @@ var ErrClosed = errors.New("mcphost: closed")
 type upstream struct {
 	cfg    ServerConfig
 	log    hclog.Logger
-	client *mcp.Client
+	client *mcp.Client     // the shared session's client
 	stdio  *stdioTransport // nil for HTTP transports
 	events upstreamEvents
 
@@ -66,6 +67,12 @@ type upstream struct {
 	sess        *mcp.ClientSession
 	connectDone chan struct{} // non-nil while a connect attempt runs
 	tools       []*mcp.Tool
+	caps        *mcp.ServerCapabilities // from the last initialize; kept across disconnects
+	feats       serverFeatures          // prompts and resources, as last listed
+	logLevel    mcp.LoggingLevel        // the level set on the shared session
+	subs        map[string]int          // resource URI -> downstream subscribers on the shared session
+	clients     map[*mcp.ServerSession]*clientConn
+	owners      map[*mcp.ClientSession]*mcp.ServerSession // per-client session -> its downstream session
 	inflight    int
 	lastUsed    time.Time
 	reconnects  int
@@ -75,42 +82,115 @@ type upstream struct {
 	closed      bool
 }
 
-// upstreamEvents is how an upstream tells the host about changes.
+// upstreamEvents is how an upstream tells the host about changes and hands
+// it what the server sends that belongs to a downstream client.
 type upstreamEvents interface {
 	toolsChanged(server string)
+	featuresChanged(server string)
 	upstreamProgress(ctx context.Context, p *mcp.ProgressNotificationParams)
+	upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMessageParams)
+	resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams)
+	elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams)
+	// serverRequest answers sampling/createMessage, elicitation/create and
+	// roots/list from the server by asking the downstream client they belong to.
+	serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error)
+	// clientSessionStarted prepares a new per-client session for its owner
+	// (log level) before it is used.
+	clientSessionStarted(ctx context.Context, u *upstream, owner *mcp.ServerSession, cs *mcp.ClientSession)
+}
+
+// sharedClientCaps is what a shared session offers upstream: everything a
+// downstream client might, since which client a request goes to is only
+// known when it arrives. A client that lacks the capability refuses then.
+func sharedClientCaps() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{
+		RootsV2:     &mcp.RootCapabilities{ListChanged: true},
+		Sampling:    &mcp.SamplingCapabilities{Tools: &mcp.SamplingToolsCapabilities{}, Context: &mcp.SamplingContextCapabilities{}},
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+	}
 }
 
 func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *upstream {
-	u := &upstream{cfg: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff}
+	u := &upstream{cfg: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff,
+		subs: make(map[string]int), clients: make(map[*mcp.ServerSession]*clientConn), owners: make(map[*mcp.ClientSession]*mcp.ServerSession)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if cfg.Transport == TransportStdio {
 		u.stdio = newStdioTransport(cfg, log)
 	}
-	u.client = mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
+	u.client = u.newClient(sharedClientCaps())
+	return u
+}
+
+// serverToClient are the requests a server sends its client; the host
+// answers them from the downstream client.
+var serverToClient = map[string]bool{"sampling/createMessage": true, "elicitation/create": true, "roots/list": true}
+
+// newClient builds an MCP client offering caps whose sessions pass
+// everything the server sends to the host. Server-to-client requests are
+// taken by a receiving middleware before the go-sdk's own handlers, so they
+// go downstream untouched (the client would otherwise validate and reject
+// some valid elicitation schemas).
+func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
+		Capabilities: caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			u.log.Debug("upstream tools changed")
-			u.wg.Add(1)
-			go func() { defer u.wg.Done(); u.refreshTools() }()
+			u.background(u.refreshTools)
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			u.log.Debug("upstream prompts changed")
+			u.background(u.refreshFeatures)
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			u.log.Debug("upstream resources changed")
+			u.background(u.refreshFeatures)
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			u.events.resourceUpdated(u, req.Session, req.Params)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			u.events.upstreamProgress(ctx, req.Params)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			u.log.Info("upstream log", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+			u.log.Debug("upstream log", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+			u.events.upstreamLog(u, req.Session, req.Params)
+		},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			u.events.elicitationComplete(u, req.Session, req.Params)
 		},
 	})
-	return u
+	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if serverToClient[method] {
+				cs, _ := req.GetSession().(*mcp.ClientSession)
+				return u.events.serverRequest(ctx, u, cs, method, req)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return c
 }
 
-func (u *upstream) transport() (mcp.Transport, error) {
+// background runs f on a goroutine that close waits for.
+func (u *upstream) background(f func()) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	u.wg.Add(1)
+	go func() { defer u.wg.Done(); f() }()
+}
+
+// transport returns a new transport to the server; bound is set to the
+// session once connected (see tapTransport).
+func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession]) (mcp.Transport, error) {
 	switch u.cfg.Transport {
 	case TransportStdio:
-		return u.stdio, nil
+		return tapTransport{Transport: u.stdio, u: u, bound: bound}, nil
 	case TransportSSE:
 		sse := &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}
-		return detachedTransport{Transport: sse, life: u.ctx}, nil
+		return tapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, u: u, bound: bound}, nil
 	case TransportStreamableHTTP:
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers), MaxRetries: -1}, nil
 	}
@@ -152,7 +232,7 @@ func (u *upstream) connect(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.ConnectTimeout)
 	defer cancel()
 
-	cs, tools, err := u.dial(ctx)
+	cs, tools, feats, err := u.dial(ctx)
 
 	u.mu.Lock()
 	u.connectDone = nil
@@ -172,32 +252,110 @@ func (u *upstream) connect(done chan struct{}) {
 	}
 	u.sess = cs
 	u.tools = tools
+	if feats != nil {
+		u.feats = *feats
+	}
+	if res := cs.InitializeResult(); res != nil {
+		u.caps = res.Capabilities
+	}
 	u.backoff = minBackoff
 	u.setStateLocked(StateConnected, nil)
 	u.armIdleLocked()
-	u.wg.Add(1)
+	u.wg.Add(2)
 	go u.watch(cs)
+	go func() { defer u.wg.Done(); u.restore(cs) }()
 	u.mu.Unlock()
 	u.log.Info("upstream connected", "tools", len(tools))
 	u.events.toolsChanged(u.cfg.Name)
+	u.events.featuresChanged(u.cfg.Name)
 }
 
-// dial connects and lists tools: a session is only usable once its tools are known.
-func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, error) {
-	t, err := u.transport()
+// restore re-applies what downstream clients set on the shared session
+// (log level, resource subscriptions) to a new one after a reconnect.
+func (u *upstream) restore(cs *mcp.ClientSession) {
+	u.mu.Lock()
+	level := u.logLevel
+	uris := make([]string, 0, len(u.subs))
+	for uri := range u.subs {
+		uris = append(uris, uri)
+	}
+	u.mu.Unlock()
+	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+	defer cancel()
+	if level != "" {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			u.log.Debug("restoring log level failed", "error", err)
+		}
+	}
+	for _, uri := range uris {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			u.log.Debug("restoring subscription failed", "uri", uri, "error", err)
+		}
+	}
+}
+
+// dial connects and lists tools, prompts and resources: a session is only
+// usable once its tools are known.
+func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *serverFeatures, error) {
+	var bound atomic.Pointer[mcp.ClientSession]
+	t, err := u.transport(&bound)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cs, err := u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
 	if err != nil {
-		return nil, nil, u.explain(fmt.Errorf("connecting: %w", err))
+		return nil, nil, nil, u.explain(fmt.Errorf("connecting: %w", err))
 	}
+	bound.Store(cs)
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		return nil, nil, u.explain(fmt.Errorf("listing tools: %w", err))
+		return nil, nil, nil, u.explain(fmt.Errorf("listing tools: %w", err))
 	}
-	return cs, tools, nil
+	feats, err := listFeatures(ctx, u.cfg.Name, cs)
+	if err != nil {
+		// Tools still work; the last known prompts and resources stay
+		// listed until the next list_changed or reconnect.
+		u.log.Warn("listing prompts and resources failed", "error", err)
+		return cs, tools, nil, nil
+	}
+	return cs, tools, &feats, nil
+}
+
+// listFeatures lists the prompts, resources and resource templates a
+// server's capabilities say it has.
+func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (serverFeatures, error) {
+	f := serverFeatures{server: server}
+	var caps *mcp.ServerCapabilities
+	if res := cs.InitializeResult(); res != nil {
+		caps = res.Capabilities
+	}
+	if caps == nil {
+		return f, nil
+	}
+	if caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				return f, fmt.Errorf("listing prompts: %w", err)
+			}
+			f.prompts = append(f.prompts, p)
+		}
+	}
+	if caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				return f, fmt.Errorf("listing resources: %w", err)
+			}
+			f.resources = append(f.resources, r)
+		}
+		for t, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				return f, fmt.Errorf("listing resource templates: %w", err)
+			}
+			f.templates = append(f.templates, t)
+		}
+	}
+	return f, nil
 }
 
 // explain adds what a stdio server last wrote to stderr, which usually says
@@ -346,19 +504,6 @@ func (u *upstream) release() {
 	u.mu.Unlock()
 }
 
-// callTool calls one tool under the server's call timeout.
-func (u *upstream) callTool(ctx context.Context, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	u.acquire()
-	defer u.release()
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
-	defer cancel()
-	cs, err := u.session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return cs.CallTool(ctx, params)
-}
-
 // refreshTools re-lists tools after an upstream's list_changed notification.
 func (u *upstream) refreshTools() {
 	u.mu.Lock()
@@ -378,6 +523,43 @@ func (u *upstream) refreshTools() {
 	u.tools = tools
 	u.mu.Unlock()
 	u.events.toolsChanged(u.cfg.Name)
+}
+
+// refreshFeatures re-lists prompts and resources after a list_changed notification.
+func (u *upstream) refreshFeatures() {
+	u.mu.Lock()
+	cs := u.sess
+	u.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+	defer cancel()
+	feats, err := listFeatures(ctx, u.cfg.Name, cs)
+	if err != nil {
+		u.log.Warn("refreshing prompts and resources failed", "error", err)
+		return
+	}
+	u.mu.Lock()
+	u.feats = feats
+	u.mu.Unlock()
+	u.events.featuresChanged(u.cfg.Name)
+}
+
+// cachedFeatures returns the last known prompts and resources.
+func (u *upstream) cachedFeatures() serverFeatures {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f := u.feats
+	f.server = u.cfg.Name
+	return f
+}
+
+// capabilities returns what the server offered when it last connected.
+func (u *upstream) capabilities() *mcp.ServerCapabilities {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.caps
 }
 
 // cachedTools returns the last known tools, kept across disconnects so the
@@ -431,11 +613,13 @@ func (u *upstream) close() {
 	if u.idleTimer != nil {
 		u.idleTimer.Stop()
 	}
+	clients := u.takeClientsLocked(nil)
 	u.mu.Unlock()
 	u.cancel()
 	if cs != nil {
 		cs.Close()
 	}
+	closeClients(clients)
 	u.wg.Wait()
 }
 

@@ -1,0 +1,192 @@
+package host
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// serverFeatures is one upstream's prompts and resources, as last listed.
+type serverFeatures struct {
+	server    string
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+}
+
+// features is an immutable snapshot of every upstream's prompts and
+// resources, with the tables that route them. Prompts are named like tools
+// (same nameBuilder); resource URIs are kept as they are, and a table maps
+// each to its server.
+type features struct {
+	prompts      []*mcp.Prompt    // exposed names, config order then name
+	promptRoutes map[string]route // exposed name -> (server, prompt)
+	promptNames  map[route]string // (server, prompt) -> exposed name
+
+	resources     []*mcp.Resource
+	templates     []*mcp.ResourceTemplate
+	byURI         map[string]string   // resource URI -> server
+	conflicts     map[string][]string // URI -> servers, with conflict = "error"
+	matchers      []templateRoute     // config order
+	templateOwner map[string]string   // URI template -> server, for completion refs
+	resServers    []string            // servers that offer resources, config order
+	conflict      string
+
+	issues      []catalogProblem
+	promptPrint [32]byte
+	resPrint    [32]byte
+}
+
+type templateRoute struct {
+	server string
+	re     *regexp.Regexp
+}
+
+// buildFeatures names prompts and builds the resource table. Servers come
+// in config order; within a server, items are ordered by name (prompts) or
+// URI (resources), so the same upstream lists give the same snapshot.
+func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []serverFeatures) *features {
+	f := &features{
+		promptRoutes:  make(map[string]route),
+		promptNames:   make(map[route]string),
+		byURI:         make(map[string]string),
+		conflicts:     make(map[string][]string),
+		conflict:      rcfg.Conflict,
+		templateOwner: make(map[string]string),
+		prompts:       []*mcp.Prompt{},
+		resources:     []*mcp.Resource{},
+		templates:     []*mcp.ResourceTemplate{},
+	}
+	n := namer{nb: newNameBuilder(tcfg), kind: "prompt", routes: f.promptRoutes, byItem: f.promptNames}
+	resIndex := make(map[string]int) // URI -> index into f.resources
+	tmplOwner := f.templateOwner
+	for _, sf := range ups {
+		prompts := sortedBy(sf.prompts, func(p *mcp.Prompt) string { return p.Name })
+		for _, p := range prompts {
+			name, problems := n.assign(sf.server, p.Name)
+			f.issues = append(f.issues, problems...)
+			if name == "" {
+				continue
+			}
+			exposed := *p
+			exposed.Name = name
+			f.prompts = append(f.prompts, &exposed)
+		}
+		if len(sf.resources) > 0 || len(sf.templates) > 0 {
+			f.resServers = append(f.resServers, sf.server)
+		}
+		for _, r := range sortedBy(sf.resources, func(r *mcp.Resource) string { return r.URI }) {
+			prev, taken := f.byURI[r.URI]
+			if prev == sf.server {
+				continue // listed twice by one server
+			}
+			if !taken && f.conflicts[r.URI] == nil {
+				f.byURI[r.URI] = sf.server
+				resIndex[r.URI] = len(f.resources)
+				f.resources = append(f.resources, r)
+				continue
+			}
+			if rcfg.Conflict == ResourceConflictError {
+				if taken {
+					f.conflicts[r.URI] = []string{prev}
+					delete(f.byURI, r.URI)
+					f.resources[resIndex[r.URI]] = nil
+				}
+				f.conflicts[r.URI] = append(f.conflicts[r.URI], sf.server)
+				f.issues = append(f.issues, catalogProblem{sf.server, r.URI, fmt.Errorf(
+					"resource %q is served by servers %q; with resources.conflict = \"error\" none of them serves it", r.URI, f.conflicts[r.URI])})
+				continue
+			}
+			f.issues = append(f.issues, catalogProblem{sf.server, r.URI, fmt.Errorf(
+				"resource %q is also served by server %q, which comes first in the config and serves it", r.URI, prev)})
+		}
+		for _, t := range sortedBy(sf.templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }) {
+			tmpl, err := uritemplate.New(t.URITemplate)
+			if err != nil {
+				f.issues = append(f.issues, catalogProblem{sf.server, t.URITemplate, fmt.Errorf("resource template %q is not a valid URI template: %v; it is hidden", t.URITemplate, err)})
+				continue
+			}
+			if prev, taken := tmplOwner[t.URITemplate]; taken {
+				if prev != sf.server {
+					f.issues = append(f.issues, catalogProblem{sf.server, t.URITemplate, fmt.Errorf(
+						"resource template %q is also served by server %q, which comes first in the config", t.URITemplate, prev)})
+				}
+				continue
+			}
+			tmplOwner[t.URITemplate] = sf.server
+			f.templates = append(f.templates, t)
+			f.matchers = append(f.matchers, templateRoute{server: sf.server, re: tmpl.Regexp()})
+		}
+	}
+	// Resources hidden by a conflict leave holes.
+	kept := f.resources[:0]
+	for _, r := range f.resources {
+		if r != nil {
+			kept = append(kept, r)
+		}
+	}
+	f.resources = kept
+	f.promptPrint = jsonPrint(f.prompts)
+	f.resPrint = jsonPrint([]any{f.resources, f.templates})
+	return f
+}
+
+func sortedBy[T any](items []*T, key func(*T) string) []*T {
+	out := make([]*T, 0, len(items))
+	for _, it := range items {
+		if it != nil {
+			out = append(out, it)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
+
+func jsonPrint(v any) [32]byte {
+	b, _ := json.Marshal(v)
+	return sha256.Sum256(b)
+}
+
+// resourceServer returns the server that serves uri: the one that listed
+// it, else the first (config order) whose template matches it, else the
+// only server offering resources at all. URIs are never parsed for a server
+// name.
+func (f *features) resourceServer(uri string) (string, error) {
+	if s, ok := f.byURI[uri]; ok {
+		return s, nil
+	}
+	if servers := f.conflicts[uri]; servers != nil {
+		return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+			"resource %q is served by more than one server (%q) and resources.conflict is \"error\"", uri, servers)}
+	}
+	var match string
+	for _, m := range f.matchers {
+		if !m.re.MatchString(uri) {
+			continue
+		}
+		if match == "" {
+			match = m.server
+			if f.conflict != ResourceConflictError {
+				break
+			}
+			continue
+		}
+		if m.server != match {
+			return "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
+				"resource %q matches templates of servers %q and %q and resources.conflict is \"error\"", uri, match, m.server)}
+		}
+	}
+	if match != "" {
+		return match, nil
+	}
+	if len(f.resServers) == 1 {
+		return f.resServers[0], nil
+	}
+	return "", mcp.ResourceNotFoundError(uri)
+}

@@ -1,0 +1,579 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Everything but tools passes through here: prompts and resources are
+// listed from the features snapshot and routed by its tables; completion,
+// logging and subscriptions go to the server that owns what they name; what
+// a server sends back (logs, resource updates, sampling, elicitation, roots)
+// goes to the downstream client it belongs to.
+
+// forward runs fn against the session that serves ss on u (shared, or ss's
+// own with sessions = "per_client"), under the server's call timeout, and
+// records the call so that what the server sends during it finds ss.
+func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, fn func(context.Context, *mcp.ClientSession) error) error {
+	u.acquire()
+	defer u.release()
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	cs, done, err := u.sessionFor(ctx, ss)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if ss != nil {
+		defer h.calls.enter(cs, ss, ctx)()
+	}
+	return fn(ctx, cs)
+}
+
+// upstreamMeta copies a request's _meta for the upstream, replacing a
+// progress token with one that routes progress back to ss.
+func (h *Host) upstreamMeta(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
+	if len(meta) == 0 {
+		return nil, func() {}
+	}
+	out := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		out[k] = v
+	}
+	token, ok := meta["progressToken"]
+	if !ok {
+		return out, func() {}
+	}
+	if ss == nil || token == nil {
+		delete(out, "progressToken")
+		return out, func() {}
+	}
+	up, done := h.progressRoutes.register(ctx, ss, token)
+	out["progressToken"] = up
+	return out, done
+}
+
+// rpcError turns a routing or upstream failure into the JSON-RPC error the
+// client sees; an upstream's own JSON-RPC error passes through as it is.
+func rpcError(server string, err error) error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %v", server, err)}
+}
+
+func (h *Host) listPrompts() *mcp.ListPromptsResult {
+	return &mcp.ListPromptsResult{Prompts: h.feats.Load().prompts}
+}
+
+func (h *Host) getPrompt(ctx context.Context, ss *mcp.ServerSession, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	r, ok := h.feats.Load().promptRoutes[p.Name]
+	u := h.upstreamNamed(r.server)
+	if !ok || u == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", p.Name)}
+	}
+	params := *p
+	params.Name = r.tool
+	meta, done := h.upstreamMeta(ctx, ss, p.Meta)
+	defer done()
+	params.Meta = meta
+	var res *mcp.GetPromptResult
+	err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.GetPrompt(ctx, &params)
+		return err
+	})
+	if err != nil {
+		return nil, rpcError(r.server, err)
+	}
+	return res, nil
+}
+
+func (h *Host) listResources() *mcp.ListResourcesResult {
+	return &mcp.ListResourcesResult{Resources: h.feats.Load().resources}
+}
+
+func (h *Host) listResourceTemplates() *mcp.ListResourceTemplatesResult {
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: h.feats.Load().templates}
+}
+
+// resourceUpstream routes a URI to its server.
+func (h *Host) resourceUpstream(uri string) (*upstream, error) {
+	server, err := h.feats.Load().resourceServer(uri)
+	if err != nil {
+		return nil, err
+	}
+	u := h.upstreamNamed(server)
+	if u == nil {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	return u, nil
+}
+
+func (h *Host) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	u, err := h.resourceUpstream(p.URI)
+	if err != nil {
+		return nil, err
+	}
+	params := *p
+	meta, done := h.upstreamMeta(ctx, ss, p.Meta)
+	defer done()
+	params.Meta = meta
+	var res *mcp.ReadResourceResult
+	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.ReadResource(ctx, &params)
+		return err
+	})
+	if err != nil {
+		return nil, rpcError(u.cfg.Name, err)
+	}
+	return res, nil
+}
+
+// subscribe forwards resources/subscribe. A shared session is subscribed
+// once per URI however many clients ask (and unsubscribed when the last
+// one leaves); the go-sdk server records which downstream sessions asked,
+// and delivers updates to them.
+func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	u, err := h.resourceUpstream(uri)
+	if err != nil {
+		return err
+	}
+	ss := req.Session
+	if u.cfg.Sessions == SessionsPerClient {
+		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
+		if err != nil {
+			return rpcError(u.cfg.Name, err)
+		}
+		return nil
+	}
+	if !h.sessions.addSub(ss, uri, u.cfg.Name) {
+		return nil // this client already subscribed
+	}
+	if u.addSub(uri) {
+		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		})
+		if err != nil {
+			u.dropSub(uri)
+			h.sessions.dropSub(ss, uri)
+			return rpcError(u.cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	uri := req.Params.URI
+	ss := req.Session
+	if server, ok := h.sessions.dropSub(ss, uri); ok {
+		h.releaseSub(ctx, ss, server, uri)
+		return nil
+	}
+	u, err := h.resourceUpstream(uri)
+	if err != nil {
+		return err
+	}
+	if u.cfg.Sessions != SessionsPerClient {
+		return nil // never subscribed
+	}
+	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+	if err != nil {
+		return rpcError(u.cfg.Name, err)
+	}
+	return nil
+}
+
+// releaseSub drops one client's interest in a shared subscription and
+// unsubscribes upstream when it was the last.
+func (h *Host) releaseSub(ctx context.Context, ss *mcp.ServerSession, server, uri string) {
+	u := h.upstreamNamed(server)
+	if u == nil || !u.dropSub(uri) {
+		return
+	}
+	cs := u.liveSession()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		h.log.Debug("unsubscribing upstream failed", "server", server, "uri", uri, "error", err)
+	}
+}
+
+// complete routes completion/complete by the prompt or resource it names.
+func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	ref := *p.Ref
+	p.Ref = &ref
+	f := h.feats.Load()
+	var u *upstream
+	switch ref.Type {
+	case "ref/prompt":
+		r, ok := f.promptRoutes[ref.Name]
+		if u = h.upstreamNamed(r.server); !ok || u == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+		}
+		ref.Name = r.tool
+	case "ref/resource":
+		server, ok := f.templateOwner[ref.URI]
+		if !ok {
+			var err error
+			if server, err = f.resourceServer(ref.URI); err != nil {
+				return nil, err
+			}
+		}
+		if u = h.upstreamNamed(server); u == nil {
+			return nil, mcp.ResourceNotFoundError(ref.URI)
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
+	}
+	meta, done := h.upstreamMeta(ctx, req.Session, p.Meta)
+	defer done()
+	p.Meta = meta
+	var res *mcp.CompleteResult
+	err := h.forward(ctx, req.Session, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		res, err = cs.Complete(ctx, &p)
+		return err
+	})
+	if err != nil {
+		return nil, rpcError(u.cfg.Name, err)
+	}
+	return res, nil
+}
+
+// setLevel forwards logging/setLevel. A per-client session gets its
+// client's level; a shared session gets the most verbose level any client
+// asked for, and each client's own level filters what it is sent.
+func (h *Host) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	h.sessions.setLevel(ss, level)
+	for _, u := range h.upstreamList() {
+		if caps := u.capabilities(); caps == nil || caps.Logging == nil {
+			continue
+		}
+		if u.cfg.Sessions == SessionsPerClient {
+			if _, cs := u.clientOf(ss); cs != nil {
+				h.setUpstreamLevel(ctx, u, cs, level)
+			}
+			continue
+		}
+		want := h.sessions.mostVerbose()
+		if !u.setSharedLevel(want) {
+			continue
+		}
+		if cs := u.liveSession(); cs != nil {
+			h.setUpstreamLevel(ctx, u, cs, want)
+		}
+	}
+}
+
+func (h *Host) setUpstreamLevel(ctx context.Context, u *upstream, cs *mcp.ClientSession, level mcp.LoggingLevel) {
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		h.log.Debug("forwarding log level failed", "server", u.cfg.Name, "error", err)
+	}
+}
+
+// clientSessionStarted gives a new per-client session its client's log level.
+func (h *Host) clientSessionStarted(ctx context.Context, u *upstream, owner *mcp.ServerSession, cs *mcp.ClientSession) {
+	level := h.sessions.level(owner)
+	if level == "" {
+		return
+	}
+	if res := cs.InitializeResult(); res == nil || res.Capabilities == nil || res.Capabilities.Logging == nil {
+		return
+	}
+	h.setUpstreamLevel(ctx, u, cs, level)
+}
+
+// rootsChanged tells the upstream sessions that serve ss that its roots
+// changed: its per-client sessions, and every shared session.
+func (h *Host) rootsChanged(ss *mcp.ServerSession) {
+	for _, u := range h.upstreamList() {
+		if u.cfg.Sessions == SessionsPerClient {
+			if c, _ := u.clientOf(ss); c != nil {
+				c.AddRoots(markerRoot)
+			}
+			continue
+		}
+		u.client.AddRoots(markerRoot)
+	}
+}
+
+// markerRoot is added to upstream clients only to make the go-sdk send
+// notifications/roots/list_changed; roots/list is answered downstream.
+var markerRoot = &mcp.Root{URI: "mcphost:roots", Name: "mcphost"}
+
+// featuresChanged rebuilds the prompts and resources snapshot and tells
+// clients what changed.
+func (h *Host) featuresChanged(string) {
+	h.featMu.Lock()
+	defer h.featMu.Unlock()
+	h.upMu.RLock()
+	ups, tcfg, rcfg := h.upstreams, h.cfg.Tools, h.cfg.Resources
+	h.upMu.RUnlock()
+	sfs := make([]serverFeatures, len(ups))
+	for i, u := range ups {
+		sfs[i] = u.cachedFeatures()
+	}
+	old := h.feats.Load()
+	next := buildFeatures(tcfg, rcfg, sfs)
+	h.feats.Store(next)
+	for _, p := range next.issues {
+		h.log.Warn("prompts and resources", "server", p.Server, "item", p.Tool, "problem", p.Err)
+	}
+	if next.promptPrint != old.promptPrint {
+		h.servers.promptsChanged()
+	}
+	if next.resPrint != old.resPrint {
+		h.servers.resourcesChanged()
+	}
+}
+
+// capabilities is what the gateway offers downstream: tools always, and
+// the union of what the upstreams offer.
+func (h *Host) capabilities() *mcp.ServerCapabilities {
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	for _, u := range h.upstreamList() {
+		c := u.capabilities()
+		if c == nil {
+			continue
+		}
+		if c.Prompts != nil {
+			caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+		}
+		if c.Resources != nil {
+			if caps.Resources == nil {
+				caps.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+			}
+			caps.Resources.Subscribe = caps.Resources.Subscribe || c.Resources.Subscribe
+		}
+		if c.Completions != nil {
+			caps.Completions = &mcp.CompletionCapabilities{}
+		}
+		if c.Logging != nil {
+			caps.Logging = &mcp.LoggingCapabilities{}
+		}
+	}
+	return caps
+}
+
+// callRegistry records which downstream session each upstream request in
+// flight came from, per upstream session, so that what a server sends
+// during a call can be routed to the caller.
+type callRegistry struct {
+	mu sync.Mutex
+	m  map[*mcp.ClientSession][]*inflightCall
+}
+
+type inflightCall struct {
+	ss  *mcp.ServerSession
+	ctx context.Context // the downstream handler's: messages sent with it go on the call's stream
+}
+
+func (r *callRegistry) enter(cs *mcp.ClientSession, ss *mcp.ServerSession, ctx context.Context) func() {
+	c := &inflightCall{ss: ss, ctx: ctx}
+	r.mu.Lock()
+	if r.m == nil {
+		r.m = make(map[*mcp.ClientSession][]*inflightCall)
+	}
+	r.m[cs] = append(r.m[cs], c)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		calls := r.m[cs]
+		for i, c2 := range calls {
+			if c2 == c {
+				calls = append(calls[:i:i], calls[i+1:]...)
+				break
+			}
+		}
+		if len(calls) == 0 {
+			delete(r.m, cs)
+		} else {
+			r.m[cs] = calls
+		}
+	}
+}
+
+// caller returns the downstream session with calls in flight on cs and the
+// context of its latest call, when exactly one session has; n is how many
+// distinct sessions have.
+func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (ss *mcp.ServerSession, ctx context.Context, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[*mcp.ServerSession]bool{}
+	for _, c := range r.m[cs] {
+		if only != nil && c.ss != only {
+			continue
+		}
+		if !seen[c.ss] {
+			seen[c.ss] = true
+		}
+		ss, ctx = c.ss, c.ctx
+	}
+	if len(seen) != 1 {
+		return nil, nil, len(seen)
+	}
+	return ss, ctx, 1
+}
+
+// clientFor picks the downstream session (and the context to send with)
+// for something cs sent: a per-client session's owner, or in shared mode
+// the one client with calls in flight on it.
+func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.ServerSession, context.Context, error) {
+	if owner := u.ownerOf(cs); owner != nil {
+		if _, ctx, n := h.calls.caller(cs, owner); n == 1 {
+			return owner, ctx, nil
+		}
+		return owner, context.Background(), nil
+	}
+	ss, ctx, n := h.calls.caller(cs, nil)
+	switch n {
+	case 1:
+		return ss, ctx, nil
+	case 0:
+		return nil, nil, fmt.Errorf("mcphost: server %q sent %s with no downstream request in flight to answer it", u.cfg.Name, what)
+	}
+	return nil, nil, fmt.Errorf("mcphost: server %q sent %s while %d clients have requests in flight on its shared session, so which client it is for is ambiguous; set sessions = %q on the server to route it", u.cfg.Name, what, n, SessionsPerClient)
+}
+
+// serverRequest answers a server-to-client request by asking the
+// downstream client it belongs to, with the context of that client's call
+// in flight (so a streamable HTTP client gets it on the call's stream).
+func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error) {
+	ss, callCtx, err := h.clientFor(u, cs, method)
+	if err != nil {
+		h.log.Warn("server-to-client request refused", "server", u.cfg.Name, "method", method, "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	// The downstream request ends when the upstream cancels its request too.
+	dctx, cancel := context.WithCancel(callCtx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	var res mcp.Result
+	switch r := req.(type) {
+	case *mcp.CreateMessageWithToolsRequest:
+		res, err = ss.CreateMessageWithTools(dctx, r.Params)
+	case *mcp.ElicitRequest:
+		if r.Params != nil && r.Params.ElicitationID != "" {
+			h.elicitations.put(r.Params.ElicitationID, ss)
+		}
+		res, err = ss.Elicit(dctx, r.Params)
+	case *mcp.ListRootsRequest:
+		res, err = ss.ListRoots(dctx, r.Params)
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("mcphost does not forward %s", method)}
+	}
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return nil, werr
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("downstream client: %v", err)}
+	}
+	return res, nil
+}
+
+// upstreamLog forwards a server's log message to the client it belongs to:
+// a per-client session's owner; on a shared session the one client with a
+// call in flight, else every client that set a log level. Each client's own
+// level filters what it is sent.
+func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMessageParams) {
+	out := *p
+	if out.Logger == "" {
+		out.Logger = u.cfg.Name
+	}
+	if ss, ctx, err := h.clientFor(u, cs, "a log message"); err == nil {
+		if err := ss.Log(ctx, &out); err != nil {
+			h.log.Debug("forwarding log message failed", "server", u.cfg.Name, "error", err)
+		}
+		return
+	}
+	for _, ss := range h.sessions.logging() {
+		if err := ss.Log(context.Background(), &out); err != nil {
+			h.log.Debug("forwarding log message failed", "server", u.cfg.Name, "error", err)
+		}
+	}
+}
+
+// resourceUpdated forwards notifications/resources/updated to the clients
+// subscribed to the URI; from a per-client session, only to its owner.
+func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
+	out := *p
+	if owner := u.ownerOf(cs); owner != nil {
+		meta := make(mcp.Meta, len(p.Meta)+1)
+		for k, v := range p.Meta {
+			meta[k] = v
+		}
+		meta[deliverToKey] = h.sessions.id(owner)
+		out.Meta = meta
+	}
+	h.servers.resourceUpdated(&out)
+}
+
+// elicitationComplete forwards notifications/elicitation/complete to the
+// client that was sent the URL elicitation.
+func (h *Host) elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams) {
+	ss := h.elicitations.take(p.ElicitationID)
+	if ss == nil {
+		ss = u.ownerOf(cs)
+	}
+	if ss == nil {
+		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.cfg.Name, "id", p.ElicitationID)
+		return
+	}
+	if err := ss.NotifyElicitationComplete(context.Background(), p); err != nil {
+		h.log.Debug("forwarding elicitation completion failed", "server", u.cfg.Name, "error", err)
+	}
+}
+
+// elicitationRoutes remembers which client was sent each URL elicitation,
+// until its completion arrives or the client goes away. It is bounded.
+type elicitationRoutes struct {
+	mu sync.Mutex
+	m  map[string]*mcp.ServerSession
+}
+
+const maxElicitations = 4096
+
+func (r *elicitationRoutes) put(id string, ss *mcp.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxElicitations {
+		r.m = make(map[string]*mcp.ServerSession)
+	}
+	r.m[id] = ss
+}
+
+func (r *elicitationRoutes) take(id string) *mcp.ServerSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ss := r.m[id]
+	delete(r.m, id)
+	return ss
+}
+
+func (r *elicitationRoutes) forget(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, s := range r.m {
+		if s == ss {
+			delete(r.m, id)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sessionTable tracks the downstream sessions the host has seen, with what
+// they set that outlives a request (log level, shared subscriptions), and
+// cleans up after each when it ends. The go-sdk has no session-closed
+// callback: a goroutine waits on ServerSession.Wait, which returns when the
+// client closes, the transport fails or the HTTP session times out.
+type sessionTable struct {
+	mu   sync.Mutex
+	m    map[*mcp.ServerSession]*downstream
+	next uint64
+}
+
+type downstream struct {
+	id    string
+	level mcp.LoggingLevel
+	subs  map[string]string // URI -> server, on shared sessions
+}
+
+// track registers ss the first time it is seen and reports whether it was new.
+func (t *sessionTable) track(ss *mcp.ServerSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = make(map[*mcp.ServerSession]*downstream)
+	}
+	if _, ok := t.m[ss]; ok {
+		return false
+	}
+	t.next++
+	t.m[ss] = &downstream{id: fmt.Sprintf("ds-%d", t.next), subs: map[string]string{}}
+	return true
+}
+
+func (t *sessionTable) remove(ss *mcp.ServerSession) *downstream {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := t.m[ss]
+	delete(t.m, ss)
+	return d
+}
+
+func (t *sessionTable) get(ss *mcp.ServerSession) *downstream {
+	if d := t.m[ss]; d != nil {
+		return d
+	}
+	return &downstream{subs: map[string]string{}} // an untracked session: nothing persists
+}
+
+func (t *sessionTable) id(ss *mcp.ServerSession) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.get(ss).id
+}
+
+func (t *sessionTable) setLevel(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.get(ss).level = level
+}
+
+func (t *sessionTable) level(ss *mcp.ServerSession) mcp.LoggingLevel {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.get(ss).level
+}
+
+// logLevels in order of verbosity, most verbose first.
+var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// mostVerbose is the most verbose level any session set, or "".
+func (t *sessionTable) mostVerbose() mcp.LoggingLevel {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	best := len(logLevels)
+	for _, d := range t.m {
+		for i, l := range logLevels {
+			if d.level == l && i < best {
+				best = i
+			}
+		}
+	}
+	if best == len(logLevels) {
+		return ""
+	}
+	return logLevels[best]
+}
+
+// logging returns the sessions that set a log level.
+func (t *sessionTable) logging() []*mcp.ServerSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*mcp.ServerSession
+	for ss, d := range t.m {
+		if d.level != "" {
+			out = append(out, ss)
+		}
+	}
+	return out
+}
+
+// addSub records a shared subscription; false if ss already had it.
+func (t *sessionTable) addSub(ss *mcp.ServerSession, uri, server string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.m[ss]
+	if !ok {
+		return true // untracked: subscribe, nothing to release later
+	}
+	if _, dup := d.subs[uri]; dup {
+		return false
+	}
+	d.subs[uri] = server
+	return true
+}
+
+func (t *sessionTable) dropSub(ss *mcp.ServerSession, uri string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.m[ss]
+	if !ok {
+		return "", false
+	}
+	server, ok := d.subs[uri]
+	delete(d.subs, uri)
+	return server, ok
+}
+
+func (t *sessionTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// trackSession starts watching a downstream session the first time a
+// request from it arrives.
+func (h *Host) trackSession(ss *mcp.ServerSession) {
+	if ss == nil || !h.sessions.track(ss) {
+		return
+	}
+	go func() {
+		_ = ss.Wait()
+		h.sessionEnded(ss)
+	}()
+}
+
+// sessionEnded ends the per-client upstream sessions of ss and releases
+// its shared subscriptions, so no upstream session or process outlives the
+// client it served.
+func (h *Host) sessionEnded(ss *mcp.ServerSession) {
+	d := h.sessions.remove(ss)
+	h.elicitations.forget(ss)
+	for _, u := range h.upstreamList() {
+		u.dropClient(ss)
+	}
+	if d == nil {
+		return
+	}
+	// A shared session's log level is left as it is: each client's own
+	// level filters what it is sent.
+	for uri, server := range d.subs {
+		h.releaseSub(context.Background(), ss, server, uri)
+	}
+}
+
+// addSub counts one more client subscribed to uri on the shared session;
+// true when it is the first, so the upstream must be subscribed.
+func (u *upstream) addSub(uri string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.subs[uri]++
+	return u.subs[uri] == 1
+}
+
+// dropSub counts one client fewer; true when none is left.
+func (u *upstream) dropSub(uri string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.subs[uri] == 0 {
+		return false
+	}
+	u.subs[uri]--
+	if u.subs[uri] == 0 {
+		delete(u.subs, uri)
+		return true
+	}
+	return false
+}
+
+// setSharedLevel records the level wanted on the shared session; true if it changed.
+func (u *upstream) setSharedLevel(level mcp.LoggingLevel) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.logLevel == level {
+		return false
+	}
+	u.logLevel = level
+	return true
+}
+
+// liveSession returns the shared session if connected, without connecting.
+func (u *upstream) liveSession() *mcp.ClientSession {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sess
+}

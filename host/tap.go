@@ -1,0 +1,94 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tapTransport takes progress and log notifications off an upstream
+// connection as they are read, in wire order, and forwards them at once.
+//
+// Why: the go-sdk hands notifications to a handler goroutine but retires a
+// call's response straight from the read loop, so a progress notification
+// a server sent just before its result could reach its handler after the
+// call had returned and its route was gone (seen with SSE upstreams).
+// Forwarding from Read keeps the order the server sent.
+//
+// Only stdio and SSE connections are tapped: the streamable HTTP client
+// connection implements an unexported interface that a wrapper would hide.
+type tapTransport struct {
+	mcp.Transport
+	u     *upstream
+	bound *atomic.Pointer[mcp.ClientSession] // set once Connect returns; logs need it to route
+}
+
+func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &tapConn{Connection: c, t: t}, nil
+}
+
+type tapConn struct {
+	mcp.Connection
+	t tapTransport
+}
+
+func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.t.u.tap(c.t.bound.Load(), req.Method, req.Params) {
+			continue
+		}
+		return msg, nil
+	}
+}
+
+// tap forwards a progress or log notification and reports whether it did;
+// anything else (or anything it cannot decode) goes on to the go-sdk.
+func (u *upstream) tap(cs *mcp.ClientSession, method string, params json.RawMessage) bool {
+	switch method {
+	case "notifications/progress":
+		p, err := decodeProgress(params)
+		if err != nil {
+			return false
+		}
+		u.events.upstreamProgress(context.Background(), p)
+		return true
+	case "notifications/message":
+		if cs == nil {
+			return false
+		}
+		var p mcp.LoggingMessageParams
+		if err := json.Unmarshal(params, &p); err != nil || p.Level == "" {
+			return false
+		}
+		u.log.Debug("upstream log", "level", p.Level, "logger", p.Logger, "data", p.Data)
+		u.events.upstreamLog(u, cs, &p)
+		return true
+	}
+	return false
+}
+
+// decodeProgress decodes notifications/progress params from a server.
+func decodeProgress(params json.RawMessage) (*mcp.ProgressNotificationParams, error) {
+	var p mcp.ProgressNotificationParams
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	if p.ProgressToken == nil {
+		return nil, errNoToken
+	}
+	return &p, nil
+}
+
+var errNoToken = errors.New("progress notification without a token")
