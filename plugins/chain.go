@@ -171,11 +171,16 @@ func (c *Chain) failure(p *Plugin, hook string, err error) error {
 	if errors.Is(err, ErrInvalidOutput) {
 		p.noteFailure(err)
 	}
+	args := []any{"hook", hook, "error", err}
+	var te *TrapError
+	if errors.As(err, &te) && te.Stderr != "" {
+		args = append(args, "stderr", te.Stderr)
+	}
 	if p.spec.OnError == OnErrorSkip {
-		p.log.Warn("plugin failed; skipped", "hook", hook, "error", err)
+		p.log.Warn("plugin failed; skipped", args...)
 		return nil
 	}
-	p.log.Error("plugin failed; failing closed", "hook", hook, "error", err)
+	p.log.Error("plugin failed; failing closed", args...)
 	return fmt.Errorf("plugins: policy %q failed in %s: %w", p.spec.Name, hook, err)
 }
 

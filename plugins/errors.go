@@ -54,7 +54,7 @@ type TrapError struct {
 	Hook     string
 	ExitCode uint32 // non-zero when the guest called proc_exit
 	Memory   bool   // a memory grow was refused during the call
-	Stderr   string // the tail of what the guest wrote to stderr, if anything
+	Stderr   string // the tail of what the guest wrote to stderr (not in Error: it may hold guest internals)
 	Err      error  // the engine's error
 }
 
@@ -67,9 +67,6 @@ func (e *TrapError) Error() string {
 		s += fmt.Sprintf(": exit code %d", e.ExitCode)
 	} else if e.Err != nil {
 		s += ": " + e.Err.Error()
-	}
-	if e.Stderr != "" {
-		s += ": stderr: " + e.Stderr
 	}
 	return s
 }

@@ -174,6 +174,10 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		if keep {
 			first.close()
 		}
+		var te *TrapError
+		if errors.As(err, &te) && te.Stderr != "" {
+			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
+		}
 		rt.release(mod)
 		return nil, err
 	}
