@@ -32,7 +32,11 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 	if ss != nil {
 		defer h.calls.enter(cs, ss, ctx)()
 	}
-	return fn(ctx, cs)
+	err = fn(ctx, cs)
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		u.lost(cs, err) // do not hand the dead session to the next call
+	}
+	return err
 }
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a

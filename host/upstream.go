@@ -387,7 +387,13 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 // watch waits for a session to end and, unless we ended it, reconnects.
 func (u *upstream) watch(cs *mcp.ClientSession) {
 	defer u.wg.Done()
-	err := cs.Wait()
+	u.lost(cs, cs.Wait())
+}
+
+// lost handles the end of the shared session cs (seen by its watcher, or by
+// a call that failed because the connection closed, whichever comes first):
+// unless it was ended on purpose, it reconnects.
+func (u *upstream) lost(cs *mcp.ClientSession, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.sess != cs || u.closed {
