@@ -38,13 +38,15 @@ type ManagerOptions struct {
 // that fails changes nothing.
 //
 // Manager implements host.Policy by delegating to the current generation;
-// before the first successful Reload it lets everything through.
+// before the first successful Reload it lets everything through, after
+// Close it fails every hook with ErrClosed.
 type Manager struct {
 	rt   *Runtime
 	opts ManagerOptions
 	log  hclog.Logger
 
-	cur atomic.Pointer[Chain]
+	cur  atomic.Pointer[Chain]
+	shut atomic.Bool // Close was called: hooks fail closed
 
 	mu     sync.Mutex // serialises reloads
 	specs  []Spec     // of the current generation
@@ -167,6 +169,9 @@ func (m *Manager) Generation() uint64 {
 func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	c := m.acquire()
 	if c == nil {
+		if m.shut.Load() {
+			return nil, ErrClosed
+		}
 		return nonNil(in.Tools), nil
 	}
 	defer c.release()
@@ -177,6 +182,9 @@ func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.
 func (m *Manager) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
 	c := m.acquire()
 	if c == nil {
+		if m.shut.Load() {
+			return nil, ErrClosed
+		}
 		return &abi.CallDecision{Action: abi.ActionAllow}, nil
 	}
 	defer c.release()
@@ -187,6 +195,9 @@ func (m *Manager) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.Cal
 func (m *Manager) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
 	c := m.acquire()
 	if c == nil {
+		if m.shut.Load() {
+			return nil, ErrClosed
+		}
 		return in.Result, nil
 	}
 	defer c.release()
@@ -202,6 +213,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		return nil
 	}
 	m.closed = true
+	m.shut.Store(true)
 	m.mu.Unlock()
 	var errs []error
 	if m.watcher != nil {

@@ -286,3 +286,38 @@ func TestManagerWatchesFiles(t *testing.T) {
 		t.Fatal("an unrelated file triggered a swap")
 	}
 }
+
+func TestManagerClose(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{})
+	m, err := NewManager(rt, &ManagerOptions{Watch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond")}); err != nil {
+		t.Fatal(err)
+	}
+	c := m.cur.Load()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := respondText(ctx, m, `{"_sleep_ms":200}`); done <- err }()
+	waitFor(t, func() bool { return c.refs.Load() > 1 })
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Fatalf("Close returned after %v, before the call in flight finished", d)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ToolCall(ctx, &abi.ToolCallInput{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+	if err := m.Reload(ctx, []Spec{policy(t, "p")}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("reload after Close: %v", err)
+	}
+	if n := rt.Modules(); n != 0 {
+		t.Fatalf("%d modules after Close", n)
+	}
+}

@@ -64,6 +64,8 @@ func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.wasm")
 	os.WriteFile(empty, []byte("\x00asm\x01\x00\x00\x00"), 0o644)
+	bigmem := filepath.Join(dir, "bigmem.wasm") // memory of 200 pages (12.5 MiB) minimum
+	os.WriteFile(bigmem, []byte("\x00asm\x01\x00\x00\x00\x05\x04\x01\x00\xc8\x01"), 0o644)
 	garbage := filepath.Join(dir, "garbage.wasm")
 	os.WriteFile(garbage, []byte("\x00asm\x01\x00\x00\x00\x99garbage"), 0o644)
 	pol := guest(t, "policy")
@@ -89,6 +91,7 @@ func TestLoadErrors(t *testing.T) {
 		{"sha256 not hex", Spec{Source: pol, SHA256: "abc"}, ErrSpec, "not 64 hex digits"},
 		{"missing file", Spec{Source: filepath.Join(dir, "nope.wasm")}, ErrSource, "no such file"},
 		{"not wasm", Spec{Source: garbage}, ErrCompile, "compile failed"},
+		{"initial memory above the cap", Spec{Source: bigmem, Memory: 8 << 20}, ErrInstantiate, "initial memory exceeds the cap of 8388608 bytes"},
 		{"unknown builtin", Spec{Source: "builtin:nope"}, ErrSource, "no builtin plugins"},
 		{"memory too small", Spec{Source: pol, Memory: 1 << 20}, ErrSpec, "below the minimum"},
 		{"bad on_error", Spec{Source: pol, OnError: "explode"}, ErrSpec, `on_error "explode"`},
@@ -227,6 +230,18 @@ func TestHostileGuests(t *testing.T) {
 		mustRecover(t, p)
 		if st := p.Status(); st.Crashes != 1 || st.ConsecutiveCrashes != 0 || !strings.Contains(st.LastError, "timed out") {
 			t.Fatalf("status = %+v", st)
+		}
+	})
+
+	t.Run("tools_list has its own timeout", func(t *testing.T) {
+		spec := policy(t, "slowlist", "mode.tools_list", "loop")
+		spec.Timeout = 20 * time.Millisecond
+		spec.ListTimeout = 300 * time.Millisecond
+		p := load(t, rt, spec)
+		start := time.Now()
+		_, err := p.Call(context.Background(), abi.HookToolsList, []byte(`{"tools":[]}`))
+		if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "after 300ms") || time.Since(start) < 300*time.Millisecond {
+			t.Fatalf("tools_list: %v after %v", err, time.Since(start))
 		}
 	})
 
