@@ -169,3 +169,10 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	}
 	return b.String()
 }
+
+func httptestServer(t *testing.T, h *Host) string {
+	t.Helper()
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,6 +22,11 @@ import (
 
 type echoIn struct {
 	Text string `json:"text"`
+}
+
+type sampleIn struct {
+	Text   string `json:"text"`
+	Millis int    `json:"millis,omitempty"`
 }
 
 type sleepIn struct {
@@ -38,7 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, *fail)
 		os.Exit(3)
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Title: "Echo", Description: "Echoes text.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -82,6 +88,34 @@ func main() {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added tool " + in.Text}}}, nil, nil
 			})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
+
+	mcp.AddTool(srv, &mcp.Tool{Name: "sample", Description: "Asks the client's LLM (sampling) with text as the prompt, after waiting millis."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sampleIn) (*mcp.CallToolResult, any, error) {
+			time.Sleep(time.Duration(in.Millis) * time.Millisecond)
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Text}}}})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask_roots", Description: "Returns the client's roots, comma-separated."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, ",")}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "log", Description: "Sends text as an info log message."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: in.Text})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, nil
 		})
 
 	if *httpAddr != "" {
