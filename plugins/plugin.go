@@ -347,6 +347,10 @@ func (p *Plugin) Call(ctx context.Context, hook string, input []byte) ([]byte, e
 }
 
 func (p *Plugin) call(ctx context.Context, hook, export string, input []byte) ([]byte, error) {
+	if err := context.Cause(ctx); err != nil {
+		// Do not spend an instance on a call nobody waits for.
+		return nil, fmt.Errorf("plugins: %s: %s: %w", p.spec.Name, hook, err)
+	}
 	if err := p.gate(); err != nil {
 		return nil, err
 	}
