@@ -162,10 +162,12 @@ func TestSwapUnderLoad(t *testing.T) {
 		}()
 	}
 	gens := map[uint64]bool{}
+	chains := []*Chain{m.cur.Load()}
 	for i := 1; i <= swaps; i++ {
 		if err := m.Reload(ctx, spec("v"+itoa(i))); err != nil {
 			t.Fatalf("swap %d: %v", i, err)
 		}
+		chains = append(chains, m.cur.Load())
 		gens[m.Generation()] = true
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -180,8 +182,19 @@ func TestSwapUnderLoad(t *testing.T) {
 	if len(gens) != swaps || versions < swaps/4 {
 		t.Fatalf("%d generations, %d versions seen", len(gens), versions)
 	}
-	// Old generations drain and close: one module compiled, and the only
-	// plugin left open is the current one.
+	// Old generations drain and close; one module was compiled for all.
+	for i, c := range chains[:len(chains)-1] {
+		select {
+		case <-c.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("generation %d of %d never closed", i, len(chains))
+		}
+		for _, p := range c.Plugins() {
+			if st := p.Status(); st.State != StateClosed {
+				t.Fatalf("plugin of an old generation is %s", st.State)
+			}
+		}
+	}
 	if n := rt.Modules(); n != 1 {
 		t.Fatalf("%d modules", n)
 	}
