@@ -163,4 +163,3 @@ func TestSharedModule(t *testing.T) {
 		}
 	}
 }
-

@@ -117,7 +117,9 @@ func (d *describe) fit(t *abi.Tool) string {
 		}
 		t.Title = s
 	}
-	if len(t.InputSchema) > 0 {
+	// A description is never longer in characters than the schema is in
+	// bytes: short schemas (nearly all) need no parsing.
+	if len(t.InputSchema) > d.maxParam {
 		schema, cut, err := d.fitSchema(t.InputSchema)
 		if err == nil && cut {
 			if over == "" {

@@ -1,6 +1,8 @@
 package policies
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +30,43 @@ const DefaultPinFile = "/pins/pins.json"
 type pin struct {
 	file string
 	now  func() time.Time
+
+	cached     *PinFile
+	cachedSize int64
+	cachedTime time.Time
+	defs       map[[32]byte]pinnedDef // by the sum of the tool's JSON as given
+}
+
+type pinnedDef struct {
+	def json.RawMessage
+	sum string
+}
+
+// maxDefCache bounds the per-instance cache of canonical definitions.
+const maxDefCache = 4096
+
+// definition is PinDefinition, cached per instance by the tool's JSON as
+// it arrived: canonicalising every schema on every listing is the
+// policy's main cost.
+func (p *pin) definition(t *abi.Tool) (json.RawMessage, string, error) {
+	raw, err := json.Marshal(pinDefinition{Tool: t.Tool, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+	if err != nil {
+		return nil, "", err
+	}
+	k := sha256.Sum256(raw)
+	if d, ok := p.defs[k]; ok {
+		return d.def, d.sum, nil
+	}
+	def, sum, err := PinDefinition(t)
+	if err != nil {
+		return nil, "", err
+	}
+	if p.defs == nil || len(p.defs) >= maxDefCache {
+		p.defs = map[[32]byte]pinnedDef{}
+	}
+	p.defs[k] = pinnedDef{def, sum}
+	return def, sum, nil
 }
 
 func newPin() pdk.Policy {
@@ -62,12 +101,29 @@ func (p *pin) configure(cfg pdk.ConfigSource) error {
 
 const grantHint = `builtin:pin needs its directory granted, writable, like allowed_paths = { "./pins" = "/pins" }`
 
+// read returns the pin file. An instance keeps the file it parsed last
+// and parses again only when the file's size or modification time
+// changed, so a call costs a stat. The result must not be modified.
 func (p *pin) read() (*PinFile, error) {
+	fi, err := os.Stat(p.file)
+	if err == nil && p.cached != nil && fi.Size() == p.cachedSize && fi.ModTime().Equal(p.cachedTime) {
+		return p.cached, nil
+	}
 	f, err := ReadPinFile(p.file)
 	if err != nil {
 		return nil, fmt.Errorf("reading pin file %s: %v (%s)", p.file, err, grantHint)
 	}
+	p.cached = nil
+	if fi != nil {
+		p.cached, p.cachedSize, p.cachedTime = f, fi.Size(), fi.ModTime()
+	}
 	return f, nil
+}
+
+// readFresh returns the pin file as it is now, to modify.
+func (p *pin) readFresh() (*PinFile, error) {
+	p.cached = nil
+	return p.read()
 }
 
 // pinOp is one change to the pin file, applied to the file as read when
@@ -84,7 +140,7 @@ func (p *pin) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) {
 	var ops []pinOp
 	out := &abi.ToolsListOutput{Tools: make([]abi.Tool, 0, len(in.Tools))}
 	for _, t := range in.Tools {
-		def, sum, err := PinDefinition(&t)
+		def, sum, err := p.definition(&t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", t.Name, err)
 		}
@@ -127,10 +183,11 @@ func (p *pin) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) {
 		out.Tools = append(out.Tools, t)
 	}
 	if len(ops) > 0 {
-		cur, err := p.read()
+		cur, err := p.readFresh()
 		if err != nil {
 			return nil, err
 		}
+		p.cached = nil // about to change
 		for _, op := range ops {
 			op(cur)
 		}

@@ -1,0 +1,200 @@
+package policies
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestGlob(t *testing.T) {
+	tests := []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"files__read_*", "files__read_file", true},
+		{"files__read_*", "files__read_", true},
+		{"files__read_*", "files__write_file", false},
+		{"*", "", true},
+		{"*__*", "a__b", true},
+		{"*__*", "ab", false},
+		{"?lock__*", "clock__now", true},
+		{"?lock__*", "lock__now", false},
+		{"a*b*c", "aXbYbZc", true},
+		{"a*b*c", "aXbYbZ", false},
+		{`a\*`, "a*", true},
+		{`a\*`, "ab", false},
+		{"exact", "exact", true},
+		{"exact", "exactly", false},
+		{"é?", "éü", true},
+	}
+	for _, tt := range tests {
+		g, err := compileGlob(tt.pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.pattern, err)
+		}
+		if got := g.match(tt.name); got != tt.want {
+			t.Errorf("%q matching %q = %v, want %v", tt.pattern, tt.name, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"", `a\`, strings.Repeat("x", maxGlob+1)} {
+		if _, err := compileGlob(bad); err == nil {
+			t.Errorf("compileGlob(%q) accepted", bad)
+		}
+	}
+}
+
+func TestHumanize(t *testing.T) {
+	for in, want := range map[string]string{
+		"get_file_contents": "Get File Contents",
+		"getFileContents":   "Get File Contents",
+		"list-PRs":          "List PRs",
+		"a..b__c":           "A B C",
+		"ümlaut_test":       "Ümlaut Test",
+		"":                  "",
+		"__":                "",
+		"v2_search":         "V2 Search",
+	} {
+		if got := Humanize(in); got != want {
+			t.Errorf("Humanize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTruncateRunes(t *testing.T) {
+	tests := []struct {
+		s      string
+		n      int
+		marker string
+		want   string
+	}{
+		{"hello", 5, "…", "hello"},
+		{"hello!", 5, "…", "hell…"},
+		{"héllo wörld", 6, "…", "héllo…"},
+		{"hello!", 2, "[cut]", "he"}, // the marker does not fit: cut without it
+		{"hello!", 3, "", "hel"},
+	}
+	for _, tt := range tests {
+		if got, _ := truncateRunes(tt.s, tt.n, tt.marker); got != tt.want {
+			t.Errorf("truncateRunes(%q, %d, %q) = %q, want %q", tt.s, tt.n, tt.marker, got, tt.want)
+		}
+	}
+}
+
+func TestObjectKeepsOrder(t *testing.T) {
+	o, err := parseObject([]byte(`{"z": 1, "a": {"y": [1, 2]}, "m": "x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.set("a", json.RawMessage(`2`))
+	o.set("new", json.RawMessage(`true`))
+	o.del("m")
+	if got, want := string(o.raw()), `{"z":1,"a":2,"new":true}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	for _, bad := range []string{`[1]`, `{"a":1} x`, `{"a":}`, `"s"`} {
+		if _, err := parseObject([]byte(bad)); err == nil {
+			t.Errorf("parseObject(%s) accepted", bad)
+		}
+	}
+}
+
+func TestBuiltinSecrets(t *testing.T) {
+	yes := []string{
+		"ghp_" + strings.Repeat("a", 36), "gho_" + strings.Repeat("B", 36), "ghs_" + strings.Repeat("1", 36),
+		"github_pat_" + strings.Repeat("x", 82), "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-abc", "xoxp-1-2-3-abcdefghij",
+		"sk_live_" + strings.Repeat("a", 24), "rk_live_" + strings.Repeat("a", 24),
+		"sk-" + strings.Repeat("a", 48), "sk-proj-" + strings.Repeat("a", 40), "sk-ant-api03-" + strings.Repeat("a", 40),
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		"-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----",
+		"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----",
+	}
+	no := []string{"ghp_short", "AKIA123", "sk-short", "eyJhbGciOiJIUzI1NiJ9", "skeleton-key", "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----"}
+	r := &redact{patterns: builtinSecrets, mask: "[{kind}]"}
+	for _, s := range yes {
+		n := counts{}
+		if out, _ := r.maskString("before "+s+" after", n); n.total() != 1 || strings.Contains(out, s) {
+			t.Errorf("%q: masked %v to %q, want it masked once", s, n, out)
+		}
+	}
+	for _, s := range no {
+		n := counts{}
+		if out, _ := r.maskString(s, n); n.total() != 0 {
+			t.Errorf("%q: masked to %q, want it left alone", s, out)
+		}
+	}
+}
+
+func FuzzGlob(f *testing.F) {
+	f.Add("files__read_*", "files__read_file")
+	f.Add("a*b?c", "aXXbYc")
+	f.Add(`a\*`, "a*")
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		g, err := compileGlob(pattern)
+		if err != nil || !utf8.ValidString(pattern) || !utf8.ValidString(name) {
+			return // regexp reads invalid UTF-8 as U+FFFD; tool names are ASCII
+		}
+		// The same pattern as a regexp is the reference.
+		var re strings.Builder
+		re.WriteString(`^(?s:`)
+		for i := 0; i < len(pattern); i++ {
+			switch c := pattern[i]; c {
+			case '*':
+				re.WriteString(".*")
+			case '?':
+				re.WriteString(".")
+			case '\\':
+				i++
+				re.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+			default:
+				re.WriteString(regexp.QuoteMeta(string([]byte{c})))
+			}
+		}
+		re.WriteString(`)$`)
+		want, err := regexp.MatchString(re.String(), name)
+		if err != nil {
+			t.Fatalf("reference regexp %s: %v", re.String(), err)
+		}
+		if got := g.match(name); got != want {
+			t.Fatalf("glob %q on %q = %v, regexp %s says %v", pattern, name, got, re.String(), want)
+		}
+	})
+}
+
+func FuzzParseMentions(f *testing.F) {
+	f.Add(`[{"kind":"server","name":"files"},"tool:clock__now"]`)
+	f.Add(`"files"`)
+	f.Add(`[1, null, {"kind": 2}]`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		list, err := ParseMentions(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		for _, m := range list {
+			if m.Kind == "" || m.Name == "" {
+				t.Fatalf("accepted an empty mention %+v from %s", m, raw)
+			}
+		}
+	})
+}
+
+func FuzzParseObject(f *testing.F) {
+	f.Add(`{"a": 1, "b": [true, {"c": null}]}`)
+	f.Add(`{"a":1,"a":2}`)
+	f.Add(`null`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		o, err := parseObject([]byte(raw))
+		if err != nil {
+			return
+		}
+		out := o.raw()
+		if !json.Valid(out) {
+			t.Fatalf("%s re-encoded as invalid JSON %s", raw, out)
+		}
+		again, err := parseObject(out)
+		if err != nil || len(again) != len(o) {
+			t.Fatalf("%s: round trip gave %v, %v", raw, again, err)
+		}
+	})
+}
