@@ -134,4 +134,3 @@ func BenchmarkPin(b *testing.B) {
 		}
 	})
 }
-

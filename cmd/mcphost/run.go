@@ -31,6 +31,7 @@ Usage:
   mcphost status URL [--token TOKEN]
   mcphost plugin inspect FILE [--json]
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
+  mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
   mcphost version
 
 Flags may come before or after CONFIG. Run "mcphost COMMAND -h" for a
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runStatus(ctx, rest, stdout, stderr)
 	case "plugin":
 		return runPlugin(ctx, rest, stdout, stderr)
+	case "pins":
+		return runPins(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
