@@ -26,10 +26,25 @@ func (d *Diagnostics) WriteText(w io.Writer, width uint, color bool) error {
 	if d == nil || len(d.List) == 0 {
 		return nil
 	}
-	if err := hcl.NewDiagnosticTextWriter(w, d.files, width, color).WriteDiagnostics(d.List); err != nil {
-		return fmt.Errorf("config: write diagnostics: %w", err)
+	tw := hcl.NewDiagnosticTextWriter(w, d.files, width, color)
+	for _, diag := range d.List {
+		// A compiler-style first line (file:line:col) that editors and grep
+		// understand, then HCL's own rendering with the source snippet.
+		if r := diag.Subject; r != nil {
+			fmt.Fprintf(w, "%s:%d:%d: %s\n", r.Filename, r.Start.Line, r.Start.Column, severityWord(diag.Severity))
+		}
+		if err := tw.WriteDiagnostic(diag); err != nil {
+			return fmt.Errorf("config: write diagnostics: %w", err)
+		}
 	}
 	return nil
+}
+
+func severityWord(s hcl.DiagnosticSeverity) string {
+	if s == hcl.DiagWarning {
+		return "warning"
+	}
+	return "error"
 }
 
 // Err returns the errors as one error value, or nil if there are none, for

@@ -20,6 +20,7 @@ server "files" {
 	_ = diags.WriteText(os.Stdout, 0, false)
 	fmt.Println("loaded:", file != nil)
 	// Output:
+	// mcphost.hcl:3:15: error
 	// Error: Invalid transport
 	//
 	//   on mcphost.hcl line 3, in server "files":
@@ -27,6 +28,7 @@ server "files" {
 	//
 	// transport must be "stdio", "sse", "streamable-http" or "http", not "stido". Did you mean "stdio"?
 	//
+	// mcphost.hcl:4:3: error
 	// Error: Unsupported argument
 	//
 	//   on mcphost.hcl line 4, in server "files":

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Binaries built once for the package's tests: mcphost itself and real
+// upstream servers.
+var (
+	mcphostBin  string
+	upstreamBin string // host/testdata/upstream: tools to crash, sleep, report its pid
+	clockBin    string // examples/servers/clock
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcphost-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mcphostBin = filepath.Join(dir, "mcphost")
+	upstreamBin = filepath.Join(dir, "upstream")
+	clockBin = filepath.Join(dir, "clock")
+	for pkg, out := range map[string]string{
+		".":                            mcphostBin,
+		"../../host/testdata/upstream": upstreamBin,
+		"../../examples/servers/clock": clockBin,
+	} {
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// writeConfig writes an HCL config into a temp dir and returns its path.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.hcl")
+	body = strings.ReplaceAll(body, "UPSTREAM", upstreamBin)
+	body = strings.ReplaceAll(body, "CLOCK", clockBin)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const twoServers = `
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+server "clock" {
+  command = "CLOCK"
+}
+runtime {
+  watch = true
+}
+`
+
+func mcphost(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(mcphostBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func TestValidate(t *testing.T) {
+	good := writeConfig(t, twoServers)
+	if out, errs, code := mcphost(t, "validate", good); code != 0 || !strings.Contains(out, "ok (2 servers, 0 plugins)") {
+		t.Fatalf("validate good: code %d, out %q, err %q", code, out, errs)
+	}
+	bad := writeConfig(t, `
+server "a" {
+  transport = "stdio"
+  comand    = "x"
+}
+server "a" {
+  transport = "http"
+  url       = "ftp://nope"
+  timeout   = "soon"
+}
+`)
+	_, errs, code := mcphost(t, "validate", bad)
+	if code != 1 {
+		t.Fatalf("validate bad: exit %d, want 1; stderr:\n%s", code, errs)
+	}
+	// Every mistake at once, each with file:line:col.
+	for _, want := range []string{
+		"config.hcl:4:3: error", `Did you mean "command"?`,
+		"config.hcl:6:8: error", "Duplicate server",
+		"config.hcl:8:15: error", "config.hcl:9:15: error",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, errs)
+		}
+	}
+}
+
+func TestToolsAndCall(t *testing.T) {
+	cfg := writeConfig(t, twoServers)
+	out, errs, code := mcphost(t, "tools", cfg)
+	if code != 0 {
+		t.Fatalf("tools: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"up__echo", "clock__current_time", "Current time"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools output lacks %q:\n%s", want, out)
+		}
+	}
+	out, errs, code = mcphost(t, "call", cfg, "up__echo", `{"text":"hello from the cli"}`)
+	if code != 0 || strings.TrimSpace(out) != "hello from the cli" {
+		t.Fatalf("call: exit %d, out %q, err %q", code, out, errs)
+	}
+	// A tool error exits 1 and still prints the result.
+	out, _, code = mcphost(t, "call", cfg, "clock__current_time", `{"zone":"Not/AZone"}`)
+	if code != 1 || out == "" {
+		t.Errorf("failing call: exit %d, out %q; want exit 1 with the error text", code, out)
+	}
+	_, errs, code = mcphost(t, "call", cfg, "up__missing")
+	if code != 1 || !strings.Contains(errs, `unknown tool "up__missing"`) {
+		t.Errorf("unknown tool: exit %d, err %q", code, errs)
+	}
+}
+
+// mcphost run --stdio speaks MCP on stdout and logs only to stderr.
+func TestRunStdio(t *testing.T) {
+	cfg := writeConfig(t, twoServers)
+	cmd := exec.Command(mcphostBin, "run", "--stdio", cfg, "--log-level", "debug")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) < 8 {
+		t.Errorf("got %d tools", len(res.Tools))
+	}
+	call, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__pid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upPid, _ := strconv.Atoi(call.Content[0].(*mcp.TextContent).Text)
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
+		t.Errorf("mcphost did not exit cleanly after stdin closed: %v\nstderr:\n%s", cmd.ProcessState, stderr.String())
+	}
+	if alive(upPid) {
+		t.Errorf("upstream %d outlived mcphost", upPid)
+	}
+	if !strings.Contains(stderr.String(), "serving on stdio") {
+		t.Errorf("logs did not reach stderr:\n%s", stderr.String())
+	}
+}
+
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) < 3 || f[2] != "Z"
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu chan struct{}
+	b  bytes.Buffer
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{mu: make(chan struct{}, 1)} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return s.b.String()
+}
+
+// The HTTP endpoint end to end: a client lists and calls, an upstream is
+// killed and comes back, the config is edited and reloaded, and SIGTERM
+// ends everything cleanly.
+func TestRunHTTP(t *testing.T) {
+	cfg := writeConfig(t, twoServers)
+	addr := freeAddr(t)
+	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
+	logs := newSyncBuffer()
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	waitFor(t, "mcphost to serve", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+
+	changed := make(chan struct{}, 10)
+	c := mcp.NewClient(&mcp.Implementation{Name: "http-test"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	callText := func(name string, args any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	pidText, _ := callText("up__pid", nil)
+	pid1, _ := strconv.Atoi(pidText)
+
+	// Kill the upstream from outside: the call after gets an error or, once
+	// it is back, an answer from a new process.
+	syscall.Kill(pid1, syscall.SIGKILL)
+	waitFor(t, "the upstream to come back", 15*time.Second, func() bool {
+		txt, isErr := callText("up__pid", nil)
+		pid, _ := strconv.Atoi(txt)
+		return !isErr && pid != pid1 && pid > 0
+	})
+	if out, _, code := mcphost(t, "status", "http://"+addr); code != 0 || !strings.Contains(out, "connected") {
+		t.Errorf("status: exit %d\n%s", code, out)
+	}
+
+	// Remove the "up" server from the config: its process ends and its
+	// tools go, announced by tools/list_changed.
+	pidText, _ = callText("up__pid", nil)
+	pid2, _ := strconv.Atoi(pidText)
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll("server \"clock\" {\n  command = \"CLOCK\"\n}\n", "CLOCK", clockBin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no tools/list_changed after the config changed; logs:\n%s", logs.String())
+	}
+	waitFor(t, "the removed server's process to end", 10*time.Second, func() bool { return !alive(pid2) })
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if strings.HasPrefix(tl.Name, "up__") {
+			t.Errorf("removed server's tool %s still listed", tl.Name)
+		}
+	}
+
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("mcphost exited with %v after SIGTERM; logs:\n%s", waitErr, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("mcphost did not exit after SIGTERM; logs:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "shutting down") {
+		t.Errorf("no shutdown log:\n%s", logs.String())
+	}
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	out, _, code := mcphost(t, "version")
+	if code != 0 || !strings.Contains(out, "plugin ABI 1.0") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	_, errs, code := mcphost(t, "frobnicate")
+	if code != 2 || !strings.Contains(errs, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %d %q", code, errs)
+	}
+}
