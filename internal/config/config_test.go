@@ -303,3 +303,37 @@ func TestErr(t *testing.T) {
 		t.Error("a nil *Diagnostics must read as empty")
 	}
 }
+
+func TestSessionAndResourceSettings(t *testing.T) {
+	src := `
+server "s" {
+  command      = "x"
+  sessions     = "per_client"
+  max_sessions = 8
+}
+resources {
+  conflict = "error"
+}
+plugin "p" {
+  source    = "builtin:titles"
+  instances = 2
+}
+`
+	f, diags := Parse([]byte(src), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if s := f.Host.Servers[0]; s.Sessions != "per_client" || s.MaxSessions != 8 {
+		t.Errorf("server = %+v", s)
+	}
+	if f.Host.Resources.Conflict != "error" {
+		t.Errorf("resources = %+v", f.Host.Resources)
+	}
+	if f.Plugins[0].Instances != 2 {
+		t.Errorf("plugin instances = %d", f.Plugins[0].Instances)
+	}
+	_, diags = Parse([]byte(`resources { conflict = "last" }`+"\nserver \"s\" {\n command = \"x\"\n max_sessions = 0\n}\n"), "t.hcl")
+	if n := len(diags.List); n != 2 {
+		t.Errorf("want 2 diagnostics (conflict, max_sessions), got %d: %v", n, diags.Err())
+	}
+}

@@ -76,6 +76,9 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 			p.Memory = v
 		}
 	}
+	if n, ok := d.int(attrs["instances"], 1, plugins.MaxInstances); ok {
+		p.Instances = int(n)
+	}
 	if v, ok := d.enum(attrs["on_error"], plugins.OnErrorDeny, plugins.OnErrorSkip); ok {
 		p.OnError = v
 	}

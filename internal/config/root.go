@@ -19,7 +19,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
 		switch block.Type {
-		case "listen", "tools", "runtime":
+		case "listen", "tools", "runtime", "resources":
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
@@ -35,6 +35,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			file.Host.Tools = d.decodeTools(block)
 		case "runtime":
 			file.Runtime = d.decodeRuntime(block)
+		case "resources":
+			file.Host.Resources = d.decodeResources(block)
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))

@@ -13,6 +13,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "tools"},
 		{Type: "plugin", LabelNames: []string{"name"}},
 		{Type: "runtime"},
+		{Type: "resources"},
 	},
 }
 
@@ -39,6 +40,13 @@ var serverSchema = &hcl.BodySchema{
 		{Name: "connect_timeout"},
 		{Name: "sessions"},
 		{Name: "protocol_version"},
+		{Name: "max_sessions"},
+	},
+}
+
+var resourcesSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "conflict"},
 	},
 }
 
@@ -62,6 +70,7 @@ var pluginSchema = &hcl.BodySchema{
 		{Name: "allowed_hosts"},
 		{Name: "allowed_paths"},
 		{Name: "env"},
+		{Name: "instances"},
 	},
 }
 

@@ -71,6 +71,9 @@ func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
 	if v, ok := d.enum(attrs["sessions"], host.SessionsShared, host.SessionsPerClient); ok {
 		s.Sessions = v
 	}
+	if n, ok := d.int(attrs["max_sessions"], 1, 100000); ok {
+		s.MaxSessions = int(n)
+	}
 	if v, ok := d.string(attrs["protocol_version"]); ok {
 		if protocolVersion.MatchString(v) {
 			s.ProtocolVersion = v

@@ -38,6 +38,17 @@ func (d *decoder) decodeTools(block *hcl.Block) host.ToolsConfig {
 	return t
 }
 
+// decodeResources decodes how resources served by several upstreams merge.
+func (d *decoder) decodeResources(block *hcl.Block) host.ResourcesConfig {
+	content, diags := block.Body.Content(resourcesSchema)
+	d.diags = append(d.diags, diags...)
+	var r host.ResourcesConfig
+	if s, ok := d.enum(content.Attributes["conflict"], host.ResourceConflictFirst, host.ResourceConflictError); ok {
+		r.Conflict = s
+	}
+	return r
+}
+
 // isToolNameText reports whether s uses only [A-Za-z0-9_-], the characters
 // the host keeps in exposed tool names (it replaces others with '_'). Server
 // names and the separator end up in those names, so they are held to it.
