@@ -24,6 +24,7 @@ type catalog struct {
 	tools   []abi.Tool       // config order of servers, then original tool name
 	routes  map[string]route // exposed name -> upstream tool
 	byTool  map[route]string // upstream tool -> exposed name
+	index   map[route]int    // upstream tool -> index into tools
 	issues  []catalogProblem // collisions and clashes found while building
 	servers map[string][]int // server -> indexes into tools
 }
@@ -50,6 +51,7 @@ func buildCatalog(version uint64, cfg ToolsConfig, upstreams []serverTools) *cat
 		version: version,
 		routes:  make(map[string]route),
 		byTool:  make(map[route]string),
+		index:   make(map[route]int),
 		servers: make(map[string][]int),
 	}
 	n := namer{nb: nb, kind: "tool", routes: c.routes, byItem: c.byTool}
@@ -66,6 +68,7 @@ func buildCatalog(version uint64, cfg ToolsConfig, upstreams []serverTools) *cat
 				continue
 			}
 			c.servers[st.server] = append(c.servers[st.server], len(c.tools))
+			c.index[route{server: st.server, tool: t.Name}] = len(c.tools)
 			c.tools = append(c.tools, toABITool(name, st.server, t))
 		}
 	}
@@ -195,4 +198,13 @@ func rawJSON(v any) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// annotations returns the annotations the upstream declared for a tool, so
+// call-time hooks can judge a call by them (whatever tools_list made of them).
+func (c *catalog) annotations(r route) *abi.Annotations {
+	if i, ok := c.index[r]; ok {
+		return c.tools[i].Annotations
+	}
+	return nil
 }

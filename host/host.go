@@ -180,8 +180,9 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 
+	annotations := h.cat.Load().annotations(r)
 	if h.policy != nil {
-		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args}
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
 		d, err := h.policy.ToolCall(ctx, in)
 		if err != nil {
 			return errorResult("call to %s refused: %v", name, err), nil
@@ -221,7 +222,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if h.policy == nil {
 		return res, nil
 	}
-	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args}
+	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
 	if in.Result, err = toABIResult(res); err != nil {
 		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
 	}
