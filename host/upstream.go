@@ -192,7 +192,7 @@ func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession]) (mcp.Tran
 		sse := &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}
 		return tapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, u: u, bound: bound}, nil
 	case TransportStreamableHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers), MaxRetries: -1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
 }
