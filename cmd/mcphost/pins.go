@@ -225,6 +225,6 @@ func approvePins(pins []pinPlugin, keys []string, all bool, stdout, stderr io.Wr
 		fmt.Fprintln(stdout, "nothing to approve")
 		return nil
 	}
-	fmt.Fprintln(stdout, "A running mcphost lists and admits the tool again when it next rebuilds its tool lists: at the server's next tool change, or after a restart.")
+	fmt.Fprintln(stdout, "A running mcphost lists and admits the tool again once it reloads: send it SIGHUP (kill -HUP PID).")
 	return nil
 }

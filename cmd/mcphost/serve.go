@@ -130,6 +130,10 @@ func (r *reloader) reload(ctx context.Context) {
 		r.log.Error("reconfiguring upstreams failed", "error", err)
 		return
 	}
+	// Plugins whose files did not change keep their generation, but what
+	// they read (a pin file an operator just approved) may have: listings
+	// are recomputed and clients told, on every reload.
+	r.engine.host.NotifyPolicyChanged()
 	r.file = file
 	r.log.Info("reloaded", "servers", len(file.Host.Servers), "plugins", len(file.Plugins))
 }
