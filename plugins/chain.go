@@ -25,7 +25,7 @@ type Chain struct {
 	gen     uint64
 	log     hclog.Logger
 
-	refs     atomic.Int64  // the owner's reference plus calls in flight
+	refs     atomic.Int64 // the owner's reference plus calls in flight
 	retired  atomic.Bool
 	closed   chan struct{} // closed once the plugins are released
 	closeErr error

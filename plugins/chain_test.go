@@ -51,7 +51,11 @@ func TestChainToolsList(t *testing.T) {
 			policy(t, "p2", "prefix", "x_"),
 		}, "x_a__one,x_b__one,x_c__one"},
 		{"scoped plugin sees and changes only its servers", []Spec{
-			func() Spec { s := policy(t, "p", "prefix", "s_", "mode.tools_list", "reverse"); s.Servers = []string{"b"}; return s }(),
+			func() Spec {
+				s := policy(t, "p", "prefix", "s_", "mode.tools_list", "reverse")
+				s.Servers = []string{"b"}
+				return s
+			}(),
 		}, "a__one,a__two,s_b__two,s_b__one,c__one"},
 		{"scoped filter merges back in order", []Spec{
 			func() Spec { s := policy(t, "p", "drop", "one"); s.Servers = []string{"a", "c"}; return s }(),

@@ -35,10 +35,21 @@
 //
 // Guests get WASI with clocks and randomness only: no filesystem,
 // environment or network unless the spec grants them (AllowedPaths, Env,
-// AllowedHosts for Extism HTTP). Every linear memory of an instance (the
-// guest's and the Extism kernel's, which holds input and output) is capped
-// at Spec.Memory through a wazero memory allocator, so plugins sharing a
-// compiled module can have different caps. What a guest writes to stdout
+// AllowedHosts for Extism HTTP). The guest's linear memory is capped at
+// Spec.Memory through a wazero memory allocator, so plugins sharing a
+// compiled module can have different caps; the Extism memory that holds
+// input, output and the blocks a guest allocates through the host is capped
+// at Spec.Memory too.
+//
+// # Engine
+//
+// The host side of the Extism ABI (the extism:host/env imports: kernel
+// memory, input and output, errors, config, vars, logging, HTTP) is
+// implemented in Go on raw wazero (engine_native.go, kernel.go), with the
+// signatures and semantics of Extism's go-sdk v1.7.1, so modules built with
+// any Extism PDK run unchanged. The go-sdk itself costs tens of
+// microseconds and 130 KB per call; its engine is kept behind the
+// mcphost_extism build tag for comparison benchmarks. What a guest writes to stdout
 // and stderr, and its Extism logs, go to the runtime's logger named after
 // the plugin.
 //

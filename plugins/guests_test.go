@@ -12,8 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )

@@ -6,16 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -80,16 +77,6 @@ type Status struct {
 	LastError          string
 	LastErrorAt        time.Time
 	RetryAt            time.Time // when failed: when calls are let through again
-}
-
-type instance struct {
-	p      *extism.Plugin
-	lim    *memLimiter
-	stderr *guestOutput
-}
-
-func (in *instance) close() {
-	_ = in.p.Close(context.Background())
 }
 
 // Load loads one plugin: resolves and verifies its source, compiles it (or
@@ -161,7 +148,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		rt.release(mod)
 		return nil, err
 	}
-	exports := first.p.Module().ExportedFunctions()
+	exports := first.exports()
 	for name := range exports {
 		p.export = append(p.export, name)
 	}
@@ -233,36 +220,14 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	stderr := &guestOutput{log: p.log, level: hclog.Warn, stream: "stderr"}
 	stdout := &guestOutput{log: p.log, level: hclog.Info, stream: "stdout"}
 	mc := p.modCfg.WithStderr(stderr).WithStdout(stdout)
-	ep, err := p.mod.cp.Instance(experimental.WithMemoryAllocator(ctx, lim), extism.PluginInstanceConfig{ModuleConfig: mc})
+	in, err := p.instantiate(ctx, lim, stderr, mc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInstantiate, err)
 	}
-	in := &instance{p: ep, lim: lim, stderr: stderr}
 	if lim.tooBig.Load() {
 		in.close()
 		return nil, fmt.Errorf("%w: the module's initial memory exceeds the cap of %d bytes", ErrInstantiate, p.spec.Memory)
 	}
-	ep.Config = p.src.config
-	ep.AllowedHosts = p.spec.AllowedHosts
-	ep.AllowedPaths = p.spec.AllowedPaths
-	log := p.log
-	ep.SetLogger(func(level extism.LogLevel, msg string) {
-		if level == extism.LogLevelDebug && strings.HasPrefix(msg, "Calling ") {
-			return // Extism's own note of every call
-		}
-		switch level {
-		case extism.LogLevelTrace:
-			log.Trace(msg)
-		case extism.LogLevelDebug:
-			log.Debug(msg)
-		case extism.LogLevelInfo:
-			log.Info(msg)
-		case extism.LogLevelWarn:
-			log.Warn(msg)
-		default:
-			log.Error(msg)
-		}
-	})
 	return in, nil
 }
 
@@ -378,7 +343,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 	defer cancel()
 	in.lim.refused.Store(false)
 	in.stderr.reset()
-	rc, out, err := in.p.CallWithContext(cctx, export, input)
+	rc, out, errMsg, exited, err := in.invoke(cctx, export, input)
 	if err != nil {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) {
@@ -393,15 +358,28 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 					Memory: in.lim.refused.Load(), Stderr: in.stderr.takeTail(), Err: err}
 			}
 		}
-		if msg := in.p.GetErrorWithContext(ctx); msg != "" && msg == err.Error() {
-			return nil, true, &PluginError{Plugin: p.spec.Name, Hook: hook, Code: rc, Message: msg}
-		}
 		in.close()
 		if cctx.Err() != nil && ctx.Err() == nil {
 			return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 		}
 		return nil, false, &TrapError{Plugin: p.spec.Name, Hook: hook, Memory: in.lim.refused.Load(),
 			Stderr: in.stderr.takeTail(), Err: err}
+	}
+	if exited {
+		// The guest called proc_exit(0): its module is closed, but the
+		// call succeeded.
+		in.close()
+		if errMsg != "" || rc != 0 {
+			return nil, false, &PluginError{Plugin: p.spec.Name, Hook: hook, Code: rc, Message: errMsg}
+		}
+		if len(out) > p.spec.MaxOutputBytes {
+			return nil, false, fmt.Errorf("%w: %s: %s returned %d bytes, the limit is %d", ErrOutputTooLarge,
+				p.spec.Name, hook, len(out), p.spec.MaxOutputBytes)
+		}
+		return out, false, nil
+	}
+	if errMsg != "" {
+		return nil, true, &PluginError{Plugin: p.spec.Name, Hook: hook, Code: rc, Message: errMsg}
 	}
 	if rc != 0 {
 		return nil, true, &PluginError{Plugin: p.spec.Name, Hook: hook, Code: rc}

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 )
@@ -43,6 +42,9 @@ type Runtime struct {
 	log     hclog.Logger
 	builtin func(string) ([]byte, map[string]string, bool)
 	gen     atomic.Uint64
+	// guestLevel is what get_log_level tells guests: the Extism level
+	// (0 trace .. 4 error) of the lowest message the logger records.
+	guestLevel int32
 
 	mu      sync.Mutex
 	modules map[string]*module // by sha256
@@ -55,7 +57,7 @@ type module struct {
 	size        int
 	ready       chan struct{} // closed when compiled (or failed)
 	err         error
-	cp          *extism.CompiledPlugin
+	cm          *compiled
 	compileTime time.Duration
 	refs        int // under Runtime.mu
 }
@@ -87,17 +89,18 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	if cache == nil {
 		cache = wazero.NewCompilationCache()
 	}
-	setGuestLogLevel(log)
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
 		WithCloseOnContextDone(true)
-	return &Runtime{
+	rt := &Runtime{
 		cfg:     cfg,
 		cache:   cache,
 		log:     log,
 		builtin: opts.Builtin,
 		modules: map[string]*module{},
-	}, nil
+	}
+	rt.initEngine()
+	return rt, nil
 }
 
 // Close releases the compilation cache and every compiled module still held.
@@ -114,8 +117,8 @@ func (rt *Runtime) Close(ctx context.Context) error {
 	var errs []error
 	for _, m := range mods {
 		<-m.ready
-		if m.cp != nil {
-			errs = append(errs, m.cp.Close(ctx))
+		if m.cm != nil {
+			errs = append(errs, m.cm.close(ctx))
 		}
 	}
 	errs = append(errs, rt.cache.Close(ctx))
@@ -200,10 +203,7 @@ func (rt *Runtime) acquire(ctx context.Context, wasm []byte, sha string) (*modul
 	rt.mu.Unlock()
 
 	start := time.Now()
-	cp, err := extism.NewCompiledPlugin(ctx,
-		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
-		extism.PluginConfig{RuntimeConfig: rt.cfg, EnableWasi: true},
-		nil)
+	cm, err := rt.compile(ctx, wasm)
 	m.compileTime = time.Since(start)
 	if err != nil {
 		m.err = fmt.Errorf("%w: %w", ErrCompile, err)
@@ -215,7 +215,7 @@ func (rt *Runtime) acquire(ctx context.Context, wasm []byte, sha string) (*modul
 		close(m.ready)
 		return nil, m.err
 	}
-	m.cp = cp
+	m.cm = cm
 	close(m.ready)
 	rt.log.Debug("compiled module", "sha256", sha, "bytes", len(wasm), "took", m.compileTime)
 	return m, nil
@@ -230,8 +230,8 @@ func (rt *Runtime) release(m *module) {
 		delete(rt.modules, m.sha)
 	}
 	rt.mu.Unlock()
-	if last && m.cp != nil {
-		if err := m.cp.Close(context.Background()); err != nil {
+	if last && m.cm != nil {
+		if err := m.cm.close(context.Background()); err != nil {
 			rt.log.Warn("closing compiled module", "sha256", m.sha, "error", err)
 		}
 	}
@@ -243,35 +243,3 @@ func (rt *Runtime) Modules() int {
 	defer rt.mu.Unlock()
 	return len(rt.modules)
 }
-
-var logLevelMu sync.Mutex
-
-// setGuestLogLevel lowers Extism's process-wide guest log level (its only
-// knob; guests ask it before formatting a message) to what log wants,
-// Debug at most.
-// hclog filters again, per logger.
-func setGuestLogLevel(log hclog.Logger) {
-	var want extism.LogLevel
-	switch l := log.GetLevel(); {
-	case l == hclog.Off || l == hclog.NoLevel:
-		return
-	case l <= hclog.Debug:
-		// Not Trace: Extism logs its own trace messages to the standard
-		// logger before an instance has ours.
-		want = extism.LogLevelDebug
-	case l == hclog.Info:
-		want = extism.LogLevelInfo
-	case l == hclog.Warn:
-		want = extism.LogLevelWarn
-	default:
-		want = extism.LogLevelError
-	}
-	logLevelMu.Lock()
-	defer logLevelMu.Unlock()
-	if guestLogLevel == 0 || want < guestLogLevel {
-		guestLogLevel = want
-		extism.SetLogLevel(want)
-	}
-}
-
-var guestLogLevel extism.LogLevel

@@ -48,8 +48,8 @@ type Spec struct {
 	// ListTimeout bounds tools_list and describe; 0 means
 	// max(Timeout, DefaultListTimeout).
 	ListTimeout time.Duration
-	Memory  uint64            // bytes; capped guest memory
-	OnError string            // OnErrorDeny or OnErrorSkip
+	Memory      uint64 // bytes; capped guest memory
+	OnError     string // OnErrorDeny or OnErrorSkip
 
 	// Grants; by default a plugin has no filesystem, network or environment.
 	AllowedHosts []string          // hosts reachable through Extism HTTP

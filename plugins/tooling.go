@@ -57,7 +57,7 @@ func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
 		return info, err
 	}
 	defer rt.release(mod)
-	exports := in.p.Module().ExportedFunctions()
+	exports := in.exports()
 	for name := range exports {
 		info.Exports = append(info.Exports, name)
 	}

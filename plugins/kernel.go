@@ -1,0 +1,362 @@
+//go:build !mcphost_extism
+
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gobwas/glob"
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// kernel is the host side of the Extism memory model for one instance: the
+// blocks a guest allocates with alloc, addressed by non-zero offsets, which
+// hold the input, the output, the error message, config and var values and
+// log messages. Extism keeps them in a separate wasm memory managed by its
+// kernel module; here they live in a Go byte slice, capped like the guest's
+// own memory at the spec's limit. Offsets are indexes into the slice, so a
+// guest can only reach its own kernel memory. An instance serves one call
+// at a time, so a kernel needs no lock.
+type kernel struct {
+	p   *Plugin
+	lim *memLimiter
+
+	mem    []byte            // in use up to len(mem); offsets below kernelBase are never allocated
+	blocks map[uint64]block  // live blocks by offset
+	free   []freeBlock       // freed blocks below top, for reuse
+	vars   map[string][]byte // var_set values, kept across calls
+
+	inOff, inLen   uint64
+	outOff, outLen uint64
+	errOff         uint64
+
+	ctx    context.Context // the call's, for http_request
+	status int             // the last http_request's status code
+}
+
+type block struct{ used, cap uint64 }
+
+type freeBlock struct{ off, cap uint64 }
+
+const (
+	kernelBase    = 8        // the first offset handed out
+	kernelShrink  = 4 << 20  // reset drops an arena larger than this
+	maxFreeBlocks = 256      // freed blocks remembered for reuse (the rest wait for reset)
+	maxVarBytes   = 1 << 20  // as the go-sdk's default
+	maxHTTPBytes  = 50 << 20 // as the go-sdk's default
+)
+
+// errKernelMemory is the trap of an alloc that would take the kernel's
+// memory past the cap.
+var errKernelMemory = errors.New("extism memory limit reached")
+
+type kernelKey struct{}
+
+func newKernel(p *Plugin, lim *memLimiter) *kernel {
+	k := &kernel{p: p, lim: lim, blocks: map[uint64]block{}, vars: map[string][]byte{}}
+	k.reset()
+	return k
+}
+
+// reset frees every block, as Extism's kernel does before each call.
+func (k *kernel) reset() {
+	if cap(k.mem) > kernelShrink || cap(k.mem) < kernelBase {
+		k.mem = make([]byte, kernelBase, 4096)
+	}
+	k.mem = k.mem[:kernelBase]
+	clear(k.blocks)
+	k.free = k.free[:0]
+	k.inOff, k.inLen, k.outOff, k.outLen, k.errOff = 0, 0, 0, 0, 0
+}
+
+// alloc returns the offset of a new block of n bytes; 0 for n == 0.
+func (k *kernel) alloc(n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	c := (n + 7) &^ 7
+	if c < n {
+		panic(errKernelMemory)
+	}
+	for i, f := range k.free {
+		if f.cap >= c {
+			k.free[i] = k.free[len(k.free)-1]
+			k.free = k.free[:len(k.free)-1]
+			k.blocks[f.off] = block{used: n, cap: f.cap}
+			return f.off
+		}
+	}
+	off := uint64(len(k.mem))
+	end := off + c
+	if end < off || end > k.lim.limit {
+		k.lim.refused.Store(true)
+		panic(errKernelMemory)
+	}
+	if end > uint64(cap(k.mem)) {
+		newCap := min(max(end, 2*uint64(cap(k.mem))), max(k.lim.limit, end))
+		mem := make([]byte, end, newCap)
+		copy(mem, k.mem)
+		k.mem = mem
+	} else {
+		k.mem = k.mem[:end]
+		clear(k.mem[off:end]) // fresh blocks read as zeros
+	}
+	k.blocks[off] = block{used: n, cap: c}
+	return off
+}
+
+func (k *kernel) freeBlock(off uint64) {
+	b, ok := k.blocks[off]
+	if !ok {
+		return
+	}
+	delete(k.blocks, off)
+	if off+b.cap == uint64(len(k.mem)) {
+		k.mem = k.mem[:off]
+		return
+	}
+	if len(k.free) < maxFreeBlocks {
+		k.free = append(k.free, freeBlock{off: off, cap: b.cap})
+	}
+}
+
+// length is the length of the live block at off, 0 if there is none.
+func (k *kernel) length(off uint64) uint64 {
+	return k.blocks[off].used
+}
+
+// bytes returns the live block at off, nil if there is none. The slice is
+// the kernel's memory: copy what you keep.
+func (k *kernel) bytes(off uint64) []byte {
+	b, ok := k.blocks[off]
+	if !ok {
+		return nil
+	}
+	return k.mem[off : off+b.used]
+}
+
+func (k *kernel) write(data []byte) uint64 {
+	off := k.alloc(uint64(len(data)))
+	copy(k.mem[off:], data)
+	return off
+}
+
+// span checks that [off, off+n) is inside the kernel's memory.
+func (k *kernel) span(off, n uint64) []byte {
+	if top := uint64(len(k.mem)); off > top || n > top-off {
+		panic(fmt.Errorf("extism memory access out of bounds: offset %d, %d bytes, memory %d bytes", off, n, top))
+	}
+	return k.mem[off : off+n]
+}
+
+func (k *kernel) setInput(input []byte) error {
+	if len(input) == 0 {
+		return nil
+	}
+	var err error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("input of %d bytes: %v", len(input), r)
+			}
+		}()
+		k.inOff = k.write(input)
+		k.inLen = uint64(len(input))
+	}()
+	return err
+}
+
+// output returns a copy of the output the guest set.
+func (k *kernel) output() []byte {
+	if top := uint64(len(k.mem)); k.outLen == 0 || k.outOff > top || k.outLen > top-k.outOff {
+		return []byte{}
+	}
+	return bytes.Clone(k.mem[k.outOff : k.outOff+k.outLen])
+}
+
+func (k *kernel) errorMessage() string {
+	if k.errOff == 0 {
+		return ""
+	}
+	return string(k.bytes(k.errOff))
+}
+
+func (k *kernel) log(level hclog.Level, extismLevel int32, off uint64) {
+	if extismLevel >= k.p.rt.guestLevel {
+		k.p.log.Log(level, string(k.bytes(off)))
+	}
+	k.freeBlock(off)
+}
+
+// kernelOf returns the kernel of the calling instance.
+func kernelOf(ctx context.Context) *kernel {
+	k, ok := ctx.Value(kernelKey{}).(*kernel)
+	if !ok {
+		panic("extism host function called outside a plugin call")
+	}
+	return k
+}
+
+// instantiateExtismEnv defines the Extism host functions, module
+// extism:host/env, with the signatures and semantics of the go-sdk v1.7.1.
+func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, error) {
+	const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
+	b := r.NewHostModuleBuilder(extismEnv)
+	def := func(name string, f func(k *kernel, stack []uint64), params, results []api.ValueType) {
+		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
+			f(kernelOf(ctx), stack)
+		}), params, results).Export(name)
+	}
+	none := []api.ValueType{}
+	def("alloc", func(k *kernel, s []uint64) { s[0] = k.alloc(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
+	def("free", func(k *kernel, s []uint64) { k.freeBlock(s[0]) }, []api.ValueType{i64}, none)
+	def("length", func(k *kernel, s []uint64) { s[0] = k.length(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
+	def("length_unsafe", func(k *kernel, s []uint64) { s[0] = k.length(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
+	def("load_u8", func(k *kernel, s []uint64) { s[0] = uint64(k.span(s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
+	def("load_u64", func(k *kernel, s []uint64) { s[0] = binary.LittleEndian.Uint64(k.span(s[0], 8)) }, []api.ValueType{i64}, []api.ValueType{i64})
+	def("store_u8", func(k *kernel, s []uint64) { k.span(s[0], 1)[0] = byte(s[1]) }, []api.ValueType{i64, i32}, none)
+	def("store_u64", func(k *kernel, s []uint64) { binary.LittleEndian.PutUint64(k.span(s[0], 8), s[1]) }, []api.ValueType{i64, i64}, none)
+	def("input_load_u8", func(k *kernel, s []uint64) { s[0] = uint64(k.span(k.inOff+s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
+	def("input_load_u64", func(k *kernel, s []uint64) {
+		s[0] = binary.LittleEndian.Uint64(k.span(k.inOff+s[0], 8))
+	}, []api.ValueType{i64}, []api.ValueType{i64})
+	def("input_set", func(k *kernel, s []uint64) { k.inOff, k.inLen = s[0], s[1] }, []api.ValueType{i64, i64}, none)
+	def("output_set", func(k *kernel, s []uint64) { k.outOff, k.outLen = s[0], s[1] }, []api.ValueType{i64, i64}, none)
+	def("input_length", func(k *kernel, s []uint64) { s[0] = k.inLen }, none, []api.ValueType{i64})
+	def("input_offset", func(k *kernel, s []uint64) { s[0] = k.inOff }, none, []api.ValueType{i64})
+	def("output_length", func(k *kernel, s []uint64) { s[0] = k.outLen }, none, []api.ValueType{i64})
+	def("output_offset", func(k *kernel, s []uint64) { s[0] = k.outOff }, none, []api.ValueType{i64})
+	def("reset", func(k *kernel, s []uint64) { k.reset() }, none, none)
+	def("error_set", func(k *kernel, s []uint64) { k.errOff = s[0] }, []api.ValueType{i64}, none)
+	def("error_get", func(k *kernel, s []uint64) { s[0] = k.errOff }, none, []api.ValueType{i64})
+	def("memory_bytes", func(k *kernel, s []uint64) { s[0] = uint64(len(k.mem)) }, none, []api.ValueType{i64})
+
+	def("config_get", func(k *kernel, s []uint64) {
+		v, ok := k.p.src.config[string(k.bytes(s[0]))]
+		if !ok {
+			s[0] = 0
+			return
+		}
+		s[0] = k.write([]byte(v))
+	}, []api.ValueType{i64}, []api.ValueType{i64})
+	def("var_get", func(k *kernel, s []uint64) {
+		name := string(k.bytes(s[0]))
+		k.freeBlock(s[0])
+		v, ok := k.vars[name]
+		if !ok {
+			s[0] = 0
+			return
+		}
+		s[0] = k.write(v)
+	}, []api.ValueType{i64}, []api.ValueType{i64})
+	def("var_set", func(k *kernel, s []uint64) {
+		name := string(k.bytes(s[0]))
+		k.freeBlock(s[0])
+		if s[1] == 0 {
+			delete(k.vars, name)
+			return
+		}
+		v := bytes.Clone(k.bytes(s[1]))
+		k.freeBlock(s[1])
+		const entry = 40 // the go-sdk's estimate of a map entry's overhead
+		size := entry + len(name) + len(v)
+		for n, old := range k.vars {
+			size += entry + len(n) + len(old)
+		}
+		if size >= maxVarBytes {
+			panic("Variable store is full")
+		}
+		k.vars[name] = v
+	}, []api.ValueType{i64, i64}, none)
+
+	def("http_request", func(k *kernel, s []uint64) { s[0] = k.httpRequest(s[0], s[1]) }, []api.ValueType{i64, i64}, []api.ValueType{i64})
+	def("http_status_code", func(k *kernel, s []uint64) { s[0] = uint64(uint32(int32(k.status))) }, none, []api.ValueType{i32})
+	def("http_headers", func(k *kernel, s []uint64) { s[0] = 0 }, none, []api.ValueType{i64})
+	def("get_log_level", func(k *kernel, s []uint64) { s[0] = uint64(uint32(k.p.rt.guestLevel)) }, none, []api.ValueType{i32})
+	for i, l := range []struct {
+		name  string
+		level hclog.Level
+	}{{"log_trace", hclog.Trace}, {"log_debug", hclog.Debug}, {"log_info", hclog.Info}, {"log_warn", hclog.Warn}, {"log_error", hclog.Error}} {
+		def(l.name, func(k *kernel, s []uint64) { k.log(l.level, int32(i), s[0]) }, []api.ValueType{i64}, none)
+	}
+	return b.Instantiate(ctx)
+}
+
+// httpRequest performs an Extism http_request to the spec's allowed hosts,
+// as the go-sdk does; a refused or failed request traps the guest.
+func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
+	k.status = 0
+	var req struct {
+		Url     string
+		Headers map[string]string
+		Method  string
+	}
+	err := json.Unmarshal(k.bytes(reqOff), &req)
+	k.freeBlock(reqOff)
+	if err != nil {
+		panic(fmt.Errorf("invalid http request: %v", err))
+	}
+	if req.Method == "" {
+		req.Method = "GET"
+	}
+	req.Method = strings.ToUpper(req.Method)
+	u, err := url.Parse(req.Url)
+	if err != nil {
+		panic(fmt.Errorf("invalid url: %v", err))
+	}
+	allowed := false
+	for _, h := range k.p.spec.AllowedHosts {
+		if h == u.Hostname() {
+			allowed = true
+			break
+		}
+		if g, err := glob.Compile(h); err == nil && g.Match(u.Hostname()) {
+			allowed = true
+			break
+		}
+	}
+	if !allowed {
+		panic(fmt.Errorf("HTTP request to '%v' is not allowed", req.Url))
+	}
+	var body io.Reader
+	if bodyOff != 0 {
+		body = bytes.NewReader(bytes.Clone(k.bytes(bodyOff)))
+		k.freeBlock(bodyOff)
+	}
+	ctx := k.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.Url, body)
+	if err != nil {
+		panic(err)
+	}
+	for key, v := range req.Headers {
+		hreq.Header.Set(key, v)
+	}
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	k.status = resp.StatusCode
+	data, err := io.ReadAll(http.MaxBytesReader(nil, resp.Body, maxHTTPBytes))
+	if err != nil {
+		panic(err)
+	}
+	if len(data) == 0 {
+		return 0
+	}
+	return k.write(data)
+}
