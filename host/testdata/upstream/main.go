@@ -39,13 +39,14 @@ func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address and print it")
 	sse := flag.Bool("sse", false, "with -http, serve SSE instead")
 	name := flag.String("name", "upstream", "server name")
+	echoDesc := flag.String("echo-description", "Echoes text.", "the echo tool's description (tests change it to test pinning)")
 	flag.Parse()
 	if *fail != "" {
 		fmt.Fprintln(os.Stderr, *fail)
 		os.Exit(3)
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Title: "Echo", Description: "Echoes text.",
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Title: "Echo", Description: *echoDesc,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
