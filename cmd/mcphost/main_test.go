@@ -349,3 +349,28 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Errorf("unknown command: %d %q", code, errs)
 	}
 }
+
+func TestPluginInspectAndTest(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.json")
+	if err := os.WriteFile(in, []byte(`{"caller":{},"tools":[{"name":"a__get_file_contents","server":"a","tool":"get_file_contents"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := mcphost(t, "plugin", "test", "builtin:titles", "--hook", "tools_list", "--input", in)
+	if code != 0 || !strings.Contains(out, `"title": "Get File Contents"`) {
+		t.Fatalf("plugin test: exit %d\n%s\n%s", code, out, errs)
+	}
+	out, errs, code = mcphost(t, "plugin", "test", "builtin:deny", "--hook", "tools_list", "--input", in, "--config", `tools=["a__*"]`)
+	if code != 0 || strings.Contains(out, "get_file_contents") {
+		t.Fatalf("plugin test with --config: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The built-in module refuses to load without naming a policy, and
+	// inspect says so, after what it could read.
+	out, errs, code = mcphost(t, "plugin", "inspect", "../../filters/builtin.wasm")
+	if code != 1 || !strings.Contains(out, "mcphost_tools_list") || !strings.Contains(errs, `no "mcphost.builtin" configuration key`) {
+		t.Fatalf("plugin inspect: exit %d\n%s\n%s", code, out, errs)
+	}
+	_, errs, code = mcphost(t, "plugin", "inspect", in)
+	if code != 1 || !strings.Contains(errs, "does not load") {
+		t.Fatalf("plugin inspect of JSON: exit %d\n%s", code, errs)
+	}
+}
