@@ -34,13 +34,17 @@ var ErrUnknownTool = errors.New("unknown tool")
 type Options struct {
 	Logger hclog.Logger // nil discards logs
 	Policy Policy       // nil lets everything through
+	// PolicyStatus, if set, reports the policy's own state (the plugins'
+	// load state, calls, crashes, last errors) in GET /status.
+	PolicyStatus func() any
 }
 
 // Host is a running gateway. It is safe for concurrent use.
 type Host struct {
-	cfg    Config
-	log    hclog.Logger
-	policy Policy
+	cfg          Config
+	log          hclog.Logger
+	policyStatus func() any
+	policy       Policy
 
 	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
 	upstreams []*upstream          // config order
@@ -77,10 +81,11 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		log = hclog.NewNullLogger()
 	}
 	h := &Host{
-		cfg:    cfg,
-		log:    log,
-		policy: opts.Policy,
-		byName: make(map[string]*upstream, len(cfg.Servers)),
+		cfg:          cfg,
+		log:          log,
+		policy:       opts.Policy,
+		policyStatus: opts.PolicyStatus,
+		byName:       make(map[string]*upstream, len(cfg.Servers)),
 	}
 	h.views.init()
 	h.progressRoutes.init()

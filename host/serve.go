@@ -31,7 +31,11 @@ func (h *Host) Handler() http.Handler {
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(h.Statuses())
+		doc := StatusDocument{Servers: h.Statuses()}
+		if h.policyStatus != nil {
+			doc.Plugins = h.policyStatus()
+		}
+		_ = json.NewEncoder(w).Encode(doc)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
@@ -120,4 +124,10 @@ func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser
 		return nil
 	}
 	return err
+}
+
+// StatusDocument is what GET /status answers.
+type StatusDocument struct {
+	Servers []Status `json:"servers"`
+	Plugins any      `json:"plugins,omitempty"`
 }

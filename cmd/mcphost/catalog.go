@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/plugins"
 )
 
 // cliCaller is who policies see when the CLI lists or calls tools.
@@ -211,20 +212,31 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", req.URL, resp.Status)
 	}
-	var sts []host.Status
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&sts); err != nil {
+	var doc struct {
+		Servers []host.Status    `json:"servers"`
+		Plugins []plugins.Status `json:"plugins"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&doc); err != nil {
 		return fmt.Errorf("%s: bad status document: %w", req.URL, err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(sts)
+		return enc.Encode(doc)
 	}
+	sts := doc.Servers
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tIN FLIGHT\tRECONNECTS\tSINCE\tERROR")
 	for _, st := range sts {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Transport, st.State, st.Tools, st.InFlight, st.Reconnects,
 			st.Since.Format(time.RFC3339), oneLine(st.Error))
+	}
+	if len(doc.Plugins) > 0 {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintln(tw, "PLUGIN\tSTATE\tHOOKS\tCALLS\tFAILURES\tCRASHES\tLAST ERROR")
+		for _, p := range doc.Plugins {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", p.Name, p.State, strings.Join(p.Hooks, ","), p.Calls, p.Failures, p.Crashes, oneLine(p.LastError))
+		}
 	}
 	return tw.Flush()
 }

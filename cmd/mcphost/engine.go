@@ -52,7 +52,7 @@ func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch
 	if len(file.Plugins) > 0 {
 		log.Info("plugins loaded", "count", len(file.Plugins), "took", time.Since(start).Round(time.Millisecond))
 	}
-	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr})
+	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() }})
 	if err != nil {
 		return e, err
 	}

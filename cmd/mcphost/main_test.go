@@ -72,6 +72,9 @@ server "up" {
 server "clock" {
   command = "CLOCK"
 }
+plugin "titles" {
+  source = "builtin:titles"
+}
 runtime {
   watch = true
 }
@@ -93,7 +96,7 @@ func mcphost(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 func TestValidate(t *testing.T) {
 	good := writeConfig(t, twoServers)
-	if out, errs, code := mcphost(t, "validate", good); code != 0 || !strings.Contains(out, "ok (2 servers, 0 plugins)") {
+	if out, errs, code := mcphost(t, "validate", good); code != 0 || !strings.Contains(out, "ok (2 servers, 1 plugins)") {
 		t.Fatalf("validate good: code %d, out %q, err %q", code, out, errs)
 	}
 	bad := writeConfig(t, `
@@ -298,7 +301,7 @@ func TestRunHTTP(t *testing.T) {
 		pid, _ := strconv.Atoi(txt)
 		return !isErr && pid != pid1 && pid > 0
 	})
-	if out, _, code := mcphost(t, "status", "http://"+addr); code != 0 || !strings.Contains(out, "connected") {
+	if out, _, code := mcphost(t, "status", "http://"+addr); code != 0 || !strings.Contains(out, "connected") || !strings.Contains(out, "titles") || !strings.Contains(out, "loaded") {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
 
