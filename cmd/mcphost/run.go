@@ -29,6 +29,7 @@ Usage:
   mcphost tools CONFIG [--json]
   mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
   mcphost status URL [--token TOKEN]
+  mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--duration D] [--json]
   mcphost plugin inspect FILE [--json]
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPlugin(ctx, rest, stdout, stderr)
 	case "pins":
 		return runPins(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil

@@ -1,0 +1,443 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcphost-project/mcphost/internal/bench"
+)
+
+// Report is every figure of one run; it marshals to the -json file.
+type Report struct {
+	Date       string `json:"date"`
+	Cores      int    `json:"cores"`
+	CPU        string `json:"cpu"`
+	Commit     string `json:"commit"`
+	GoVersion  string `json:"go_version"`
+	Command    string `json:"command"`
+	LoadBefore string `json:"loadavg_before"`
+	LoadAfter  string `json:"loadavg_after"`
+	Took       string `json:"took"`
+	Chain      string `json:"chain,omitempty"`
+
+	Calls struct {
+		Tool          string        `json:"tool"`
+		CallsPerRound int           `json:"calls_per_round"`
+		Warmup        int           `json:"warmup"`
+		Rounds        int           `json:"rounds"`
+		Concurrency   []int         `json:"concurrency"`
+		Targets       []TargetInfo  `json:"targets"`
+		Samples       []CallSample  `json:"samples"`
+		Summary       []CallSummary `json:"summary"`
+		PeakRSS       []NamedBytes  `json:"peak_rss"`
+	} `json:"calls"`
+	Startup []StartupSummary `json:"startup"`
+	List    struct {
+		Upstreams        int          `json:"upstreams"`
+		ToolsPerUpstream int          `json:"tools_per_upstream"`
+		Results          []ListResult `json:"results"`
+	} `json:"list"`
+	Profiles []Profile `json:"profiles,omitempty"`
+	Goals    []Goal    `json:"goals"`
+	Notes    []string  `json:"notes,omitempty"`
+}
+
+type TargetInfo struct {
+	Name string `json:"name"`
+	Note string `json:"note,omitempty"`
+}
+
+type CallSample struct {
+	Round       int           `json:"round"`
+	Target      string        `json:"target"`
+	Concurrency int           `json:"concurrency"`
+	Result      *bench.Result `json:"result"`
+	RSS         int64         `json:"rss_bytes"`
+	// Calls counts warm-up calls too, as CPU does.
+	Calls int      `json:"calls_with_warmup"`
+	CPU   cpuTimes `json:"cpu"`
+}
+
+// CallSummary is the medians over rounds of one target at one concurrency;
+// ratios are to the direct target in the same round.
+type CallSummary struct {
+	Target      string        `json:"target"`
+	Concurrency int           `json:"concurrency"`
+	Rounds      int           `json:"rounds"`
+	Failures    int           `json:"failures"`
+	P50         time.Duration `json:"p50_ns"`
+	P99         time.Duration `json:"p99_ns"`
+	CallsPerSec float64       `json:"calls_per_sec"`
+	P50Ratio    float64       `json:"p50_ratio"`
+	CPSRatio    float64       `json:"calls_per_sec_ratio"`
+	RSS         int64         `json:"rss_bytes"`
+	// CPU per call, totals over every round divided by calls made.
+	GatewayCPU time.Duration `json:"gateway_cpu_per_call_ns"`
+	GroupCPU   time.Duration `json:"group_cpu_per_call_ns"`
+	ClientCPU  time.Duration `json:"client_cpu_per_call_ns"`
+}
+
+type NamedBytes struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+type StartSample struct {
+	Ready   time.Duration `json:"ready_ns"`
+	IdleRSS int64         `json:"idle_rss_bytes"`
+}
+
+type StartupSummary struct {
+	Config  string        `json:"config"`
+	Samples []StartSample `json:"samples"`
+}
+
+func (s StartupSummary) ready() (median, lo, hi time.Duration) {
+	var v []time.Duration
+	for _, x := range s.Samples {
+		v = append(v, x.Ready)
+	}
+	if len(v) == 0 {
+		return 0, 0, 0
+	}
+	return bench.Median(v), slices.Min(v), slices.Max(v)
+}
+
+func (s StartupSummary) rss() int64 {
+	var v []int64
+	for _, x := range s.Samples {
+		v = append(v, x.IdleRSS)
+	}
+	return bench.Median(v)
+}
+
+type ListResult struct {
+	Path          string      `json:"path"`
+	Tools         int         `json:"tools"`
+	Cached        bench.Stats `json:"cached"`     // raw HTTP client
+	SDKCached     bench.Stats `json:"sdk_cached"` // go-sdk client
+	Changes       int         `json:"changes,omitempty"`
+	Stale         int         `json:"stale,omitempty"`
+	AfterChange   bench.Stats `json:"after_change"`
+	ChangeVisible bench.Stats `json:"change_visible"`
+	Error         string      `json:"error,omitempty"`
+}
+
+type Profile struct {
+	Config      string        `json:"config"`
+	File        string        `json:"file"`
+	Load        string        `json:"load"`
+	Duration    time.Duration `json:"duration_ns"`
+	Calls       int           `json:"calls"`
+	CallsPerSec float64       `json:"calls_per_sec"`
+	Top         string        `json:"top"`
+	TopCum      string        `json:"top_cum"`
+}
+
+// Goal is one of issue 6's targets with what this run measured.
+type Goal struct {
+	What     string `json:"what"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Status   string `json:"status"` // met, missed, not measured
+}
+
+const (
+	namePlain = "mcphost, stdio upstream, no plugins"
+	nameChain = "mcphost, stdio upstream, quickstart chain"
+)
+
+// summarize computes CallSummary rows, in target order.
+func (r *Report) summarize() {
+	type key struct {
+		t string
+		c int
+	}
+	by := map[key][]CallSample{}
+	direct := map[[2]int]*bench.Result{} // round, concurrency
+	for _, s := range r.Calls.Samples {
+		by[key{s.Target, s.Concurrency}] = append(by[key{s.Target, s.Concurrency}], s)
+		if s.Target == directName {
+			direct[[2]int{s.Round, s.Concurrency}] = s.Result
+		}
+	}
+	r.Calls.Summary = nil
+	for _, c := range r.Calls.Concurrency {
+		for _, t := range r.Calls.Targets {
+			ss := by[key{t.Name, c}]
+			if len(ss) == 0 {
+				continue
+			}
+			var p50, p99 []time.Duration
+			var cps, ratio, cpsRatio []float64
+			var rss []int64
+			fails, calls := 0, 0
+			var cpu cpuTimes
+			for _, s := range ss {
+				calls += s.Calls
+				cpu.Gateway += s.CPU.Gateway
+				cpu.Group += s.CPU.Group
+				cpu.Client += s.CPU.Client
+				p50 = append(p50, s.Result.P50)
+				p99 = append(p99, s.Result.P99)
+				cps = append(cps, s.Result.CallsPerSec)
+				rss = append(rss, s.RSS)
+				fails += s.Result.Failures
+				if d := direct[[2]int{s.Round, c}]; d != nil && d.P50 > 0 && d.CallsPerSec > 0 {
+					ratio = append(ratio, float64(s.Result.P50)/float64(d.P50))
+					cpsRatio = append(cpsRatio, s.Result.CallsPerSec/d.CallsPerSec)
+				}
+			}
+			sum := CallSummary{
+				Target: t.Name, Concurrency: c, Rounds: len(ss), Failures: fails,
+				P50: bench.Median(p50), P99: bench.Median(p99), CallsPerSec: bench.Median(cps),
+				P50Ratio: bench.Median(ratio), CPSRatio: bench.Median(cpsRatio), RSS: bench.Median(rss),
+			}
+			if calls > 0 {
+				sum.GatewayCPU = cpu.Gateway / time.Duration(calls)
+				sum.GroupCPU = cpu.Group / time.Duration(calls)
+				sum.ClientCPU = cpu.Client / time.Duration(calls)
+			}
+			r.Calls.Summary = append(r.Calls.Summary, sum)
+		}
+	}
+}
+
+func (r *Report) callSummary(target string, c int) *CallSummary {
+	for i := range r.Calls.Summary {
+		if s := &r.Calls.Summary[i]; s.Target == target && s.Concurrency == c {
+			return s
+		}
+	}
+	return nil
+}
+
+// chainOverhead is the median over rounds of the chain's p50 minus the
+// plain gateway's p50 in the same round.
+func (r *Report) chainOverhead(c int) (time.Duration, bool) {
+	plain := map[int]time.Duration{}
+	for _, s := range r.Calls.Samples {
+		if s.Target == namePlain && s.Concurrency == c {
+			plain[s.Round] = s.Result.P50
+		}
+	}
+	var d []time.Duration
+	for _, s := range r.Calls.Samples {
+		if p, ok := plain[s.Round]; ok && s.Target == nameChain && s.Concurrency == c {
+			d = append(d, s.Result.P50-p)
+		}
+	}
+	if len(d) == 0 {
+		return 0, false
+	}
+	return bench.Median(d), true
+}
+
+func (r *Report) startup(config string) *StartupSummary {
+	for i := range r.Startup {
+		if r.Startup[i].Config == config && len(r.Startup[i].Samples) > 0 {
+			return &r.Startup[i]
+		}
+	}
+	return nil
+}
+
+func (r *Report) listResult(path string) *ListResult {
+	for i := range r.List.Results {
+		if r.List.Results[i].Path == path {
+			return &r.List.Results[i]
+		}
+	}
+	return nil
+}
+
+// evaluate checks the run against issue 6's targets.
+func (r *Report) evaluate() {
+	r.summarize()
+	r.Goals = nil
+	goal := func(what, target string, measured string, ok, have bool) {
+		st := "not measured"
+		if have {
+			st = "met"
+			if !ok {
+				st = "missed"
+			}
+		} else {
+			measured = "—"
+		}
+		r.Goals = append(r.Goals, Goal{What: what, Target: target, Measured: measured, Status: st})
+	}
+	ratioGoal := func(c int, limit float64) {
+		s := r.callSummary(namePlain, c)
+		have := s != nil && s.P50Ratio > 0
+		var m string
+		if have {
+			m = fmt.Sprintf("%.2fx (%s vs %s)", s.P50Ratio, fmtDur(s.P50), fmtDur(r.callSummary(directName, c).P50))
+		}
+		goal(fmt.Sprintf("p50 through mcphost, no plugins, c=%d", c), fmt.Sprintf("<= %.2fx direct", limit), m, have && s.P50Ratio <= limit, have)
+	}
+	ratioGoal(1, 1.4)
+	ratioGoal(4, 0.95)
+	if s := r.callSummary(namePlain, 4); s != nil && s.CPSRatio > 0 {
+		goal("calls/s through mcphost, no plugins, c=4", ">= direct", fmt.Sprintf("%.2fx (%.0f vs %.0f)", s.CPSRatio, s.CallsPerSec, r.callSummary(directName, 4).CallsPerSec), s.CPSRatio >= 1, true)
+	} else {
+		goal("calls/s through mcphost, no plugins, c=4", ">= direct", "", false, false)
+	}
+	d, ok := r.chainOverhead(1)
+	goal("p50 added by the quickstart chain, c=1", "<= 50µs", signedDur(d), d <= 50*time.Microsecond, ok)
+	if l := r.listResult("mcphost, quickstart chain"); l != nil && l.Error != "" {
+		goal("tools/list of 1000 tools, quickstart chain", "<= 1ms cached, <= 100ms after a change", "failed: "+l.Error, false, true)
+	} else if l != nil {
+		goal(fmt.Sprintf("tools/list of %d tools / %d upstreams, quickstart chain, cached (p50, raw client)", l.Tools, r.List.Upstreams), "<= 1ms", fmtDur(l.Cached.P50), l.Cached.P50 <= time.Millisecond, true)
+		goal("the same, first list after a change (p50, raw client)", "<= 100ms", fmtDur(l.AfterChange.P50), l.AfterChange.P50 <= 100*time.Millisecond, l.Changes > 0)
+	} else {
+		goal("tools/list of 1000 tools, quickstart chain, cached", "<= 1ms", "", false, false)
+		goal("the same, first list after a change", "<= 100ms", "", false, false)
+	}
+	if s := r.startup(startChainWarm); s != nil {
+		m, _, _ := s.ready()
+		goal("ready, quickstart chain, warm compile cache (median)", "<= 300ms", fmtDur(m), m <= 300*time.Millisecond, true)
+	} else {
+		goal("ready, quickstart chain, warm compile cache", "<= 300ms", "", false, false)
+	}
+	if s := r.startup(startPlain); s != nil {
+		goal("idle RSS, no plugins", "<= 20 MiB", fmtMiB(s.rss()), s.rss() <= 20<<20, true)
+	} else {
+		goal("idle RSS, no plugins", "<= 20 MiB", "", false, false)
+	}
+	var chainRSS []int64
+	for _, name := range []string{startChainCold, startChainWarm} {
+		if s := r.startup(name); s != nil {
+			for _, x := range s.Samples {
+				chainRSS = append(chainRSS, x.IdleRSS)
+			}
+		}
+	}
+	m := bench.Median(chainRSS)
+	goal("idle RSS, quickstart chain", "<= 120 MiB", fmtMiB(m), m <= 120<<20, len(chainRSS) > 0)
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + fmtDur(-d)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+func signedDur(d time.Duration) string {
+	if d >= 0 {
+		return "+" + fmtDur(d)
+	}
+	return fmtDur(d)
+}
+
+func fmtMiB(b int64) string {
+	if b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+func (r *Report) writeMarkdown(w io.Writer) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("## Results\n\n")
+	p("- date: %s; machine: %d cores, %s; commit %s; %s\n", r.Date, r.Cores, r.CPU, r.Commit, r.GoVersion)
+	p("- command: `%s` (took %s)\n", r.Command, r.Took)
+	p("- load average (1, 5, 15 min) before: %s; after: %s\n", r.LoadBefore, r.LoadAfter)
+	if r.Chain != "" {
+		p("- quickstart chain: %s\n", r.Chain)
+	}
+	p("\n")
+
+	if len(r.Calls.Summary) > 0 {
+		p("### tools/call\n\n")
+		p("Tool `%s`, %d measured calls per target per round after %d warm-up calls, one session per target, %d rounds round-robin; medians over rounds, ratios to direct in the same round. RSS is the gateway process's VmRSS after its measurement (the server's for direct).\n\n",
+			r.Calls.Tool, r.Calls.CallsPerRound, r.Calls.Warmup, r.Calls.Rounds)
+		p("| target | c | p50 | p99 | calls/s | p50 / direct | calls/s / direct | RSS | failures |\n")
+		p("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, s := range r.Calls.Summary {
+			p("| %s | %d | %s | %s | %.0f | %.2fx | %.2fx | %s | %d |\n", s.Target, s.Concurrency, fmtDur(s.P50), fmtDur(s.P99), s.CallsPerSec, s.P50Ratio, s.CPSRatio, fmtMiB(s.RSS), s.Failures)
+		}
+		p("\nCPU time per call (from /proc/PID/stat, 10 ms ticks, totals over all rounds, warm-up calls included): the gateway process alone, its process group (gateway plus the upstream server it runs; for direct, the server), and the bench client in this process.\n\n")
+		p("| target | c | gateway CPU/call | server side CPU/call | client CPU/call |\n|---|--:|--:|--:|--:|\n")
+		for _, s := range r.Calls.Summary {
+			p("| %s | %d | %s | %s | %s |\n", s.Target, s.Concurrency, fmtDur(s.GatewayCPU), fmtDur(s.GroupCPU), fmtDur(s.ClientCPU))
+		}
+		for _, c := range r.Calls.Concurrency {
+			if d, ok := r.chainOverhead(c); ok {
+				p("\nQuickstart chain over no plugins, c=%d: %s at p50 (median of per-round differences).\n", c, signedDur(d))
+			}
+		}
+		if len(r.Calls.PeakRSS) > 0 {
+			p("\nPeak RSS (VmHWM) over the whole section: ")
+			var parts []string
+			for _, b := range r.Calls.PeakRSS {
+				parts = append(parts, fmt.Sprintf("%s %s", b.Name, fmtMiB(b.Bytes)))
+			}
+			p("%s.\n", strings.Join(parts, "; "))
+		}
+		p("\n")
+	}
+
+	if len(r.Startup) > 0 {
+		p("### Start-up and idle RSS\n\n")
+		p("`mcphost run` from exec to its \"serving\" line (logged once every upstream connected and the listener is bound; /healthz checked after), one stdio upstream (everything-server). Idle RSS is VmRSS %s after ready plus one tools/list and one call.\n\n", "a moment")
+		p("| config | starts | ready p50 | min | max | idle RSS p50 |\n|---|--:|--:|--:|--:|--:|\n")
+		for _, s := range r.Startup {
+			if len(s.Samples) == 0 {
+				p("| %s | 0 | — | — | — | — |\n", s.Config)
+				continue
+			}
+			m, lo, hi := s.ready()
+			p("| %s | %d | %s | %s | %s | %s |\n", s.Config, len(s.Samples), fmtDur(m), fmtDur(lo), fmtDur(hi), fmtMiB(s.rss()))
+		}
+		p("\n")
+	}
+
+	if len(r.List.Results) > 0 {
+		p("### tools/list of many tools\n\n")
+		p("%d stdio upstreams of %d tools each (plus one `bump` tool each), every page listed over streamable HTTP. \"raw\" is a minimal HTTP client that reads the JSON-RPC response without decoding it (the server's time); \"go-sdk\" is `ClientSession.Tools`, which also decodes every tool. \"After a change\": an upstream's tools changed, the go-sdk session got notifications/tools/list_changed, then the raw client listed; \"change visible\" is from the call that changed the upstream to the end of that list.\n\n", r.List.Upstreams, r.List.ToolsPerUpstream)
+		p("| path | tools | cached p50 (raw) | cached p90 (raw) | cached p50 (go-sdk) | after a change p50 (raw) | after a change max | change visible p50 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, l := range r.List.Results {
+			if l.Error != "" {
+				p("| %s | %d | failed: %s | | | | | |\n", l.Path, l.Tools, l.Error)
+				continue
+			}
+			if l.Changes == 0 {
+				p("| %s | %d | %s | %s | %s | — | — | — |\n", l.Path, l.Tools, fmtDur(l.Cached.P50), fmtDur(l.Cached.P90), fmtDur(l.SDKCached.P50))
+				continue
+			}
+			p("| %s | %d | %s | %s | %s | %s | %s | %s |\n", l.Path, l.Tools, fmtDur(l.Cached.P50), fmtDur(l.Cached.P90), fmtDur(l.SDKCached.P50), fmtDur(l.AfterChange.P50), fmtDur(l.AfterChange.Max), fmtDur(l.ChangeVisible.P50))
+		}
+		p("\n")
+	}
+
+	if len(r.Goals) > 0 {
+		p("### Targets\n\n| target | goal | measured | status |\n|---|---|---|---|\n")
+		for _, g := range r.Goals {
+			p("| %s | %s | %s | %s |\n", g.What, g.Target, g.Measured, g.Status)
+		}
+		p("\n")
+	}
+
+	for _, pr := range r.Profiles {
+		p("### CPU profile: %s\n\n", pr.Config)
+		p("gatewayprof (mcphost's decoder, plugin manager and host), %s for %s: %d requests, %.0f/s. `go tool pprof -top %s`:\n\n```\n%s```\n\nWith -cum:\n\n```\n%s```\n\n", pr.Load, pr.Duration, pr.Calls, pr.CallsPerSec, pr.File, pr.Top, pr.TopCum)
+	}
+
+	if len(r.Notes) > 0 {
+		p("### Notes from the run\n\n")
+		for _, n := range r.Notes {
+			p("- %s\n", n)
+		}
+		p("\n")
+	}
+}

@@ -1,0 +1,91 @@
+// Command gatewayprof serves a config the way `mcphost run` does (the same
+// config decoder, plugin runtime, manager and host) and writes a CPU profile
+// of the whole run, from start to SIGTERM. The comparison runs it under load
+// with -profile, since the mcphost binary itself has no profiling switch.
+//
+// builtin: sources resolve to the policies embedded from filters/, as in
+// the mcphost binary.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+func main() {
+	cfgPath := flag.String("config", "", "config file")
+	addr := flag.String("http", "127.0.0.1:0", "listen address")
+	out := flag.String("cpuprofile", "cpu.pprof", "CPU profile file, written at SIGTERM")
+	flag.Parse()
+	if err := run(*cfgPath, *addr, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "gatewayprof:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cfgPath, addr, out string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	file, diags := config.Load(cfgPath)
+	if diags.HasErrors() {
+		return diags.Err()
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "gatewayprof", Level: hclog.Info, Output: os.Stderr})
+	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Logger: log.Named("plugins"), Builtin: filters.Builtin})
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.Background())
+	mgr, err := plugins.NewManager(rt, nil)
+	if err != nil {
+		return err
+	}
+	defer mgr.Close(context.Background())
+	if err := mgr.Reload(ctx, file.Plugins); err != nil {
+		return err
+	}
+	h, err := host.New(file.Host, &host.Options{Logger: log, Policy: mgr})
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.Start(ctx); err != nil {
+		return err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	// Write the profile as soon as the signal comes: the graceful HTTP
+	// shutdown after it may outlast the caller's patience.
+	written := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		pprof.StopCPUProfile()
+		f.Close()
+		log.Info("profile written", "file", out)
+		close(written)
+	}()
+	err = h.ListenAndServe(ctx, addr, func(a net.Addr) {
+		log.Info("serving", "mcp", fmt.Sprintf("http://%s/mcp", a))
+	})
+	stop()
+	<-written
+	return err
+}
