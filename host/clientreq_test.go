@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // samplingClient answers sampling with "echo: PROMPT" and elicitation with
@@ -120,7 +122,7 @@ func TestSharedSessionRefusesAmbiguousRequests(t *testing.T) {
 		defer close(done)
 		callText(t, cs2, "a__sleep", map[string]any{"millis": 1500})
 	}()
-	waitFor(t, "the other call to be in flight", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
+	testproc.WaitFor(t, "the other call to be in flight", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
 	got, isErr := callText(t, cs1, "a__sample", map[string]any{"text": "two"})
 	if !isErr || !strings.Contains(got, "ambiguous") || !strings.Contains(got, `sessions = "per_client"`) {
 		t.Fatalf("sample during another client's call = %q (isError %v), want an ambiguity error", got, isErr)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
@@ -29,9 +30,9 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 
 // Every transport upstream (stdio, streamable HTTP, SSE), one endpoint down.
 func TestAggregatesEveryUpstreamTransport(t *testing.T) {
-	httpAddr := freePort(t)
+	httpAddr := testproc.FreeAddr(t)
 	startProcess(t, httpAddr, everythingBin, "-http="+httpAddr, "-stateless=false")
-	sseAddr := freePort(t)
+	sseAddr := testproc.FreeAddr(t)
 	startProcess(t, sseAddr, upstreamBin, "-http="+sseAddr, "-sse", "-name", "ssesrv")
 
 	h := startHost(t, Config{Servers: []ServerConfig{
@@ -113,7 +114,7 @@ func TestUpstreamCrashAndRecovery(t *testing.T) {
 	if got, _ := callText(t, cs, "b__echo", map[string]any{"text": "still here"}); got != "still here" {
 		t.Errorf("b__echo = %q", got)
 	}
-	waitFor(t, "a to reconnect", 10*time.Second, func() bool { return h.Statuses()[0].State == StateConnected })
+	testproc.WaitFor(t, "a to reconnect", 10*time.Second, func() bool { return h.Statuses()[0].State == StateConnected })
 	pid2, isErr := callText(t, cs, "a__pid", nil)
 	if isErr || pid2 == pid1 {
 		t.Fatalf("after recovery pid = %q (was %q, isError %v)", pid2, pid1, isErr)
@@ -179,7 +180,7 @@ func TestProgressAndCancellation(t *testing.T) {
 	if _, err := cs.CallTool(context.Background(), params); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "three progress notifications", 5*time.Second, func() bool {
+	testproc.WaitFor(t, "three progress notifications", 5*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == 3
@@ -192,10 +193,10 @@ func TestProgressAndCancellation(t *testing.T) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sleep", Arguments: map[string]any{"millis": 20000}})
 		errc <- err
 	}()
-	waitFor(t, "the call to reach the upstream", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
+	testproc.WaitFor(t, "the call to reach the upstream", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
 	cancel()
 	<-errc
-	waitFor(t, "the upstream call to end", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 0 })
+	testproc.WaitFor(t, "the upstream call to end", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 0 })
 }
 
 func TestToolListChangedReachesClients(t *testing.T) {
@@ -219,7 +220,7 @@ func TestIdleDisconnectAndReconnectOnDemand(t *testing.T) {
 	sc := stdioServer("a")
 	sc.IdleTimeout = 300 * time.Millisecond
 	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
-	waitFor(t, "idle disconnect", 5*time.Second, func() bool { return h.Statuses()[0].State == StateDisconnected })
+	testproc.WaitFor(t, "idle disconnect", 5*time.Second, func() bool { return h.Statuses()[0].State == StateDisconnected })
 	if n := len(mustTools(t, h)); n == 0 {
 		t.Fatal("an idle server's tools must stay listed")
 	}
@@ -249,11 +250,11 @@ func TestCloseEndsProcessesAndChildren(t *testing.T) {
 	pid, _ := strconv.Atoi(text(t, res))
 	res, _ = h.CallTool(ctx, abi.Caller{}, "a__spawn_child", nil)
 	child, _ := strconv.Atoi(text(t, res))
-	if !alive(pid) || !alive(child) {
+	if !testproc.Alive(pid) || !testproc.Alive(child) {
 		t.Fatalf("server %d or child %d not running", pid, child)
 	}
 	h.Close()
-	waitFor(t, "processes to end", 5*time.Second, func() bool { return !alive(pid) && !alive(child) })
+	testproc.WaitFor(t, "processes to end", 5*time.Second, func() bool { return !testproc.Alive(pid) && !testproc.Alive(child) })
 	if _, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("call after close: %v, want ErrClosed", err)
 	}

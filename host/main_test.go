@@ -7,14 +7,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // Real upstream servers, built once for the package's tests.
@@ -29,19 +29,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	upstreamBin = filepath.Join(dir, "upstream")
-	everythingBin = filepath.Join(dir, "everything-server")
-	for pkg, out := range map[string]string{
-		"./testdata/upstream": upstreamBin,
-		"github.com/modelcontextprotocol/go-sdk/conformance/everything-server": everythingBin,
-	} {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
-			os.Exit(1)
-		}
+	bins, err := testproc.Build(dir, map[string]string{
+		"upstream":          "./testdata/upstream",
+		"everything-server": "github.com/modelcontextprotocol/go-sdk/conformance/everything-server",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	upstreamBin, everythingBin = bins["upstream"], bins["everything-server"]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -99,18 +95,6 @@ func connectHTTP(t *testing.T, h *Host, copts *mcp.ClientOptions) *mcp.ClientSes
 	return cs
 }
 
-// freePort returns a loopback address nothing listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // startProcess runs a server process for the test's duration and waits until
 // addr accepts connections.
 func startProcess(t *testing.T, addr string, name string, args ...string) *exec.Cmd {
@@ -132,30 +116,6 @@ func startProcess(t *testing.T, addr string, name string, args ...string) *exec.
 			t.Fatalf("%s did not listen on %s: %v", name, addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	// A zombie still answers kill(0); it is dead for our purposes.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(b))
-	return len(fields) < 3 || fields[2] != "Z"
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

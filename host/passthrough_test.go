@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 func everythingServer(name string) ServerConfig {
@@ -110,7 +112,7 @@ func TestPromptsResourcesCompletionLogging(t *testing.T) {
 	if got, isErr := callText(t, cs, "every__test_tool_with_logging", nil); isErr {
 		t.Fatalf("logging tool: %s", got)
 	}
-	waitFor(t, "three log messages", 5*time.Second, func() bool {
+	testproc.WaitFor(t, "three log messages", 5*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(logs) == 3
@@ -139,7 +141,7 @@ func TestPromptsResourcesCompletionLogging(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no prompts/list_changed reached the client")
 	}
-	waitFor(t, "the new prompt", 5*time.Second, func() bool {
+	testproc.WaitFor(t, "the new prompt", 5*time.Second, func() bool {
 		prompts, err := cs.ListPrompts(ctx, nil)
 		if err != nil {
 			return false

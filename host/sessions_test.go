@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 func perClient(sc ServerConfig) ServerConfig {
@@ -57,7 +59,7 @@ func TestPerClientSessionIsolation(t *testing.T) {
 	wg.Wait()
 	for i, c := range []*samplingClient{&c1, &c2} {
 		name := []string{"one", "two"}[i]
-		waitFor(t, "logs", 5*time.Second, func() bool { _, logs := c.seen(); return len(logs) == 5 })
+		testproc.WaitFor(t, "logs", 5*time.Second, func() bool { _, logs := c.seen(); return len(logs) == 5 })
 		prompts, logs := c.seen()
 		if len(prompts) != 5 {
 			t.Errorf("client %s was asked %d times, want 5", name, len(prompts))
@@ -145,7 +147,7 @@ func TestPerClientSessionsDoNotLeak(t *testing.T) {
 	if len(pids) != sessions {
 		t.Errorf("%d client sessions reached %d upstream processes, want one each", sessions, len(pids))
 	}
-	waitFor(t, "per-client processes to end", 20*time.Second, func() bool {
+	testproc.WaitFor(t, "per-client processes to end", 20*time.Second, func() bool {
 		return upstreamProcs(t, "leak") == base && h.upstreamNamed("leak").clientCount() == 0 && h.sessions.count() == 0
 	})
 }
@@ -168,7 +170,7 @@ func TestPerClientSessionsAreBounded(t *testing.T) {
 		defer close(done)
 		callText(t, cs2, "a__sleep", map[string]any{"millis": 1000})
 	}()
-	waitFor(t, "client 2's call to be in flight", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
+	testproc.WaitFor(t, "client 2's call to be in flight", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
 	got, isErr := callText(t, cs1, "a__pid", nil)
 	if !isErr || !strings.Contains(got, "too many client sessions") {
 		t.Errorf("call while the only session is busy = %q (isError %v)", got, isErr)
@@ -183,7 +185,7 @@ func TestPerClientSessionsIdleReaping(t *testing.T) {
 	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
 	cs := connectHTTP(t, h, nil)
 	callText(t, cs, "idle__pid", nil)
-	waitFor(t, "the idle per-client session to be reaped", 5*time.Second, func() bool {
+	testproc.WaitFor(t, "the idle per-client session to be reaped", 5*time.Second, func() bool {
 		return h.upstreamNamed("idle").clientCount() == 0 && upstreamProcs(t, "idle") == 0
 	})
 	if got, isErr := callText(t, cs, "idle__echo", map[string]any{"text": "back"}); isErr || got != "back" {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // Binaries built once for the package's tests: mcphost itself and real
@@ -32,21 +33,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	mcphostBin = filepath.Join(dir, "mcphost")
-	upstreamBin = filepath.Join(dir, "upstream")
-	clockBin = filepath.Join(dir, "clock")
-	for pkg, out := range map[string]string{
-		".":                            mcphostBin,
-		"../../host/testdata/upstream": upstreamBin,
-		"../../examples/servers/clock": clockBin,
-	} {
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
-			os.Exit(1)
-		}
+	bins, err := testproc.Build(dir, map[string]string{
+		"mcphost":  ".",
+		"upstream": "../../host/testdata/upstream",
+		"clock":    "../../examples/servers/clock",
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	mcphostBin, upstreamBin, clockBin = bins["mcphost"], bins["upstream"], bins["clock"]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -181,44 +177,11 @@ func TestRunStdio(t *testing.T) {
 	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
 		t.Errorf("mcphost did not exit cleanly after stdin closed: %v\nstderr:\n%s", cmd.ProcessState, stderr.String())
 	}
-	if alive(upPid) {
+	if testproc.Alive(upPid) {
 		t.Errorf("upstream %d outlived mcphost", upPid)
 	}
 	if !strings.Contains(stderr.String(), "serving on stdio") {
 		t.Errorf("logs did not reach stderr:\n%s", stderr.String())
-	}
-}
-
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	return len(f) < 3 || f[2] != "Z"
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -247,7 +210,7 @@ func (s *syncBuffer) String() string {
 // ends everything cleanly.
 func TestRunHTTP(t *testing.T) {
 	cfg := writeConfig(t, twoServers)
-	addr := freeAddr(t)
+	addr := testproc.FreeAddr(t)
 	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
 	logs := newSyncBuffer()
 	cmd.Stderr = logs
@@ -265,7 +228,7 @@ func TestRunHTTP(t *testing.T) {
 			<-exited
 		}
 	})
-	waitFor(t, "mcphost to serve", 30*time.Second, func() bool {
+	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -296,7 +259,7 @@ func TestRunHTTP(t *testing.T) {
 	// Kill the upstream from outside: the call after gets an error or, once
 	// it is back, an answer from a new process.
 	syscall.Kill(pid1, syscall.SIGKILL)
-	waitFor(t, "the upstream to come back", 15*time.Second, func() bool {
+	testproc.WaitFor(t, "the upstream to come back", 15*time.Second, func() bool {
 		txt, isErr := callText("up__pid", nil)
 		pid, _ := strconv.Atoi(txt)
 		return !isErr && pid != pid1 && pid > 0
@@ -317,7 +280,7 @@ func TestRunHTTP(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no tools/list_changed after the config changed; logs:\n%s", logs.String())
 	}
-	waitFor(t, "the removed server's process to end", 10*time.Second, func() bool { return !alive(pid2) })
+	testproc.WaitFor(t, "the removed server's process to end", 10*time.Second, func() bool { return !testproc.Alive(pid2) })
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
