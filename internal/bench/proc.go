@@ -244,35 +244,48 @@ func CPUTime(pid int) (time.Duration, error) {
 	return st.cpu, nil
 }
 
-// GroupCPUTime returns the CPU time used by the live processes of process
-// group pgid: a server started by StartProcess and every child it runs.
-func GroupCPUTime(pgid int) (time.Duration, error) {
+// TreeCPUTime returns the CPU time used by pid and every live process
+// descended from it: a gateway and the upstream servers it started, even
+// those it put in process groups of their own.
+func TreeCPUTime(pid int) (time.Duration, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, err
 	}
-	var sum time.Duration
-	found := false
+	stats := map[int]procStat{}
 	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+		p, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		st, err := readStat(pid)
-		if err != nil || st.pgrp != pgid {
-			continue
+		if st, err := readStat(p); err == nil {
+			stats[p] = st
 		}
-		sum += st.cpu
-		found = true
 	}
-	if !found {
-		return 0, fmt.Errorf("bench: no process in group %d", pgid)
+	if _, ok := stats[pid]; !ok {
+		return 0, fmt.Errorf("bench: no process %d", pid)
+	}
+	var sum time.Duration
+	for p, st := range stats {
+		// Walk up to pid or to the root; /proc is read once, so the walk
+		// ends even if a parent link is stale.
+		for q, n := p, 0; n < 64; n++ {
+			if q == pid {
+				sum += st.cpu
+				break
+			}
+			parent, ok := stats[q]
+			if !ok || parent.ppid == q || parent.ppid == 0 {
+				break
+			}
+			q = parent.ppid
+		}
 	}
 	return sum, nil
 }
 
 type procStat struct {
-	pgrp int
+	ppid int
 	cpu  time.Duration
 }
 
@@ -282,7 +295,7 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, err
 	}
 	// The command name is in parentheses and may hold spaces: fields are
-	// counted from the last ')'. After it: state ppid pgrp ... with utime
+	// counted from the last ')'. After it: state ppid pgrp ..., with utime
 	// and stime the 14th and 15th fields of the line.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
@@ -292,11 +305,11 @@ func readStat(pid int) (procStat, error) {
 	if len(f) < 13 {
 		return procStat{}, fmt.Errorf("bench: cannot parse /proc/%d/stat", pid)
 	}
-	pgrp, err1 := strconv.Atoi(f[2])
+	ppid, err1 := strconv.Atoi(f[1])
 	utime, err2 := strconv.ParseInt(f[11], 10, 64)
 	stime, err3 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return procStat{}, fmt.Errorf("bench: /proc/%d/stat: %w", pid, err)
 	}
-	return procStat{pgrp: pgrp, cpu: time.Duration(utime+stime) * clockTick}, nil
+	return procStat{ppid: ppid, cpu: time.Duration(utime+stime) * clockTick}, nil
 }

@@ -281,22 +281,22 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-// cpuTimes is CPU used so far by a gateway process, by its process group
-// (the gateway and the upstream servers it started), and by this process
-// (the bench client).
+// cpuTimes is CPU used so far by a gateway process, by it and the
+// processes it started (the upstream servers), and by this process (the
+// bench client).
 type cpuTimes struct {
 	Gateway time.Duration `json:"gateway_ns"`
-	Group   time.Duration `json:"group_ns"`
+	Server  time.Duration `json:"server_side_ns"`
 	Client  time.Duration `json:"client_ns"`
 }
 
 func cpuNow(gw, upstream *bench.Process) cpuTimes {
 	var c cpuTimes
 	c.Gateway, _ = bench.CPUTime(gw.PID())
-	c.Group, _ = bench.GroupCPUTime(gw.PID())
+	c.Server, _ = bench.TreeCPUTime(gw.PID())
 	if upstream != nil {
-		up, _ := bench.GroupCPUTime(upstream.PID())
-		c.Group += up
+		up, _ := bench.TreeCPUTime(upstream.PID())
+		c.Server += up
 	}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
@@ -306,5 +306,5 @@ func cpuNow(gw, upstream *bench.Process) cpuTimes {
 }
 
 func (c cpuTimes) sub(d cpuTimes) cpuTimes {
-	return cpuTimes{Gateway: c.Gateway - d.Gateway, Group: c.Group - d.Group, Client: c.Client - d.Client}
+	return cpuTimes{Gateway: c.Gateway - d.Gateway, Server: c.Server - d.Server, Client: c.Client - d.Client}
 }

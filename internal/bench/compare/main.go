@@ -76,9 +76,9 @@ func main() {
 	var o options
 	fs := flag.NewFlagSet("compare", flag.ExitOnError)
 	fs.BoolVar(&o.short, "short", false, "a quick run: fewer rounds and calls (for CI)")
-	fs.IntVar(&o.rounds, "rounds", 0, "rounds over every target (default 7, 2 with -short)")
-	fs.IntVar(&o.calls, "calls", 0, "measured calls per target per round (default 2000, 300 with -short)")
-	fs.IntVar(&o.warmup, "warmup", 0, "warm-up calls before each measurement (default 200, 50 with -short)")
+	fs.IntVar(&o.rounds, "rounds", 0, "rounds over every target (default 5, 2 with -short)")
+	fs.IntVar(&o.calls, "calls", 0, "measured calls per target per round (default 1000, 300 with -short)")
+	fs.IntVar(&o.warmup, "warmup", 0, "warm-up calls before each measurement (default 100, 50 with -short)")
 	conc := fs.String("concurrency", "1,4", "concurrencies to measure, comma-separated")
 	fs.StringVar(&o.tool, "tool", "test_simple_text", "the everything-server tool to call (takes no arguments)")
 	sections := fs.String("sections", "calls,startup,list", "sections to run: calls, startup, list (profile runs with -profile)")
@@ -92,7 +92,7 @@ func main() {
 	fs.StringVar(&o.mdOut, "o", "", "also write the markdown report to this file")
 	fs.StringVar(&o.mcphostBin, "mcphost", "", "use this mcphost binary instead of building ./cmd/mcphost")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, binaries, logs)")
-	fs.IntVar(&o.startRounds, "startup-rounds", 0, "start-ups per config (default 7, 2 with -short)")
+	fs.IntVar(&o.startRounds, "startup-rounds", 0, "start-ups per config (default 5, 2 with -short)")
 	fs.IntVar(&o.listRounds, "list-rounds", 0, "cached tools/list calls per config (default 50, 10 with -short)")
 	fs.IntVar(&o.changeRounds, "change-rounds", 0, "tools/list calls after a change per config (default 10, 3 with -short)")
 	fs.DurationVar(&o.idleSettle, "idle-settle", 2*time.Second, "wait after start-up and one call before reading idle RSS")
@@ -109,10 +109,10 @@ func main() {
 			}
 		}
 	}
-	def(&o.rounds, 7, 2)
-	def(&o.calls, 2000, 300)
-	def(&o.warmup, 200, 50)
-	def(&o.startRounds, 7, 2)
+	def(&o.rounds, 5, 2)
+	def(&o.calls, 1000, 300)
+	def(&o.warmup, 100, 50)
+	def(&o.startRounds, 5, 2)
 	def(&o.listRounds, 50, 10)
 	def(&o.changeRounds, 10, 3)
 	for _, s := range strings.Split(*conc, ",") {

@@ -76,7 +76,7 @@ type CallSummary struct {
 	RSS         int64         `json:"rss_bytes"`
 	// CPU per call, totals over every round divided by calls made.
 	GatewayCPU time.Duration `json:"gateway_cpu_per_call_ns"`
-	GroupCPU   time.Duration `json:"group_cpu_per_call_ns"`
+	ServerCPU  time.Duration `json:"server_side_cpu_per_call_ns"`
 	ClientCPU  time.Duration `json:"client_cpu_per_call_ns"`
 }
 
@@ -179,7 +179,7 @@ func (r *Report) summarize() {
 			for _, s := range ss {
 				calls += s.Calls
 				cpu.Gateway += s.CPU.Gateway
-				cpu.Group += s.CPU.Group
+				cpu.Server += s.CPU.Server
 				cpu.Client += s.CPU.Client
 				p50 = append(p50, s.Result.P50)
 				p99 = append(p99, s.Result.P99)
@@ -198,7 +198,7 @@ func (r *Report) summarize() {
 			}
 			if calls > 0 {
 				sum.GatewayCPU = cpu.Gateway / time.Duration(calls)
-				sum.GroupCPU = cpu.Group / time.Duration(calls)
+				sum.ServerCPU = cpu.Server / time.Duration(calls)
 				sum.ClientCPU = cpu.Client / time.Duration(calls)
 			}
 			r.Calls.Summary = append(r.Calls.Summary, sum)
@@ -366,10 +366,10 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		for _, s := range r.Calls.Summary {
 			p("| %s | %d | %s | %s | %.0f | %.2fx | %.2fx | %s | %d |\n", s.Target, s.Concurrency, fmtDur(s.P50), fmtDur(s.P99), s.CallsPerSec, s.P50Ratio, s.CPSRatio, fmtMiB(s.RSS), s.Failures)
 		}
-		p("\nCPU time per call (from /proc/PID/stat, 10 ms ticks, totals over all rounds, warm-up calls included): the gateway process alone, its process group (gateway plus the upstream server it runs; for direct, the server), and the bench client in this process.\n\n")
+		p("\nCPU time per call (from /proc/PID/stat, 10 ms ticks, totals over all rounds, warm-up calls included): the gateway process alone, the gateway with the processes it started (the upstream server it runs; plus the direct server for the HTTP upstream; for direct, the server), and the bench client in this process.\n\n")
 		p("| target | c | gateway CPU/call | server side CPU/call | client CPU/call |\n|---|--:|--:|--:|--:|\n")
 		for _, s := range r.Calls.Summary {
-			p("| %s | %d | %s | %s | %s |\n", s.Target, s.Concurrency, fmtDur(s.GatewayCPU), fmtDur(s.GroupCPU), fmtDur(s.ClientCPU))
+			p("| %s | %d | %s | %s | %s |\n", s.Target, s.Concurrency, fmtDur(s.GatewayCPU), fmtDur(s.ServerCPU), fmtDur(s.ClientCPU))
 		}
 		for _, c := range r.Calls.Concurrency {
 			if d, ok := r.chainOverhead(c); ok {
