@@ -332,3 +332,23 @@ func TestRequestBodyLimit(t *testing.T) {
 		}
 	}
 }
+
+// Legacy SSE clients get the same catalog and calls at /sse.
+func TestDownstreamSSE(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	c := mcp.NewClient(&mcp.Implementation{Name: "sse-client"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.SSEClientTransport{Endpoint: srv.URL + "/sse"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil || len(res.Tools) == 0 || res.Tools[0].Name != "a__add_tool" {
+		t.Fatalf("tools over SSE: %v %+v", err, res)
+	}
+	if got, isErr := callText(t, cs, "a__echo", map[string]any{"text": "via sse"}); got != "via sse" || isErr {
+		t.Errorf("a__echo over SSE = %q (isError %v)", got, isErr)
+	}
+}

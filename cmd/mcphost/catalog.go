@@ -34,7 +34,7 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d servers, %d plugins)\n", pos[0], len(file.Host.Servers), len(file.Plugins))
+	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers), "server"), plural(len(file.Plugins), "plugin"))
 	return nil
 }
 

@@ -92,7 +92,7 @@ func mcphost(t *testing.T, args ...string) (stdout, stderr string, code int) {
 
 func TestValidate(t *testing.T) {
 	good := writeConfig(t, twoServers)
-	if out, errs, code := mcphost(t, "validate", good); code != 0 || !strings.Contains(out, "ok (2 servers, 1 plugins)") {
+	if out, errs, code := mcphost(t, "validate", good); code != 0 || !strings.Contains(out, "ok (2 servers, 1 plugin)") {
 		t.Fatalf("validate good: code %d, out %q, err %q", code, out, errs)
 	}
 	bad := writeConfig(t, `

@@ -168,3 +168,10 @@ func oneLine(s string) string {
 type flagSetT = flag.FlagSet
 
 func envToken() string { return os.Getenv("MCPHOST_TOKEN") }
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
