@@ -289,10 +289,3 @@ func (u *upstream) clientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSess
 	}
 	return nil, nil
 }
-
-// clientCount is the number of per-client sessions open or opening.
-func (u *upstream) clientCount() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.clients)
-}

@@ -75,7 +75,7 @@ func TestPerClientSessionIsolation(t *testing.T) {
 			}
 		}
 	}
-	if n := h.upstreamNamed("a").clientCount(); n != 2 {
+	if n := h.upstreamNamed("a").status().ClientSessions; n != 2 {
 		t.Errorf("per-client sessions = %d, want 2", n)
 	}
 }
@@ -148,7 +148,7 @@ func TestPerClientSessionsDoNotLeak(t *testing.T) {
 		t.Errorf("%d client sessions reached %d upstream processes, want one each", sessions, len(pids))
 	}
 	testproc.WaitFor(t, "per-client processes to end", 20*time.Second, func() bool {
-		return upstreamProcs(t, "leak") == base && h.upstreamNamed("leak").clientCount() == 0 && h.sessions.count() == 0
+		return upstreamProcs(t, "leak") == base && h.upstreamNamed("leak").status().ClientSessions == 0 && h.sessions.count() == 0
 	})
 }
 
@@ -186,7 +186,7 @@ func TestPerClientSessionsIdleReaping(t *testing.T) {
 	cs := connectHTTP(t, h, nil)
 	callText(t, cs, "idle__pid", nil)
 	testproc.WaitFor(t, "the idle per-client session to be reaped", 5*time.Second, func() bool {
-		return h.upstreamNamed("idle").clientCount() == 0 && upstreamProcs(t, "idle") == 0
+		return h.upstreamNamed("idle").status().ClientSessions == 0 && upstreamProcs(t, "idle") == 0
 	})
 	if got, isErr := callText(t, cs, "idle__echo", map[string]any{"text": "back"}); isErr || got != "back" {
 		t.Fatalf("after reaping: %q (isError %v)", got, isErr)

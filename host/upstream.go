@@ -34,6 +34,9 @@ type Status struct {
 	Since      time.Time `json:"since"` // when State was entered
 	Reconnects int       `json:"reconnects"`
 	InFlight   int       `json:"inFlight"`
+	// ClientSessions counts the upstream sessions held for single clients
+	// (sessions = "per_client"), besides the shared one.
+	ClientSessions int `json:"clientSessions,omitempty"`
 }
 
 // Backoff bounds for reconnecting; jitter spreads reconnects of many
@@ -595,6 +598,8 @@ func (u *upstream) status() Status {
 		Since:      u.since,
 		Reconnects: u.reconnects,
 		InFlight:   u.inflight,
+
+		ClientSessions: len(u.clients),
 	}
 	if u.lastErr != nil {
 		st.Error = u.lastErr.Error()

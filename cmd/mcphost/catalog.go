@@ -226,9 +226,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	sts := doc.Servers
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tIN FLIGHT\tRECONNECTS\tSINCE\tERROR")
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tIN FLIGHT\tCLIENT SESSIONS\tRECONNECTS\tSINCE\tERROR")
 	for _, st := range sts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Transport, st.State, st.Tools, st.InFlight, st.Reconnects,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Transport, st.State, st.Tools, st.InFlight, st.ClientSessions, st.Reconnects,
 			st.Since.Format(time.RFC3339), oneLine(st.Error))
 	}
 	if len(doc.Plugins) > 0 {
