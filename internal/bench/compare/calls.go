@@ -39,7 +39,10 @@ type callTarget struct {
 	err      error // set when a measurement failed; the target is dropped
 }
 
-const directName = "direct (go-sdk server, streamable HTTP)"
+const (
+	directName = "direct (go-sdk server, streamable HTTP)"
+	nameB      = "mcphost B (-mcphost-b), stdio upstream, no plugins"
+)
 
 // measureCalls sets up every target, then measures them round-robin.
 func (h *harness) measureCalls(ctx context.Context) error {
@@ -69,6 +72,13 @@ func (h *harness) measureCalls(ctx context.Context) error {
 	if h.chain != "" {
 		g, err = h.startMcphost(ctx, "calls-chain", cache, stdioUp, h.chain)
 		add("mcphost, stdio upstream, quickstart chain", "", g, err)
+	}
+	if h.o.mcphostB != "" {
+		bin, err := filepath.Abs(h.o.mcphostB)
+		if err == nil {
+			g, err = h.startMcphostBin(ctx, bin, "calls-b", cache, stdioUp, "")
+		}
+		add(nameB, "-mcphost-b "+h.o.mcphostB, g, err)
 	}
 	httpUp := []server{{name: "everything", transport: "streamable-http", url: direct.url}}
 	g, err = h.startMcphost(ctx, "calls-http", cache, httpUp, "")

@@ -114,6 +114,10 @@ type gateway struct {
 // startMcphost writes a config and runs `mcphost run` on it until it logs
 // that it is serving, checking that every upstream connected.
 func (h *harness) startMcphost(ctx context.Context, name, cacheDir string, servers []server, plugins string) (*gateway, error) {
+	return h.startMcphostBin(ctx, h.bins.mcphost, name, cacheDir, servers, plugins)
+}
+
+func (h *harness) startMcphostBin(ctx context.Context, bin, name, cacheDir string, servers []server, plugins string) (*gateway, error) {
 	addr, err := bench.FreePort()
 	if err != nil {
 		return nil, err
@@ -122,7 +126,7 @@ func (h *harness) startMcphost(ctx context.Context, name, cacheDir string, serve
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.start(h.bins.mcphost, []string{"run", cfg, "--no-watch", "--log-level", "info"}, h.o.env...)
+	p, err := h.start(bin, []string{"run", cfg, "--no-watch", "--log-level", "info"}, h.o.env...)
 	if err != nil {
 		return nil, err
 	}

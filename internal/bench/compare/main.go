@@ -65,6 +65,8 @@ type options struct {
 	upstreams     int
 	toolsEach     int
 	env           stringList
+	mcphostB      string
+	everything    string
 }
 
 type stringList []string
@@ -91,6 +93,8 @@ func main() {
 	fs.StringVar(&o.jsonOut, "json", "", "also write every figure as JSON to this file")
 	fs.StringVar(&o.mdOut, "o", "", "also write the markdown report to this file")
 	fs.StringVar(&o.mcphostBin, "mcphost", "", "use this mcphost binary instead of building ./cmd/mcphost")
+	fs.StringVar(&o.mcphostB, "mcphost-b", "", "also measure this mcphost binary (a branch's build, say) as one more tools/call target, no plugins")
+	fs.StringVar(&o.everything, "everything", "", "use this everything-server binary (direct target and upstream) instead of building the go-sdk's")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, binaries, logs)")
 	fs.IntVar(&o.startRounds, "startup-rounds", 0, "start-ups per config (default 5, 2 with -short)")
 	fs.IntVar(&o.listRounds, "list-rounds", 0, "cached tools/list calls per config (default 50, 10 with -short)")
@@ -278,9 +282,15 @@ func (h *harness) build(ctx context.Context) error {
 	h.bins.everything = filepath.Join(h.work, "everything-server")
 	h.bins.manytools = filepath.Join(h.work, "manytools")
 	h.bins.gatewayprof = filepath.Join(h.work, "gatewayprof")
-	builds := [][2]string{
-		{h.bins.everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
-		{h.bins.manytools, "./internal/bench/testdata/manytools"},
+	builds := [][2]string{{h.bins.manytools, "./internal/bench/testdata/manytools"}}
+	if h.o.everything != "" {
+		abs, err := filepath.Abs(h.o.everything)
+		if err != nil {
+			return err
+		}
+		h.bins.everything = abs
+	} else {
+		builds = append(builds, [2]string{h.bins.everything, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"})
 	}
 	if h.o.mcphostBin != "" {
 		abs, err := filepath.Abs(h.o.mcphostBin)
