@@ -47,12 +47,20 @@ func (h *harness) measureList(ctx context.Context) error {
 	}
 	r.List.Results = append(r.List.Results, s)
 
-	configs := []struct{ name, plugins string }{{"mcphost, no plugins", ""}}
+	type listConfig struct{ name, plugins, bin string }
+	configs := []listConfig{{"mcphost, no plugins", "", h.bins.mcphost}}
+	if h.o.mcphostB != "" {
+		bin, err := filepath.Abs(h.o.mcphostB)
+		if err != nil {
+			return err
+		}
+		configs = append(configs, listConfig{"mcphost B (-mcphost-b), no plugins", "", bin})
+	}
 	if h.chain != "" {
-		configs = append(configs, struct{ name, plugins string }{"mcphost, quickstart chain", h.chain})
+		configs = append(configs, listConfig{"mcphost, quickstart chain", h.chain, h.bins.mcphost})
 	}
 	for i, c := range configs {
-		g, err := h.startMcphost(ctx, fmt.Sprintf("list-%d", i), filepath.Join(h.work, "cache-list"), servers, c.plugins)
+		g, err := h.startMcphostBin(ctx, c.bin, fmt.Sprintf("list-%d", i), filepath.Join(h.work, "cache-list"), servers, c.plugins)
 		if err != nil {
 			h.note("tools/list %q skipped: %v", c.name, firstLine(err))
 			continue
