@@ -86,8 +86,9 @@ type NamedBytes struct {
 }
 
 type StartSample struct {
-	Ready   time.Duration `json:"ready_ns"`
-	IdleRSS int64         `json:"idle_rss_bytes"`
+	Ready      time.Duration `json:"ready_ns"`
+	PluginLoad time.Duration `json:"plugin_load_ns"` // from mcphost's "plugins loaded" log line
+	IdleRSS    int64         `json:"idle_rss_bytes"`
 }
 
 type StartupSummary struct {
@@ -104,6 +105,14 @@ func (s StartupSummary) ready() (median, lo, hi time.Duration) {
 		return 0, 0, 0
 	}
 	return bench.Median(v), slices.Min(v), slices.Max(v)
+}
+
+func (s StartupSummary) pluginLoad() time.Duration {
+	var v []time.Duration
+	for _, x := range s.Samples {
+		v = append(v, x.PluginLoad)
+	}
+	return bench.Median(v)
 }
 
 func (s StartupSummary) rss() int64 {
@@ -326,10 +335,10 @@ func fmtDur(d time.Duration) string {
 		return "-" + fmtDur(-d)
 	case d < time.Millisecond:
 		return fmt.Sprintf("%.0fµs", float64(d)/1e3)
-	case d < 10*time.Second:
+	case d < time.Second:
 		return fmt.Sprintf("%.2fms", float64(d)/1e6)
 	}
-	return d.Round(100 * time.Millisecond).String()
+	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
 func signedDur(d time.Duration) string {
@@ -390,14 +399,18 @@ func (r *Report) writeMarkdown(w io.Writer) {
 	if len(r.Startup) > 0 {
 		p("### Start-up and idle RSS\n\n")
 		p("`mcphost run` from exec to its \"serving\" line (logged once every upstream connected and the listener is bound; /healthz checked after), one stdio upstream (everything-server). Idle RSS is VmRSS %s after ready plus one tools/list and one call.\n\n", "a moment")
-		p("| config | starts | ready p50 | min | max | idle RSS p50 |\n|---|--:|--:|--:|--:|--:|\n")
+		p("| config | starts | ready p50 | min | max | of which loading plugins (p50) | idle RSS p50 |\n|---|--:|--:|--:|--:|--:|--:|\n")
 		for _, s := range r.Startup {
 			if len(s.Samples) == 0 {
-				p("| %s | 0 | — | — | — | — |\n", s.Config)
+				p("| %s | 0 | — | — | — | — | — |\n", s.Config)
 				continue
 			}
 			m, lo, hi := s.ready()
-			p("| %s | %d | %s | %s | %s | %s |\n", s.Config, len(s.Samples), fmtDur(m), fmtDur(lo), fmtDur(hi), fmtMiB(s.rss()))
+			load := "—"
+			if d := s.pluginLoad(); d > 0 {
+				load = fmtDur(d)
+			}
+			p("| %s | %d | %s | %s | %s | %s | %s |\n", s.Config, len(s.Samples), fmtDur(m), fmtDur(lo), fmtDur(hi), load, fmtMiB(s.rss()))
 		}
 		p("\n")
 	}

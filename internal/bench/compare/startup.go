@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/mcphost-project/mcphost/internal/bench"
@@ -75,7 +76,7 @@ func (h *harness) startOnce(ctx context.Context, cache string, servers []server,
 		return StartSample{}, err
 	}
 	defer h.stop(g.proc)
-	s := StartSample{Ready: g.ready}
+	s := StartSample{Ready: g.ready, PluginLoad: pluginLoadTime(g.proc.Tail(200))}
 	// The HTTP listener answering is part of ready; check it does.
 	if _, err := g.proc.WaitHTTP(ctx, 10*time.Second, g.url[:len(g.url)-len("/mcp")]+"/healthz"); err != nil {
 		return s, err
@@ -102,4 +103,17 @@ func (h *harness) startOnce(ctx context.Context, cache string, servers []server,
 	}
 	s.IdleRSS, err = bench.RSS(g.proc.PID())
 	return s, err
+}
+
+var pluginsLoaded = regexp.MustCompile(`plugins loaded: .*took=([0-9.]+[a-zµ]+)`)
+
+// pluginLoadTime reads how long mcphost says loading the plugins took
+// (compiling or reading the compile cache, and warming the pools).
+func pluginLoadTime(log string) time.Duration {
+	m := pluginsLoaded.FindStringSubmatch(log)
+	if m == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(m[1])
+	return d
 }
