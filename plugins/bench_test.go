@@ -12,10 +12,20 @@ import (
 )
 
 // Benchmarks run real Go guests under the same engine settings as the host
-// (close on context done, per-instance memory caps).
+// (per-instance memory caps), each in both ways of stopping guests:
+// loops=instrumented (the default, instrument.go) and loops=closeondone
+// (RuntimeOptions.CloseOnContextDone, wazero's check at every loop header).
 
-func BenchmarkCallEmpty(b *testing.B) {
-	rt := newRuntime(b, RuntimeOptions{})
+// benchModes runs f under each way of stopping guests.
+func benchModes(b *testing.B, f func(b *testing.B, opts RuntimeOptions)) {
+	b.Run("loops=instrumented", func(b *testing.B) { f(b, RuntimeOptions{}) })
+	b.Run("loops=closeondone", func(b *testing.B) { f(b, RuntimeOptions{CloseOnContextDone: true}) })
+}
+
+func BenchmarkCallEmpty(b *testing.B) { benchModes(b, benchCallEmpty) }
+
+func benchCallEmpty(b *testing.B, opts RuntimeOptions) {
+	rt := newRuntime(b, opts)
 	spec := policy(b, "noop", "mode.tool_call", "noop")
 	spec.Instances = 1
 	p := load(b, rt, spec)
@@ -29,8 +39,10 @@ func BenchmarkCallEmpty(b *testing.B) {
 	}
 }
 
-func BenchmarkToolCall(b *testing.B) {
-	rt := newRuntime(b, RuntimeOptions{})
+func BenchmarkToolCall(b *testing.B) { benchModes(b, benchToolCall) }
+
+func benchToolCall(b *testing.B, opts RuntimeOptions) {
+	rt := newRuntime(b, opts)
 	c := newBenchChain(b, rt, policy(b, "allow"))
 	in := &abi.ToolCallInput{Caller: abi.Caller{SessionID: "s1", Transport: "stdio"}, Name: "github__create_issue",
 		Server: "github", Tool: "create_issue", Arguments: json.RawMessage(`{"repo":"o/r","title":"bug","body":"it broke"}`)}
@@ -44,8 +56,10 @@ func BenchmarkToolCall(b *testing.B) {
 	}
 }
 
-func BenchmarkToolResult10KB(b *testing.B) {
-	rt := newRuntime(b, RuntimeOptions{})
+func BenchmarkToolResult10KB(b *testing.B) { benchModes(b, benchToolResult10KB) }
+
+func benchToolResult10KB(b *testing.B, opts RuntimeOptions) {
+	rt := newRuntime(b, opts)
 	c := newBenchChain(b, rt, policy(b, "tagger"))
 	in := &abi.ToolResultInput{Name: "fs__read", Server: "fs", Tool: "read", Arguments: json.RawMessage(`{"path":"/x"}`),
 		Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: strings.Repeat("0123456789abcdef\n", 10240/17)}}}}
@@ -62,20 +76,22 @@ func BenchmarkToolResult10KB(b *testing.B) {
 func BenchmarkToolsList(b *testing.B) {
 	for _, n := range []int{200, 1000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			rt := newRuntime(b, RuntimeOptions{})
-			c := newBenchChain(b, rt, policy(b, "renamer", "prefix", "x_", "drop", "tool7"))
-			tools := benchTools(n)
-			in := &abi.ToolsListInput{Tools: tools}
-			size, _ := json.Marshal(in)
-			b.SetBytes(int64(len(size)))
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				out, err := c.ToolsList(ctx, in)
-				if err != nil || len(out) < n-n/10-1 {
-					b.Fatal(len(out), err)
+			benchModes(b, func(b *testing.B, opts RuntimeOptions) {
+				rt := newRuntime(b, opts)
+				c := newBenchChain(b, rt, policy(b, "renamer", "prefix", "x_", "drop", "tool7"))
+				tools := benchTools(n)
+				in := &abi.ToolsListInput{Tools: tools}
+				size, _ := json.Marshal(in)
+				b.SetBytes(int64(len(size)))
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					out, err := c.ToolsList(ctx, in)
+					if err != nil || len(out) < n-n/10-1 {
+						b.Fatal(len(out), err)
+					}
 				}
-			}
+			})
 		})
 	}
 }

@@ -40,8 +40,9 @@ const extismEnv = "extism:host/env"
 // compiled is one compiled guest module in its own wazero runtime, which
 // also holds WASI and the Extism host functions it imports.
 type compiled struct {
-	rt wazero.Runtime
-	cm wazero.CompiledModule
+	rt           wazero.Runtime
+	cm           wazero.CompiledModule
+	instrumented bool // loops check the context; compiled without close on context done
 }
 
 func (c *compiled) close(ctx context.Context) error { return c.rt.Close(ctx) }
@@ -65,8 +66,19 @@ func (rt *Runtime) initEngine() {
 	}
 }
 
+// compile compiles wasm with its loops instrumented and
+// WithCloseOnContextDone off, or, when the instrumentation refuses the
+// module (or is disabled), as it is with WithCloseOnContextDone on.
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
-	r := wazero.NewRuntimeWithConfig(ctx, rt.cfg)
+	cfg, instrumented := rt.cfg, false
+	if rt.instrument {
+		if out, err := instrumentLoops(wasm); err == nil {
+			wasm, cfg, instrumented = out, rt.fastCfg, true
+		} else {
+			rt.log.Debug("guest loops not instrumented; running with close on context done", "error", err)
+		}
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	fail := func(err error) (*compiled, error) {
 		_ = r.Close(ctx)
 		return nil, err
@@ -81,7 +93,7 @@ func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) 
 	if err != nil {
 		return fail(err)
 	}
-	return &compiled{rt: r, cm: cm}, nil
+	return &compiled{rt: r, cm: cm, instrumented: instrumented}, nil
 }
 
 type instance struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // kernel is the host side of the Extism memory model for one instance: the
@@ -221,8 +222,19 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 	none := []api.ValueType{}
 	def("alloc", func(k *kernel, s []uint64) { s[0] = k.alloc(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
 	def("free", func(k *kernel, s []uint64) { k.freeBlock(s[0]) }, []api.ValueType{i64}, none)
-	def("length", func(k *kernel, s []uint64) { s[0] = k.length(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
-	def("length_unsafe", func(k *kernel, s []uint64) { s[0] = k.length(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
+	// length doubles as the loop check of instrumented guests
+	// (instrument.go): the argument loopCheckArg, never a block offset,
+	// asks whether the call may go on.
+	for _, name := range []string{"length", "length_unsafe"} {
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, s []uint64) {
+			if s[0] == loopCheckArg {
+				loopCheck(ctx, mod)
+				s[0] = 0
+				return
+			}
+			s[0] = kernelOf(ctx).length(s[0])
+		}), []api.ValueType{i64}, []api.ValueType{i64}).Export(name)
+	}
 	def("load_u8", func(k *kernel, s []uint64) { s[0] = uint64(k.span(s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
 	def("load_u64", func(k *kernel, s []uint64) { s[0] = binary.LittleEndian.Uint64(k.span(s[0], 8)) }, []api.ValueType{i64}, []api.ValueType{i64})
 	def("store_u8", func(k *kernel, s []uint64) { k.span(s[0], 1)[0] = byte(s[1]) }, []api.ValueType{i64, i32}, none)
@@ -291,6 +303,23 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 		def(l.name, func(k *kernel, s []uint64) { k.log(l.level, int32(i), s[0]) }, []api.ValueType{i64}, none)
 	}
 	return b.Instantiate(ctx)
+}
+
+// loopCheck stops an instrumented guest whose call's context is done, as
+// WithCloseOnContextDone would: the module is closed with the exit code
+// wazero uses for the context's error, and the call fails with it.
+func loopCheck(ctx context.Context, mod api.Module) {
+	var code uint32
+	switch err := ctx.Err(); {
+	case err == nil:
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		code = sys.ExitCodeDeadlineExceeded
+	default:
+		code = sys.ExitCodeContextCanceled
+	}
+	_ = mod.CloseWithExitCode(ctx, code)
+	panic(sys.NewExitError(code))
 }
 
 // httpRequest performs an Extism http_request to the spec's allowed hosts,

@@ -28,6 +28,13 @@ type RuntimeOptions struct {
 	// Builtin resolves "builtin:NAME" sources to a module and the config
 	// that selects the policy inside it (merged under the user's config).
 	Builtin func(name string) (wasm []byte, config map[string]string, ok bool)
+	// CloseOnContextDone runs every guest under wazero's
+	// WithCloseOnContextDone, which checks for a done context at every loop
+	// header, instead of instrumenting guests' loops to check every few
+	// thousand iterations (instrument.go). Slower; kept to compare.
+	// Modules the instrumentation does not understand run this way anyway,
+	// as do all modules under the mcphost_extism engine.
+	CloseOnContextDone bool
 }
 
 // Runtime owns the engine configuration, the compilation cache and the
@@ -37,11 +44,17 @@ type RuntimeOptions struct {
 // A Runtime is safe for concurrent use. Close it after every Chain, Plugin
 // and Manager made from it.
 type Runtime struct {
-	cfg     wazero.RuntimeConfig
-	cache   wazero.CompilationCache
-	log     hclog.Logger
-	builtin func(string) ([]byte, map[string]string, bool)
-	gen     atomic.Uint64
+	cfg   wazero.RuntimeConfig    // WithCloseOnContextDone(true), for modules as they are
+	cache wazero.CompilationCache // of cfg
+	// fastCfg compiles instrumented modules, with WithCloseOnContextDone
+	// off. It has a cache of its own: wazero's cache key ignores the
+	// setting, so one byte sequence must never reach both.
+	fastCfg    wazero.RuntimeConfig
+	fastCache  wazero.CompilationCache
+	instrument bool // instrument loops; false: everything under cfg
+	log        hclog.Logger
+	builtin    func(string) ([]byte, map[string]string, bool)
+	gen        atomic.Uint64
 	// guestLevel is what get_log_level tells guests: the Extism level
 	// (0 trace .. 4 error) of the lowest message the logger records.
 	guestLevel int32
@@ -62,8 +75,10 @@ type module struct {
 	refs        int // under Runtime.mu
 }
 
-// NewRuntime returns a Runtime. Guest code runs with WithCloseOnContextDone,
-// so a timed-out or cancelled call stops the guest instead of the host.
+// NewRuntime returns a Runtime. A timed-out or cancelled call stops the
+// guest instead of the host: guests' loops are instrumented to check the
+// context (instrument.go), and guests the instrumentation does not
+// understand run with wazero's WithCloseOnContextDone.
 func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	log := opts.Logger
 	if log == nil {
@@ -77,27 +92,32 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		}
 		dir = filepath.Join(base, "mcphost", "wazero")
 	}
-	var cache wazero.CompilationCache
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		cache, err = wazero.NewCompilationCacheWithDir(dir)
-		if err != nil {
-			log.Warn("compilation cache unavailable; compiling in memory", "dir", dir, "error", err)
+	newCache := func(dir string) wazero.CompilationCache {
+		var cache wazero.CompilationCache
+		if err := os.MkdirAll(dir, 0o700); err == nil {
+			cache, err = wazero.NewCompilationCacheWithDir(dir)
+			if err != nil {
+				log.Warn("compilation cache unavailable; compiling in memory", "dir", dir, "error", err)
+			}
+		} else {
+			log.Warn("compilation cache directory unavailable; compiling in memory", "dir", dir, "error", err)
 		}
-	} else {
-		log.Warn("compilation cache directory unavailable; compiling in memory", "dir", dir, "error", err)
+		if cache == nil {
+			cache = wazero.NewCompilationCache()
+		}
+		return cache
 	}
-	if cache == nil {
-		cache = wazero.NewCompilationCache()
-	}
-	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(cache).
-		WithCloseOnContextDone(true)
+	cache := newCache(dir)
+	fastCache := newCache(filepath.Join(dir, "instrumented"))
 	rt := &Runtime{
-		cfg:     cfg,
-		cache:   cache,
-		log:     log,
-		builtin: opts.Builtin,
-		modules: map[string]*module{},
+		cfg:        wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true),
+		cache:      cache,
+		fastCfg:    wazero.NewRuntimeConfig().WithCompilationCache(fastCache).WithCloseOnContextDone(false),
+		fastCache:  fastCache,
+		instrument: !opts.CloseOnContextDone,
+		log:        log,
+		builtin:    opts.Builtin,
+		modules:    map[string]*module{},
 	}
 	rt.initEngine()
 	return rt, nil
@@ -121,7 +141,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			errs = append(errs, m.cm.close(ctx))
 		}
 	}
-	errs = append(errs, rt.cache.Close(ctx))
+	errs = append(errs, rt.cache.Close(ctx), rt.fastCache.Close(ctx))
 	return errors.Join(errs...)
 }
 

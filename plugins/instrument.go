@@ -1,0 +1,722 @@
+package plugins
+
+// Loop instrumentation: the cheap way to keep guests stoppable.
+//
+// wazero's WithCloseOnContextDone makes compiled code call a trampoline at
+// every loop header to check whether the module was closed, and Go-built
+// wasm passes a loop header at almost every branch: listings ran four times
+// slower with it. Instead, at load, instrumentLoops rewrites the guest's
+// code section so that every loop body starts with a countdown on a new
+// mutable i32 global; when the counter is zero (every loopCheckEvery
+// iterations, summed over all loops of the instance) the guest resets it
+// and calls an import it already has, extism:host/env length (i64) -> i64,
+// with the sentinel argument loopCheckArg, dropping the result. The host's
+// length (kernel.go) recognises the sentinel and, when the call's context
+// is done, closes the module with the exit code wazero itself would use, so
+// callers see the same ErrTimeout and the instance is thrown away. Such a
+// module is compiled with WithCloseOnContextDone(false).
+//
+// No index moves: no import is added (the check calls an existing one) and
+// the global is appended after every existing global, imported or not.
+//
+// The rewriter is strict. A module it does not fully understand (an unknown
+// section or opcode, SIMD, atomics, exceptions, tail calls, GC types,
+// multi-memory, a malformed or oddly ordered binary, no suitable import) is
+// refused, and the caller compiles the original with
+// WithCloseOnContextDone(true): never uninstrumented without it.
+
+import (
+	"errors"
+	"fmt"
+)
+
+const (
+	// loopCheckEvery is how many loop iterations pass between two checks.
+	loopCheckEvery = 1 << 14
+	// loopCheckArg is the length argument that means "check the context".
+	// It is never a block offset: the kernel's memory is capped far below.
+	loopCheckArg = ^uint64(0)
+	// loopCheckModule is the module of the imports a check may call.
+	loopCheckModule = "extism:host/env"
+)
+
+// loopCheckImports are the imports a check may call: the host treats
+// loopCheckArg specially in both, and both have the signature (i64) -> i64.
+var loopCheckImports = map[string]bool{"length": true, "length_unsafe": true}
+
+var errNotInstrumentable = errors.New("module not instrumentable")
+
+func refuse(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errNotInstrumentable, fmt.Sprintf(format, args...))
+}
+
+// Value types the rewriter accepts: numbers, v128 (in signatures only:
+// SIMD instructions are refused), funcref, externref.
+func isValType(b byte) bool {
+	switch b {
+	case 0x7F, 0x7E, 0x7D, 0x7C, 0x7B, 0x70, 0x6F:
+		return true
+	}
+	return false
+}
+
+// wreader reads a wasm binary; every read checks bounds.
+type wreader struct {
+	b   []byte
+	pos int
+}
+
+func (r *wreader) eof() bool { return r.pos >= len(r.b) }
+
+func (r *wreader) byte() (byte, error) {
+	if r.pos >= len(r.b) {
+		return 0, refuse("unexpected end at %d", r.pos)
+	}
+	c := r.b[r.pos]
+	r.pos++
+	return c, nil
+}
+
+func (r *wreader) bytes(n uint64) ([]byte, error) {
+	if n > uint64(len(r.b)-r.pos) {
+		return nil, refuse("unexpected end at %d (want %d bytes)", r.pos, n)
+	}
+	s := r.b[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return s, nil
+}
+
+// leb reads an LEB128 number of at most bits bits and returns it raw
+// (unsigned, or sign-extended when signed). Overlong encodings and set
+// unused bits are refused, so the length read is the only one a validating
+// decoder can read.
+func (r *wreader) leb(bits uint, signed bool) (uint64, error) {
+	var v uint64
+	var shift uint
+	maxBytes := int((bits + 6) / 7)
+	for i := 0; ; i++ {
+		if i >= maxBytes {
+			return 0, refuse("LEB128 too long at %d", r.pos)
+		}
+		c, err := r.byte()
+		if err != nil {
+			return 0, err
+		}
+		v |= uint64(c&0x7F) << shift
+		shift += 7
+		if c&0x80 != 0 {
+			continue
+		}
+		if i == maxBytes-1 {
+			// The last byte may only carry the remaining bits (and, signed,
+			// their sign extension).
+			rem := bits - 7*uint(maxBytes-1) // bits left for this byte
+			payload := c & 0x7F
+			if signed {
+				high := payload >> (rem - 1) // sign bit and the unused bits
+				if high != 0 && high != (0x7F>>(rem-1)) {
+					return 0, refuse("LEB128 unused bits set at %d", r.pos)
+				}
+			} else if payload>>rem != 0 {
+				return 0, refuse("LEB128 unused bits set at %d", r.pos)
+			}
+		}
+		if signed && shift < 64 && c&0x40 != 0 {
+			v |= ^uint64(0) << shift
+		}
+		return v, nil
+	}
+}
+
+func (r *wreader) u32() (uint32, error) {
+	v, err := r.leb(32, false)
+	return uint32(v), err
+}
+
+// name reads a length-prefixed string.
+func (r *wreader) name() (string, error) {
+	n, err := r.u32()
+	if err != nil {
+		return "", err
+	}
+	b, err := r.bytes(uint64(n))
+	return string(b), err
+}
+
+func (r *wreader) valType() error {
+	c, err := r.byte()
+	if err != nil {
+		return err
+	}
+	if !isValType(c) {
+		return refuse("value type 0x%02x", c)
+	}
+	return nil
+}
+
+// limits skips table or memory limits. Memory64 and unknown flags are
+// refused; shared memories are accepted (atomics are refused in code).
+func (r *wreader) limits() error {
+	flags, err := r.byte()
+	if err != nil {
+		return err
+	}
+	if flags > 3 {
+		return refuse("limits flags 0x%02x", flags)
+	}
+	if _, err := r.u32(); err != nil {
+		return err
+	}
+	if flags&1 != 0 {
+		if _, err := r.u32(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// sectionRank orders the non-custom sections as the spec requires. The tag
+// section (13) is absent: exceptions are refused.
+var sectionRank = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 12: 10, 10: 11, 11: 12}
+
+const globalRank = 6
+
+type section struct {
+	id   byte
+	body []byte
+}
+
+// instrumentLoops returns wasm with every loop body counting down to a
+// context check, or an error wrapping errNotInstrumentable when the module
+// must instead run under WithCloseOnContextDone(true).
+func instrumentLoops(wasm []byte) ([]byte, error) {
+	r := &wreader{b: wasm}
+	hdr, err := r.bytes(8)
+	if err != nil || string(hdr) != "\x00asm\x01\x00\x00\x00" {
+		return nil, refuse("not a wasm 1 binary")
+	}
+	var (
+		sections   []section
+		lastRank   int
+		types      [][2][]byte // params, results
+		checkFunc  = -1
+		funcs      uint32 // imported functions
+		globals    uint32 // imported globals
+		ownGlobals uint32
+		codeIdx    = -1
+	)
+	for !r.eof() {
+		id, err := r.byte()
+		if err != nil {
+			return nil, err
+		}
+		size, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		body, err := r.bytes(uint64(size))
+		if err != nil {
+			return nil, err
+		}
+		if id != 0 {
+			rank, ok := sectionRank[id]
+			if !ok {
+				return nil, refuse("section id %d", id)
+			}
+			if rank <= lastRank {
+				return nil, refuse("section %d out of order", id)
+			}
+			lastRank = rank
+		}
+		s := &wreader{b: body}
+		switch id {
+		case 0:
+			if _, err := s.name(); err != nil {
+				return nil, err
+			}
+			s.pos = len(body)
+		case 1:
+			if types, err = readTypes(s); err != nil {
+				return nil, err
+			}
+		case 2:
+			n, err := s.u32()
+			if err != nil {
+				return nil, err
+			}
+			for range n {
+				mod, err := s.name()
+				if err != nil {
+					return nil, err
+				}
+				field, err := s.name()
+				if err != nil {
+					return nil, err
+				}
+				kind, err := s.byte()
+				if err != nil {
+					return nil, err
+				}
+				switch kind {
+				case 0:
+					ti, err := s.u32()
+					if err != nil {
+						return nil, err
+					}
+					if checkFunc < 0 && mod == loopCheckModule && loopCheckImports[field] && int(ti) < len(types) &&
+						string(types[ti][0]) == "\x7E" && string(types[ti][1]) == "\x7E" {
+						checkFunc = int(funcs)
+					}
+					funcs++
+				case 1:
+					c, err := s.byte()
+					if err != nil {
+						return nil, err
+					}
+					if c != 0x70 && c != 0x6F {
+						return nil, refuse("table type 0x%02x", c)
+					}
+					if err := s.limits(); err != nil {
+						return nil, err
+					}
+				case 2:
+					if err := s.limits(); err != nil {
+						return nil, err
+					}
+				case 3:
+					if err := s.valType(); err != nil {
+						return nil, err
+					}
+					mut, err := s.byte()
+					if err != nil {
+						return nil, err
+					}
+					if mut > 1 {
+						return nil, refuse("global mutability 0x%02x", mut)
+					}
+					globals++
+				default:
+					return nil, refuse("import kind %d", kind)
+				}
+			}
+		case 4:
+			n, err := s.u32()
+			if err != nil {
+				return nil, err
+			}
+			for range n {
+				c, err := s.byte()
+				if err != nil {
+					return nil, err
+				}
+				if c != 0x70 && c != 0x6F {
+					return nil, refuse("table type 0x%02x", c)
+				}
+				if err := s.limits(); err != nil {
+					return nil, err
+				}
+			}
+		case 5:
+			n, err := s.u32()
+			if err != nil {
+				return nil, err
+			}
+			for range n {
+				if err := s.limits(); err != nil {
+					return nil, err
+				}
+			}
+		case 6:
+			if ownGlobals, err = s.u32(); err != nil {
+				return nil, err
+			}
+			s.pos = len(body) // the entries are kept as they are
+		case 7:
+			// An export of the new global's index would be invalid as
+			// written but valid after the rewrite: refuse.
+			n, err := s.u32()
+			if err != nil {
+				return nil, err
+			}
+			for range n {
+				if _, err := s.name(); err != nil {
+					return nil, err
+				}
+				kind, err := s.byte()
+				if err != nil {
+					return nil, err
+				}
+				idx, err := s.u32()
+				if err != nil {
+					return nil, err
+				}
+				if kind == 3 && uint64(idx) >= uint64(globals)+uint64(ownGlobals) {
+					return nil, refuse("export of global %d", idx)
+				}
+			}
+		case 10:
+			codeIdx = len(sections)
+			s.pos = len(body)
+		default:
+			s.pos = len(body) // kept as they are
+		}
+		if !s.eof() {
+			return nil, refuse("section %d has trailing bytes", id)
+		}
+		sections = append(sections, section{id: id, body: body})
+	}
+	if checkFunc < 0 {
+		return nil, refuse("no %s length import of type (i64) -> i64", loopCheckModule)
+	}
+	if uint64(globals)+uint64(ownGlobals) >= 1<<31 {
+		return nil, refuse("too many globals")
+	}
+	global := globals + ownGlobals
+
+	// The check, run at the top of every loop body:
+	//	global.get $n; i32.eqz
+	//	if; i64.const -1; call $length; drop; i32.const N; global.set $n; end
+	//	global.get $n; i32.const 1; i32.sub; global.set $n
+	var check []byte
+	check = appendU32(append(check, 0x23), global)
+	check = append(check, 0x45, 0x04, 0x40, 0x42, 0x7F)
+	check = appendU32(append(check, 0x10), uint32(checkFunc))
+	check = append(check, 0x1A)
+	check = appendS32(append(check, 0x41), loopCheckEvery)
+	check = appendU32(append(check, 0x24), global)
+	check = append(check, 0x0B)
+	check = appendU32(append(check, 0x23), global)
+	check = append(check, 0x41, 0x01, 0x6B)
+	check = appendU32(append(check, 0x24), global)
+
+	out := make([]byte, 0, len(wasm)+len(wasm)/8+64)
+	out = append(out, wasm[:8]...)
+	newGlobal := appendS32([]byte{0x7F, 0x01, 0x41}, loopCheckEvery)
+	newGlobal = append(newGlobal, 0x0B)
+	emit := func(id byte, body []byte) {
+		out = append(out, id)
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	placed := false
+	for i, s := range sections {
+		if !placed && s.id != 0 && sectionRank[s.id] > globalRank {
+			emit(6, append(appendU32(nil, 1), newGlobal...))
+			placed = true
+		}
+		switch {
+		case s.id == 6:
+			body := appendU32(nil, ownGlobals+1)
+			gr := &wreader{b: s.body}
+			_, _ = gr.u32()
+			body = append(body, s.body[gr.pos:]...)
+			emit(6, append(body, newGlobal...))
+			placed = true
+		case i == codeIdx:
+			body, err := instrumentCode(s.body, check, len(types), global)
+			if err != nil {
+				return nil, err
+			}
+			if uint64(len(body)) >= 1<<32 {
+				return nil, refuse("code section too large")
+			}
+			emit(10, body)
+		default:
+			emit(s.id, s.body)
+		}
+	}
+	if !placed {
+		emit(6, append(appendU32(nil, 1), newGlobal...))
+	}
+	return out, nil
+}
+
+func readTypes(s *wreader) ([][2][]byte, error) {
+	n, err := s.u32()
+	if err != nil {
+		return nil, err
+	}
+	types := make([][2][]byte, 0, min(n, 1<<16))
+	for range n {
+		form, err := s.byte()
+		if err != nil {
+			return nil, err
+		}
+		if form != 0x60 {
+			return nil, refuse("type form 0x%02x", form)
+		}
+		var ft [2][]byte
+		for j := range ft {
+			k, err := s.u32()
+			if err != nil {
+				return nil, err
+			}
+			start := s.pos
+			for range k {
+				if err := s.valType(); err != nil {
+					return nil, err
+				}
+			}
+			ft[j] = s.b[start:s.pos]
+		}
+		types = append(types, ft)
+	}
+	return types, nil
+}
+
+// instrumentCode rewrites a code section body.
+func instrumentCode(body, check []byte, ntypes int, global uint32) ([]byte, error) {
+	r := &wreader{b: body}
+	n, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(body)/8)
+	out = appendU32(out, n)
+	var fn []byte
+	for range n {
+		size, err := r.u32()
+		if err != nil {
+			return nil, err
+		}
+		code, err := r.bytes(uint64(size))
+		if err != nil {
+			return nil, err
+		}
+		fn, err = instrumentFunc(fn[:0], code, check, ntypes, global)
+		if err != nil {
+			return nil, err
+		}
+		if uint64(len(fn)) >= 1<<32 {
+			return nil, refuse("function too large")
+		}
+		out = appendU32(out, uint32(len(fn)))
+		out = append(out, fn...)
+	}
+	if !r.eof() {
+		return nil, refuse("code section has trailing bytes")
+	}
+	return out, nil
+}
+
+// instrumentFunc appends to out the function body code (locals and
+// expression) with check inserted at the start of every loop body. Every
+// instruction is decoded; the control nesting must close exactly at the
+// body's end. No instruction may name global, the counter's index: the
+// guest would then be invalid as written, yet valid rewritten and able to
+// defeat the countdown.
+func instrumentFunc(out, code, check []byte, ntypes int, global uint32) ([]byte, error) {
+	r := &wreader{b: code}
+	nl, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	for range nl {
+		if _, err := r.u32(); err != nil {
+			return nil, err
+		}
+		if err := r.valType(); err != nil {
+			return nil, err
+		}
+	}
+	depth := 1 // the function body's own block
+	copied := 0
+	for depth > 0 {
+		op, err := r.byte()
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
+			bt, err := r.leb(33, true)
+			if err != nil {
+				return nil, err
+			}
+			switch int64(bt) {
+			case -64, -1, -2, -3, -4, -5, -16, -17: // empty or one value type
+			default:
+				if int64(bt) < 0 || int64(bt) >= int64(ntypes) {
+					return nil, refuse("block type %d", int64(bt))
+				}
+			}
+			depth++
+			if op == 0x03 {
+				out = append(out, code[copied:r.pos]...)
+				out = append(out, check...)
+				copied = r.pos
+			}
+		case op == 0x05: // else
+			if depth < 2 {
+				return nil, refuse("else outside a block")
+			}
+		case op == 0x0B: // end
+			depth--
+		case op == 0x00, op == 0x01, op == 0x0F, op == 0x1A, op == 0x1B, // unreachable, nop, return, drop, select
+			op >= 0x45 && op <= 0xC4, // numeric, sign extension
+			op == 0xD1:               // ref.is_null
+		case op == 0x23, op == 0x24: // global.get/set
+			idx, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if idx >= global {
+				return nil, refuse("global %d out of range", idx)
+			}
+		case op == 0x0C, op == 0x0D, op == 0x10, // br, br_if, call
+			op >= 0x20 && op <= 0x22, // local.get/set/tee
+			op == 0x25, op == 0x26,   // table.get/set
+			op == 0xD2: // ref.func
+			if _, err := r.u32(); err != nil {
+				return nil, err
+			}
+		case op == 0x0E: // br_table
+			k, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			for range uint64(k) + 1 {
+				if _, err := r.u32(); err != nil {
+					return nil, err
+				}
+			}
+		case op == 0x11: // call_indirect type table
+			if _, err := r.u32(); err != nil {
+				return nil, err
+			}
+			if _, err := r.u32(); err != nil {
+				return nil, err
+			}
+		case op == 0x1C: // select t*
+			k, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if k != 1 {
+				return nil, refuse("select with %d types", k)
+			}
+			if err := r.valType(); err != nil {
+				return nil, err
+			}
+		case op >= 0x28 && op <= 0x3E: // loads and stores
+			align, err := r.u32()
+			if err != nil {
+				return nil, err
+			}
+			if align > 3 { // multi-memory flag or beyond any natural alignment
+				return nil, refuse("memarg alignment %d", align)
+			}
+			if _, err := r.u32(); err != nil {
+				return nil, err
+			}
+		case op == 0x3F, op == 0x40: // memory.size, memory.grow
+			if err := r.zero(); err != nil {
+				return nil, err
+			}
+		case op == 0x41: // i32.const
+			if _, err := r.leb(32, true); err != nil {
+				return nil, err
+			}
+		case op == 0x42: // i64.const
+			if _, err := r.leb(64, true); err != nil {
+				return nil, err
+			}
+		case op == 0x43: // f32.const
+			if _, err := r.bytes(4); err != nil {
+				return nil, err
+			}
+		case op == 0x44: // f64.const
+			if _, err := r.bytes(8); err != nil {
+				return nil, err
+			}
+		case op == 0xD0: // ref.null t
+			t, err := r.byte()
+			if err != nil {
+				return nil, err
+			}
+			if t != 0x70 && t != 0x6F {
+				return nil, refuse("ref.null 0x%02x", t)
+			}
+		case op == 0xFC:
+			sub, err := r.byte()
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case sub <= 7: // trunc_sat
+			case sub == 8: // memory.init data mem
+				if _, err := r.u32(); err != nil {
+					return nil, err
+				}
+				if err := r.zero(); err != nil {
+					return nil, err
+				}
+			case sub == 9, sub == 13, sub == 15, sub == 16, sub == 17: // data.drop, elem.drop, table.grow/size/fill
+				if _, err := r.u32(); err != nil {
+					return nil, err
+				}
+			case sub == 10: // memory.copy mem mem
+				if err := r.zero(); err != nil {
+					return nil, err
+				}
+				if err := r.zero(); err != nil {
+					return nil, err
+				}
+			case sub == 11: // memory.fill mem
+				if err := r.zero(); err != nil {
+					return nil, err
+				}
+			case sub == 12, sub == 14: // table.init elem table, table.copy table table
+				if _, err := r.u32(); err != nil {
+					return nil, err
+				}
+				if _, err := r.u32(); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, refuse("opcode 0xFC %d", sub)
+			}
+		default:
+			// SIMD (0xFD), atomics (0xFE), exceptions, tail calls, typed
+			// function references, GC and anything unknown.
+			return nil, refuse("opcode 0x%02x", op)
+		}
+	}
+	if !r.eof() {
+		return nil, refuse("function has %d bytes after its end", len(code)-r.pos)
+	}
+	return append(out, code[copied:]...), nil
+}
+
+// zero reads a reserved byte or memory index that must be 0.
+func (r *wreader) zero() error {
+	c, err := r.byte()
+	if err != nil {
+		return err
+	}
+	if c != 0 {
+		return refuse("reserved byte 0x%02x", c)
+	}
+	return nil
+}

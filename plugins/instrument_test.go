@@ -1,0 +1,422 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// Hand-assembled modules for the loop instrumentation (instrument.go).
+
+// wmod assembles a module from sections (id, body) in the given order.
+func wmod(sections ...[]byte) []byte {
+	b := []byte("\x00asm\x01\x00\x00\x00")
+	for _, s := range sections {
+		b = append(b, s[0])
+		b = appendU32(b, uint32(len(s)-1))
+		b = append(b, s[1:]...)
+	}
+	return b
+}
+
+// sec is a section with a vector body of n entries.
+func sec(id byte, n int, entries ...[]byte) []byte {
+	b := appendU32([]byte{id}, uint32(n))
+	for _, e := range entries {
+		b = append(b, e...)
+	}
+	return b
+}
+
+func wname(s string) []byte { return append(appendU32(nil, uint32(len(s))), s...) }
+
+func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// fbody is a function body with no locals beyond locals (raw decls).
+func fbody(locals []byte, code ...byte) []byte {
+	b := append(append([]byte{}, locals...), code...)
+	return append(appendU32(nil, uint32(len(b))), b...)
+}
+
+const (
+	tI64I64  = 0 // (i64) -> i64
+	tVoidI32 = 1 // () -> i32
+	tI32I32  = 2 // (i32) -> i32
+	tI32x2   = 3 // (i32, i32) -> (i32, i32)
+)
+
+var testTypes = sec(1, 4,
+	[]byte{0x60, 1, 0x7E, 1, 0x7E},
+	[]byte{0x60, 0, 1, 0x7F},
+	[]byte{0x60, 1, 0x7F, 1, 0x7F},
+	[]byte{0x60, 2, 0x7F, 0x7F, 2, 0x7F, 0x7F},
+)
+
+// lengthImport imports extism:host/env length (i64) -> i64 as function 0.
+var lengthImport = cat(wname(loopCheckModule), wname("length"), []byte{0x00, tI64I64})
+
+// countLoop is a function of type (i32) -> i32 that loops n times (its
+// argument) and returns n: local 1 counts.
+var countLoop = fbody([]byte{1, 1, 0x7F},
+	0x02, 0x40, // block
+	0x03, 0x40, // loop
+	0x20, 0x01, 0x20, 0x00, 0x4E, 0x0D, 0x01, // local1 >= n: br_if 1
+	0x20, 0x01, 0x41, 0x01, 0x6A, 0x21, 0x01, // local1++
+	0x0C, 0x00, // br 0
+	0x0B, 0x0B,
+	0x20, 0x01, 0x0B)
+
+// checkHost instantiates a fake extism:host/env whose length counts the
+// loop checks; names lists extra (i64) -> i64 imports to define.
+func checkHost(t *testing.T, r wazero.Runtime, checks *int) {
+	t.Helper()
+	b := r.NewHostModuleBuilder(loopCheckModule)
+	for _, name := range []string{"length", "length_unsafe", "alloc"} {
+		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, s []uint64) {
+			if s[0] == loopCheckArg {
+				*checks++
+			}
+			s[0] = 7
+		}), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).Export(name)
+	}
+	if _, err := b.Instantiate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runBoth instantiates wasm and its instrumented form and calls export with
+// params in each, returning both results and the number of checks the
+// instrumented one made. It fails the test if the instrumentation refuses.
+func runBoth(t *testing.T, wasm []byte, export string, params ...uint64) (orig, inst []uint64, checks int) {
+	t.Helper()
+	out, err := instrumentLoops(wasm)
+	if err != nil {
+		t.Fatalf("instrumentLoops: %v", err)
+	}
+	run := func(wasm []byte, checks *int) []uint64 {
+		ctx := context.Background()
+		r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
+		defer r.Close(ctx)
+		checkHost(t, r, checks)
+		if _, err := r.InstantiateWithConfig(ctx, globalModule, wazero.NewModuleConfig().WithName("g")); err != nil {
+			t.Fatal(err)
+		}
+		m, err := r.Instantiate(ctx, wasm)
+		if err != nil {
+			t.Fatalf("instantiate: %v", err)
+		}
+		res, err := m.ExportedFunction(export).Call(ctx, params...)
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		return res
+	}
+	var none int
+	orig = run(wasm, &none)
+	inst = run(out, &checks)
+	if none != 0 {
+		t.Fatalf("the original made %d checks", none)
+	}
+	return orig, inst, checks
+}
+
+// globalModule exports a mutable i32 global "g" = 5, for imported globals.
+var globalModule = wmod(
+	sec(6, 1, []byte{0x7F, 0x01, 0x41, 0x05, 0x0B}),
+	sec(7, 1, cat(wname("g"), []byte{0x03, 0x00})),
+)
+
+// checksFor is how many checks n iterations of loop bodies make.
+func checksFor(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return (n - 1) / loopCheckEvery
+}
+
+func TestInstrumentSimpleLoop(t *testing.T) {
+	wasm := wmod(testTypes,
+		sec(2, 1, lengthImport),
+		sec(3, 1, []byte{tI32I32}),
+		sec(7, 1, cat(wname("run"), []byte{0x00, 0x01})),
+		sec(10, 1, countLoop),
+	)
+	for _, n := range []int{0, 1, loopCheckEvery, loopCheckEvery + 1, 5*loopCheckEvery + 3} {
+		orig, inst, checks := runBoth(t, wasm, "run", uint64(n))
+		// The loop body runs n+1 times: the last iteration exits.
+		if orig[0] != uint64(n) || inst[0] != uint64(n) || checks != checksFor(n+1) {
+			t.Errorf("n=%d: orig %v inst %v checks %d, want %d", n, orig, inst, checks, checksFor(n+1))
+		}
+	}
+}
+
+// TestInstrumentNested covers loops nested in blocks and ifs, br_table, a
+// multi-value loop with parameters (block type by index), select with a
+// type, 0xFC ops (memory.fill, memory.copy, trunc_sat), sign extension,
+// imported and own globals and a missing global section created before
+// the export section.
+func TestInstrumentNested(t *testing.T) {
+	// run(n): sum over i < n of (inner loop of 3 iterations through a
+	// br_table) using a (i32,i32)->(i32,i32) loop; global 1 (own) counts
+	// outer iterations; memory ops on the side.
+	code := []byte{
+		// memory.fill(0, 0xAB, 16); memory.copy(16, 0, 16)
+		0x41, 0x00, 0x41, 0xAB, 0x01, 0x41, 0x10, 0xFC, 0x0B, 0x00,
+		0x41, 0x10, 0x41, 0x00, 0x41, 0x10, 0xFC, 0x0A, 0x00, 0x00,
+		// i32.trunc_sat_f32_s(1.5e10) -> 0x7fffffff, i32.extend8_s, drop
+		0x43, 0xF9, 0x02, 0x60, 0x50, 0xFC, 0x00, 0xC0, 0x1A,
+		0x41, 0x00, // acc
+		0x41, 0x00, // i
+		0x03, tI32x2, // loop (param i32 i32) (result i32 i32)  [acc i]
+		0x21, 0x01, // local1 = i
+		0x21, 0x02, // local2 = acc
+		0x20, 0x01, 0x20, 0x00, 0x48, // i < n
+		0x04, 0x40, // if
+		0x23, 0x01, 0x41, 0x01, 0x6A, 0x24, 0x01, // own global++
+		0x41, 0x00, 0x21, 0x03, // j = 0
+		0x02, 0x40, // block
+		0x03, 0x40, // loop
+		0x02, 0x40, 0x02, 0x40, 0x02, 0x40, // block block block
+		0x20, 0x03, 0x0E, 0x02, 0x00, 0x01, 0x02, // br_table 0 1 default 2 on j
+		0x0B, // end: j == 0: acc += 1
+		0x20, 0x02, 0x41, 0x01, 0x6A, 0x21, 0x02,
+		0x0B, // j == 1: acc += 10
+		0x20, 0x02, 0x41, 0x0A, 0x6A, 0x21, 0x02,
+		0x0B, // j >= 2: acc += 100, exit when j == 2
+		0x20, 0x03, 0x41, 0x01, 0x6A, 0x21, 0x03,
+		0x20, 0x03, 0x41, 0x03, 0x4E, 0x0D, 0x01, // j >= 3: br_if 1 (out of the block)
+		0x20, 0x02, 0x41, 0xE4, 0x00, 0x6A, 0x21, 0x02,
+		0x0C, 0x00, // br 0 (loop)
+		0x0B, 0x0B, // end loop, end block
+		0x20, 0x02, 0x20, 0x01, 0x41, 0x01, 0x6A, // [acc i+1]
+		0x0C, 0x01, // br 1: the outer loop, with its params
+		0x0B,                   // end if
+		0x20, 0x02, 0x20, 0x01, // [acc i]
+		0x0B, // end loop
+		0x1A, // drop i
+		// select (result i32): acc or 0 on 1
+		0x41, 0x00, 0x41, 0x01, 0x1C, 0x01, 0x7F,
+		// + imported global (5) + own global + memory[20] byte (0xAB)
+		0x23, 0x00, 0x6A, 0x23, 0x01, 0x6A,
+		0x41, 0x00, 0x2D, 0x00, 0x14, 0x6A,
+		0x0B,
+	}
+	wasm := wmod(testTypes,
+		sec(2, 2, lengthImport, cat(wname("g"), wname("g"), []byte{0x03, 0x7F, 0x01})),
+		sec(3, 1, []byte{tI32I32}),
+		sec(5, 1, []byte{0x00, 0x01}),
+		sec(6, 1, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}),
+		sec(7, 1, cat(wname("run"), []byte{0x00, 0x01})),
+		sec(10, 1, fbody([]byte{1, 3, 0x7F}, code...)),
+	)
+	for _, n := range []int{0, 1, 2, 3000, 20000} {
+		orig, inst, checks := runBoth(t, wasm, "run", uint64(n))
+		want := uint64(n*(1+10+100+10+100)+5+n+0xAB) & 0xFFFFFFFF
+		// Loop bodies run n+1 times outside, 3 times inside per outer
+		// iteration; all loops share the counter.
+		if orig[0] != want || inst[0] != want || checks != checksFor(n+1+3*n) {
+			t.Errorf("n=%d: orig %d inst %d want %d; checks %d want %d", n, orig[0], inst[0], want, checks, checksFor(n+1+3*n))
+		}
+	}
+
+	// Without a global section one is created between the memory and the
+	// export sections.
+	noGlobals := wmod(testTypes,
+		sec(2, 1, lengthImport),
+		sec(3, 1, []byte{tI32I32}),
+		sec(5, 1, []byte{0x00, 0x01}),
+		sec(7, 1, cat(wname("run"), []byte{0x00, 0x01})),
+		sec(10, 1, countLoop),
+		[]byte{0, 4, 'n', 'a', 'm', 'e'}, // a custom section
+	)
+	if orig, inst, checks := runBoth(t, noGlobals, "run", 40000); orig[0] != 40000 || inst[0] != 40000 || checks != checksFor(40001) {
+		t.Errorf("no global section: %v %v %d", orig, inst, checks)
+	}
+	// Without exports and memory: appended at the end, before the code.
+	onlyCode := wmod(testTypes, sec(2, 1, cat(wname(loopCheckModule), wname("length_unsafe"), []byte{0x00, tI64I64})),
+		sec(3, 1, []byte{tI32I32}), sec(10, 1, countLoop))
+	if _, err := instrumentLoops(onlyCode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInstrumentCheckImport: the check calls the length import however many
+// other imports come first, and no index moves.
+func TestInstrumentCheckImport(t *testing.T) {
+	wasm := wmod(testTypes,
+		sec(2, 3,
+			cat(wname(loopCheckModule), wname("alloc"), []byte{0x00, tI64I64}),
+			cat(wname("other"), wname("length"), []byte{0x00, tI64I64}), // wrong module
+			cat(wname(loopCheckModule), wname("length"), []byte{0x00, tI64I64})),
+		sec(3, 2, []byte{tI32I32, tVoidI32}),
+		sec(7, 2, cat(wname("run"), []byte{0x00, 0x03}), cat(wname("alloc"), []byte{0x00, 0x04})),
+		sec(10, 2, countLoop, fbody([]byte{0}, 0x42, 0x00, 0x10, 0x00, 0xA7, 0x0B)), // alloc(0) -> 7
+	)
+	out, err := instrumentLoops(wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte{0x42, 0x7F, 0x10, 0x02, 0x1A}) {
+		t.Errorf("the check does not call import 2")
+	}
+	ctx := context.Background()
+	r := wazero.NewRuntime(ctx)
+	defer r.Close(ctx)
+	var checks int
+	checkHost(t, r, &checks)
+	b := r.NewHostModuleBuilder("other")
+	b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, s []uint64) { t.Error("other.length called") }),
+		[]api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).Export("length")
+	if _, err := b.Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Instantiate(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := m.ExportedFunction("alloc").Call(ctx); err != nil || res[0] != 7 {
+		t.Errorf("alloc: %v %v", res, err)
+	}
+	if res, err := m.ExportedFunction("run").Call(ctx, 3*loopCheckEvery); err != nil || res[0] != 3*loopCheckEvery || checks != 3 {
+		t.Errorf("run: %v %v, %d checks", res, err, checks)
+	}
+}
+
+func TestInstrumentRefuses(t *testing.T) {
+	withCode := func(imports []byte, code ...byte) []byte {
+		return wmod(testTypes, imports, sec(3, 1, []byte{tVoidI32}), sec(10, 1, fbody([]byte{0}, code...)))
+	}
+	imp := sec(2, 1, lengthImport)
+	loopI32 := []byte{0x03, 0x40, 0x0B, 0x41, 0x00, 0x0B}
+	for name, wasm := range map[string][]byte{
+		"no import":          withCode(sec(2, 0), loopI32...),
+		"no import section":  wmod(testTypes, sec(3, 1, []byte{tVoidI32}), sec(10, 1, fbody([]byte{0}, loopI32...))),
+		"wrong signature":    withCode(sec(2, 1, cat(wname(loopCheckModule), wname("length"), []byte{0x00, tI32I32})), loopI32...),
+		"wrong name":         withCode(sec(2, 1, cat(wname(loopCheckModule), wname("alloc"), []byte{0x00, tI64I64})), loopI32...),
+		"simd":               withCode(imp, 0xFD, 0x0C, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1A, 0x41, 0x00, 0x0B),
+		"atomics":            withCode(imp, 0x41, 0x00, 0xFE, 0x10, 0x02, 0x00, 0x0B),
+		"tail call":          withCode(imp, 0x12, 0x00, 0x0B),
+		"try_table":          withCode(imp, 0x1F, 0x40, 0x00, 0x0B, 0x41, 0x00, 0x0B),
+		"unknown 0xFC":       withCode(imp, 0xFC, 0x12, 0x0B),
+		"overlong 0xFC":      withCode(imp, 0xFC, 0x8B, 0x00, 0x00, 0x0B),
+		"multi-memory":       withCode(imp, 0x41, 0x00, 0x28, 0x42, 0x01, 0x00, 0x0B),
+		"memory.size index":  withCode(imp, 0x3F, 0x01, 0x0B),
+		"negative blocktype": withCode(imp, 0x02, 0x50, 0x0B, 0x41, 0x00, 0x0B),
+		"blocktype range":    withCode(imp, 0x02, 0x09, 0x0B, 0x41, 0x00, 0x0B),
+		"unbalanced":         withCode(imp, 0x03, 0x40, 0x41, 0x00, 0x0B),
+		"bytes after end":    withCode(imp, 0x41, 0x00, 0x0B, 0x01),
+		"else outside if":    withCode(imp, 0x05, 0x41, 0x00, 0x0B),
+		"overlong LEB":       withCode(imp, 0x41, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00, 0x0B),
+		"LEB unused bits":    withCode(imp, 0x41, 0x80, 0x80, 0x80, 0x80, 0x10, 0x0B),
+		"truncated":          withCode(imp, 0x41)[:40],
+		"bad magic":          []byte("\x00asm\x02\x00\x00\x00"),
+		"tag section":        wmod(testTypes, imp, sec(13, 0)),
+		"unknown section":    wmod(testTypes, imp, sec(14, 0)),
+		"out of order":       wmod(imp, testTypes),
+		"duplicate section":  wmod(testTypes, imp, sec(3, 0), sec(3, 0)),
+		"trailing in types":  wmod(append(testTypes, 0), imp),
+		"gc type":            wmod(sec(1, 1, []byte{0x5F, 0x00}), imp),
+		"ref type":           withCode(imp, 0xD0, 0x63, 0x0B),
+		"memory64":           wmod(testTypes, imp, sec(5, 1, []byte{0x04, 0x01})),
+		"tag import":         wmod(testTypes, sec(2, 1, cat(wname("a"), wname("b"), []byte{0x04, 0x00, 0x00}))),
+		"section past end":   append(wmod(testTypes), 0x01, 0x10, 0x00),
+		// Invalid as written, valid once the counter is appended.
+		"counter global.set": withCode(imp, 0x41, 0x00, 0x24, 0x00, 0x41, 0x00, 0x0B),
+		"counter export": wmod(testTypes, imp, sec(3, 1, []byte{tVoidI32}), sec(7, 1, cat(wname("n"), []byte{0x03, 0x00})),
+			sec(10, 1, fbody([]byte{0}, loopI32...))),
+	} {
+		if out, err := instrumentLoops(wasm); !errors.Is(err, errNotInstrumentable) {
+			t.Errorf("%s: %v, %x", name, err, out)
+		}
+	}
+}
+
+// TestLEB checks the decoder against the encoders and the spec's limits.
+func TestLEB(t *testing.T) {
+	for _, v := range []int32{0, 1, -1, 63, 64, -64, -65, 1 << 20, -1 << 31, 1<<31 - 1} {
+		r := &wreader{b: appendS32(nil, v)}
+		got, err := r.leb(32, true)
+		if err != nil || int32(got) != v || !r.eof() {
+			t.Errorf("s32 %d: %d %v", v, int32(got), err)
+		}
+	}
+	for _, v := range []uint32{0, 1, 127, 128, 1<<32 - 1} {
+		r := &wreader{b: appendU32(nil, v)}
+		got, err := r.u32()
+		if err != nil || got != v || !r.eof() {
+			t.Errorf("u32 %d: %d %v", v, got, err)
+		}
+	}
+	for _, c := range []struct {
+		b      []byte
+		bits   uint
+		signed bool
+		ok     bool
+	}{
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0x0F}, 32, false, true},
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0x1F}, 32, false, false},
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0x7F}, 32, true, true},  // -1
+		{[]byte{0x80, 0x80, 0x80, 0x80, 0x78}, 32, true, true},  // min int32
+		{[]byte{0x80, 0x80, 0x80, 0x80, 0x70}, 32, true, false}, // sign bit not extended
+		{[]byte{0xC0, 0x7F}, 33, true, true},                    // -64, an overlong 0x40
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0x0F}, 33, true, true},
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0x1F}, 33, true, false},
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F}, 64, true, true},
+		{[]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}, 64, true, false},
+		{[]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00}, 64, true, false},
+	} {
+		r := &wreader{b: c.b}
+		_, err := r.leb(c.bits, c.signed)
+		if (err == nil) != c.ok || (err == nil && !r.eof()) {
+			t.Errorf("%x (%d bits, signed %v): %v", c.b, c.bits, c.signed, err)
+		}
+	}
+}
+
+// FuzzInstrument: no input crashes the rewriter, and wazero accepts a
+// rewritten module exactly when it accepts the original: a rewrite never
+// makes an invalid module valid (one naming the counter, say).
+func FuzzInstrument(f *testing.F) {
+	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 1, []byte{tI32I32}),
+		sec(7, 1, cat(wname("run"), []byte{0x00, 0x01})), sec(10, 1, countLoop)))
+	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 1, []byte{tVoidI32}),
+		sec(6, 1, []byte{0x7F, 0x01, 0x41, 0x00, 0x0B}),
+		sec(10, 1, fbody([]byte{1, 2, 0x7F}, 0x02, 0x40, 0x03, 0x40, 0x20, 0x00, 0x0E, 0x01, 0x00, 0x01, 0x0B, 0x0B,
+			0xFC, 0x01, 0x1A, 0x41, 0x00, 0x0B))))
+	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 1, []byte{tI32x2}),
+		sec(10, 1, fbody([]byte{0}, 0x20, 0x00, 0x20, 0x01, 0x03, tI32x2, 0x0B, 0x0B))))
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
+	defer r.Close(ctx)
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		out, err := instrumentLoops(wasm)
+		if err != nil {
+			if !errors.Is(err, errNotInstrumentable) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		origErr := func() error {
+			cm, err := r.CompileModule(ctx, wasm)
+			if err == nil {
+				cm.Close(ctx)
+			}
+			return err
+		}()
+		cm, err := r.CompileModule(ctx, out)
+		if err != nil {
+			if origErr == nil {
+				t.Fatalf("the original compiles, the rewrite does not: %v", err)
+			}
+			return // invalid in, invalid out
+		}
+		cm.Close(ctx)
+		if origErr != nil {
+			t.Fatalf("the rewrite of an invalid module compiles: %v", origErr)
+		}
+	})
+}
