@@ -210,7 +210,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 				if err != nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 				}
-				return v.result, nil
+				return v.answer(), nil
 			case "tools/call":
 				r, ok := req.(*mcp.CallToolRequest)
 				if !ok || r.Params == nil {

@@ -82,7 +82,7 @@ func startHost(t *testing.T, cfg Config, opts *Options) *Host {
 }
 
 // connectHTTP serves h over real loopback HTTP and connects a go-sdk client.
-func connectHTTP(t *testing.T, h *Host, copts *mcp.ClientOptions) *mcp.ClientSession {
+func connectHTTP(t testing.TB, h *Host, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)

@@ -20,6 +20,15 @@ type view struct {
 	result *mcp.ListToolsResult
 }
 
+// answer is the tools/list result for a request: a shallow copy of the
+// cached one, because the go-sdk annotates results of newer-protocol
+// sessions (result type, server info in _meta) after the handler returns,
+// and sessions share the cached view.
+func (v *view) answer() mcp.Result {
+	cp := *v.result
+	return &cp
+}
+
 // maxViews bounds the per-caller cache; past it the cache starts over, which
 // costs one policy run per caller.
 const maxViews = 4096
