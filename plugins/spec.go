@@ -56,9 +56,10 @@ type Spec struct {
 	AllowedPaths map[string]string // host path -> guest path; "ro:" before the host path mounts read-only
 	Env          map[string]string // environment variables visible to WASI
 
-	// Instances is the size of the plugin's pool of warm instances, and so
-	// the number of hook calls it runs at once; 0 means
-	// min(GOMAXPROCS, 4). Every instance is created at load.
+	// Instances is the most instances the plugin's pool holds, and so the
+	// number of hook calls it runs at once; 0 means min(GOMAXPROCS, 4).
+	// One is made at load; the pool grows when calls overlap, and keeps
+	// what it made.
 	Instances int
 	// MaxOutputBytes caps one hook's output; 0 means DefaultMaxOutputBytes.
 	MaxOutputBytes int
