@@ -175,6 +175,18 @@ func (r *wreader) limits() error {
 	return nil
 }
 
+// tableType reads a table type: funcref or externref, then its limits.
+func (r *wreader) tableType() error {
+	c, err := r.byte()
+	if err != nil {
+		return err
+	}
+	if c != 0x70 && c != 0x6F {
+		return refuse("table type 0x%02x", c)
+	}
+	return r.limits()
+}
+
 func appendU32(b []byte, v uint32) []byte {
 	for {
 		c := byte(v & 0x7F)
@@ -291,14 +303,7 @@ func instrumentLoops(wasm []byte) ([]byte, error) {
 					}
 					funcs++
 				case 1:
-					c, err := s.byte()
-					if err != nil {
-						return nil, err
-					}
-					if c != 0x70 && c != 0x6F {
-						return nil, refuse("table type 0x%02x", c)
-					}
-					if err := s.limits(); err != nil {
+					if err := s.tableType(); err != nil {
 						return nil, err
 					}
 				case 2:
@@ -327,14 +332,7 @@ func instrumentLoops(wasm []byte) ([]byte, error) {
 				return nil, err
 			}
 			for range n {
-				c, err := s.byte()
-				if err != nil {
-					return nil, err
-				}
-				if c != 0x70 && c != 0x6F {
-					return nil, refuse("table type 0x%02x", c)
-				}
-				if err := s.limits(); err != nil {
+				if err := s.tableType(); err != nil {
 					return nil, err
 				}
 			}
