@@ -63,8 +63,6 @@ type Host struct {
 	servers        serverSet
 	closeOnce      sync.Once
 	closed         atomic.Bool
-	startedAt      time.Time
-	stopNotify     func()
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -104,7 +102,6 @@ func New(cfg Config, opts *Options) (*Host, error) {
 // server that fails does not stop the others; it keeps retrying with
 // backoff, and its Status says why it failed.
 func (h *Host) Start(ctx context.Context) error {
-	h.startedAt = time.Now()
 	ups := h.upstreamList()
 	waits := make([]<-chan struct{}, len(ups))
 	for i, u := range ups {

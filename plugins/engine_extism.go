@@ -20,8 +20,6 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 )
 
-const engineName = "extism-go-sdk"
-
 type compiled struct {
 	cp *extism.CompiledPlugin
 }

@@ -32,8 +32,6 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-const engineName = "native"
-
 // extismEnv is the module name of the Extism host functions.
 const extismEnv = "extism:host/env"
 
