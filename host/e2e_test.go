@@ -114,7 +114,12 @@ func TestUpstreamCrashAndRecovery(t *testing.T) {
 	if got, _ := callText(t, cs, "b__echo", map[string]any{"text": "still here"}); got != "still here" {
 		t.Errorf("b__echo = %q", got)
 	}
-	testproc.WaitFor(t, "a to reconnect", 10*time.Second, func() bool { return h.Statuses()[0].State == StateConnected })
+	// Until the crash is noticed, the state still says connected: wait for
+	// the reconnect itself.
+	testproc.WaitFor(t, "a to reconnect", 10*time.Second, func() bool {
+		st := h.Statuses()[0]
+		return st.State == StateConnected && st.Reconnects >= 1
+	})
 	pid2, isErr := callText(t, cs, "a__pid", nil)
 	if isErr || pid2 == pid1 {
 		t.Fatalf("after recovery pid = %q (was %q, isError %v)", pid2, pid1, isErr)
