@@ -12,7 +12,7 @@ import "encoding/json"
 // Version is the ABI version this package describes. Plugins name the version
 // they were built for in their describe output; the host accepts any minor
 // version of the same major.
-const Version = "1.0"
+const Version = "1.1"
 
 // Major is the major ABI version; a plugin claiming another major is refused.
 const Major = 1
@@ -55,6 +55,34 @@ type Describe struct {
 	Name    string   `json:"name"`
 	Version string   `json:"version,omitempty"`
 	Hooks   []string `json:"hooks"`
+	// Hints, new in ABI 1.1, tell the host when it may skip a hook call or
+	// reuse an earlier answer. A host that does not know them (ABI 1.0)
+	// ignores them, and calls every hook every time.
+	Hints *Hints `json:"hints,omitempty"`
+}
+
+// Hints are promises a plugin makes about its hooks so that the host can
+// call them less often. Each is optional; a plugin that breaks one gets
+// answers computed from its earlier output, so promise only what holds for
+// every input (SPEC.md section 4.2).
+type Hints struct {
+	// ListPerTool: tools_list judges each tool on its own. Its output for a
+	// list is, in order, its output for each tool alone: that tool (server
+	// and tool unchanged, other fields possibly changed) or nothing. The
+	// host may then call the hook with only the tools it has not seen, and
+	// reuse its answers for the others.
+	ListPerTool bool `json:"listPerTool,omitempty"`
+	// CallIgnoresArguments: tool_call decides from the tool (name, server,
+	// tool, annotations) and the caller only, never from the arguments. The
+	// host may reuse an allow or deny for later calls of the same tool.
+	CallIgnoresArguments bool `json:"callIgnoresArguments,omitempty"`
+	// IgnoresCaller: the answers of tools_list and tool_call do not depend
+	// on the caller, so reused answers are shared by all callers.
+	IgnoresCaller bool `json:"ignoresCaller,omitempty"`
+	// ResultMinBytes: tool_result returns every result whose JSON encoding
+	// is shorter than this many bytes unchanged, so the host need not call
+	// it for one. Zero means every result is looked at.
+	ResultMinBytes int `json:"resultMinBytes,omitempty"`
 }
 
 // Caller describes the downstream client on whose behalf a hook runs.

@@ -238,17 +238,30 @@ func (c *Chain) toolsListOne(ctx context.Context, p *Plugin, caller abi.Caller, 
 			return tools, nil
 		}
 	}
-	input, err := json.Marshal(abi.ToolsListInput{Caller: caller, Tools: nonNil(sub)})
+	call := func(sub []abi.Tool) ([]abi.Tool, error) {
+		input, err := json.Marshal(abi.ToolsListInput{Caller: caller, Tools: nonNil(sub)})
+		if err != nil {
+			return nil, err
+		}
+		out, err := p.Call(ctx, abi.HookToolsList, input)
+		if err != nil {
+			return nil, err
+		}
+		got, err := decodeToolsList(out, sub, reserved)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.spec.Name, err)
+		}
+		return got, nil
+	}
+	var got []abi.Tool
+	var err error
+	if p.memo != nil && p.memo.hints.ListPerTool {
+		got, err = p.memo.toolsList(call, caller, sub, reserved)
+	} else {
+		got, err = call(sub)
+	}
 	if err != nil {
 		return nil, err
-	}
-	out, err := p.Call(ctx, abi.HookToolsList, input)
-	if err != nil {
-		return nil, err
-	}
-	got, err := decodeToolsList(out, sub, reserved)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p.spec.Name, err)
 	}
 	if !scoped {
 		return got, nil
@@ -319,6 +332,19 @@ func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallD
 }
 
 func (c *Chain) toolCallOne(ctx context.Context, p *Plugin, in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	var key string
+	reuse := false
+	if p.memo != nil {
+		var err error
+		if key, reuse, err = p.memo.callKey(in); err != nil {
+			return nil, err
+		}
+		if reuse {
+			if d, ok := p.memo.decision(key); ok {
+				return d, nil
+			}
+		}
+	}
 	input, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
@@ -330,6 +356,9 @@ func (c *Chain) toolCallOne(ctx context.Context, p *Plugin, in *abi.ToolCallInpu
 	d, err := decodeCallDecision(out)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.spec.Name, err)
+	}
+	if reuse {
+		p.memo.remember(key, d)
 	}
 	return d, nil
 }
@@ -367,6 +396,11 @@ func (c *Chain) toolResultOne(ctx context.Context, p *Plugin, in *abi.ToolResult
 	input, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
+	}
+	// The input is longer than the result's encoding, so a result it
+	// covers is certainly below the plugin's promise.
+	if h := p.desc.Hints; h != nil && !c.rt.ignoreHints && len(input) < h.ResultMinBytes {
+		return in.Result, nil
 	}
 	out, err := p.Call(ctx, abi.HookToolResult, input)
 	if err != nil {

@@ -98,6 +98,9 @@ func decodeDescribe(data []byte, exported func(string) bool) (describeResult, er
 		hooks = append(hooks, h)
 	}
 	r.Hooks = hooks
+	if r.Hints != nil && r.Hints.ResultMinBytes < 0 {
+		return r, fmt.Errorf("%w: hints.resultMinBytes is %d, below 0", ErrInvalidDescribe, r.Hints.ResultMinBytes)
+	}
 	return r, nil
 }
 

@@ -18,6 +18,8 @@ func FuzzDecodeDescribe(f *testing.F) {
 		`{"abi":"2.0","name":"p","hooks":[]}`,
 		`{"abi":"1","name":"p"}`, `{"abi":"+1.-0","name":"p"}`, `{"abi":"1.0"}`,
 		`{"abi":"1.0","name":"p","hooks":["tool_call","tool_call"]}`,
+		`{"abi":"1.1","name":"p","hooks":["tools_list"],"hints":{"listPerTool":true,"ignoresCaller":true,"resultMinBytes":20001}}`,
+		`{"abi":"1.1","name":"p","hooks":[],"hints":{"resultMinBytes":-1}}`, `{"abi":"1.1","name":"p","hints":[]}`,
 		`[]`, `null`, ``, `{`, `{"abi":1}`,
 	} {
 		f.Add([]byte(s), true)
@@ -33,6 +35,9 @@ func FuzzDecodeDescribe(f *testing.F) {
 		major, _, err := parseABI(d.ABI)
 		if err != nil || major != abi.Major || d.Name == "" {
 			t.Fatalf("accepted %+v", d.Describe)
+		}
+		if d.Hints != nil && d.Hints.ResultMinBytes < 0 {
+			t.Fatalf("accepted hints %+v", *d.Hints)
 		}
 		seen := map[string]bool{}
 		for _, h := range d.Hooks {

@@ -43,6 +43,7 @@ type Plugin struct {
 	mod    *module
 	desc   abi.Describe
 	hooks  map[string]bool
+	memo   *memo    // answers the describe hints let the host reuse; nil for none
 	export []string // sorted exported function names of the main module
 	log    hclog.Logger
 	modCfg wazero.ModuleConfig
@@ -176,6 +177,9 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		log.Warn(w)
 	}
 	p.desc = desc.Describe
+	if desc.Hints != nil && !rt.ignoreHints {
+		p.memo = newMemo(*desc.Hints)
+	}
 	p.hooks = map[string]bool{}
 	for _, h := range desc.Hooks {
 		p.hooks[h] = true

@@ -35,6 +35,10 @@ type RuntimeOptions struct {
 	// Modules the instrumentation does not understand run this way anyway,
 	// as do all modules under the mcphost_extism engine.
 	CloseOnContextDone bool
+	// IgnoreHints calls every hook every time, as an ABI 1.0 host does,
+	// whatever the plugins' describe hints allow (abi.Hints). For
+	// comparison and for debugging a plugin suspected of breaking one.
+	IgnoreHints bool
 }
 
 // Runtime owns the engine configuration, the compilation cache and the
@@ -49,12 +53,13 @@ type Runtime struct {
 	// fastCfg compiles instrumented modules, with WithCloseOnContextDone
 	// off. It has a cache of its own: wazero's cache key ignores the
 	// setting, so one byte sequence must never reach both.
-	fastCfg    wazero.RuntimeConfig
-	fastCache  wazero.CompilationCache
-	instrument bool // instrument loops; false: everything under cfg
-	log        hclog.Logger
-	builtin    func(string) ([]byte, map[string]string, bool)
-	gen        atomic.Uint64
+	fastCfg     wazero.RuntimeConfig
+	fastCache   wazero.CompilationCache
+	instrument  bool // instrument loops; false: everything under cfg
+	ignoreHints bool
+	log         hclog.Logger
+	builtin     func(string) ([]byte, map[string]string, bool)
+	gen         atomic.Uint64
 	// guestLevel is what get_log_level tells guests: the Extism level
 	// (0 trace .. 4 error) of the lowest message the logger records.
 	guestLevel int32
@@ -110,14 +115,15 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	cache := newCache(dir)
 	fastCache := newCache(filepath.Join(dir, "instrumented"))
 	rt := &Runtime{
-		cfg:        wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true),
-		cache:      cache,
-		fastCfg:    wazero.NewRuntimeConfig().WithCompilationCache(fastCache).WithCloseOnContextDone(false),
-		fastCache:  fastCache,
-		instrument: !opts.CloseOnContextDone,
-		log:        log,
-		builtin:    opts.Builtin,
-		modules:    map[string]*module{},
+		cfg:         wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true),
+		cache:       cache,
+		fastCfg:     wazero.NewRuntimeConfig().WithCompilationCache(fastCache).WithCloseOnContextDone(false),
+		fastCache:   fastCache,
+		instrument:  !opts.CloseOnContextDone,
+		ignoreHints: opts.IgnoreHints,
+		log:         log,
+		builtin:     opts.Builtin,
+		modules:     map[string]*module{},
 	}
 	rt.initEngine()
 	return rt, nil

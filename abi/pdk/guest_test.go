@@ -24,7 +24,7 @@ func TestGuestCall(t *testing.T) {
 		wantErr string
 	}{
 		{name: "describe lists only handled hooks", policy: pdk.Policy{Name: "p", ToolResult: func(*abi.ToolResultInput) (*abi.ToolResultOutput, error) { return nil, nil }},
-			export: abi.ExportDescribe, want: `{"abi":"1.0","name":"p","hooks":["tool_result"]}`},
+			export: abi.ExportDescribe, want: `{"abi":"1.1","name":"p","hooks":["tool_result"]}`},
 		{name: "no name", policy: pdk.Policy{ToolCall: toolCall(nil, nil)}, export: abi.ExportDescribe, wantErr: "pdk: policy has no name"},
 		{name: "no handler at all", policy: pdk.Policy{Name: "p"}, export: abi.ExportDescribe, wantErr: `pdk: policy "p" has no hook handler`},
 		{name: "missing handler", policy: pdk.Policy{Name: "p", ToolCall: toolCall(nil, nil)}, export: abi.ExportToolsList, input: `{}`, wantErr: "hook not implemented by this plugin: tools_list"},

@@ -40,6 +40,11 @@ type Policy struct {
 	ToolsList  ToolsListFunc
 	ToolCall   ToolCallFunc
 	ToolResult ToolResultFunc
+
+	// Hints, if set, returns the promises the policy makes about its hooks
+	// (abi.Hints), which let the host skip calls or reuse answers. It is
+	// called after Configure, so the promises may depend on configuration.
+	Hints func() abi.Hints
 }
 
 // Hooks returns the names of the hooks p implements, in ABI order.
@@ -59,7 +64,13 @@ func (p *Policy) Hooks() []string {
 
 // Describe returns p's describe output.
 func (p *Policy) Describe() abi.Describe {
-	return abi.Describe{ABI: abi.Version, Name: p.Name, Version: p.Version, Hooks: p.Hooks()}
+	d := abi.Describe{ABI: abi.Version, Name: p.Name, Version: p.Version, Hooks: p.Hooks()}
+	if p.Hints != nil {
+		if h := p.Hints(); h != (abi.Hints{}) {
+			d.Hints = &h
+		}
+	}
+	return d
 }
 
 // Validate reports whether p can be registered: it needs a name and at least

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -307,7 +308,7 @@ func TestRunHTTP(t *testing.T) {
 
 func TestVersionAndUsage(t *testing.T) {
 	out, _, code := mcphost(t, "version")
-	if code != 0 || !strings.Contains(out, "plugin ABI 1.0") {
+	if code != 0 || !strings.Contains(out, "plugin ABI "+abi.Version) {
 		t.Errorf("version: %d %q", code, out)
 	}
 	_, errs, code := mcphost(t, "frobnicate")

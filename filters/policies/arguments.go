@@ -38,6 +38,8 @@ func newArguments() pdk.Policy {
 		Configure: a.configure,
 		ToolsList: a.toolsList,
 		ToolCall:  a.toolCall,
+		// tool_call rewrites the arguments, so only listings are reused.
+		Hints: func() abi.Hints { return abi.Hints{ListPerTool: true, IgnoresCaller: true} },
 	}
 }
 

@@ -45,6 +45,7 @@ func newDescribe() pdk.Policy {
 		Version:   Version,
 		Configure: d.configure,
 		ToolsList: d.toolsList,
+		Hints:     func() abi.Hints { return abi.Hints{ListPerTool: true, IgnoresCaller: true} },
 	}
 }
 

@@ -31,6 +31,10 @@ func newFilter(name string, allow bool) pdk.Policy {
 		Configure: f.configure,
 		ToolsList: f.toolsList,
 		ToolCall:  f.toolCall,
+		// Decided by name and server alone.
+		Hints: func() abi.Hints {
+			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: true}
+		},
 	}
 }
 

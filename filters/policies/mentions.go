@@ -52,6 +52,8 @@ func newMentions() pdk.Policy {
 		Configure: m.configure,
 		ToolsList: m.toolsList,
 		ToolCall:  m.toolCall,
+		// What a caller mentioned decides; the arguments never do.
+		Hints: func() abi.Hints { return abi.Hints{ListPerTool: true, CallIgnoresArguments: true} },
 	}
 }
 

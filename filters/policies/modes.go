@@ -32,6 +32,10 @@ func newModes() pdk.Policy {
 		Configure: m.configure,
 		ToolsList: m.toolsList,
 		ToolCall:  m.toolCall,
+		// The mode comes from the caller only when meta_key lets it.
+		Hints: func() abi.Hints {
+			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: m.metaKey == ""}
+		},
 	}
 }
 

@@ -59,6 +59,10 @@ func newRedact() pdk.Policy {
 		Configure:  r.configure,
 		ToolCall:   r.toolCall,
 		ToolResult: r.toolResult,
+		// Unless it masks arguments, tool_call allows everything.
+		Hints: func() abi.Hints {
+			return abi.Hints{CallIgnoresArguments: !r.arguments, IgnoresCaller: !r.arguments}
+		},
 	}
 }
 

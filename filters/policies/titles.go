@@ -26,6 +26,7 @@ func newTitles() pdk.Policy {
 		Version:   Version,
 		Configure: t.configure,
 		ToolsList: t.toolsList,
+		Hints:     func() abi.Hints { return abi.Hints{ListPerTool: true, IgnoresCaller: true} },
 	}
 }
 

@@ -40,6 +40,10 @@ func newTruncate() pdk.Policy {
 		Version:    Version,
 		Configure:  t.configure,
 		ToolResult: t.toolResult,
+		// A result encoded in fewer bytes than both limits has fewer
+		// characters of text and fewer bytes of binary data than either:
+		// nothing to cut.
+		Hints: func() abi.Hints { return abi.Hints{ResultMinBytes: min(t.maxChars, t.maxBinary) + 1} },
 	}
 }
 

@@ -36,6 +36,12 @@ func New() pdk.Policy {
 		Configure: r.configure,
 		ToolsList: r.toolsList,
 		ToolCall:  r.toolCall,
+		// Promises that let mcphost reuse answers (abi/SPEC.md section
+		// 5.12): each tool is judged alone, from its name and
+		// annotations, whoever asks and whatever the arguments.
+		Hints: func() abi.Hints {
+			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: true}
+		},
 	}
 }
 
