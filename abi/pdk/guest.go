@@ -1,9 +1,14 @@
 package pdk
 
 import (
-	"encoding/json"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
+
+	// segmentio's codec compiles a decoder per type instead of walking
+	// reflect values per field: in a Go guest, where every function call
+	// is dear, it halves the cost of a hook (docs/BENCHMARKS.md).
+	"github.com/segmentio/encoding/json"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -170,6 +175,11 @@ func normalizeResult(r *abi.CallToolResult) {
 
 func decode(hook string, input []byte, v any) error {
 	if err := json.Unmarshal(input, v); err != nil {
+		// segmentio's errors quote the offending input, which may be
+		// megabytes: report encoding/json's instead.
+		if stdErr := stdjson.Unmarshal(input, v); stdErr != nil {
+			err = stdErr
+		}
 		return fmt.Errorf("pdk: decoding %s input: %w", hook, err)
 	}
 	return nil

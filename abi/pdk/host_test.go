@@ -262,7 +262,8 @@ func TestHostExampleNoDestructive(t *testing.T) {
 
 	var d abi.Describe
 	in.ok(abi.ExportDescribe, nil, &d)
-	if !equalJSON(t, d, abi.Describe{ABI: abi.Version, Name: "no-destructive", Version: "1.0.0", Hooks: []string{abi.HookToolsList, abi.HookToolCall}}) {
+	hints := &abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: true}
+	if !equalJSON(t, d, abi.Describe{ABI: abi.Version, Name: "no-destructive", Version: "1.0.0", Hooks: []string{abi.HookToolsList, abi.HookToolCall}, Hints: hints}) {
 		t.Errorf("describe = %+v", d)
 	}
 
