@@ -50,6 +50,7 @@ func benchCases() []benchCase {
 		rows = append(rows, fmt.Sprintf(`{"id":%d,"name":"row %d","tags":["a","b"]}`, i, i))
 	}
 	jsonText := "[" + strings.Join(rows, ",") + "]"
+	const simpleText = "This is a simple text response for testing."
 	prose := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 450) // ~20 KB
 	return []benchCase{
 		{"allow", map[string]string{"tools": `["files__*","clock__*"]`}, abi.HookToolsList, list},
@@ -65,6 +66,10 @@ func benchCases() []benchCase {
 		{"arguments", map[string]string{"fixed": `{"files__*":{"limit":10}}`}, abi.HookToolsList, list},
 		{"arguments", map[string]string{"fixed": `{"files__*":{"limit":10}}`}, abi.HookToolCall, call},
 		{"json_results", nil, abi.HookToolResult, result(jsonText)},
+		// The result of the everything-server's test_simple_text, which the
+		// gateway comparison calls.
+		{"json_results", nil, abi.HookToolResult, result(simpleText)},
+		{"redact", nil, abi.HookToolResult, result(simpleText)},
 		{"truncate", nil, abi.HookToolResult, result(prose + prose)},
 		{"truncate", nil, abi.HookToolResult, result("short")},
 		{"redact", nil, abi.HookToolResult, result(prose + " ghp_" + strings.Repeat("a", 36) + " " + prose[:1000])},
