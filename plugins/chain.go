@@ -256,7 +256,11 @@ func (c *Chain) toolsListOne(ctx context.Context, p *Plugin, caller abi.Caller, 
 	var got []abi.Tool
 	var err error
 	if p.memo != nil && p.memo.hints.ListPerTool {
-		got, err = p.memo.toolsList(call, caller, sub, reserved)
+		var called bool
+		got, called, err = p.memo.toolsList(call, caller, sub, reserved)
+		if err == nil && !called {
+			p.reused()
+		}
 	} else {
 		got, err = call(sub)
 	}
@@ -341,6 +345,7 @@ func (c *Chain) toolCallOne(ctx context.Context, p *Plugin, in *abi.ToolCallInpu
 		}
 		if reuse {
 			if d, ok := p.memo.decision(key); ok {
+				p.reused()
 				return d, nil
 			}
 		}
@@ -400,6 +405,7 @@ func (c *Chain) toolResultOne(ctx context.Context, p *Plugin, in *abi.ToolResult
 	// The input is longer than the result's encoding, so a result it
 	// covers is certainly below the plugin's promise.
 	if h := p.desc.Hints; h != nil && !c.rt.ignoreHints && len(input) < h.ResultMinBytes {
+		p.reused()
 		return in.Result, nil
 	}
 	out, err := p.Call(ctx, abi.HookToolResult, input)

@@ -59,17 +59,17 @@ func (m *memo) callerKey(caller abi.Caller) (string, error) {
 // toolsList runs p's tools_list on the tools it has not judged for this
 // caller, and answers for the others from the memo. Its result is what
 // calling the hook on all of tools would return, given the ListPerTool
-// promise.
-func (m *memo) toolsList(call func(sub []abi.Tool) ([]abi.Tool, error), caller abi.Caller, tools []abi.Tool, reserved map[string]bool) ([]abi.Tool, error) {
+// promise. called reports whether the guest was asked at all.
+func (m *memo) toolsList(call func(sub []abi.Tool) ([]abi.Tool, error), caller abi.Caller, tools []abi.Tool, reserved map[string]bool) (_ []abi.Tool, called bool, _ error) {
 	ck, err := m.callerKey(caller)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	keys := make([][sha256.Size]byte, len(tools))
 	for i := range tools {
 		b, err := json.Marshal(&tools[i])
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		keys[i] = sha256.Sum256(b)
 	}
@@ -95,7 +95,7 @@ func (m *memo) toolsList(call func(sub []abi.Tool) ([]abi.Tool, error), caller a
 		}
 		got, err := call(sub)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		// The output was checked against sub: every tool came from it,
 		// once. Match the answers back by server and tool.
@@ -119,7 +119,7 @@ func (m *memo) toolsList(call func(sub []abi.Tool) ([]abi.Tool, error), caller a
 		// Answers given in different calls may clash by name: check the
 		// whole, as decodeToolsList checked each part.
 		if names[a.tool.Name] || reserved[a.tool.Name] {
-			return nil, fmt.Errorf("%w: duplicate name %q across listings (the plugin promised listPerTool)", ErrInvalidOutput, a.tool.Name)
+			return nil, len(missing) > 0, fmt.Errorf("%w: duplicate name %q across listings (the plugin promised listPerTool)", ErrInvalidOutput, a.tool.Name)
 		}
 		names[a.tool.Name] = true
 		out = append(out, a.tool)
@@ -131,7 +131,7 @@ func (m *memo) toolsList(call func(sub []abi.Tool) ([]abi.Tool, error), caller a
 	}
 	m.lists[ck] = next
 	m.mu.Unlock()
-	return out, nil
+	return out, len(missing) > 0, nil
 }
 
 // callKey is the memo key of a tool_call, or ok false if the call's

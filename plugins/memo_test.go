@@ -133,15 +133,17 @@ func guestCalls(c *Chain) (n uint64) {
 	return n
 }
 
-func callsOf(t *testing.T, c *Chain, name string) uint64 {
+func callsOf(t *testing.T, c *Chain, name string) uint64 { return statusOf(t, c, name).Calls }
+
+func statusOf(t *testing.T, c *Chain, name string) Status {
 	t.Helper()
 	for _, st := range c.Status() {
 		if st.Name == name {
-			return st.Calls
+			return st
 		}
 	}
 	t.Fatalf("no plugin %q", name)
-	return 0
+	return Status{}
 }
 
 func mustMarshal(t *testing.T, v any) string {
@@ -176,8 +178,8 @@ func TestHintsListOnlyNewTools(t *testing.T) {
 	if again := list("s2", tools); !reflect.DeepEqual(again, first) {
 		t.Fatalf("second listing differs:\n%v\n%v", again, first)
 	}
-	if n := callsOf(t, c, "titles"); n != 1 {
-		t.Fatalf("after an identical listing: %d guest calls, want still 1", n)
+	if st := statusOf(t, c, "titles"); st.Calls != 1 || st.Reused != 1 {
+		t.Fatalf("after an identical listing: %d guest calls and %d reused, want still 1 and 1", st.Calls, st.Reused)
 	}
 	// One tool changes and one is added: one more call, and the answer
 	// is in the input's order.
@@ -221,8 +223,8 @@ func TestHintsCallDecisions(t *testing.T) {
 			t.Fatalf("reused decision for %s: %+v, want %+v", s, d, first)
 		}
 	}
-	if n := callsOf(t, c, "deny"); n != 1 {
-		t.Fatalf("deny was called %d times for one tool, want 1 (it ignores the caller)", n)
+	if st := statusOf(t, c, "deny"); st.Calls != 1 || st.Reused != 3 {
+		t.Fatalf("deny was called %d times for one tool and reused %d, want 1 (it ignores the caller) and 3", st.Calls, st.Reused)
 	}
 	for _, s := range []string{"s1", "s2", "s1", "s2"} {
 		if d := call(s, "b__y"); d.Action != abi.ActionAllow {
@@ -249,7 +251,7 @@ func TestHintsResultThreshold(t *testing.T) {
 		}
 		return r
 	}
-	if r := result(20); len(r.Content) != 1 || callsOf(t, c, "truncate") != 0 {
+	if r := result(20); len(r.Content) != 1 || callsOf(t, c, "truncate") != 0 || statusOf(t, c, "truncate").Reused != 1 {
 		t.Fatalf("a small result: %d blocks, %d guest calls; want 1 and 0", len(r.Content), callsOf(t, c, "truncate"))
 	}
 	// 200 two-byte characters are 400 bytes: the guest is asked, and keeps

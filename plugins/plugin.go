@@ -72,6 +72,7 @@ type Status struct {
 	Hooks              []string
 	State              string // StateLoaded, StateFailed or StateClosed
 	Calls              uint64
+	Reused             uint64 // hook calls answered from the plugin's hints, without running it
 	Failures           uint64 // calls that returned an error, of any kind
 	Crashes            uint64 // instances thrown away (trap, timeout, exit)
 	ConsecutiveCrashes int
@@ -492,6 +493,13 @@ func isCrash(err error) bool {
 
 // record updates the statistics and the crash-loop state after a call
 // (call true) or a background instantiation (call false).
+// reused counts a hook call the chain answered without the guest.
+func (p *Plugin) reused() {
+	p.mu.Lock()
+	p.stats.Reused++
+	p.mu.Unlock()
+}
+
 func (p *Plugin) record(err error, call bool) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return // the caller gave up; not the plugin's doing

@@ -233,9 +233,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(doc.Plugins) > 0 {
 		fmt.Fprintln(tw, "")
-		fmt.Fprintln(tw, "PLUGIN\tSTATE\tHOOKS\tCALLS\tFAILURES\tCRASHES\tLAST ERROR")
+		fmt.Fprintln(tw, "PLUGIN\tSTATE\tHOOKS\tCALLS\tREUSED\tFAILURES\tCRASHES\tLAST ERROR")
 		for _, p := range doc.Plugins {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", p.Name, p.State, strings.Join(p.Hooks, ","), p.Calls, p.Failures, p.Crashes, oneLine(p.LastError))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.State, strings.Join(p.Hooks, ","), p.Calls, p.Reused, p.Failures, p.Crashes, oneLine(p.LastError))
 		}
 	}
 	return tw.Flush()
