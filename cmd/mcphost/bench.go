@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,7 +18,7 @@ import (
 )
 
 const benchUsage = `usage: mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C]
-                     [--duration D] [--warmup N] [--transport T] [--token TOKEN] [--json]
+                     [--rate N] [--duration D] [--warmup N] [--transport T] [--token TOKEN] [--json]
 
 TARGET is one of:
   http://HOST:PORT/mcp        streamable HTTP
@@ -24,6 +27,12 @@ TARGET is one of:
   -- COMMAND ARGS...          the same, everything after -- (put it last)
 
 Warm-up calls are not counted. Without --calls or --duration, 1000 calls.
+
+Calls run back to back, --concurrency at a time, unless --rate is given:
+then they start on a fixed schedule, N a second, however long earlier calls
+take (up to --concurrency in flight, default 64), and each latency is
+measured from the call's scheduled start, so a stall shows in every call it
+held up.
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -44,7 +53,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tool := fs.String("tool", "", "the tool to call (required)")
 	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object")
 	calls := fs.Int("calls", 0, "measured calls to make (default 1000 unless --duration is set)")
-	conc := fs.Int("concurrency", 1, "calls in flight at once, on one session")
+	conc := fs.Int("concurrency", 1, fmt.Sprintf("calls in flight at once, on one session (with --rate: the most in flight, default %d)", bench.DefaultRateWorkers))
+	rate := fs.Float64("rate", 0, "start calls on a fixed schedule, this many a second, instead of back to back")
 	dur := fs.Duration("duration", 0, "measure for this long (with --calls, whichever ends first)")
 	warmup := fs.Int("warmup", bench.DefaultWarmup, "warm-up calls, not counted (at least 1: the first call must succeed)")
 	transport := fs.String("transport", "", `"streamable", "sse" or "stdio" (default: from the target)`)
@@ -82,9 +92,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		raw = json.RawMessage(*argsJSON)
 	}
-	if *calls < 0 || *dur < 0 || *conc < 1 {
-		fmt.Fprintln(stderr, "mcphost bench: --calls and --duration must not be negative, --concurrency at least 1")
+	if *calls < 0 || *dur < 0 || *conc < 1 || *rate < 0 || math.IsNaN(*rate) || math.IsInf(*rate, 0) {
+		fmt.Fprintln(stderr, "mcphost bench: --calls, --duration and --rate must not be negative, --concurrency at least 1")
 		return exitError(2)
+	}
+	if *rate > 0 && !flagGiven(fs, "concurrency") {
+		*conc = 0 // bench.Options reads 0 as DefaultRateWorkers
 	}
 	if *warmup == 0 {
 		*warmup = 1 // bench.Options reads 0 as the default
@@ -98,7 +111,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer cs.Close()
 
-	opts := bench.Options{Tool: *tool, Args: raw, Calls: *calls, Duration: *dur, Concurrency: *conc, Warmup: *warmup}
+	opts := bench.Options{Tool: *tool, Args: raw, Calls: *calls, Duration: *dur, Concurrency: *conc, Rate: *rate, Warmup: *warmup}
 	// Progress only on long runs: in place on a terminal, else a line now
 	// and then so logs show the run is alive.
 	p := &progressLine{w: stderr, tty: isTerminal(stderr)}
@@ -125,15 +138,30 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// flagGiven reports whether the command line gave the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func printBench(w io.Writer, r *bench.Result) {
 	fmt.Fprintf(w, "target       %s\n", r.Target)
-	fmt.Fprintf(w, "tool         %s (concurrency %d, %d warm-up calls not counted)\n", r.Tool, r.Concurrency, r.Warmup)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, "tool         %s (%s calls/s scheduled, up to %d in flight, at most %d were; %d warm-up calls not counted)\n",
+			r.Tool, strconv.FormatFloat(r.Rate, 'f', -1, 64), r.Concurrency, r.MaxInFlight, r.Warmup)
+	} else {
+		fmt.Fprintf(w, "tool         %s (concurrency %d, %d warm-up calls not counted)\n", r.Tool, r.Concurrency, r.Warmup)
+	}
 	fmt.Fprintf(w, "calls        %d in %s\n", r.Calls, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "failures     %d", r.Failures)
 	if r.FirstError != "" {
 		fmt.Fprintf(w, " (first: %s)", oneLine(r.FirstError))
 	}
 	fmt.Fprintln(w)
+	if r.Rate > 0 {
+		fmt.Fprintln(w, "latencies from each call's scheduled start:")
+	}
 	fmt.Fprintf(w, "p50          %s\n", fmtLatency(r.P50))
 	fmt.Fprintf(w, "p90          %s\n", fmtLatency(r.P90))
 	fmt.Fprintf(w, "p99          %s\n", fmtLatency(r.P99))

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcphost-project/mcphost/internal/bench"
 )
 
 // buildEverything builds the go-sdk's conformance server for a test.
@@ -68,6 +70,39 @@ func TestBenchCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("rate", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, []string{"bench", "--tool", "test_simple_text", "--rate", "2000", "--calls", "30", "--warmup", "2", "--json", "--", srv}, nil, &stdout, &stderr)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		var res struct {
+			Calls       int     `json:"calls"`
+			Failures    int     `json:"failures"`
+			Concurrency int     `json:"concurrency"`
+			Rate        float64 `json:"rate"`
+			MaxInFlight int     `json:"max_in_flight"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("%v: %s", err, stdout.String())
+		}
+		// Without --concurrency, a paced run may have up to the default in flight.
+		if res.Calls != 30 || res.Failures != 0 || res.Rate != 2000 || res.Concurrency != bench.DefaultRateWorkers || res.MaxInFlight < 1 {
+			t.Errorf("result %+v", res)
+		}
+
+		stdout.Reset()
+		stderr.Reset()
+		if err := run(ctx, []string{"bench", "stdio:" + srv, "--tool", "test_simple_text", "--rate", "1000", "--concurrency", "3", "--calls", "10"}, nil, &stdout, &stderr); err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		for _, want := range []string{"(1000 calls/s scheduled, up to 3 in flight, at most ", "calls        10 in", "scheduled start"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, stdout.String())
+			}
+		}
+	})
+
 	t.Run("unknown tool", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		err := run(ctx, []string{"bench", "--tool", "nope", "--", srv}, nil, &stdout, &stderr)
@@ -85,6 +120,8 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "--tool", "x", "127.0.0.1:1"},                             // not a URL
 		{"bench", "--tool", "x", "--args", "[1]", "http://127.0.0.1:1/mcp"}, // not an object
 		{"bench", "--tool", "x", "--concurrency", "0", "http://127.0.0.1:1/mcp"},
+		{"bench", "--tool", "x", "--rate", "-1", "http://127.0.0.1:1/mcp"},
+		{"bench", "--tool", "x", "--rate", "fast", "http://127.0.0.1:1/mcp"},
 		{"bench", "--tool", "x", "--"},
 	} {
 		var stdout, stderr bytes.Buffer

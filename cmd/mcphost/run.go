@@ -29,7 +29,7 @@ Usage:
   mcphost tools CONFIG [--json]
   mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
   mcphost status URL [--token TOKEN]
-  mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--duration D] [--json]
+  mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--rate N] [--duration D] [--json]
   mcphost plugin inspect FILE [--json]
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]

@@ -6,7 +6,9 @@
 // A run opens one client session, makes warm-up calls that are not
 // counted, then keeps Concurrency calls in flight on that session until it
 // has made Calls calls or Duration has passed, and reports latency
-// percentiles and calls per second.
+// percentiles and calls per second. With a Rate, calls start on a fixed
+// schedule instead (an open loop), and each latency runs from the call's
+// scheduled start.
 package bench
 
 import (
@@ -14,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -196,8 +199,17 @@ type Options struct {
 	Calls int
 	// Duration bounds the measured part of the run.
 	Duration time.Duration
-	// Concurrency is how many calls are in flight at once (default 1).
+	// Concurrency is how many calls are in flight at once (default 1). With
+	// a Rate, it is the most calls in flight at once (default
+	// DefaultRateWorkers).
 	Concurrency int
+	// Rate, if not zero, starts calls on a fixed schedule, Rate a second,
+	// instead of back to back: an open loop, as clients that do not wait
+	// for each other make. A slow call does not delay the next start (up
+	// to Concurrency calls run at once), and each latency is measured from
+	// the call's scheduled start, so a stall also counts in the calls it
+	// held up (no coordinated omission). Warm-up calls keep the same pace.
+	Rate float64
 	// Warmup calls are made first, at the same concurrency, and not
 	// counted (negative: none; zero: DefaultWarmup).
 	Warmup int
@@ -209,6 +221,28 @@ type Options struct {
 
 // DefaultWarmup is the number of warm-up calls when Options.Warmup is 0.
 const DefaultWarmup = 50
+
+// DefaultRateWorkers is the most calls in flight at once of a run with a
+// Rate when Options.Concurrency is 0: enough to ride out a stall of 0.3 s
+// at 200 calls a second without holding a start back.
+const DefaultRateWorkers = 64
+
+// Validate reports the first option that is out of range.
+func (o Options) Validate() error {
+	switch {
+	case o.Tool == "":
+		return errors.New("bench: no tool to call")
+	case o.Calls < 0:
+		return fmt.Errorf("bench: calls %d is negative", o.Calls)
+	case o.Duration < 0:
+		return fmt.Errorf("bench: duration %s is negative", o.Duration)
+	case o.Concurrency < 0:
+		return fmt.Errorf("bench: concurrency %d is negative", o.Concurrency)
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		return fmt.Errorf("bench: rate %v is not a number of calls a second (nor 0, back to back)", o.Rate)
+	}
+	return nil
+}
 
 // Progress is the state of a run so far.
 type Progress struct {
@@ -222,9 +256,13 @@ type Progress struct {
 // Result is what a run measured. Latencies are of every measured call,
 // failed ones included.
 type Result struct {
-	Target      string        `json:"target,omitempty"`
-	Tool        string        `json:"tool"`
+	Target string `json:"target,omitempty"`
+	Tool   string `json:"tool"`
+	// Concurrency is the calls in flight at once, or with a Rate the most
+	// allowed; MaxInFlight is the most there were (with a Rate only).
 	Concurrency int           `json:"concurrency"`
+	Rate        float64       `json:"rate,omitempty"`
+	MaxInFlight int           `json:"max_in_flight,omitempty"`
 	Warmup      int           `json:"warmup"`
 	Calls       int           `json:"calls"`
 	Failures    int           `json:"failures"`
@@ -293,19 +331,9 @@ func Median[T ~int64 | ~float64](values []T) T {
 // run with an error), so a wrong tool name or argument fails fast instead of
 // measuring errors. Run returns early with ctx's error if ctx ends.
 func Run(ctx context.Context, cs *mcp.ClientSession, opts Options) (*Result, error) {
-	if opts.Tool == "" {
-		return nil, errors.New("bench: no tool to call")
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	conc := max(opts.Concurrency, 1)
-	calls, dur := opts.Calls, opts.Duration
-	if calls <= 0 && dur <= 0 {
-		calls = 1000
-	}
-	warm := opts.Warmup
-	if warm == 0 {
-		warm = DefaultWarmup
-	}
-	warm = max(warm, 1) // the first call checks the tool works
 	var args any
 	if len(opts.Args) > 0 {
 		args = opts.Args
@@ -324,22 +352,53 @@ func Run(ctx context.Context, cs *mcp.ClientSession, opts Options) (*Result, err
 	if err := call(); err != nil {
 		return nil, fmt.Errorf("bench: the first call of %s failed: %w", opts.Tool, err)
 	}
-	if _, err := runCalls(ctx, call, conc, warm-1, 0, nil, 0); err != nil {
+	return measure(ctx, call, opts)
+}
+
+// measure makes the warm-up calls but the first, which Run made, and the
+// measured calls, with opts already validated.
+func measure(ctx context.Context, call func() error, opts Options) (*Result, error) {
+	conc := opts.Concurrency
+	if conc <= 0 {
+		conc = 1
+		if opts.Rate > 0 {
+			conc = DefaultRateWorkers
+		}
+	}
+	calls, dur := opts.Calls, opts.Duration
+	if calls <= 0 && dur <= 0 {
+		calls = 1000
+	}
+	warm := opts.Warmup
+	if warm == 0 {
+		warm = DefaultWarmup
+	}
+	warm = max(warm, 1) // the first call checks the tool works
+	runs := runCalls
+	if opts.Rate > 0 {
+		runs = func(ctx context.Context, call func() error, conc, n int, dur time.Duration, progress func(Progress), every time.Duration) (*record, error) {
+			return runPaced(ctx, call, opts.Rate, conc, n, dur, progress, every)
+		}
+	}
+	if _, err := runs(ctx, call, conc, warm-1, 0, nil, 0); err != nil {
 		return nil, err
 	}
-
-	rec, err := runCalls(ctx, call, conc, calls, dur, opts.Progress, opts.ProgressEvery)
+	rec, err := runs(ctx, call, conc, calls, dur, opts.Progress, opts.ProgressEvery)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{
 		Tool:        opts.Tool,
 		Concurrency: conc,
+		Rate:        opts.Rate,
 		Warmup:      warm,
 		Calls:       len(rec.latencies),
 		Failures:    rec.failures,
 		Elapsed:     rec.elapsed,
 		Stats:       Summarize(rec.latencies),
+	}
+	if opts.Rate > 0 {
+		res.MaxInFlight = rec.maxInFlight
 	}
 	if rec.firstErr != nil {
 		res.FirstError = rec.firstErr.Error()
@@ -370,10 +429,69 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 type record struct {
-	latencies []time.Duration
-	failures  int
-	firstErr  error
-	elapsed   time.Duration
+	latencies   []time.Duration
+	failures    int
+	firstErr    error
+	elapsed     time.Duration
+	maxInFlight int
+}
+
+// tally counts calls as they finish, from any goroutine.
+type tally struct {
+	ctx      context.Context
+	done     atomic.Int64
+	failed   atomic.Int64
+	mu       sync.Mutex
+	firstErr error
+}
+
+func (t *tally) add(err error) {
+	t.done.Add(1)
+	if err == nil || t.ctx.Err() != nil {
+		return
+	}
+	t.failed.Add(1)
+	t.mu.Lock()
+	if t.firstErr == nil {
+		t.firstErr = err
+	}
+	t.mu.Unlock()
+}
+
+// progress calls fn every interval until the returned stop is called.
+func (t *tally) progress(fn func(Progress), every time.Duration, begin time.Time, n int, dur time.Duration) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				fn(Progress{Done: int(t.done.Load()), Failures: int(t.failed.Load()), Elapsed: time.Since(begin), Total: max(n, 0), Duration: dur})
+			}
+		}
+	})
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+func (t *tally) record(elapsed time.Duration, perWorker [][]time.Duration) *record {
+	rec := &record{elapsed: elapsed, failures: int(t.failed.Load()), firstErr: t.firstErr}
+	for _, l := range perWorker {
+		rec.latencies = append(rec.latencies, l...)
+	}
+	return rec
 }
 
 // runCalls keeps conc calls in flight until n calls started (n > 0) or dur
@@ -384,10 +502,7 @@ func runCalls(ctx context.Context, call func() error, conc, n int, dur time.Dura
 	}
 	var (
 		started  atomic.Int64
-		done     atomic.Int64
-		failed   atomic.Int64
-		mu       sync.Mutex
-		rec      = &record{}
+		t        = &tally{ctx: ctx}
 		wg       sync.WaitGroup
 		deadline time.Time
 	)
@@ -409,48 +524,86 @@ func runCalls(ctx context.Context, call func() error, conc, n int, dur time.Dura
 				}
 				err := call()
 				lat = append(lat, time.Since(t0))
-				done.Add(1)
-				if err != nil && ctx.Err() == nil {
-					failed.Add(1)
-					mu.Lock()
-					if rec.firstErr == nil {
-						rec.firstErr = err
-					}
-					mu.Unlock()
-				}
+				t.add(err)
 			}
 			perWorker[w] = lat
 		})
 	}
-	stop := make(chan struct{})
-	var pwg sync.WaitGroup
-	if progress != nil {
-		if every <= 0 {
-			every = time.Second
-		}
-		pwg.Go(func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					progress(Progress{Done: int(done.Load()), Failures: int(failed.Load()), Elapsed: time.Since(begin), Total: max(n, 0), Duration: dur})
-				}
-			}
-		})
-	}
+	stop := t.progress(progress, every, begin, n, dur)
 	wg.Wait()
-	rec.elapsed = time.Since(begin)
-	close(stop)
-	pwg.Wait()
+	elapsed := time.Since(begin)
+	stop()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, l := range perWorker {
-		rec.latencies = append(rec.latencies, l...)
+	return t.record(elapsed, perWorker), nil
+}
+
+// runPaced starts call on a fixed schedule, rate a second, until n calls
+// started (n > 0) or the next start would come dur or more after the first
+// (dur > 0), with up to workers calls in flight. A call's latency runs from
+// its scheduled start, not from when a worker took it up: when calls back
+// up behind a stall, the wait counts in each of them.
+func runPaced(ctx context.Context, call func() error, rate float64, workers, n int, dur time.Duration, progress func(Progress), every time.Duration) (*record, error) {
+	if n <= 0 && dur <= 0 {
+		return &record{}, nil
 	}
-	rec.failures = int(failed.Load())
+	var (
+		t        = &tally{ctx: ctx}
+		wg       sync.WaitGroup
+		inFlight atomic.Int64
+		peak     atomic.Int64
+	)
+	// The schedule is handed to the workers through a channel; a worker
+	// that is free takes the next start. The dispatcher never waits for a
+	// call, only, when every worker is busy, for one to be free.
+	starts := make(chan time.Time, workers)
+	perWorker := make([][]time.Duration, workers)
+	for w := range workers {
+		wg.Go(func() {
+			var lat []time.Duration
+			for at := range starts {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				k := inFlight.Add(1)
+				for p := peak.Load(); k > p && !peak.CompareAndSwap(p, k); p = peak.Load() {
+				}
+				err := call()
+				lat = append(lat, time.Since(at))
+				inFlight.Add(-1)
+				t.add(err)
+			}
+			perWorker[w] = lat
+		})
+	}
+	begin := time.Now()
+	stop := t.progress(progress, every, begin, n, dur)
+	perCall := float64(time.Second) / rate
+dispatch:
+	for i := 0; n <= 0 || i < n; i++ {
+		offset := time.Duration(float64(i) * perCall) // from i, not summed: no drift
+		if dur > 0 && offset >= dur {
+			break
+		}
+		at := begin.Add(offset)
+		if !sleepUntil(ctx, at) {
+			break
+		}
+		select {
+		case starts <- at:
+		case <-ctx.Done():
+			break dispatch
+		}
+	}
+	close(starts)
+	wg.Wait()
+	elapsed := time.Since(begin)
+	stop()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rec := t.record(elapsed, perWorker)
+	rec.maxInFlight = int(peak.Load())
 	return rec, nil
 }

@@ -102,6 +102,19 @@ func TestRunStreamable(t *testing.T) {
 	}
 }
 
+func TestRunRate(t *testing.T) {
+	url, _ := startEverything(t)
+	cs := connect(t, bench.Target{Transport: bench.TransportStreamable, URL: url})
+	res, err := bench.Run(context.Background(), cs, bench.Options{Tool: "test_simple_text", Rate: 2000, Calls: 40, Warmup: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, res, 40, bench.DefaultRateWorkers)
+	if res.Rate != 2000 || res.MaxInFlight < 1 || res.MaxInFlight > bench.DefaultRateWorkers {
+		t.Errorf("rate %v max in flight %d", res.Rate, res.MaxInFlight)
+	}
+}
+
 func TestRunWithArgs(t *testing.T) {
 	url, _ := startEverything(t)
 	cs := connect(t, bench.Target{Transport: bench.TransportStreamable, URL: url, ProtocolVersion: "2025-11-25"})
@@ -260,6 +273,36 @@ func TestProcessWaitLine(t *testing.T) {
 	defer q.Stop(time.Second)
 	if _, err := q.WaitLine(context.Background(), 10*time.Second, func(string) bool { return false }); err == nil || !strings.Contains(err.Error(), "exited") {
 		t.Errorf("exited process: err = %v", err)
+	}
+}
+
+// Watch catches a line written after it was called and before Wait was:
+// the process writes only once the test creates a file, after both watches.
+func TestProcessWatch(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	p, err := bench.StartProcess("sh", []string{"-c", `while [ ! -e "$1" ]; do sleep 0.01; done; echo one; echo two; sleep 30`, "sh", gate}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	two := p.Watch(func(s string) bool { return s == "two" })
+	one := p.Watch(func(s string) bool { return s == "one" })
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := two.Wait(context.Background(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1, err := one.Wait(context.Background(), 10*time.Second) // written before this Wait
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l1.Text != "one" || l2.Text != "two" || l2.At.Before(l1.At) {
+		t.Errorf("lines %+v then %+v", l1, l2)
+	}
+	if _, err := p.Watch(func(string) bool { return false }).Wait(context.Background(), 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "within") {
+		t.Errorf("no such line: err = %v", err)
 	}
 }
 

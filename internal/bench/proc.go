@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,7 +34,13 @@ type Process struct {
 
 type lineWatch struct {
 	match func(string) bool
-	ch    chan time.Time
+	ch    chan Line
+}
+
+// Line is a line of a process's output and when it was read.
+type Line struct {
+	Text string
+	At   time.Time
 }
 
 // StartProcess starts name with args; dir and env (added to the
@@ -80,7 +87,7 @@ func (p *Process) read(r io.ReadCloser) {
 		keep := p.watch[:0]
 		for _, w := range p.watch {
 			if w.match(line) {
-				w.ch <- now
+				w.ch <- Line{Text: line, At: now}
 				close(w.ch)
 			} else {
 				keep = append(keep, w)
@@ -108,21 +115,53 @@ func (p *Process) Tail(n int) string {
 // WaitLine waits for an output line, written after the call, for which
 // match is true, and returns when it was read.
 func (p *Process) WaitLine(ctx context.Context, timeout time.Duration, match func(string) bool) (time.Time, error) {
-	ch := make(chan time.Time, 1)
+	l, err := p.Watch(match).Wait(ctx, timeout)
+	return l.At, err
+}
+
+// LineWatch is a wait for a line of output, registered by Watch.
+type LineWatch struct {
+	p  *Process
+	ch chan Line
+}
+
+// Watch starts looking for an output line for which match is true, from
+// now on: a line written before Wait is called is caught too. Use it to
+// look for what a signal or request the caller is about to send will make
+// the process write.
+func (p *Process) Watch(match func(string) bool) *LineWatch {
+	ch := make(chan Line, 1)
 	p.mu.Lock()
 	p.watch = append(p.watch, lineWatch{match: match, ch: ch})
 	p.mu.Unlock()
+	return &LineWatch{p: p, ch: ch}
+}
+
+// Wait returns the first line matched since Watch, waiting for it at most
+// timeout. Either way, the watch ends.
+func (lw *LineWatch) Wait(ctx context.Context, timeout time.Duration) (Line, error) {
+	p := lw.p
+	defer func() {
+		p.mu.Lock()
+		p.watch = slices.DeleteFunc(p.watch, func(w lineWatch) bool { return w.ch == lw.ch })
+		p.mu.Unlock()
+	}()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case at := <-ch:
-		return at, nil
+	case l := <-lw.ch:
+		return l, nil
 	case <-p.done:
-		return time.Time{}, fmt.Errorf("bench: %s exited (%v) before it was ready:\n%s", p.Name, p.err, p.Tail(20))
+		select {
+		case l := <-lw.ch: // read just before the end
+			return l, nil
+		default:
+		}
+		return Line{}, fmt.Errorf("bench: %s exited (%v) before writing the line awaited:\n%s", p.Name, p.err, p.Tail(20))
 	case <-t.C:
-		return time.Time{}, fmt.Errorf("bench: %s not ready after %s:\n%s", p.Name, timeout, p.Tail(20))
+		return Line{}, fmt.Errorf("bench: %s did not write the line awaited within %s:\n%s", p.Name, timeout, p.Tail(20))
 	case <-ctx.Done():
-		return time.Time{}, ctx.Err()
+		return Line{}, ctx.Err()
 	}
 }
 

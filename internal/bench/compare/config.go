@@ -107,6 +107,7 @@ func (h *harness) mcphostConfig(file, addr, cacheDir string, servers []server, p
 // gateway is a started mcphost (or gatewayprof) with its endpoint.
 type gateway struct {
 	proc  *bench.Process
+	addr  string // host:port
 	url   string
 	ready time.Duration // from exec to the "serving" line
 }
@@ -147,7 +148,7 @@ func (h *harness) awaitServing(ctx context.Context, p *bench.Process, addr strin
 	if n := strings.Count(p.Tail(200), "upstream ready"); n < servers && !strings.Contains(p.Name, "gatewayprof") {
 		return nil, fmt.Errorf("%d of %d upstreams connected:\n%s", n, servers, p.Tail(20))
 	}
-	return &gateway{proc: p, url: "http://" + addr + "/mcp", ready: at.Sub(p.Started)}, nil
+	return &gateway{proc: p, addr: addr, url: "http://" + addr + "/mcp", ready: at.Sub(p.Started)}, nil
 }
 
 // resolveTool finds the name under which a gateway exposes an upstream

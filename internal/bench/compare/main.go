@@ -16,6 +16,8 @@
 //     warm compile cache), and the idle RSS after each;
 //   - list: tools/list of 1000 tools over 10 upstreams, cached and right
 //     after an upstream's tools changed;
+//   - swap: calls at a steady rate through the quickstart chain, in windows
+//     without and with hot swaps of a plugin (config rewritten, SIGHUP);
 //   - profile (with -profile): a CPU profile of the gateway under load.
 package main
 
@@ -64,6 +66,11 @@ type options struct {
 	idleSettle    time.Duration
 	upstreams     int
 	toolsEach     int
+	swaps         int
+	swapRounds    int
+	swapRate      float64
+	swapInterval  time.Duration
+	swapPlugin    string
 	env           stringList
 	mcphostB      string
 	everything    string
@@ -83,7 +90,7 @@ func main() {
 	fs.IntVar(&o.warmup, "warmup", 0, "warm-up calls before each measurement (default 100, 50 with -short)")
 	conc := fs.String("concurrency", "1,4", "concurrencies to measure, comma-separated")
 	fs.StringVar(&o.tool, "tool", "test_simple_text", "the everything-server tool to call (takes no arguments)")
-	sections := fs.String("sections", "calls,startup,list", "sections to run: calls, startup, list (profile runs with -profile)")
+	sections := fs.String("sections", "calls,startup,list,swap", "sections to run: calls, startup, list, swap (profile runs with -profile)")
 	fs.StringVar(&o.pluginsConfig, "plugins-config", "examples/quickstart/config.hcl", "config whose plugin blocks make the quickstart chain")
 	fs.StringVar(&o.npmCache, "npm-cache", defaultNPMCache(), "directory to npm-install supergateway and mcp-proxy into")
 	fs.StringVar(&o.node, "node", "", "node binary for the npm gateways (default: .ci/.cache/bin/node if present, else node)")
@@ -102,6 +109,11 @@ func main() {
 	fs.DurationVar(&o.idleSettle, "idle-settle", 2*time.Second, "wait after start-up and one call before reading idle RSS")
 	fs.IntVar(&o.upstreams, "list-upstreams", 10, "upstreams for the tools/list measurement")
 	fs.IntVar(&o.toolsEach, "list-tools", 100, "tools per upstream for the tools/list measurement")
+	fs.IntVar(&o.swaps, "swaps", 0, "hot swaps per window of the swap section (default 100, 20 with -short)")
+	fs.IntVar(&o.swapRounds, "swap-rounds", 0, "rounds of the swap section, each a window without and one with swaps (default 5, 3 with -short)")
+	fs.Float64Var(&o.swapRate, "swap-rate", 200, "calls per second during the swap section")
+	fs.DurationVar(&o.swapInterval, "swap-interval", 100*time.Millisecond, "time between hot swaps; a window lasts -swaps times this")
+	fs.StringVar(&o.swapPlugin, "swap-plugin", "titles", "the plugin of the chain whose config each swap changes (a builtin:titles)")
 	fs.Var(&o.env, "env", "KEY=VALUE for every mcphost process (GOGC=200, say); repeatable")
 	_ = fs.Parse(os.Args[1:])
 
@@ -119,6 +131,12 @@ func main() {
 	def(&o.startRounds, 5, 2)
 	def(&o.listRounds, 50, 10)
 	def(&o.changeRounds, 10, 3)
+	def(&o.swaps, 100, 20)
+	def(&o.swapRounds, 5, 3)
+	if o.swapRate <= 0 || o.swapInterval <= 0 {
+		fmt.Fprintln(os.Stderr, "compare: -swap-rate and -swap-interval must be positive")
+		os.Exit(2)
+	}
 	for _, s := range strings.Split(*conc, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || c < 1 {
@@ -179,6 +197,11 @@ func run(ctx context.Context, o options, argv []string) error {
 	}
 	if o.sections["list"] {
 		if err := h.measureList(ctx); err != nil {
+			return err
+		}
+	}
+	if o.sections["swap"] {
+		if err := h.measureSwap(ctx); err != nil {
 			return err
 		}
 	}

@@ -40,6 +40,18 @@ type Report struct {
 		ToolsPerUpstream int          `json:"tools_per_upstream"`
 		Results          []ListResult `json:"results"`
 	} `json:"list"`
+	Swap struct {
+		Tool           string        `json:"tool,omitempty"`
+		Plugin         string        `json:"plugin,omitempty"`
+		Rate           float64       `json:"rate,omitempty"`
+		Workers        int           `json:"max_in_flight_allowed,omitempty"`
+		SwapsPerWindow int           `json:"swaps_per_window,omitempty"`
+		Interval       time.Duration `json:"interval_ns,omitempty"`
+		Window         time.Duration `json:"window_ns,omitempty"`
+		Rounds         int           `json:"rounds,omitempty"`
+		Samples        []SwapSample  `json:"samples,omitempty"`
+		Summary        *SwapSummary  `json:"summary,omitempty"`
+	} `json:"swap"`
 	Profiles []Profile `json:"profiles,omitempty"`
 	Goals    []Goal    `json:"goals"`
 	Notes    []string  `json:"notes,omitempty"`
@@ -134,6 +146,133 @@ type ListResult struct {
 	ChangeVisible bench.Stats `json:"change_visible"`
 	Error         string      `json:"error,omitempty"`
 }
+
+// SwapSample is one window of the hot swap section.
+type SwapSample struct {
+	Round  int           `json:"round"`
+	Kind   string        `json:"kind"` // swapWithout or swapWith
+	Result *bench.Result `json:"result"`
+	// With swaps: how many were asked for, how many mcphost confirmed in
+	// its log, and how many of those before the window's calls ended.
+	Swaps          int `json:"swaps,omitempty"`
+	Landed         int `json:"landed,omitempty"`
+	LandedInWindow int `json:"landed_in_window,omitempty"`
+	// MaxLag is the latest a swap started after its slot, because the swap
+	// before had not finished.
+	MaxLag time.Duration `json:"max_lag_ns,omitempty"`
+	// ReloadTook is what mcphost logged each new generation took to build;
+	// ReloadSeen is from SIGHUP to its "reloaded" line, as read here.
+	ReloadTook []time.Duration `json:"reload_took_ns,omitempty"`
+	ReloadSeen []time.Duration `json:"reload_seen_ns,omitempty"`
+	// Load is the load average right after the window: neighbours' work
+	// shows here.
+	Load string `json:"loadavg_after"`
+}
+
+// SwapKindSummary is every window of one kind: medians of p50 and p99 over
+// the windows, the largest max, totals of calls and failures.
+type SwapKindSummary struct {
+	Windows     int           `json:"windows"`
+	Calls       int           `json:"calls"`
+	Failures    int           `json:"failures"`
+	P50         time.Duration `json:"p50_ns"`
+	P99         time.Duration `json:"p99_ns"`
+	Max         time.Duration `json:"max_ns"`
+	MaxInFlight int           `json:"max_in_flight"`
+}
+
+// SwapSummary is the hot swap section's figures.
+type SwapSummary struct {
+	Without SwapKindSummary `json:"without"`
+	With    SwapKindSummary `json:"with"`
+	// P99Ratio is the median over rounds of p99 with swaps divided by p99
+	// without, both from the same round (P99Ratios, in round order).
+	P99Ratio  float64   `json:"p99_ratio"`
+	P99Ratios []float64 `json:"p99_ratios"`
+	// Over every window of both kinds.
+	Calls      int    `json:"calls"`
+	Failures   int    `json:"failures"`
+	FirstError string `json:"first_error,omitempty"`
+	// Swaps, over every window with swaps.
+	SwapsRequested int           `json:"swaps_requested"`
+	SwapsLanded    int           `json:"swaps_landed"`
+	LandedInWindow int           `json:"swaps_landed_in_window"`
+	MaxLag         time.Duration `json:"max_lag_ns"`
+	ReloadTookP50  time.Duration `json:"reload_took_p50_ns"`
+	ReloadTookMax  time.Duration `json:"reload_took_max_ns"`
+	ReloadSeenP50  time.Duration `json:"reload_seen_p50_ns"`
+	ReloadSeenMax  time.Duration `json:"reload_seen_max_ns"`
+}
+
+// summarizeSwap computes the hot swap summary from its samples.
+func (r *Report) summarizeSwap() {
+	r.Swap.Summary = nil
+	if len(r.Swap.Samples) == 0 {
+		return
+	}
+	sum := &SwapSummary{}
+	kinds := map[string]*SwapKindSummary{swapWithout: &sum.Without, swapWith: &sum.With}
+	p50s := map[string][]time.Duration{}
+	p99s := map[string][]time.Duration{}
+	p99By := map[string]map[int]time.Duration{swapWithout: {}, swapWith: {}}
+	var rounds []int
+	var took, seen []time.Duration
+	for _, s := range r.Swap.Samples {
+		k := kinds[s.Kind]
+		if k == nil || s.Result == nil {
+			continue
+		}
+		res := s.Result
+		k.Windows++
+		k.Calls += res.Calls
+		k.Failures += res.Failures
+		k.Max = max(k.Max, res.Max)
+		k.MaxInFlight = max(k.MaxInFlight, res.MaxInFlight)
+		p50s[s.Kind] = append(p50s[s.Kind], res.P50)
+		p99s[s.Kind] = append(p99s[s.Kind], res.P99)
+		if _, seenRound := p99By[swapWithout][s.Round]; !seenRound {
+			if _, seenRound = p99By[swapWith][s.Round]; !seenRound {
+				rounds = append(rounds, s.Round)
+			}
+		}
+		p99By[s.Kind][s.Round] = res.P99
+		if sum.FirstError == "" {
+			sum.FirstError = res.FirstError
+		}
+		if s.Kind == swapWith {
+			sum.SwapsRequested += s.Swaps
+			sum.SwapsLanded += s.Landed
+			sum.LandedInWindow += s.LandedInWindow
+			sum.MaxLag = max(sum.MaxLag, s.MaxLag)
+			took = append(took, s.ReloadTook...)
+			seen = append(seen, s.ReloadSeen...)
+		}
+	}
+	for kind, k := range kinds {
+		k.P50 = bench.Median(p50s[kind])
+		k.P99 = bench.Median(p99s[kind])
+	}
+	sum.Calls = sum.Without.Calls + sum.With.Calls
+	sum.Failures = sum.Without.Failures + sum.With.Failures
+	for _, round := range rounds {
+		w, ok1 := p99By[swapWith][round]
+		wo, ok2 := p99By[swapWithout][round]
+		if ok1 && ok2 && wo > 0 {
+			sum.P99Ratios = append(sum.P99Ratios, float64(w)/float64(wo))
+		}
+	}
+	sum.P99Ratio = bench.Median(sum.P99Ratios)
+	if len(took) > 0 {
+		sum.ReloadTookP50, sum.ReloadTookMax = bench.Median(took), slices.Max(took)
+	}
+	if len(seen) > 0 {
+		sum.ReloadSeenP50, sum.ReloadSeenMax = bench.Median(seen), slices.Max(seen)
+	}
+	r.Swap.Summary = sum
+}
+
+// swapGoalSwaps is how many swaps issue 6's target asks for.
+const swapGoalSwaps = 100
 
 type Profile struct {
 	Config      string        `json:"config"`
@@ -266,6 +405,7 @@ func (r *Report) listResult(path string) *ListResult {
 // evaluate checks the run against issue 6's targets.
 func (r *Report) evaluate() {
 	r.summarize()
+	r.summarizeSwap()
 	r.Goals = nil
 	goal := func(what, target string, measured string, ok, have bool) {
 		st := "not measured"
@@ -327,6 +467,26 @@ func (r *Report) evaluate() {
 	}
 	m := bench.Median(chainRSS)
 	goal("idle RSS, quickstart chain", "<= 120 MiB", fmtMiB(m), m <= 120<<20, len(chainRSS) > 0)
+
+	failTarget := fmt.Sprintf("0, across %d swaps", swapGoalSwaps)
+	if s := r.Swap.Summary; s != nil {
+		what := fmt.Sprintf("failed calls across %d hot swaps under load (%g calls/s)", s.SwapsLanded, r.Swap.Rate)
+		measured := fmt.Sprintf("%d of %d calls", s.Failures, s.Calls)
+		switch {
+		case s.Failures > 0:
+			r.Goals = append(r.Goals, Goal{What: what, Target: failTarget, Measured: measured, Status: "missed"})
+		case s.SwapsLanded >= swapGoalSwaps:
+			r.Goals = append(r.Goals, Goal{What: what, Target: failTarget, Measured: measured, Status: "met"})
+		default:
+			// No failure, but too few swaps to hold against the target.
+			r.Goals = append(r.Goals, Goal{What: what, Target: failTarget, Measured: fmt.Sprintf("%s, over only %d swaps", measured, s.SwapsLanded), Status: "not measured"})
+		}
+		goal("p99 during hot swaps / p99 without (same round, median)", "<= 2x", fmt.Sprintf("%.2fx (%s vs %s)", s.P99Ratio, fmtDur(s.With.P99), fmtDur(s.Without.P99)),
+			s.P99Ratio <= 2, len(s.P99Ratios) > 0)
+	} else {
+		goal("failed calls across hot swaps under load", failTarget, "", false, false)
+		goal("p99 during hot swaps / p99 without", "<= 2x", "", false, false)
+	}
 }
 
 func fmtDur(d time.Duration) string {
@@ -433,6 +593,10 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		p("\n")
 	}
 
+	if s := r.Swap.Summary; s != nil {
+		r.writeSwap(w, s)
+	}
+
 	if len(r.Goals) > 0 {
 		p("### Targets\n\n| target | goal | measured | status |\n|---|---|---|---|\n")
 		for _, g := range r.Goals {
@@ -453,4 +617,37 @@ func (r *Report) writeMarkdown(w io.Writer) {
 		}
 		p("\n")
 	}
+}
+
+func (r *Report) writeSwap(w io.Writer, s *SwapSummary) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("### Hot swap under load\n\n")
+	p("mcphost with the quickstart chain and one stdio upstream; tools/call of `%s` started at a steady %g calls/s (open loop, up to %d in flight; latency from each call's scheduled start). %d rounds, each a %s window without swaps and a %s window with %d swaps, one every %s (the first runs first in odd rounds). A swap rewrites the config file with a new `config` for plugin %q (a new title for the tool) and sends SIGHUP; each was confirmed by mcphost's log (a new plugin generation, then `reloaded`) and the last title of each window by tools/list. Medians over rounds; the ratio is p99 with swaps over p99 without from the same round.\n\n",
+		r.Swap.Tool, r.Swap.Rate, r.Swap.Workers, r.Swap.Rounds, fmtDur(r.Swap.Window), fmtDur(r.Swap.Window), r.Swap.SwapsPerWindow, fmtDur(r.Swap.Interval), r.Swap.Plugin)
+	p("| window | windows | calls | p50 | p99 | max | most in flight | failed |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, k := range []struct {
+		name string
+		s    SwapKindSummary
+	}{{swapWithout, s.Without}, {fmt.Sprintf("with %d swaps", r.Swap.SwapsPerWindow), s.With}} {
+		p("| %s | %d | %d | %s | %s | %s | %d | %d |\n", k.name, k.s.Windows, k.s.Calls, fmtDur(k.s.P50), fmtDur(k.s.P99), fmtDur(k.s.Max), k.s.MaxInFlight, k.s.Failures)
+	}
+	var ratios []string
+	for _, x := range s.P99Ratios {
+		ratios = append(ratios, fmt.Sprintf("%.2f", x))
+	}
+	p("\np99 with swaps / p99 without, same round: **%.2fx** (median; by round: %s). Failed calls over every window: **%d** of %d", s.P99Ratio, strings.Join(ratios, ", "), s.Failures, s.Calls)
+	if s.FirstError != "" {
+		p(" (first: %s)", s.FirstError)
+	}
+	p(".\n\n")
+	p("Swaps: %d requested, %d landed (confirmed in the log), %d of them before their window's calls ended; the latest a swap started after its slot: %s. Reload time as mcphost logs it (`plugins swapped in ... took`, building the new generation): p50 %s, max %s; from SIGHUP to the `reloaded` line read here: p50 %s, max %s.\n\n",
+		s.SwapsRequested, s.SwapsLanded, s.LandedInWindow, fmtDur(s.MaxLag), fmtDur(s.ReloadTookP50), fmtDur(s.ReloadTookMax), fmtDur(s.ReloadSeenP50), fmtDur(s.ReloadSeenMax))
+	p("| round | window | calls | p50 | p99 | max | failed | load average after |\n|--:|---|--:|--:|--:|--:|--:|---|\n")
+	for _, x := range r.Swap.Samples {
+		if x.Result == nil {
+			continue
+		}
+		p("| %d | %s | %d | %s | %s | %s | %d | %s |\n", x.Round, x.Kind, x.Result.Calls, fmtDur(x.Result.P50), fmtDur(x.Result.P99), fmtDur(x.Result.Max), x.Result.Failures, x.Load)
+	}
+	p("\n")
 }
