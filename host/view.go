@@ -34,10 +34,21 @@ func (v *view) answer() mcp.Result {
 const maxViews = 4096
 
 // viewCache keeps views per (catalog version, policy generation, caller),
-// so policies run only when something they depend on changed.
+// so policies run only when something they depend on changed. Callers that
+// miss the same key at once share one computation: after a reload every
+// call of a busy session misses together, and each running the listing
+// policies would queue them behind each other for guest instances.
 type viewCache struct {
-	mu sync.Mutex
-	m  map[viewKey]*view
+	mu      sync.Mutex
+	m       map[viewKey]*view
+	pending map[viewKey]*pendingView
+}
+
+// pendingView is a view being computed; done is closed when v or err is set.
+type pendingView struct {
+	done chan struct{}
+	v    *view
+	err  error
 }
 
 type viewKey struct {
@@ -46,7 +57,46 @@ type viewKey struct {
 	caller     string
 }
 
-func (c *viewCache) init() { c.m = make(map[viewKey]*view) }
+func (c *viewCache) init() {
+	c.m = make(map[viewKey]*view)
+	c.pending = make(map[viewKey]*pendingView)
+}
+
+// getOrCompute returns the view for k, computing it with compute unless it
+// is cached or another caller is computing it. A failed computation is not
+// cached; each caller waiting on it gets its error.
+func (c *viewCache) getOrCompute(ctx context.Context, k viewKey, compute func() (*view, error)) (*view, error) {
+	c.mu.Lock()
+	if v := c.m[k]; v != nil {
+		c.mu.Unlock()
+		return v, nil
+	}
+	if p := c.pending[k]; p != nil {
+		c.mu.Unlock()
+		select {
+		case <-p.done:
+			return p.v, p.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	p := &pendingView{done: make(chan struct{})}
+	c.pending[k] = p
+	c.mu.Unlock()
+
+	p.v, p.err = compute()
+	c.mu.Lock()
+	delete(c.pending, k)
+	if p.err == nil {
+		if len(c.m) >= maxViews {
+			clear(c.m)
+		}
+		c.m[k] = p.v
+	}
+	c.mu.Unlock()
+	close(p.done)
+	return p.v, p.err
+}
 
 func (c *viewCache) get(k viewKey) *view {
 	c.mu.Lock()
@@ -80,20 +130,20 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 		return nil, fmt.Errorf("encoding caller: %w", err)
 	}
 	k := viewKey{catalog: cat.version, generation: h.policy.Generation(), caller: string(callerKey)}
-	if v := h.views.get(k); v != nil {
+	return h.views.getOrCompute(ctx, k, func() (*view, error) {
+		// The computation is shared: one caller's cancellation must not
+		// fail the others, so it runs to the policies' own timeouts.
+		in := &abi.ToolsListInput{Caller: caller, Tools: cat.tools}
+		tools, err := h.policy.ToolsList(context.WithoutCancel(ctx), in)
+		if err != nil {
+			return nil, fmt.Errorf("tool list withheld by policy: %w", err)
+		}
+		v, err := newView(cat, tools)
+		if err != nil {
+			return nil, fmt.Errorf("policy output: %w", err)
+		}
 		return v, nil
-	}
-	in := &abi.ToolsListInput{Caller: caller, Tools: cat.tools}
-	tools, err := h.policy.ToolsList(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("tool list withheld by policy: %w", err)
-	}
-	v, err := newView(cat, tools)
-	if err != nil {
-		return nil, fmt.Errorf("policy output: %w", err)
-	}
-	h.views.put(k, v)
-	return v, nil
+	})
 }
 
 // plainView is the catalog itself, for hosts without a policy; it is built
