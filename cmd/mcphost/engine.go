@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -51,6 +52,10 @@ func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch
 	}
 	if len(file.Plugins) > 0 {
 		log.Info("plugins loaded", "count", len(file.Plugins), "took", time.Since(start).Round(time.Millisecond))
+		// Compiling, or reading compiled code from the cache, leaves tens
+		// to hundreds of MB of garbage that the runtime would hand back to
+		// the OS only over minutes. Hand it back now, off the start-up path.
+		go debug.FreeOSMemory()
 	}
 	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() }})
 	if err != nil {
