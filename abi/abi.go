@@ -17,6 +17,11 @@ const Version = "1.1"
 // Major is the major ABI version; a plugin claiming another major is refused.
 const Major = 1
 
+// ConfigABI is the configuration key in which a host of ABI 1.1 or later
+// tells every plugin its ABI version ("1.1"), so a guest can use what that
+// version adds to outputs. A 1.0 host sets no such key.
+const ConfigABI = "mcphost.abi"
+
 // MaxOutputSize is the largest output, in bytes, the host accepts from one
 // export call; a larger output is a plugin failure.
 const MaxOutputSize = 16 << 20
@@ -174,9 +179,13 @@ type ToolResultInput struct {
 	Result      *CallToolResult `json:"result"`
 }
 
-// ToolResultOutput is the output of mcphost_tool_result.
+// ToolResultOutput is the output of mcphost_tool_result: the result, or,
+// since ABI 1.1 and only on a host that set ConfigABI to 1.1 or later,
+// Unchanged alone, which passes the result on as it came in without the
+// cost of encoding and decoding it again.
 type ToolResultOutput struct {
-	Result *CallToolResult `json:"result"`
+	Result    *CallToolResult `json:"result,omitempty"`
+	Unchanged bool            `json:"unchanged,omitempty"`
 }
 
 // CallToolResult is an MCP CallToolResult as JSON.

@@ -416,5 +416,8 @@ func (c *Chain) toolResultOne(ctx context.Context, p *Plugin, in *abi.ToolResult
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.spec.Name, err)
 	}
+	if r == nil { // unchanged
+		return in.Result, nil
+	}
 	return r, nil
 }

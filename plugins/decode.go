@@ -178,11 +178,18 @@ func decodeCallDecision(data []byte) (*abi.CallDecision, error) {
 	return &d, nil
 }
 
-// decodeToolResult checks tool_result output.
+// decodeToolResult checks tool_result output. A nil result without an
+// error means "unchanged": the guest passed the result on as it came.
 func decodeToolResult(data []byte) (*abi.CallToolResult, error) {
 	var out abi.ToolResultOutput
 	if err := strictObject(data, &out); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	if out.Unchanged {
+		if out.Result != nil {
+			return nil, fmt.Errorf("%w: both \"unchanged\" and a \"result\"", ErrInvalidOutput)
+		}
+		return nil, nil
 	}
 	if err := checkResult(out.Result); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)

@@ -125,7 +125,8 @@ func FuzzDecodeToolResult(f *testing.F) {
 		`{"result":{"content":[{"type":"text","text":"x"}]}}`, `{"result":{"content":[],"isError":true}}`,
 		`{"result":{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}],"structuredContent":{"a":1}}}`,
 		`{"result":null}`, `{"result":{"content":[{"type":"x"}]}}`, `{"result":{"structuredContent":"s"}}`,
-		`{}`, `null`, `"x"`,
+		`{}`, `null`, `"x"`, `{"unchanged":true}`, `{"unchanged":false}`,
+		`{"unchanged":true,"result":{"content":[]}}`, `{"unchanged":"yes"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -137,7 +138,14 @@ func FuzzDecodeToolResult(f *testing.F) {
 			}
 			return
 		}
-		if r == nil || r.Content == nil {
+		if r == nil {
+			var out abi.ToolResultOutput
+			if json.Unmarshal(data, &out) != nil || !out.Unchanged || out.Result != nil {
+				t.Fatalf("reported unchanged for %q", data)
+			}
+			return
+		}
+		if r.Content == nil {
 			t.Fatalf("accepted %+v", r)
 		}
 		if _, err := json.Marshal(r); err != nil {

@@ -263,3 +263,27 @@ func TestHintsResultThreshold(t *testing.T) {
 		t.Fatalf("400 characters: %d blocks, %d guest calls; want a cut (2) and 2", len(r.Content), callsOf(t, c, "truncate"))
 	}
 }
+
+// TestUnchangedResult checks the ABI 1.1 "unchanged" answer end to end: a
+// built-in that leaves a result alone answers it, and the chain passes on
+// the very result it was given; one that changes it answers in full.
+func TestUnchangedResult(t *testing.T) {
+	ctx := context.Background()
+	c := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}), Spec{Name: "json", Source: "builtin:json_results"})
+	in := &abi.ToolResultInput{Name: "a__x", Server: "a", Tool: "x",
+		Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: "not JSON"}}}}
+	r, err := c.ToolResult(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r != in.Result {
+		t.Fatalf("an unchanged result came back as a copy: %+v", r)
+	}
+	in.Result = &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: `{"a":1}`}}}
+	if r, err = c.ToolResult(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if string(r.StructuredContent) != `{"a":1}` {
+		t.Fatalf("a JSON text result: structuredContent %s", r.StructuredContent)
+	}
+}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
+
+	"github.com/mcphost-project/mcphost/abi"
 )
 
 // RuntimeOptions configures a Runtime. The zero value is usable.
@@ -208,6 +210,7 @@ func (rt *Runtime) resolve(spec Spec) (source, error) {
 	for k, v := range spec.Config {
 		src.config[k] = v
 	}
+	src.config[abi.ConfigABI] = abi.Version // the host's, set last: not the operator's to change
 	src.sha = rt.digest(spec.Source, src.path == "", src.wasm)
 	if spec.SHA256 != "" && !strings.EqualFold(spec.SHA256, src.sha) {
 		return src, fmt.Errorf("%w: want %s, have %s", ErrChecksum, strings.ToLower(spec.SHA256), src.sha)

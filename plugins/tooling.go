@@ -88,7 +88,8 @@ func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
 // RunHook loads spec (with a pool of one), runs hook on input as the host
 // would, and checks the output as the host would: for tools_list against
 // the tools in input. It returns the raw output also when the check fails
-// (the error then wraps ErrInvalidOutput).
+// (the error then wraps ErrInvalidOutput). A tool_result output of
+// {"unchanged":true} is returned as the input's result.
 func RunHook(ctx context.Context, rt *Runtime, spec Spec, hook string, input []byte) ([]byte, error) {
 	if _, ok := abi.ExportForHook(hook); !ok {
 		return nil, fmt.Errorf("%w: unknown hook %q", ErrNoHook, hook)
@@ -113,7 +114,20 @@ func RunHook(ctx context.Context, rt *Runtime, spec Spec, hook string, input []b
 	case abi.HookToolCall:
 		_, err = decodeCallDecision(out)
 	case abi.HookToolResult:
-		_, err = decodeToolResult(out)
+		var r *abi.CallToolResult
+		if r, err = decodeToolResult(out); err == nil && r == nil {
+			// {"unchanged":true}: show what the host passes on, so the
+			// output compares with a golden written natively.
+			var in struct {
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.Unmarshal(input, &in); err != nil {
+				return out, fmt.Errorf("plugins: tool_result input: %w", err)
+			}
+			return json.Marshal(struct {
+				Result json.RawMessage `json:"result"`
+			}{in.Result})
+		}
 	}
 	return out, err
 }

@@ -4,6 +4,8 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	// segmentio's codec compiles a decoder per type instead of walking
 	// reflect values per field: in a Go guest, where every function call
@@ -26,6 +28,8 @@ type Guest struct {
 	config     ConfigSource
 	configured bool
 	configErr  error
+	// unchanged: the host understands {"unchanged": true} (ABI 1.1).
+	unchanged bool
 }
 
 // NewGuest returns a Guest for p reading its configuration from config,
@@ -50,6 +54,7 @@ func (g *Guest) Call(export string, input []byte) (out []byte, err error) {
 	}
 	if !g.configured {
 		g.configured = true
+		g.unchanged = hostHasMinor(g.config, 1)
 		if g.policy.Configure != nil {
 			if err := g.policy.Configure(g.config); err != nil {
 				g.configErr = fmt.Errorf("pdk: configuring %s: %w", g.policy.Name, err)
@@ -157,13 +162,32 @@ func (g *Guest) toolResult(input []byte) (*abi.ToolResultOutput, error) {
 		return nil, err
 	}
 	if out == nil {
+		if g.unchanged {
+			return &abi.ToolResultOutput{Unchanged: true}, nil
+		}
 		out = &abi.ToolResultOutput{Result: in.Result}
 	}
 	if out.Result == nil {
 		return nil, errors.New("pdk: tool_result handler returned no result")
 	}
+	out.Unchanged = false
 	normalizeResult(out.Result)
 	return out, nil
+}
+
+// hostHasMinor reports whether the host announced (abi.ConfigABI) ABI
+// 1.minor or later.
+func hostHasMinor(config ConfigSource, minor int) bool {
+	v, ok := config.Lookup(abi.ConfigABI)
+	if !ok {
+		return false
+	}
+	major, rest, ok := strings.Cut(v, ".")
+	if !ok || major != "1" {
+		return false
+	}
+	n, err := strconv.Atoi(rest)
+	return err == nil && n >= minor
 }
 
 // normalizeResult makes sure content encodes as an array, as MCP requires.

@@ -67,6 +67,44 @@ func TestGuestCall(t *testing.T) {
 	}
 }
 
+// TestGuestUnchangedResult checks that a nil tool_result output becomes
+// {"unchanged":true} only for a host that announced ABI 1.1 or later.
+func TestGuestUnchangedResult(t *testing.T) {
+	const in = `{"name":"a__b","server":"a","tool":"b","result":{"content":[{"type":"text","text":"hi"}]}}`
+	full := `{"result":{"content":[{"type":"text","text":"hi"}]}}`
+	policy := func(out *abi.ToolResultOutput) pdk.Policy {
+		return pdk.Policy{Name: "p", ToolResult: func(*abi.ToolResultInput) (*abi.ToolResultOutput, error) { return out, nil }}
+	}
+	changed := &abi.ToolResultOutput{Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: "bye"}}}}
+	for _, tt := range []struct {
+		host string // the value of abi.ConfigABI; "" for none
+		out  *abi.ToolResultOutput
+		want string
+	}{
+		{"", nil, full},
+		{"1.0", nil, full},
+		{"1.1", nil, `{"unchanged":true}`},
+		{"1.7", nil, `{"unchanged":true}`},
+		{"2.0", nil, full},
+		{"1.x", nil, full},
+		{"1.1", changed, `{"result":{"content":[{"type":"text","text":"bye"}]}}`},
+	} {
+		config := pdk.ConfigSource(func(key string) (string, bool) {
+			if key == abi.ConfigABI && tt.host != "" {
+				return tt.host, true
+			}
+			return "", false
+		})
+		out, err := pdk.NewGuest(policy(tt.out), config).Call(abi.ExportToolResult, []byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != tt.want {
+			t.Errorf("host ABI %q: got %s, want %s", tt.host, out, tt.want)
+		}
+	}
+}
+
 func TestGuestConfigureOnce(t *testing.T) {
 	runs := 0
 	p := pdk.Policy{

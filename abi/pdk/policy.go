@@ -17,7 +17,8 @@ type ToolsListFunc func(in *abi.ToolsListInput) (*abi.ToolsListOutput, error)
 type ToolCallFunc func(in *abi.ToolCallInput) (*abi.CallDecision, error)
 
 // ToolResultFunc handles the tool_result hook. A nil output leaves the
-// result as it came in.
+// result as it came in, and is the cheapest answer: on a host of ABI 1.1
+// or later it is sent as {"unchanged":true} instead of the whole result.
 type ToolResultFunc func(in *abi.ToolResultInput) (*abi.ToolResultOutput, error)
 
 // Policy is one plugin: its name and version, as reported by describe, and a
