@@ -33,15 +33,7 @@ func TestViewCacheSharesComputation(t *testing.T) {
 		defer done.Done()
 		got[0], _ = c.getOrCompute(context.Background(), k, compute)
 	}()
-	for {
-		c.mu.Lock()
-		n := len(c.pending)
-		c.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		runtime.Gosched()
-	}
+	waitPending(&c)
 	for i := 1; i < callers; i++ {
 		started.Add(1)
 		done.Add(1)
@@ -86,19 +78,24 @@ func TestViewCacheErrorsAreNotCached(t *testing.T) {
 	k2 := viewKey{caller: "z"}
 	release := make(chan struct{})
 	go c.getOrCompute(context.Background(), k2, func() (*view, error) { <-release; return want, nil })
-	for {
-		c.mu.Lock()
-		n := len(c.pending)
-		c.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		runtime.Gosched()
-	}
+	waitPending(&c)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.getOrCompute(ctx, k2, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)
 	}
 	close(release)
+}
+
+// waitPending returns once a computation is pending in c.
+func waitPending(c *viewCache) {
+	for {
+		c.mu.Lock()
+		n := len(c.pending)
+		c.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		runtime.Gosched()
+	}
 }
