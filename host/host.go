@@ -289,7 +289,11 @@ func fingerprint(tools []abi.Tool) [32]byte {
 // (a plugin was swapped): cached views are dropped and clients are sent
 // notifications/tools/list_changed.
 func (h *Host) NotifyPolicyChanged() {
-	h.views.clear()
+	var gen uint64
+	if h.policy != nil {
+		gen = h.policy.Generation()
+	}
+	h.views.clear(gen)
 	h.servers.toolsChanged()
 }
 

@@ -42,6 +42,9 @@ type viewCache struct {
 	mu      sync.Mutex
 	m       map[viewKey]*view
 	pending map[viewKey]*pendingView
+	// prepared is the policy generation whose views PrepareViews computed
+	// before it was swapped in; clearing keeps them.
+	prepared uint64
 }
 
 // pendingView is a view being computed; done is closed when v or err is set.
@@ -113,10 +116,69 @@ func (c *viewCache) put(k viewKey, v *view) {
 	c.m[k] = v
 }
 
-func (c *viewCache) clear() {
+// clear drops every view except those prepared for generation gen, which
+// are current (PrepareViews computed them with the policy now serving).
+func (c *viewCache) clear(gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.m)
+	for k := range c.m {
+		if c.prepared == 0 || k.generation != c.prepared || k.generation != gen {
+			delete(c.m, k)
+		}
+	}
+}
+
+// recentCallers returns up to n callers with a view of catalog version
+// cat under generation gen.
+func (c *viewCache) recentCallers(cat, gen uint64, n int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var callers []string
+	for k := range c.m {
+		if k.catalog == cat && k.generation == gen && len(callers) < n {
+			callers = append(callers, k.caller)
+		}
+	}
+	return callers
+}
+
+// maxPrepared bounds how many callers' views PrepareViews computes before a
+// swap; the others are computed on their next request, as before.
+const maxPrepared = 32
+
+// PrepareViews computes, with next (a policy about to replace the current
+// one, with a generation of its own), the views of up to 32 callers that
+// have one now, so that calls arriving after the swap find their listing
+// ready instead of waiting for the new policies to run. Callers whose
+// views fail to compute get them on demand. plugins.Manager calls it
+// through ManagerOptions.BeforeSwap; it is safe to call at any time.
+func (h *Host) PrepareViews(ctx context.Context, next Policy) {
+	if h.policy == nil || next == nil {
+		return
+	}
+	cat := h.cat.Load()
+	gen := next.Generation()
+	callers := h.views.recentCallers(cat.version, h.policy.Generation(), maxPrepared)
+	for _, ck := range callers {
+		var caller abi.Caller
+		if err := json.Unmarshal([]byte(ck), &caller); err != nil {
+			continue
+		}
+		k := viewKey{catalog: cat.version, generation: gen, caller: ck}
+		_, err := h.views.getOrCompute(ctx, k, func() (*view, error) {
+			tools, err := next.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
+			if err != nil {
+				return nil, err
+			}
+			return newView(cat, tools)
+		})
+		if err != nil {
+			h.log.Debug("preparing a view for the next policy generation failed; it will be computed on demand", "error", err)
+		}
+	}
+	h.views.mu.Lock()
+	h.views.prepared = gen
+	h.views.mu.Unlock()
 }
 
 // view returns the caller's view of the current catalog.

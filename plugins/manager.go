@@ -25,6 +25,11 @@ type ManagerOptions struct {
 	// OnSwap is called after every successful swap to a new generation
 	// (so the host can send notifications/tools/list_changed).
 	OnSwap func()
+	// BeforeSwap, if set, is called with a new generation, loaded and
+	// ready, just before it replaces the current one, so that the host can
+	// compute what calls will need from it (tool listings) while the
+	// current generation still serves them. A reload waits for it.
+	BeforeSwap func(ctx context.Context, next *Chain)
 	// Watch reloads when a plugin's .wasm file changes.
 	Watch bool
 	// Debounce; 0 means DefaultDebounce.
@@ -116,6 +121,9 @@ func (m *Manager) reload(ctx context.Context, specs []Spec) (swapped bool, err e
 	if prev != nil && samePlugins(prev, next) {
 		next.retire() // nothing changed: keep the current generation
 		return false, nil
+	}
+	if m.opts.BeforeSwap != nil && prev != nil {
+		m.opts.BeforeSwap(ctx, next)
 	}
 	m.cur.Store(next)
 	if prev != nil {

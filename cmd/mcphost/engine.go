@@ -42,6 +42,10 @@ func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch
 		if e.host != nil {
 			e.host.NotifyPolicyChanged()
 		}
+	}, BeforeSwap: func(ctx context.Context, next *plugins.Chain) {
+		if e.host != nil {
+			e.host.PrepareViews(ctx, next)
+		}
 	}})
 	if err != nil {
 		return e, fmt.Errorf("starting the plugin manager: %w", err)
