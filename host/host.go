@@ -183,7 +183,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	}
 
 	annotations := h.cat.Load().annotations(r)
-	if h.policy != nil {
+	if h.wants(abi.HookToolCall) {
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
 		d, err := h.policy.ToolCall(ctx, in)
 		if err != nil {
@@ -221,7 +221,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if err != nil {
 		return upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
 	}
-	if h.policy == nil {
+	if !h.wants(abi.HookToolResult) {
 		return res, nil
 	}
 	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}

@@ -23,3 +23,22 @@ type Policy interface {
 	// so cached tools/list answers can be told apart.
 	Generation() uint64
 }
+
+// hookWanter is implemented by policies that can tell whether they would
+// run a hook at all (plugins.Manager does: whether any plugin of the
+// current generation has it). The host then skips preparing the hook's
+// input, which for results means encoding and decoding the whole result.
+type hookWanter interface {
+	Wants(hook string) bool
+}
+
+// wants reports whether the policy may act on hook.
+func (h *Host) wants(hook string) bool {
+	if h.policy == nil {
+		return false
+	}
+	if w, ok := h.policy.(hookWanter); ok {
+		return w.Wants(hook)
+	}
+	return true
+}

@@ -184,7 +184,7 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 // view returns the caller's view of the current catalog.
 func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 	cat := h.cat.Load()
-	if h.policy == nil {
+	if !h.wants(abi.HookToolsList) {
 		return h.plainView(cat), nil
 	}
 	callerKey, err := json.Marshal(caller)

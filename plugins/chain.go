@@ -98,6 +98,16 @@ func (rt *Runtime) loadReusing(ctx context.Context, spec Spec, prev *Chain) (*Pl
 	return p, nil
 }
 
+// Wants reports whether any plugin of the chain implements hook.
+func (c *Chain) Wants(hook string) bool {
+	for _, p := range c.plugins {
+		if p.HasHook(hook) {
+			return true
+		}
+	}
+	return false
+}
+
 // Generation returns the chain's number; a newer chain has a larger one.
 func (c *Chain) Generation() uint64 { return c.gen }
 

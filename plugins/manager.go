@@ -173,6 +173,18 @@ func (m *Manager) Generation() uint64 {
 	return 0
 }
 
+// Wants reports whether the current generation runs hook, so the host can
+// skip preparing the input of a hook nobody implements. Before the first
+// generation it is false (everything passes); after Close, true, so that
+// hooks are still asked and fail closed.
+func (m *Manager) Wants(hook string) bool {
+	if m.shut.Load() {
+		return true
+	}
+	c := m.cur.Load()
+	return c != nil && c.Wants(hook)
+}
+
 // ToolsList implements host.Policy.
 func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	c := m.acquire()

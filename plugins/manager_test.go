@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/filters"
 )
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -332,5 +333,46 @@ func TestManagerClose(t *testing.T) {
 	}
 	if n := rt.Modules(); n != 0 {
 		t.Fatalf("%d modules after Close", n)
+	}
+}
+
+// TestManagerWants checks what the host is told about hooks: nothing
+// before the first generation, the current generation's hooks after each
+// reload, and every hook once closed, so that closed hooks fail closed.
+func TestManagerWants(t *testing.T) {
+	ctx := context.Background()
+	m, err := NewManager(newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants := func() string {
+		var got []string
+		for _, h := range []string{abi.HookToolsList, abi.HookToolCall, abi.HookToolResult} {
+			if m.Wants(h) {
+				got = append(got, h)
+			}
+		}
+		return strings.Join(got, ",")
+	}
+	if got := wants(); got != "" {
+		t.Fatalf("before the first reload: %q", got)
+	}
+	if err := m.Reload(ctx, []Spec{{Name: "titles", Source: "builtin:titles"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := wants(); got != "tools_list" {
+		t.Fatalf("with titles: %q", got)
+	}
+	if err := m.Reload(ctx, []Spec{{Name: "truncate", Source: "builtin:truncate"}, {Name: "deny", Source: "builtin:deny", Config: map[string]string{"tools": `["x"]`}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := wants(); got != "tools_list,tool_call,tool_result" {
+		t.Fatalf("with truncate and deny: %q", got)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := wants(); got != "tools_list,tool_call,tool_result" {
+		t.Fatalf("after Close: %q", got)
 	}
 }
