@@ -88,6 +88,20 @@ type Hints struct {
 	// is shorter than this many bytes unchanged, so the host need not call
 	// it for one. Zero means every result is looked at.
 	ResultMinBytes int `json:"resultMinBytes,omitempty"`
+	// ResultTextPrefixes: tool_result returns unchanged every result none
+	// of whose text blocks starts, after leading white space (Unicode's),
+	// with one of these strings.
+	ResultTextPrefixes []string `json:"resultTextPrefixes,omitempty"`
+	// ResultKeywords: tool_result returns unchanged every result in which
+	// none of these strings occurs: not in the text of a text block, nor
+	// in any string or key of its other blocks or of its structuredContent.
+	ResultKeywords []string `json:"resultKeywords,omitempty"`
+}
+
+// IsZero reports whether h promises nothing.
+func (h *Hints) IsZero() bool {
+	return !h.ListPerTool && !h.CallIgnoresArguments && !h.IgnoresCaller && h.ResultMinBytes == 0 &&
+		len(h.ResultTextPrefixes) == 0 && len(h.ResultKeywords) == 0
 }
 
 // Caller describes the downstream client on whose behalf a hook runs.

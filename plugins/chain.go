@@ -408,6 +408,10 @@ func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.C
 }
 
 func (c *Chain) toolResultOne(ctx context.Context, p *Plugin, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	if h := p.desc.Hints; h != nil && !c.rt.ignoreHints && resultUnchanged(h, in.Result) {
+		p.reused()
+		return in.Result, nil
+	}
 	input, err := json.Marshal(in)
 	if err != nil {
 		return nil, err

@@ -97,13 +97,14 @@ func TestHintsDifferential(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("call %s as %s: decision with hints %+v, without %+v", tool.Name, caller.ClientName, got, want)
 				}
-				text := strings.Repeat("x", r.IntN(400))
-				if i%3 == 0 {
-					text = `{"n":1}`
-				}
+				result := randomResult(r)
 				res := func() *abi.ToolResultInput {
+					var cp abi.CallToolResult
+					if err := json.Unmarshal([]byte(mustMarshal(t, result)), &cp); err != nil {
+						t.Fatal(err)
+					}
 					return &abi.ToolResultInput{Caller: caller, Name: tool.Name, Server: tool.Server, Tool: tool.Tool,
-						Arguments: call.Arguments, Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: text}}}}
+						Arguments: call.Arguments, Result: &cp}
 				}
 				wantRes, err := slow.ToolResult(ctx, res())
 				if err != nil {
@@ -114,7 +115,7 @@ func TestHintsDifferential(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !reflect.DeepEqual(gotRes, wantRes) {
-					t.Fatalf("result of %s (%d chars): with hints %s, without %s", tool.Name, len(text), mustMarshal(t, gotRes), mustMarshal(t, wantRes))
+					t.Fatalf("result of %s %s: with hints %s, without %s", tool.Name, mustMarshal(t, result), mustMarshal(t, gotRes), mustMarshal(t, wantRes))
 				}
 			}
 		}
@@ -123,6 +124,34 @@ func TestHintsDifferential(t *testing.T) {
 	t.Logf("guest calls with hints %d, without %d", fastCalls, slowCalls)
 	if fastCalls >= slowCalls {
 		t.Errorf("hints saved nothing: %d guest calls with them, %d without", fastCalls, slowCalls)
+	}
+}
+
+// randomResult makes the results that exercise the result hints: plain
+// text of any length, JSON text (with leading white space too), secrets
+// in text, in a resource, in structuredContent or behind a JSON escape.
+func randomResult(r *rand.Rand) *abi.CallToolResult {
+	text := func(s string) []abi.Content { return []abi.Content{{Type: "text", Text: s}} }
+	secret := "ghp_" + strings.Repeat("a", 36)
+	switch r.IntN(9) {
+	case 0:
+		return &abi.CallToolResult{Content: text(`{"n":1}`)}
+	case 1:
+		return &abi.CallToolResult{Content: text(" \n\u00a0[1, 2]")}
+	case 2:
+		return &abi.CallToolResult{Content: text("your token is " + secret)}
+	case 3:
+		return &abi.CallToolResult{Content: []abi.Content{{Type: "resource",
+			Resource: json.RawMessage(`{"uri":"file:///k","text":"AKIA` + strings.Repeat("B", 16) + `"}`)}}}
+	case 4:
+		return &abi.CallToolResult{Content: text("ok"), StructuredContent: json.RawMessage(`{"key":"sk-ant-` + strings.Repeat("c", 24) + `"}`)}
+	case 5:
+		// "ghp_" spelt with an escape: only a decoder sees the secret.
+		return &abi.CallToolResult{Content: text("ok"), StructuredContent: json.RawMessage(`{"key":"\u0067hp_` + strings.Repeat("d", 36) + `"}`)}
+	case 6:
+		return &abi.CallToolResult{Content: append(text("a"), text("{\"two\":\"blocks\"}")...)}
+	default:
+		return &abi.CallToolResult{Content: text(strings.Repeat("x", r.IntN(400)))}
 	}
 }
 

@@ -67,7 +67,7 @@ func (p *Policy) Hooks() []string {
 func (p *Policy) Describe() abi.Describe {
 	d := abi.Describe{ABI: abi.Version, Name: p.Name, Version: p.Version, Hooks: p.Hooks()}
 	if p.Hints != nil {
-		if h := p.Hints(); h != (abi.Hints{}) {
+		if h := p.Hints(); !h.IsZero() {
 			d.Hints = &h
 		}
 	}

@@ -28,6 +28,8 @@ func newJSONResults() pdk.Policy {
 		Version:    Version,
 		Configure:  j.configure,
 		ToolResult: j.toolResult,
+		// Only a text starting with { or [ can be JSON it would copy.
+		Hints: func() abi.Hints { return abi.Hints{ResultTextPrefixes: []string{"{", "["}} },
 	}
 }
 

@@ -59,9 +59,11 @@ func newRedact() pdk.Policy {
 		Configure:  r.configure,
 		ToolCall:   r.toolCall,
 		ToolResult: r.toolResult,
-		// Unless it masks arguments, tool_call allows everything.
+		// Unless it masks arguments, tool_call allows everything. A
+		// result is looked at only if it holds a keyword of a pattern,
+		// when every pattern has keywords (custom ones have none).
 		Hints: func() abi.Hints {
-			return abi.Hints{CallIgnoresArguments: !r.arguments, IgnoresCaller: !r.arguments}
+			return abi.Hints{CallIgnoresArguments: !r.arguments, IgnoresCaller: !r.arguments, ResultKeywords: r.keywords()}
 		},
 	}
 }
@@ -184,6 +186,19 @@ func (r *redact) maskString(s string, n counts) (string, bool) {
 		}
 	}
 	return s, changed
+}
+
+// keywords returns every keyword of the patterns, or nil if a pattern has
+// none (and so must run on every string).
+func (r *redact) keywords() []string {
+	var words []string
+	for _, p := range r.patterns {
+		if len(p.keywords) == 0 {
+			return nil
+		}
+		words = append(words, p.keywords...)
+	}
+	return words
 }
 
 func containsAny(s string, words []string) bool {

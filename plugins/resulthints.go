@@ -1,0 +1,86 @@
+package plugins
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// resultUnchanged reports whether the plugin's hints promise that its
+// tool_result hook leaves r as it is, so the host need not call it. Each
+// check errs towards calling: a false answer costs a guest call, a wrong
+// true one would skip a policy.
+func resultUnchanged(h *abi.Hints, r *abi.CallToolResult) bool {
+	if r == nil {
+		return false
+	}
+	if len(h.ResultTextPrefixes) > 0 && !anyTextStartsWith(r, h.ResultTextPrefixes) {
+		return true
+	}
+	if len(h.ResultKeywords) > 0 && !mayContainAny(r, h.ResultKeywords) {
+		return true
+	}
+	return false
+}
+
+// anyTextStartsWith reports whether a text block of r starts, after
+// leading white space, with one of prefixes.
+func anyTextStartsWith(r *abi.CallToolResult, prefixes []string) bool {
+	for i := range r.Content {
+		if r.Content[i].Type != "text" {
+			continue
+		}
+		text := strings.TrimLeftFunc(r.Content[i].Text, unicode.IsSpace)
+		for _, p := range prefixes {
+			if strings.HasPrefix(text, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayContainAny reports whether one of words may occur in r's text
+// blocks, or in a string or key of its other blocks or structuredContent.
+// JSON is searched as encoded; one with an escape sequence might hide a
+// word, so it counts as containing every word.
+func mayContainAny(r *abi.CallToolResult, words []string) bool {
+	for i := range r.Content {
+		c := &r.Content[i]
+		if c.Type == "text" {
+			if containsAnyWord(c.Text, words) {
+				return true
+			}
+			continue
+		}
+		raw, err := json.Marshal(c)
+		if err != nil || rawMayContain(raw, words) {
+			return true
+		}
+	}
+	return len(r.StructuredContent) > 0 && rawMayContain(r.StructuredContent, words)
+}
+
+func containsAnyWord(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func rawMayContain(raw []byte, words []string) bool {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return true
+	}
+	for _, w := range words {
+		if bytes.Contains(raw, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,44 @@
+package plugins
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+func TestResultUnchanged(t *testing.T) {
+	jsonText := &abi.Hints{ResultTextPrefixes: []string{"{", "["}}
+	keywords := &abi.Hints{ResultKeywords: []string{"ghp_", "sk-"}}
+	text := func(s ...string) *abi.CallToolResult {
+		r := &abi.CallToolResult{}
+		for _, t := range s {
+			r.Content = append(r.Content, abi.Content{Type: "text", Text: t})
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		name string
+		h    *abi.Hints
+		r    *abi.CallToolResult
+		want bool
+	}{
+		{"plain text", jsonText, text("12:00 UTC"), true},
+		{"JSON object", jsonText, text(`{"a":1}`), false},
+		{"JSON after Unicode white space", jsonText, text("\u00a0\n [1]"), false},
+		{"JSON in a second block", jsonText, text("a", "[1]"), false},
+		{"no text at all", jsonText, &abi.CallToolResult{Content: []abi.Content{{Type: "image", Data: []byte{0, 0, 0}}}}, true},
+		{"no result", jsonText, nil, false},
+		{"no keyword", keywords, text("nothing to see"), true},
+		{"keyword in text", keywords, text("a", "key sk-123"), false},
+		{"keyword in structuredContent", keywords, &abi.CallToolResult{Content: []abi.Content{}, StructuredContent: json.RawMessage(`{"k":"ghp_x"}`)}, false},
+		{"escape in structuredContent", keywords, &abi.CallToolResult{Content: []abi.Content{}, StructuredContent: json.RawMessage(`{"k":"\u0067hp_x"}`)}, false},
+		{"keyword in a resource", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"sk-1"}`)}}}, false},
+		{"clean resource", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"fine"}`)}}}, true},
+		{"HTML-escaped text in a resource counts as escaped", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"<b>"}`)}}}, false},
+	} {
+		if got := resultUnchanged(tt.h, tt.r); got != tt.want {
+			t.Errorf("%s: resultUnchanged = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
