@@ -42,6 +42,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd.Stderr = t.stderr
 	// Setpgid puts the server and its children in a group we can end as one;
 	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
+	// Linux sends it when the *thread* that started the server exits, so no
+	// code in mcphost may end a goroutine still locked to its OS thread
+	// (which ends the thread): a reload that did so, to run at a lower
+	// priority, killed upstreams at random.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
 	conn, err := inner.Connect(ctx)
