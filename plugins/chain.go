@@ -408,7 +408,7 @@ func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.C
 }
 
 func (c *Chain) toolResultOne(ctx context.Context, p *Plugin, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
-	if h := p.desc.Hints; h != nil && !c.rt.ignoreHints && resultUnchanged(h, in.Result) {
+	if p.hints != nil && resultUnchanged(p.hints, in.Result) {
 		p.reused()
 		return in.Result, nil
 	}
@@ -418,7 +418,7 @@ func (c *Chain) toolResultOne(ctx context.Context, p *Plugin, in *abi.ToolResult
 	}
 	// The input is longer than the result's encoding, so a result it
 	// covers is certainly below the plugin's promise.
-	if h := p.desc.Hints; h != nil && !c.rt.ignoreHints && len(input) < h.ResultMinBytes {
+	if p.hints != nil && len(input) < p.hints.ResultMinBytes {
 		p.reused()
 		return in.Result, nil
 	}

@@ -43,8 +43,9 @@ type Plugin struct {
 	mod    *module
 	desc   abi.Describe
 	hooks  map[string]bool
-	memo   *memo    // answers the describe hints let the host reuse; nil for none
-	export []string // sorted exported function names of the main module
+	hints  *abi.Hints // the describe hints in effect; nil for none, or when the runtime ignores them
+	memo   *memo      // answers the hints let the host reuse; nil for none
+	export []string   // sorted exported function names of the main module
 	log    hclog.Logger
 	modCfg wazero.ModuleConfig
 
@@ -179,6 +180,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	}
 	p.desc = desc.Describe
 	if desc.Hints != nil && !rt.ignoreHints {
+		p.hints = desc.Hints
 		p.memo = newMemo(*desc.Hints)
 	}
 	p.hooks = map[string]bool{}
@@ -491,8 +493,6 @@ func isCrash(err error) bool {
 	return errors.Is(err, ErrTrap) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrInstantiate)
 }
 
-// record updates the statistics and the crash-loop state after a call
-// (call true) or a background instantiation (call false).
 // reused counts a hook call the chain answered without the guest.
 func (p *Plugin) reused() {
 	p.mu.Lock()
@@ -500,6 +500,8 @@ func (p *Plugin) reused() {
 	p.mu.Unlock()
 }
 
+// record updates the statistics and the crash-loop state after a call
+// (call true) or a background instantiation (call false).
 func (p *Plugin) record(err error, call bool) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return // the caller gave up; not the plugin's doing
