@@ -91,10 +91,7 @@ func (c *viewCache) getOrCompute(ctx context.Context, k viewKey, compute func() 
 	c.mu.Lock()
 	delete(c.pending, k)
 	if p.err == nil {
-		if len(c.m) >= maxViews {
-			clear(c.m)
-		}
-		c.m[k] = p.v
+		c.storeLocked(k, p.v)
 	}
 	c.mu.Unlock()
 	close(p.done)
@@ -110,6 +107,11 @@ func (c *viewCache) get(k viewKey) *view {
 func (c *viewCache) put(k viewKey, v *view) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.storeLocked(k, v)
+}
+
+// storeLocked keeps v under k, starting over past maxViews. c.mu is held.
+func (c *viewCache) storeLocked(k viewKey, v *view) {
 	if len(c.m) >= maxViews {
 		clear(c.m)
 	}
@@ -121,8 +123,9 @@ func (c *viewCache) put(k viewKey, v *view) {
 func (c *viewCache) clear(gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	keep := c.prepared != 0 && c.prepared == gen
 	for k := range c.m {
-		if c.prepared == 0 || k.generation != c.prepared || k.generation != gen {
+		if !keep || k.generation != gen {
 			delete(c.m, k)
 		}
 	}
@@ -156,6 +159,9 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 	if h.policy == nil || next == nil {
 		return
 	}
+	if w, ok := next.(hookWanter); ok && !w.Wants(abi.HookToolsList) {
+		return // view will not ask it for listings either
+	}
 	cat := h.cat.Load()
 	gen := next.Generation()
 	callers := h.views.recentCallers(cat.version, h.policy.Generation(), maxPrepared)
@@ -166,11 +172,7 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 		}
 		k := viewKey{catalog: cat.version, generation: gen, caller: ck}
 		_, err := h.views.getOrCompute(ctx, k, func() (*view, error) {
-			tools, err := next.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
-			if err != nil {
-				return nil, err
-			}
-			return newView(cat, tools)
+			return computeView(ctx, next, cat, caller)
 		})
 		if err != nil {
 			h.log.Debug("preparing a view for the next policy generation failed; it will be computed on demand", "error", err)
@@ -195,17 +197,21 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 	return h.views.getOrCompute(ctx, k, func() (*view, error) {
 		// The computation is shared: one caller's cancellation must not
 		// fail the others, so it runs to the policies' own timeouts.
-		in := &abi.ToolsListInput{Caller: caller, Tools: cat.tools}
-		tools, err := h.policy.ToolsList(context.WithoutCancel(ctx), in)
-		if err != nil {
-			return nil, fmt.Errorf("tool list withheld by policy: %w", err)
-		}
-		v, err := newView(cat, tools)
-		if err != nil {
-			return nil, fmt.Errorf("policy output: %w", err)
-		}
-		return v, nil
+		return computeView(context.WithoutCancel(ctx), h.policy, cat, caller)
 	})
+}
+
+// computeView runs policy's listing for caller over cat and checks it.
+func computeView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
+	tools, err := policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
+	if err != nil {
+		return nil, fmt.Errorf("tool list withheld by policy: %w", err)
+	}
+	v, err := newView(cat, tools)
+	if err != nil {
+		return nil, fmt.Errorf("policy output: %w", err)
+	}
+	return v, nil
 }
 
 // plainView is the catalog itself, for hosts without a policy; it is built
