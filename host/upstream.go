@@ -186,7 +186,7 @@ func (u *upstream) background(f func()) {
 }
 
 // transport returns a new transport to the server; bound is set to the
-// session once connected (see tapTransport).
+// session once connected (see tapTransport and sseTap).
 func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession]) (mcp.Transport, error) {
 	switch u.cfg.Transport {
 	case TransportStdio:
@@ -195,7 +195,12 @@ func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession]) (mcp.Tran
 		sse := &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}
 		return tapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, u: u, bound: bound}, nil
 	case TransportStreamableHTTP:
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}, nil
+		var rt http.RoundTripper = http.DefaultTransport
+		if len(u.cfg.Headers) > 0 {
+			rt = headerTransport{base: rt, headers: u.cfg.Headers}
+		}
+		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
 }
