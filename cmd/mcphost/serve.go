@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/internal/gctune"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -44,10 +45,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	started := time.Now()
+	// GC pacing by headroom (internal/gctune): unless GOGC is set, a
+	// small heap gets GOGC up to 400, a heap of plugin memories 100.
+	gc := gctune.Start()
+	defer gc.Stop()
 	e, err := startEngine(ctx, file, log, watch)
 	if err != nil {
 		return err
 	}
+	gc.Adjust()
 	defer func() {
 		log.Info("shutting down")
 		if err := e.close(); err != nil {
