@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins"
 )
 
 // benchTools is a catalog of n tools shaped like real ones: a description,
@@ -138,4 +139,46 @@ func BenchmarkPin(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkReload is one hot swap of the quickstart chain: the titles
+// plugin's config changes, so the Manager builds a generation with a new
+// titles plugin (the other four carried over), swaps it in and retires
+// the old one.
+func BenchmarkReload(b *testing.B) {
+	ctx := context.Background()
+	m, err := plugins.NewManager(rt, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(ctx)
+	specs := func(i int) []plugins.Spec {
+		return []plugins.Spec{
+			named("no-delete", spec("deny", map[string]string{"tools": `["notes__delete_note"]`})),
+			named("titles", spec("titles", map[string]string{"overrides": fmt.Sprintf(`{"clock__current_time":"What time is it? %d"}`, i)})),
+			named("redact", spec("redact", nil)),
+			named("truncate", spec("truncate", map[string]string{"max_chars": "20000"})),
+			named("json-results", spec("json_results", nil)),
+		}
+	}
+	if err := m.Reload(ctx, specs(0)); err != nil {
+		b.Fatal(err)
+	}
+	list := abi.ToolsListInput{Tools: benchTools(20)}
+	i := 0
+	for b.Loop() {
+		i++
+		if err := m.Reload(ctx, specs(i)); err != nil {
+			b.Fatal(err)
+		}
+		// The first listing of the new generation, as the host prepares it.
+		if _, err := m.ToolsList(ctx, &list); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func named(name string, s plugins.Spec) plugins.Spec {
+	s.Name = name
+	return s
 }

@@ -64,11 +64,13 @@ func (rt *Runtime) initEngine() {
 	}
 }
 
-// compile compiles wasm with its loops instrumented and
+// compile compiles wasm with its data segments coalesced (dataseg.go) and
+// its loops instrumented and
 // WithCloseOnContextDone off, or, when the instrumentation refuses the
 // module (or is disabled), as it is with WithCloseOnContextDone on.
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
 	cfg, instrumented := rt.cfg, false
+	wasm = coalesceData(wasm)
 	if rt.instrument {
 		if out, err := instrumentLoops(wasm); err == nil {
 			wasm, cfg, instrumented = out, rt.fastCfg, true
