@@ -72,26 +72,47 @@ func coalesceData(wasm []byte) []byte {
 	if !ok {
 		return wasm
 	}
-	merged := mergeDataSegments(segs)
-	if len(merged) == len(segs) {
+	runs := dataRuns(segs)
+	if len(runs) == len(segs) {
 		return wasm
 	}
-	body := appendU32(nil, uint32(len(merged)))
-	for _, s := range merged {
-		body = append(body, 0x00, 0x41) // active, memory 0, i32.const
-		body = appendS32(body, int32(s.offset))
-		body = append(body, 0x0B)
-		body = appendU32(body, uint32(len(s.data)))
-		body = append(body, s.data...)
+	// The new section is written straight into the output, once: the
+	// built-in module's data is megabytes.
+	size := uint64(len(appendU32(nil, uint32(len(runs)))))
+	for i, j := range runs {
+		first := 0
+		if i > 0 {
+			first = runs[i-1]
+		}
+		n := segEnd(segs[j-1]) - uint64(segs[first].offset)
+		size += 3 + uint64(len(appendS32(nil, int32(segs[first].offset)))) + uint64(len(appendU32(nil, uint32(n)))) + n
 	}
-	if uint64(len(body)) >= 1<<32 {
+	if size >= 1<<32 {
 		return wasm
 	}
-	out := make([]byte, 0, len(wasm)-(dataEnd-dataStart)+len(body)+6)
+	out := make([]byte, 0, dataStart+6+int(size)+len(wasm)-dataEnd)
 	out = append(out, wasm[:dataStart]...)
 	out = append(out, 11)
-	out = appendU32(out, uint32(len(body)))
-	out = append(out, body...)
+	out = appendU32(out, uint32(size))
+	out = appendU32(out, uint32(len(runs)))
+	first := 0
+	for _, j := range runs {
+		run := segs[first:j]
+		first = j
+		base := uint64(run[0].offset)
+		out = append(out, 0x00, 0x41) // active, memory 0, i32.const
+		out = appendS32(out, int32(run[0].offset))
+		out = append(out, 0x0B)
+		out = appendU32(out, uint32(segEnd(run[len(run)-1])-base))
+		pos := base
+		for _, sg := range run {
+			if gap := int(uint64(sg.offset) - pos); gap > 0 {
+				out = append(out, make([]byte, gap)...) // at most maxDataGap
+			}
+			out = append(out, sg.data...)
+			pos = segEnd(sg)
+		}
+	}
 	return append(out, wasm[dataEnd:]...)
 }
 
@@ -133,7 +154,10 @@ func readDataSegments(body []byte) ([]dataSegment, bool) {
 	if !s.eof() {
 		return nil, false
 	}
-	slices.SortStableFunc(segs, func(a, b dataSegment) int { return cmp.Compare(a.offset, b.offset) })
+	byOffset := func(a, b dataSegment) int { return cmp.Compare(a.offset, b.offset) }
+	if !slices.IsSortedFunc(segs, byOffset) {
+		slices.SortStableFunc(segs, byOffset)
+	}
 	for i := 1; i < len(segs); i++ {
 		if uint64(segs[i].offset) < segEnd(segs[i-1]) {
 			return nil, false
@@ -142,28 +166,16 @@ func readDataSegments(body []byte) ([]dataSegment, bool) {
 	return segs, true
 }
 
-// mergeDataSegments joins neighbours at most maxDataGap bytes apart; segs
-// are in increasing order without overlap.
-func mergeDataSegments(segs []dataSegment) []dataSegment {
-	var out []dataSegment
-	for i := 0; i < len(segs); {
-		j := i + 1 // the run is segs[i:j]
-		for j < len(segs) && uint64(segs[j].offset)-segEnd(segs[j-1]) <= maxDataGap {
-			j++
+// dataRuns splits segs (by offset, without overlap) into runs of
+// neighbours at most maxDataGap bytes apart, returning where each run ends.
+func dataRuns(segs []dataSegment) []int {
+	var ends []int
+	for i := 1; i <= len(segs); i++ {
+		if i == len(segs) || uint64(segs[i].offset)-segEnd(segs[i-1]) > maxDataGap {
+			ends = append(ends, i)
 		}
-		if j == i+1 {
-			out = append(out, segs[i])
-		} else {
-			base := uint64(segs[i].offset)
-			data := make([]byte, segEnd(segs[j-1])-base)
-			for _, s := range segs[i:j] {
-				copy(data[uint64(s.offset)-base:], s.data)
-			}
-			out = append(out, dataSegment{offset: segs[i].offset, data: data})
-		}
-		i = j
 	}
-	return out
+	return ends
 }
 
 func segEnd(s dataSegment) uint64 { return uint64(s.offset) + uint64(len(s.data)) }
