@@ -110,18 +110,39 @@ func benchTools(n int) []abi.Tool {
 	return tools
 }
 
+// BenchmarkInstance makes a warm instance (instantiate, the guest
+// runtime's initialisation, describe) of the Go test guest and of the
+// built-in policies' module, with guest memory in a reservation (the
+// default where the platform has one) and as a Go slice copied as it grows.
 func BenchmarkInstance(b *testing.B) {
-	rt := newRuntime(b, RuntimeOptions{})
-	spec := policy(b, "p")
-	spec.Instances = 1
-	p := load(b, rt, spec)
-	ctx := context.Background()
-	for b.Loop() {
-		in, err := p.newWarmInstance(ctx)
-		if err != nil {
-			b.Fatal(err)
+	builtin, err := os.ReadFile("../filters/builtin.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := newRuntime(b, RuntimeOptions{Builtin: func(string) ([]byte, map[string]string, bool) {
+		return builtin, map[string]string{"mcphost.builtin": "titles"}, true
+	}})
+	test := policy(b, "p")
+	for _, g := range []struct {
+		name string
+		spec Spec
+	}{{"guest=test", test}, {"guest=builtin", Spec{Name: "titles", Source: "builtin:titles"}}} {
+		g.spec.Instances = 1
+		p := load(b, rt, g.spec)
+		for _, reserved := range []bool{true, false} {
+			b.Run(g.name+"/memory="+map[bool]string{true: "reserved", false: "heap"}[reserved], func(b *testing.B) {
+				defer func(was bool) { useReserve = was }(useReserve)
+				useReserve = reserved
+				ctx := context.Background()
+				for b.Loop() {
+					in, err := p.newWarmInstance(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					in.close()
+				}
+			})
 		}
-		in.close()
 	}
 }
 

@@ -89,7 +89,9 @@ func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guest
 // invoke runs export with input. errMsg is the message the guest set with
 // error_set; err is an engine error (trap, exit, timeout).
 func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc uint32, out []byte, errMsg string, exited bool, err error) {
+	in.lim.enter()
 	rc, out, err = in.p.CallWithContext(ctx, export, input)
+	in.lim.leave()
 	if err != nil {
 		if msg := in.p.GetErrorWithContext(ctx); msg != "" && msg == err.Error() {
 			return rc, nil, msg, false, nil

@@ -192,6 +192,8 @@ func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc
 	ctx = context.WithValue(ctx, kernelKey{}, k)
 	k.ctx = ctx
 	defer func() { k.ctx = nil }()
+	in.lim.enter()
+	defer in.lim.leave()
 	if !in.inited {
 		for i, f := range in.init {
 			if i == len(in.init)-1 && f.Definition().Name() == "hs_init" {

@@ -13,20 +13,69 @@ import (
 // Extism kernel's, which holds input and output) at limit bytes. It is a
 // wazero memory allocator, passed at instantiation, so plugins that share a
 // compiled module can still have different caps.
+//
+// Where the platform allows (reserve, memory_linux.go), a guest memory is
+// one reservation of address space as large as it may ever grow: growing
+// only extends the slice, and the pages cost nothing until the guest
+// touches them. A Go slice would be copied on every memory.grow (a Go
+// guest grows nine times while its runtime starts, 32 MB of copying) and
+// would leave its pages to the collector when the instance goes.
 type memLimiter struct {
 	limit   uint64
 	refused atomic.Bool // a grow was refused since the last reset
 	tooBig  atomic.Bool // a memory's declared minimum exceeds the limit
+
+	// A reservation is released only when no guest code of the instance
+	// runs: wazero frees memories when a module closes, and a runtime
+	// closed under a running call (shutdown past its deadline) must not
+	// pull the pages out from under it.
+	mu      sync.Mutex
+	running bool
+	freed   []func() // releases deferred until the running call returns
 }
 
 func (l *memLimiter) Allocate(_, max uint64) experimental.LinearMemory {
 	return &linearMemory{l: l, max: max}
 }
 
+// enter and leave bracket guest execution on the instance.
+func (l *memLimiter) enter() {
+	l.mu.Lock()
+	l.running = true
+	l.mu.Unlock()
+}
+
+func (l *memLimiter) leave() {
+	l.mu.Lock()
+	l.running = false
+	freed := l.freed
+	l.freed = nil
+	l.mu.Unlock()
+	for _, release := range freed {
+		release()
+	}
+}
+
+// release runs f now, or when the running call returns.
+func (l *memLimiter) release(f func()) {
+	l.mu.Lock()
+	if l.running {
+		l.freed = append(l.freed, f)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	f()
+}
+
+var useReserve = true
+
 type linearMemory struct {
-	l   *memLimiter
-	buf []byte
-	max uint64
+	l     *memLimiter
+	buf   []byte
+	max   uint64
+	unmap func() // set when buf is a reservation
+	tried bool   // a reservation was attempted
 }
 
 func (m *linearMemory) Reallocate(size uint64) []byte {
@@ -43,6 +92,13 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 		m.buf = m.buf[:size]
 		return m.buf
 	}
+	if !m.tried && useReserve && m.buf == nil && size <= m.l.limit {
+		m.tried = true
+		if buf, unmap, ok := reserve(min(m.l.limit, max(m.max, size))); ok && uint64(cap(buf)) >= size {
+			m.buf, m.unmap = buf[:size], unmap
+			return m.buf
+		}
+	}
 	// Grow with headroom, as append would, but never past the cap.
 	newCap := max(size, 2*uint64(cap(m.buf)))
 	newCap = min(newCap, max(m.l.limit, size), max(m.max, size))
@@ -52,7 +108,13 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 	return buf
 }
 
-func (m *linearMemory) Free() { m.buf = nil }
+func (m *linearMemory) Free() {
+	m.buf = nil
+	if unmap := m.unmap; unmap != nil {
+		m.unmap = nil
+		m.l.release(unmap)
+	}
+}
 
 // guestOutput logs what a guest writes to stdout or stderr, a line at a
 // time, and keeps the tail of it for error messages.
