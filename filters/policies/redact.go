@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/pdk"
@@ -20,17 +21,24 @@ type secretPattern struct {
 
 // builtinSecrets are the credentials masked by default. Order matters
 // where kinds overlap: Anthropic keys before OpenAI's, which share "sk-".
-var builtinSecrets = []secretPattern{
-	{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36,255}\b`), []string{"ghp_", "gho_", "ghs_", "ghu_", "ghr_"}},
-	{"github_pat", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), []string{"github_pat_"}},
-	{"aws_access_key_id", regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
-	{"slack_token", regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), []string{"xox"}},
-	{"stripe_key", regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{16,}\b`), []string{"_live_"}},
-	{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`), []string{"sk-ant-"}},
-	{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`), []string{"sk-"}},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), []string{"eyJ"}},
-	{"private_key", regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----`), []string{"PRIVATE KEY-----"}},
-}
+//
+// They are compiled on first use, not at package init: every instance of
+// the built-in module runs the init of every policy in it, and compiling
+// these (counted repetitions expand to large programs) was most of the
+// start of an instance, whichever policy it runs.
+var builtinSecrets = sync.OnceValue(func() []secretPattern {
+	return []secretPattern{
+		{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36,255}\b`), []string{"ghp_", "gho_", "ghs_", "ghu_", "ghr_"}},
+		{"github_pat", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), []string{"github_pat_"}},
+		{"aws_access_key_id", regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
+		{"slack_token", regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), []string{"xox"}},
+		{"stripe_key", regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{16,}\b`), []string{"_live_"}},
+		{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`), []string{"sk-ant-"}},
+		{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`), []string{"sk-"}},
+		{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), []string{"eyJ"}},
+		{"private_key", regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----`), []string{"PRIVATE KEY-----"}},
+	}
+})
 
 // redact is builtin:redact: it masks secrets in results, and in arguments
 // if asked. Configuration:
@@ -82,7 +90,7 @@ func (r *redact) configure(cfg pdk.ConfigSource) error {
 	}
 	r.mask = cfg.String("mask", "[REDACTED:{kind}]")
 	if builtins {
-		r.patterns = append(r.patterns, builtinSecrets...)
+		r.patterns = append(r.patterns, builtinSecrets()...)
 	}
 	custom, err := parsePatterns(cfg)
 	if err != nil {
