@@ -172,6 +172,9 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			}()
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			h.trackSession(ss)
+			if transport == DownstreamHTTP && ss != nil {
+				h.fastSessions.seen(ss, method)
+			}
 			switch method {
 			case "initialize", "server/discover":
 				res, err := next(ctx, method, req)

@@ -59,6 +59,7 @@ type Host struct {
 	progressRoutes progressRouter
 	calls          callRegistry
 	sessions       sessionTable
+	fastSessions   fastListSessions
 	elicitations   elicitationRoutes
 	servers        serverSet
 	closeOnce      sync.Once

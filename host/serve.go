@@ -27,7 +27,7 @@ func (h *Host) Handler() http.Handler {
 	sse := mcp.NewSSEHandler(h.serverFor(h.MCPServer(DownstreamSSE)), nil)
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", streamable)
+	mux.Handle("/mcp", h.fastList(streamable, h.cfg.Listen.SessionTimeout))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -157,6 +157,7 @@ func (h *Host) trackSession(ss *mcp.ServerSession) {
 // client it served.
 func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	d := h.sessions.remove(ss)
+	h.fastSessions.forget(ss)
 	h.elicitations.forget(ss)
 	for _, u := range h.upstreamList() {
 		u.dropClient(ss)

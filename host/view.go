@@ -18,6 +18,10 @@ type view struct {
 	tools  []abi.Tool
 	routes map[string]route
 	result *mcp.ListToolsResult
+
+	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
+	enc     []byte
+	encErr  error
 }
 
 // answer is the tools/list result for a request: a shallow copy of the

@@ -1,0 +1,315 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// A cached tools/list answer is written straight from the encoded listing
+// of the caller's view, ahead of the go-sdk's streamable HTTP handler.
+//
+// Why: the go-sdk encodes a result and then compacts the whole message
+// again, so a listing of 1000 tools (480 KB) cost 8 to 10 ms of JSON work
+// per request, the same from a plain go-sdk server (docs/BENCHMARKS.md).
+// The view is already cached per caller; its encoding is now cached with it.
+//
+// Only the plainest request takes the shortcut: a POST carrying one
+// tools/list request without a cursor or _meta, on a session that the
+// go-sdk established and that completed its initialisation through the
+// middleware, at a protocol version up to 2025-11-25 (later versions have
+// the go-sdk annotate results), without the go-sdk's TokenInfo (the view
+// would depend on the identity), and recently enough in touch with the
+// go-sdk that its idle timer is far from expiring (the shortcut does not
+// reset it). Anything else, and anything this code cannot read, goes to the
+// go-sdk unchanged, which answers it as it always did.
+
+// fastListVersions are the protocol versions whose tools/list results the
+// go-sdk sends exactly as the handler returned them.
+var fastListVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+
+// maxFastListBody is the longest request body the shortcut reads; a plain
+// tools/list request is well under it.
+const maxFastListBody = 1024
+
+// fastListSessions are the streamable HTTP sessions the shortcut may serve,
+// by Mcp-Session-Id.
+type fastListSessions struct {
+	m sync.Map // session ID -> *fastListSession
+}
+
+type fastListSession struct {
+	ss       *mcp.ServerSession
+	version  string
+	lastSeen atomic.Int64 // unix nanoseconds of the last request the go-sdk handled
+}
+
+// seen records a request of ss that went through the go-sdk: on
+// notifications/initialized the session becomes eligible; any request
+// refreshes its idle clock.
+func (f *fastListSessions) seen(ss *mcp.ServerSession, method string) {
+	id := ss.ID()
+	if id == "" {
+		return
+	}
+	now := time.Now().UnixNano()
+	if e, ok := f.m.Load(id); ok {
+		e.(*fastListSession).lastSeen.Store(now)
+		return
+	}
+	if method != "notifications/initialized" {
+		return
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || !fastListVersions[ip.ProtocolVersion] {
+		return
+	}
+	e := &fastListSession{ss: ss, version: ip.ProtocolVersion}
+	e.lastSeen.Store(now)
+	f.m.Store(id, e)
+}
+
+func (f *fastListSessions) forget(ss *mcp.ServerSession) {
+	if e := f.lookup(ss.ID()); e != nil && e.ss == ss {
+		f.m.CompareAndDelete(ss.ID(), e)
+	}
+}
+
+func (f *fastListSessions) lookup(id string) *fastListSession {
+	e, ok := f.m.Load(id)
+	if !ok {
+		return nil
+	}
+	return e.(*fastListSession)
+}
+
+// fastList serves eligible tools/list requests to /mcp and hands every
+// other request to next, the go-sdk's streamable HTTP handler.
+func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e := h.fastListSession(r, sessionTimeout)
+		if e == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// Read a little of the body; whatever is not a plain tools/list
+		// goes on to the go-sdk with the body put back together.
+		head := make([]byte, maxFastListBody+1)
+		n, err := io.ReadFull(r.Body, head)
+		head = head[:n]
+		if err != io.ErrUnexpectedEOF && err != io.EOF {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+			next.ServeHTTP(w, r)
+			return
+		}
+		// Most requests are not listings: a substring check spares them
+		// the parse.
+		var id json.RawMessage
+		ok := bytes.Contains(head, []byte(`"tools/list"`))
+		if ok {
+			id, ok = parseFastList(head)
+		}
+		if !ok {
+			r.Body = io.NopCloser(bytes.NewReader(head))
+			next.ServeHTTP(w, r)
+			return
+		}
+		caller := abi.Caller{Transport: DownstreamHTTP, SessionID: e.ss.ID()}
+		if ci := e.ss.InitializeParams().ClientInfo; ci != nil {
+			caller.ClientName, caller.ClientVersion = ci.Name, ci.Version
+		}
+		v, err := h.view(r.Context(), caller)
+		var listing []byte
+		if err == nil {
+			listing, err = v.encoded()
+		}
+		if err != nil {
+			// The go-sdk path reports the error as a JSON-RPC error.
+			r.Body = io.NopCloser(bytes.NewReader(head))
+			next.ServeHTTP(w, r)
+			return
+		}
+		head = append(append(append(head[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+		hdr := w.Header()
+		hdr.Set("Content-Type", "application/json")
+		hdr.Set("Content-Length", strconv.Itoa(len(head)+len(listing)+2))
+		hdr.Set("Mcp-Session-Id", e.ss.ID())
+		_, _ = w.Write(head)
+		_, _ = w.Write(listing)
+		_, _ = w.Write([]byte("}\n"))
+	})
+}
+
+// fastListSession returns the session r may be answered for from the
+// headers alone, or nil.
+func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *fastListSession {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return nil
+	}
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return nil
+	}
+	e := h.fastSessions.lookup(id)
+	if e == nil || r.Header.Get("Mcp-Protocol-Version") != e.version {
+		return nil
+	}
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) != "application/json" {
+		return nil
+	}
+	if !acceptsJSON(r.Header.Values("Accept")) || !hostMatchesListener(r) {
+		return nil
+	}
+	if auth.TokenInfoFromContext(r.Context()) != nil {
+		return nil
+	}
+	if sessionTimeout > 0 && time.Since(time.Unix(0, e.lastSeen.Load())) > sessionTimeout/2 {
+		return nil
+	}
+	return e
+}
+
+// parseFastList reports whether body is exactly one tools/list request
+// with no cursor and no _meta, and returns its id as sent. It is strict
+// where the go-sdk's reading could differ from a lax one: member names are
+// matched exactly, and a repeated or unknown member, an id that is not a
+// string or an integer, or anything after the object refuses the shortcut.
+func parseFastList(body []byte) (id json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var version, method string
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey || seen[key] {
+			return nil, false
+		}
+		seen[key] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, false
+		}
+		switch key {
+		case "jsonrpc":
+			if json.Unmarshal(raw, &version) != nil {
+				return nil, false
+			}
+		case "method":
+			if json.Unmarshal(raw, &method) != nil {
+				return nil, false
+			}
+		case "id":
+			if !plainID(raw) {
+				return nil, false
+			}
+			id = raw
+		case "params":
+			if !emptyParams(raw) {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	if version != "2.0" || method != "tools/list" || id == nil {
+		return nil, false
+	}
+	return id, true
+}
+
+// plainID accepts a JSON string or an integer that fits an int64, the ids
+// the go-sdk echoes byte for byte.
+func plainID(raw json.RawMessage) bool {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		return json.Unmarshal(raw, &s) == nil
+	}
+	_, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil
+}
+
+// emptyParams accepts null and {}.
+func emptyParams(raw json.RawMessage) bool {
+	if bytes.Equal(raw, []byte("null")) {
+		return true
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil && len(m) == 0
+}
+
+// acceptsJSON reports whether the Accept headers allow application/json
+// (the shortcut's answer), as the go-sdk reads them.
+func acceptsJSON(values []string) bool {
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.TrimSpace(mt) {
+			case "application/json", "application/*", "*/*":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostMatchesListener mirrors the go-sdk's DNS-rebinding check: a loopback
+// listener only answers requests for a loopback host. Requests it would
+// refuse are left to it, so it refuses them.
+func hostMatchesListener(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil || !isLoopback(local.String()) {
+		return true
+	}
+	return isLoopback(r.Host)
+}
+
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// encoded returns the view's tools/list result as the go-sdk would encode
+// it (no HTML escaping), computed once per view.
+func (v *view) encoded() ([]byte, error) {
+	v.encOnce.Do(func() {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if v.encErr = enc.Encode(v.result); v.encErr == nil {
+			v.enc = bytes.TrimRight(buf.Bytes(), "\n")
+		}
+	})
+	return v.enc, v.encErr
+}
