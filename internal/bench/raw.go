@@ -173,7 +173,7 @@ func (s *RawSession) post(ctx context.Context, method string, params any, isCall
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := readBody(resp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,6 +201,18 @@ func (s *RawSession) post(ctx context.Context, method string, params any, isCall
 		}
 	}
 	return data, resp.Header, nil
+}
+
+// readBody reads a response body into a buffer of its declared length, so
+// a large answer costs the client one allocation rather than io.ReadAll's
+// repeated doubling (event streams declare none and are read as they come).
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 && n < 1<<30 {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, buf)
+		return buf, err
+	}
+	return io.ReadAll(resp.Body)
 }
 
 // responseEvent picks the response to request id out of an event stream:

@@ -22,6 +22,7 @@ import (
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/internal/gctune"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -44,6 +45,9 @@ func run(cfgPath, addr, out string) error {
 		return diags.Err()
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "gatewayprof", Level: hclog.Info, Output: os.Stderr})
+	// The collector is paced as `mcphost run` paces it.
+	gc := gctune.Start()
+	defer gc.Stop()
 	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Logger: log.Named("plugins"), Builtin: filters.Builtin})
 	if err != nil {
 		return err
@@ -57,6 +61,7 @@ func run(cfgPath, addr, out string) error {
 	if err := mgr.Reload(ctx, file.Plugins); err != nil {
 		return err
 	}
+	gc.Adjust()
 	h, err := host.New(file.Host, &host.Options{Logger: log, Policy: mgr})
 	if err != nil {
 		return err
