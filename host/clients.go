@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -199,16 +198,10 @@ func (u *upstream) connectClient(c *clientConn) {
 }
 
 func (u *upstream) dialClient(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
-	var bound atomic.Pointer[mcp.ClientSession]
-	t, err := u.transport(&bound)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
+	cs, err := u.connectWith(ctx, client)
 	if err != nil {
 		return nil, u.explain(fmt.Errorf("connecting a per-client session: %w", err))
 	}
-	bound.Store(cs)
 	return cs, nil
 }
 

@@ -162,11 +162,24 @@ func (h *Host) Tools(ctx context.Context, caller abi.Caller) ([]abi.Tool, error)
 // cannot see (ErrUnknownTool), a policy that fails closed on listing, or a
 // closed host.
 func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	return h.callTool(ctx, caller, name, args, nil, nil)
+	res, err := h.callTool(ctx, caller, name, args, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r, nil
+	case *rawToolResult:
+		return r.typed()
+	}
+	return nil, fmt.Errorf("unexpected result type %T", res)
 }
 
-// callTool is the whole call path: resolve, admit, call, transform.
-func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (*mcp.CallToolResult, error) {
+// callTool is the whole call path: resolve, admit, call, transform. The
+// result is a *mcp.CallToolResult, or a *rawToolResult for a downstream
+// session that takes results as sent (plainResults) when no policy reads
+// them.
+func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (mcp.Result, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -214,24 +227,52 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	upMeta, done := h.upstreamMeta(ctx, ss, meta)
 	defer done()
 	params.Meta = upMeta
+	wantsResult := h.wants(abi.HookToolResult)
+	// Raw calls when the result can go downstream as sent, or be read by
+	// policies that say so when they leave it unchanged.
+	raw := plainResults(ss) && (!wantsResult || h.keepsResults())
 	var res *mcp.CallToolResult
+	var rawRes json.RawMessage
 	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		if c := u.rawConn(cs); raw && c != nil {
+			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			return err
+		}
 		res, err = cs.CallTool(ctx, params)
 		return err
 	})
 	if err != nil {
 		return upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
 	}
-	if !h.wants(abi.HookToolResult) {
+	rawOK := rawRes != nil && checkToolResult(rawRes) == nil
+	if rawRes != nil && !rawOK {
+		// Let the go-sdk's decoder judge what the check is unsure of.
+		res = new(mcp.CallToolResult)
+		if err := json.Unmarshal(rawRes, res); err != nil {
+			return upstreamErrorResult(r.server, u.cfg.Timeout, fmt.Errorf("calling \"tools/call\": %w", err)), nil
+		}
+	}
+	if !wantsResult {
+		if rawOK {
+			return &rawToolResult{raw: rawRes}, nil
+		}
 		return res, nil
 	}
 	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
-	if in.Result, err = toABIResult(res); err != nil {
+	if rawOK {
+		in.Result, err = rawABIResult(rawRes)
+	} else {
+		in.Result, err = toABIResult(res)
+	}
+	if err != nil {
 		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
 	}
 	out, err := h.policy.ToolResult(ctx, in)
 	if err != nil {
 		return errorResult("result of %s withheld by policy: %v", name, err), nil
+	}
+	if rawOK && out == in.Result {
+		return &rawToolResult{raw: rawRes}, nil // unchanged (resultKeeper)
 	}
 	return fromABIResult(out)
 }

@@ -32,6 +32,22 @@ type hookWanter interface {
 	Wants(hook string) bool
 }
 
+// resultKeeper is implemented by policies whose ToolResult never modifies
+// the result it is given and returns that same pointer when it leaves the
+// result as it was (plugins.Manager does: guests' answers are decoded into
+// new values). The host may then send the upstream's own bytes instead of
+// re-encoding the result.
+type resultKeeper interface {
+	KeepsResults() bool
+}
+
+// keepsResults reports whether ToolResult returning its input means the
+// result is unchanged.
+func (h *Host) keepsResults() bool {
+	k, ok := h.policy.(resultKeeper)
+	return ok && k.KeepsResults()
+}
+
 // wants reports whether the policy may act on hook.
 func (h *Host) wants(hook string) bool {
 	if h.policy == nil {

@@ -25,6 +25,7 @@ type tapTransport struct {
 	mcp.Transport
 	u     *upstream
 	bound *atomic.Pointer[mcp.ClientSession] // set once Connect returns; logs need it to route
+	conn  *atomic.Pointer[tapConn]           // set to the connection made
 }
 
 func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -32,24 +33,49 @@ func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tapConn{Connection: c, t: t}, nil
+	tc := &tapConn{Connection: c, t: t}
+	tc.raw.init()
+	t.conn.Store(tc)
+	return tc, nil
 }
 
 type tapConn struct {
 	mcp.Connection
-	t tapTransport
+	t   tapTransport
+	raw rawCalls // calls made outside the go-sdk's session (rawcall.go)
 }
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
+			c.gone(err)
 			return msg, err
 		}
-		if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && c.t.u.tap(c.t.bound.Load(), req.Method, req.Params) {
-			continue
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			if !m.IsCall() && c.t.u.tap(c.t.bound.Load(), m.Method, m.Params) {
+				continue
+			}
+		case *jsonrpc.Response:
+			if c.raw.deliver(m) {
+				continue
+			}
 		}
 		return msg, nil
+	}
+}
+
+func (c *tapConn) Close() error {
+	c.gone(mcp.ErrConnectionClosed)
+	return c.Connection.Close()
+}
+
+// gone fails the raw calls in flight and forgets the connection.
+func (c *tapConn) gone(err error) {
+	c.raw.fail(err)
+	if cs := c.t.bound.Load(); cs != nil {
+		c.t.u.rawConns.CompareAndDelete(cs, c)
 	}
 }
 

@@ -57,7 +57,10 @@ type upstream struct {
 	log    hclog.Logger
 	client *mcp.Client     // the shared session's client
 	stdio  *stdioTransport // nil for HTTP transports
-	events upstreamEvents
+	// rawConns are the wrapped connections of live sessions, by session,
+	// for raw tool calls (rawcall.go).
+	rawConns sync.Map // *mcp.ClientSession -> *tapConn
+	events   upstreamEvents
 
 	ctx    context.Context // ends when the upstream is closed
 	cancel context.CancelFunc
@@ -185,15 +188,37 @@ func (u *upstream) background(f func()) {
 	go func() { defer u.wg.Done(); f() }()
 }
 
+// connectWith opens a session to the server with client. Its connection,
+// where mcphost wraps it (stdio and SSE), can also carry raw tool calls
+// (rawcall.go).
+func (u *upstream) connectWith(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
+	var bound atomic.Pointer[mcp.ClientSession]
+	var conn atomic.Pointer[tapConn]
+	t, err := u.transport(&bound, &conn)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
+	if err != nil {
+		return nil, err
+	}
+	bound.Store(cs)
+	if c := conn.Load(); c != nil {
+		u.rawConns.Store(cs, c)
+	}
+	return cs, nil
+}
+
 // transport returns a new transport to the server; bound is set to the
-// session once connected (see tapTransport and sseTap).
-func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession]) (mcp.Transport, error) {
+// session once connected (see tapTransport and sseTap), conn to the
+// wrapped connection where there is one.
+func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[tapConn]) (mcp.Transport, error) {
 	switch u.cfg.Transport {
 	case TransportStdio:
-		return tapTransport{Transport: u.stdio, u: u, bound: bound}, nil
+		return tapTransport{Transport: u.stdio, u: u, bound: bound, conn: conn}, nil
 	case TransportSSE:
 		sse := &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}
-		return tapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, u: u, bound: bound}, nil
+		return tapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, u: u, bound: bound, conn: conn}, nil
 	case TransportStreamableHTTP:
 		var rt http.RoundTripper = http.DefaultTransport
 		if len(u.cfg.Headers) > 0 {
@@ -305,16 +330,10 @@ func (u *upstream) restore(cs *mcp.ClientSession) {
 // dial connects and lists tools, prompts and resources: a session is only
 // usable once its tools are known.
 func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *serverFeatures, error) {
-	var bound atomic.Pointer[mcp.ClientSession]
-	t, err := u.transport(&bound)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cs, err := u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
+	cs, err := u.connectWith(ctx, u.client)
 	if err != nil {
 		return nil, nil, nil, u.explain(fmt.Errorf("connecting: %w", err))
 	}
-	bound.Store(cs)
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()

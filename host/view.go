@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -265,6 +266,21 @@ func toABIResult(res *mcp.CallToolResult) (*abi.CallToolResult, error) {
 	var out abi.CallToolResult
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, err
+	}
+	return &out, nil
+}
+
+// rawABIResult reads a result an upstream sent (checked by
+// checkToolResult) straight into the policies' form. Member names match
+// exactly, as clients read them: a policy must not judge a "Content" that
+// no client shows while the "content" it shows goes out unexamined.
+func rawABIResult(raw json.RawMessage) (*abi.CallToolResult, error) {
+	var out abi.CallToolResult
+	if _, err := segjson.Parse(raw, &out, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return nil, err
+	}
+	if out.Content == nil {
+		out.Content = []abi.Content{}
 	}
 	return &out, nil
 }

@@ -185,6 +185,12 @@ func (m *Manager) Wants(hook string) bool {
 	return c != nil && c.Wants(hook)
 }
 
+// KeepsResults tells the host that ToolResult never modifies the result it
+// is given, and returns it as it is when every plugin left it unchanged
+// (skipped by its hints or answered {"unchanged":true}): results a guest
+// changed are decoded into new values.
+func (m *Manager) KeepsResults() bool { return true }
+
 // ToolsList implements host.Policy.
 func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	c := m.acquire()

@@ -1,0 +1,285 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// Raw tool calls: on stdio and SSE upstreams, whose connections mcphost
+// wraps (tapConn), a tools/call whose result no policy reads is written on
+// the connection directly and its result handed downstream as the bytes
+// the server sent.
+//
+// Why: through the go-sdk's client, each result was decoded into typed
+// content (two decoders of 32 KiB each) only for the go-sdk's server to
+// encode it again, and that garbage was most of what the collector chased
+// on a gateway without plugins (docs/BENCHMARKS.md). Everything else about
+// the call stays as it was: the session, its reconnection and routing
+// (forward), progress and logs read off the same connection, sampling and
+// elicitation handled by the go-sdk client, cancellation sent as
+// notifications/cancelled. The go-sdk's client numbers its requests with
+// integers; raw calls use string ids ("mcphost-N"), so replies cannot be
+// confused.
+
+// rawCalls are a connection's raw calls in flight.
+type rawCalls struct {
+	next    atomic.Uint64
+	mu      sync.Mutex
+	pending map[string]chan *jsonrpc.Response
+	err     error // the connection is gone
+}
+
+func (r *rawCalls) init() { r.pending = map[string]chan *jsonrpc.Response{} }
+
+const rawIDPrefix = "mcphost-"
+
+// add registers a call and returns its id and the channel of its reply.
+func (r *rawCalls) add() (string, chan *jsonrpc.Response, error) {
+	id := rawIDPrefix + strconv.FormatUint(r.next.Add(1), 10)
+	ch := make(chan *jsonrpc.Response, 1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return "", nil, r.err
+	}
+	r.pending[id] = ch
+	return id, ch, nil
+}
+
+func (r *rawCalls) remove(id string) {
+	r.mu.Lock()
+	delete(r.pending, id)
+	r.mu.Unlock()
+}
+
+// deliver hands a response to its raw call and reports whether it was one.
+func (r *rawCalls) deliver(resp *jsonrpc.Response) bool {
+	id, ok := resp.ID.Raw().(string)
+	if !ok || len(id) <= len(rawIDPrefix) || id[:len(rawIDPrefix)] != rawIDPrefix {
+		return false
+	}
+	r.mu.Lock()
+	ch := r.pending[id]
+	delete(r.pending, id)
+	r.mu.Unlock()
+	if ch != nil {
+		ch <- resp
+	}
+	return true // a late reply to a call given up on is dropped here
+}
+
+// fail ends every call in flight: the connection is gone.
+func (r *rawCalls) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return
+	}
+	r.err = fmt.Errorf("%w: %v", mcp.ErrConnectionClosed, err)
+	for id, ch := range r.pending {
+		ch <- &jsonrpc.Response{Error: r.err}
+		delete(r.pending, id)
+	}
+}
+
+// rawConn returns the wrapped connection of cs, or nil.
+func (u *upstream) rawConn(cs *mcp.ClientSession) *tapConn {
+	if c, ok := u.rawConns.Load(cs); ok {
+		return c.(*tapConn)
+	}
+	return nil
+}
+
+// rawCallParams are tools/call params as the go-sdk's client sends them.
+type rawCallParams struct {
+	Meta      mcp.Meta        `json:"_meta,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// callTool makes a tools/call on the connection and returns the result as
+// sent. Errors read as the go-sdk's client
+// reports them: mcp.ErrConnectionClosed, the context's error, or the
+// server's JSON-RPC error.
+func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessage, error) {
+	if len(p.Arguments) == 0 {
+		p.Arguments = json.RawMessage("{}") // as the go-sdk sends no arguments
+	}
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encoding tools/call params: %w", err)
+	}
+	id, reply, err := c.raw.add()
+	if err != nil {
+		return nil, err
+	}
+	jid, _ := jsonrpc.MakeID(id)
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: jid, Method: "tools/call", Params: params}); err != nil {
+		c.raw.remove(id)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: calling \"tools/call\": %v", mcp.ErrConnectionClosed, err)
+	}
+	select {
+	case resp := <-reply:
+		if resp.Error != nil {
+			if errors.Is(resp.Error, mcp.ErrConnectionClosed) {
+				return nil, resp.Error
+			}
+			return nil, fmt.Errorf("calling \"tools/call\": %w", resp.Error)
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		c.raw.remove(id)
+		// Tell the server, as the go-sdk does for its own calls; off the
+		// caller's path, so a stuck server cannot hold it.
+		go c.cancelled(id, context.Cause(ctx))
+		return nil, ctx.Err()
+	}
+}
+
+func (c *tapConn) cancelled(id string, cause error) {
+	p, err := json.Marshal(map[string]string{"requestId": id, "reason": cause.Error()})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = c.Connection.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
+}
+
+// checkToolResult accepts a result only where it is sure the go-sdk's
+// client decodes it as a CallToolResult: an object whose members have the
+// types of the go-sdk's wire format (base64 data included), whose content
+// blocks are of types it knows, and that carries none of the members of
+// later protocols (resultType, inputRequests, requestState). Member names
+// are matched exactly, as the go-sdk matches them. Whatever it refuses goes
+// to the go-sdk's own decoder instead (FuzzCheckToolResult holds the two
+// together).
+func checkToolResult(raw json.RawMessage) error {
+	var r struct {
+		Meta              map[string]any  `json:"_meta"`
+		Content           []*wireContent  `json:"content"`
+		StructuredContent any             `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+		ResultType        json.RawMessage `json:"resultType"`
+		InputRequests     json.RawMessage `json:"inputRequests"`
+		RequestState      json.RawMessage `json:"requestState"`
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return errors.New("result is not a JSON object")
+	}
+	rest, err := segjson.Parse(raw, &r, segjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil {
+		return fmt.Errorf("decoding result: %w", err)
+	}
+	if len(bytes.TrimLeft(rest, " \t\r\n")) != 0 { // JSON whitespace only
+		return errors.New("data after the result")
+	}
+	if r.ResultType != nil || r.InputRequests != nil || r.RequestState != nil {
+		return errors.New("result has members of a later protocol")
+	}
+	return checkContent(r.Content, contentTypes)
+}
+
+// contentTypes are the blocks a CallToolResult may hold, as the go-sdk
+// decodes them; nestedTypes those inside a tool_result block.
+var (
+	contentTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true,
+		"resource": true, "tool_use": true, "tool_result": true}
+	nestedTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
+)
+
+func checkContent(blocks []*wireContent, allow map[string]bool) error {
+	for i, c := range blocks {
+		if c == nil || !allow[c.Type] {
+			return fmt.Errorf("result content %d is not a known block", i)
+		}
+		if err := checkContent(c.NestedContent, nestedTypes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wireContent has the members of a content block with the Go types the
+// go-sdk decodes them into (its own wireContent), so that a value of the
+// wrong JSON type fails here as it would there.
+type wireContent struct {
+	Type              string                `json:"type"`
+	Text              string                `json:"text"`
+	MIMEType          string                `json:"mimeType"`
+	Data              []byte                `json:"data"`
+	Resource          *mcp.ResourceContents `json:"resource"`
+	URI               string                `json:"uri"`
+	Name              string                `json:"name"`
+	Title             string                `json:"title"`
+	Description       string                `json:"description"`
+	Size              *int64                `json:"size"`
+	Meta              map[string]any        `json:"_meta"`
+	Annotations       *mcp.Annotations      `json:"annotations"`
+	Icons             []mcp.Icon            `json:"icons"`
+	ID                string                `json:"id"`
+	Input             map[string]any        `json:"input"`
+	ToolUseID         string                `json:"toolUseId"`
+	NestedContent     []*wireContent        `json:"content"`
+	StructuredContent any                   `json:"structuredContent"`
+	IsError           bool                  `json:"isError"`
+}
+
+// rawToolResult is a tools/call result that encodes as the bytes an
+// upstream sent. Should the go-sdk set _meta on it (it annotates results
+// for protocols after 2025-11-25, which never get one), the members are
+// merged.
+type rawToolResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawToolResult) MarshalJSON() ([]byte, error) {
+	if len(r.Meta) == 0 {
+		return r.raw, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.raw, &m); err != nil {
+		return nil, err
+	}
+	meta, err := json.Marshal(r.Meta)
+	if err != nil {
+		return nil, err
+	}
+	m["_meta"] = meta
+	return json.Marshal(m)
+}
+
+// typed decodes the result for callers that want Go values.
+func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(r.raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// plainResults reports whether ss takes results exactly as a handler
+// returns them: the protocols up to 2025-11-25 (later ones have the go-sdk
+// annotate typed results, see fastListVersions).
+func plainResults(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && fastListVersions[ip.ProtocolVersion]
+}

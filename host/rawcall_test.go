@@ -1,0 +1,287 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// connectHTTPAt is connectHTTP for a client asking for protocol version
+// (the go-sdk's default when empty).
+func connectHTTPAt(t *testing.T, h *Host, version string, copts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// rawCallsMade counts the raw calls made on server's shared session.
+func rawCallsMade(t *testing.T, h *Host, server string) uint64 {
+	t.Helper()
+	u := h.upstreamNamed(server)
+	u.mu.Lock()
+	cs := u.sess
+	u.mu.Unlock()
+	c := u.rawConn(cs)
+	if c == nil {
+		return 0
+	}
+	return c.raw.next.Load()
+}
+
+// A client at 2025-11-25 gets its results from stdio and SSE upstreams as
+// the servers sent them (raw calls), and they read as the typed results of
+// the Go API (Host.CallTool, through the go-sdk's client) read.
+func TestRawCallsAnswerAsTypedCalls(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	startProcess(t, addr, upstreamBin, "-http="+addr, "-sse", "-name", "s")
+	h := startHost(t, Config{Servers: []ServerConfig{
+		stdioServer("a"),
+		{Name: "s", Transport: TransportSSE, URL: "http://" + addr},
+	}}, nil)
+	cs := connectHTTPAt(t, h, "2025-11-25", nil)
+	for _, server := range []string{"a", "s"} {
+		for _, call := range []struct {
+			tool string
+			args string
+		}{
+			{"echo", `{"text":"héllo \"world\" <&>"}`},
+			{"echo", ``},
+			{"sleep", `{"millis":1,"steps":1}`},
+		} {
+			name := server + "__" + call.tool
+			before := rawCallsMade(t, h, server)
+			want, err := h.CallTool(context.Background(), abi.Caller{}, name, json.RawMessage(call.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rawCallsMade(t, h, server) != before {
+				t.Fatalf("%s: the Go API made a raw call", name)
+			}
+			var args map[string]any
+			if call.args != "" {
+				_ = json.Unmarshal([]byte(call.args), &args)
+			}
+			got, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := rawCallsMade(t, h, server); n != before+1 {
+				t.Fatalf("%s: %d raw calls, want 1", name, n-before)
+			}
+			if !reflect.DeepEqual(want.Content, got.Content) || want.IsError != got.IsError ||
+				!reflect.DeepEqual(want.StructuredContent, got.StructuredContent) {
+				w, _ := json.Marshal(want)
+				g, _ := json.Marshal(got)
+				t.Errorf("%s:\ntyped %s\nraw   %s", name, w, g)
+			}
+		}
+	}
+}
+
+// Progress, sampling, cancellation, timeouts and a crash mid-call work on
+// raw calls as they do through the go-sdk's client.
+func TestRawCallsKeepTheCallsSemantics(t *testing.T) {
+	sc := stdioServer("a")
+	sc.Timeout = 2 * time.Second
+	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	var mu sync.Mutex
+	var progress []float64
+	cs := connectHTTPAt(t, h, "2025-11-25", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, r.Params.Progress)
+		},
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			prompt := r.Params.Messages[0].Content.(*mcp.TextContent).Text
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "answer to " + prompt}}, nil
+		},
+	})
+	before := rawCallsMade(t, h, "a")
+
+	params := &mcp.CallToolParams{Name: "a__sleep", Arguments: map[string]any{"millis": 300, "steps": 3}}
+	params.SetProgressToken("tok")
+	if res, err := cs.CallTool(context.Background(), params); err != nil || res.IsError {
+		t.Fatalf("sleep: %v %+v", err, res)
+	}
+	testproc.WaitFor(t, "three progress notifications", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(progress) == 3
+	})
+
+	if got, isErr := callText(t, cs, "a__sample", map[string]any{"text": "q"}); isErr || !strings.Contains(got, "answer to q") {
+		t.Errorf("sample = %q (isError %v)", got, isErr)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sleep", Arguments: map[string]any{"millis": 20000}})
+		errc <- err
+	}()
+	testproc.WaitFor(t, "the call to reach the upstream", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
+	cancel()
+	<-errc
+	testproc.WaitFor(t, "the upstream call to end", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 0 })
+
+	if got, isErr := callText(t, cs, "a__sleep", map[string]any{"millis": 5000}); !isErr || !strings.Contains(got, "timed out after 2s") {
+		t.Errorf("a call past the timeout = %q (isError %v)", got, isErr)
+	}
+	if n := rawCallsMade(t, h, "a") - before; n < 4 {
+		t.Fatalf("%d raw calls, want at least 4", n)
+	}
+
+	got, isErr := callText(t, cs, "a__crash", nil)
+	if !isErr || !strings.Contains(got, `server "a": connection closed during the call`) {
+		t.Fatalf("crash = %q (isError %v)", got, isErr)
+	}
+	testproc.WaitFor(t, "a to reconnect", 10*time.Second, func() bool {
+		st := h.Statuses()[0]
+		return st.State == StateConnected && st.Reconnects >= 1
+	})
+	if got, isErr := callText(t, cs, "a__echo", map[string]any{"text": "back"}); isErr || got != "back" {
+		t.Errorf("after the crash echo = %q (isError %v)", got, isErr)
+	}
+}
+
+func TestCheckToolResult(t *testing.T) {
+	for _, tc := range []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"content":[{"type":"text","text":"x"}]}`, true},
+		{`{"content":[],"isError":true,"structuredContent":{"a":1}}`, true},
+		{`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"resource_link","uri":"x:y","name":"n"}]}`, true},
+		{`{"content":[{"type":"video"}]}`, false},
+		{`{"content":[{"type":"audio","data":"!!"}]}`, false},
+		{`{"content":[{"type":"text","text":1}]}`, false},
+		{`{"content":[{"type":"tool_use","id":"u","name":"n","input":{}}]}`, true},
+		{`{"content":[{"type":"tool_result","toolUseId":"u","content":[{"type":"tool_use"}]}]}`, false},
+		{`{"content":[],"resultType":"complete"}`, false},
+		{`{"content":[]} {}`, false},
+		{`{"content":[{"Type":"text","text":"x"}]}`, false},
+		{`{"content":{"type":"text"}}`, false},
+		{`[]`, false},
+		{`"x"`, false},
+		{`{"content":[{"type":"text"}]`, false},
+		{``, false},
+	} {
+		if err := checkToolResult(json.RawMessage(tc.raw)); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.raw, err, tc.ok)
+		}
+	}
+}
+
+// FuzzCheckToolResult: a result checkToolResult lets through raw must
+// decode with the go-sdk's own CallToolResult decoder, which the typed path
+// uses: a raw call never passes on what a typed call would refuse.
+func FuzzCheckToolResult(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"x"}]}`,
+		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}],"isError":true}`,
+		`{"content":[{"type":"resource","resource":{"uri":"a:b","text":"t"}}],"structuredContent":{"n":1}}`,
+		`{"content":[{"type":"audio","data":"!!"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if checkToolResult(raw) != nil {
+			return
+		}
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatalf("passed %q, which the go-sdk refuses: %v", raw, err)
+		}
+	})
+}
+
+func TestRawToolResultMergesMeta(t *testing.T) {
+	r := &rawToolResult{raw: json.RawMessage(`{"content":[],"_meta":{"old":1}}`)}
+	if b, _ := json.Marshal(r); string(b) != `{"content":[],"_meta":{"old":1}}` {
+		t.Errorf("without _meta set: %s", b)
+	}
+	r.SetMeta(map[string]any{"new": 2})
+	b, err := json.Marshal(r)
+	if err != nil || string(b) != `{"_meta":{"new":2},"content":[]}` {
+		t.Errorf("with _meta set: %s %v", b, err)
+	}
+}
+
+// maskPolicy replaces results that mention "secret". As a resultKeeper it
+// returns the result it was given when it leaves it alone; inPlace makes it
+// edit the result it was given instead, as a policy that is not one may.
+type maskPolicy struct {
+	callerPolicy
+	inPlace bool
+	keeps   bool
+}
+
+func (p maskPolicy) KeepsResults() bool { return p.keeps }
+
+func (p maskPolicy) ToolResult(_ context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	for i, c := range in.Result.Content {
+		if !strings.Contains(c.Text, "secret") {
+			continue
+		}
+		if p.inPlace {
+			in.Result.Content[i].Text = "[masked]"
+			continue
+		}
+		out := *in.Result
+		out.Content = []abi.Content{{Type: "text", Text: "[masked]"}}
+		return &out, nil
+	}
+	return in.Result, nil
+}
+
+func (maskPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	return in.Tools, nil
+}
+
+// With result hooks, a raw call's result reaches policies, and goes
+// downstream as sent only when a resultKeeper left it unchanged.
+func TestRawCallsThroughResultPolicies(t *testing.T) {
+	for _, p := range []maskPolicy{{keeps: true}, {inPlace: true}} {
+		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: p})
+		cs := connectHTTPAt(t, h, "2025-11-25", nil)
+		before := rawCallsMade(t, h, "a")
+		if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "plain"}); got != "plain" {
+			t.Errorf("keeps=%v: plain = %q", p.keeps, got)
+		}
+		if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "my secret"}); got != "[masked]" {
+			t.Errorf("keeps=%v inPlace=%v: secret = %q, want it masked", p.keeps, p.inPlace, got)
+		}
+		if n := rawCallsMade(t, h, "a") - before; p.keeps && n != 2 || !p.keeps && n != 0 {
+			t.Errorf("keeps=%v: %d raw calls", p.keeps, n)
+		}
+	}
+}
+
+// Policies read a raw result's members by their exact names, as clients
+// do: a "Content" no client shows must not stand in for the "content" one
+// does.
+func TestRawABIResultMatchesNamesExactly(t *testing.T) {
+	res, err := rawABIResult(json.RawMessage(`{"content":[{"type":"text","text":"shown"}],"Content":[{"type":"text","text":"decoy"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Content) != 1 || res.Content[0].Text != "shown" {
+		t.Errorf("policies would read %+v", res.Content)
+	}
+}
