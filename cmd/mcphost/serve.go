@@ -46,7 +46,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer cancel()
 	started := time.Now()
 	// GC pacing by headroom (internal/gctune): unless GOGC is set, a
-	// small heap gets GOGC up to 400, a heap of plugin memories 100.
+	// small live heap gets GOGC up to 400, a large one 100.
 	gc := gctune.Start()
 	defer gc.Stop()
 	e, err := startEngine(ctx, file, log, watch)

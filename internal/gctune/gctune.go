@@ -5,8 +5,8 @@
 // collection. A gateway without plugins holds a few MB live and allocates
 // some 100 KB per call (the go-sdk's decode buffers), so with GOGC=100 it
 // collects every few dozen calls and a fifth of its CPU goes to the
-// collector. A gateway with plugins holds some 100 MB live (the guests'
-// linear memories) and collects rarely. Tuner raises GOGC, up to a cap,
+// collector. A process with a large live heap (plugin linear memories, where
+// they are Go slices) collects rarely anyway. Tuner raises GOGC, up to a cap,
 // while the live heap is small, so that at least Headroom bytes are
 // allocated between collections, and leaves it at 100 once the heap is
 // large enough that 100 already gives that much.
