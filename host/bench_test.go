@@ -18,24 +18,7 @@ import (
 // streamable HTTP: what a client pays once the catalog and policies are
 // settled.
 func BenchmarkToolsListCached(b *testing.B) {
-	dir := b.TempDir()
-	bins, err := testproc.Build(dir, map[string]string{"manytools": "../internal/bench/testdata/manytools"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var servers []ServerConfig
-	for i := range 10 {
-		name := "s" + string(rune('a'+i))
-		servers = append(servers, ServerConfig{Name: name, Command: bins["manytools"], Args: []string{"-tools", "100", "-name", name}})
-	}
-	h, err := New(Config{Servers: servers}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
-	if err := h.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	h := manyToolsHost(b)
 	cs := connectHTTP(b, h, nil)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil || len(res.Tools) < 1000 {
@@ -54,24 +37,7 @@ func BenchmarkToolsListCached(b *testing.B) {
 // server=mcphost is the shortcut (fastlist.go) plus loopback HTTP;
 // server=static serves the same bytes from a plain handler, the floor.
 func BenchmarkToolsListCachedRaw(b *testing.B) {
-	dir := b.TempDir()
-	bins, err := testproc.Build(dir, map[string]string{"manytools": "../internal/bench/testdata/manytools"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var servers []ServerConfig
-	for i := range 10 {
-		name := "s" + string(rune('a'+i))
-		servers = append(servers, ServerConfig{Name: name, Command: bins["manytools"], Args: []string{"-tools", "100", "-name", name}})
-	}
-	h, err := New(Config{Servers: servers}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
-	if err := h.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	h := manyToolsHost(b)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
@@ -120,4 +86,27 @@ func BenchmarkToolsListCachedRaw(b *testing.B) {
 			}
 		})
 	}
+}
+
+// manyToolsHost starts a host over ten manytools servers of 100 tools each.
+func manyToolsHost(b *testing.B) *Host {
+	b.Helper()
+	bins, err := testproc.Build(b.TempDir(), map[string]string{"manytools": "../internal/bench/testdata/manytools"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var servers []ServerConfig
+	for i := range 10 {
+		name := "s" + string(rune('a'+i))
+		servers = append(servers, ServerConfig{Name: name, Command: bins["manytools"], Args: []string{"-tools", "100", "-name", name}})
+	}
+	h, err := New(Config{Servers: servers}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	if err := h.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return h
 }

@@ -191,7 +191,13 @@ func TestProgressAndCancellation(t *testing.T) {
 		return len(got) == 3
 	})
 
-	// A cancelled client call frees the upstream call at once.
+	cancelMidCall(t, h, cs)
+}
+
+// cancelMidCall checks that a client call cancelled while a__sleep runs
+// frees the upstream call at once.
+func cancelMidCall(t *testing.T, h *Host, cs *mcp.ClientSession) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // callerPolicy is a native Go policy whose listing depends on the caller:
@@ -237,7 +238,7 @@ func TestFastListOnlyServesLiveInitialisedSessions(t *testing.T) {
 		t.Fatal("no shortcut for a live session")
 	}
 	cs.Close()
-	waitFor(t, func() bool { return h.fastSessions.lookup(s.id) == nil })
+	testproc.WaitFor(t, "the session to be forgotten", 10*time.Second, func() bool { return h.fastSessions.lookup(s.id) == nil })
 	if resp := s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("closed session: status %d, want the go-sdk's 404", resp.StatusCode)
 	}
@@ -322,16 +323,4 @@ func FuzzParseFastList(f *testing.F) {
 			t.Fatalf("id %q is not JSON", id)
 		}
 	})
-}
-
-// waitFor polls cond for up to ten seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

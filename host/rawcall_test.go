@@ -129,16 +129,7 @@ func TestRawCallsKeepTheCallsSemantics(t *testing.T) {
 		t.Errorf("sample = %q (isError %v)", got, isErr)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sleep", Arguments: map[string]any{"millis": 20000}})
-		errc <- err
-	}()
-	testproc.WaitFor(t, "the call to reach the upstream", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 1 })
-	cancel()
-	<-errc
-	testproc.WaitFor(t, "the upstream call to end", 5*time.Second, func() bool { return h.Statuses()[0].InFlight == 0 })
+	cancelMidCall(t, h, cs)
 
 	if got, isErr := callText(t, cs, "a__sleep", map[string]any{"millis": 5000}); !isErr || !strings.Contains(got, "timed out after 2s") {
 		t.Errorf("a call past the timeout = %q (isError %v)", got, isErr)
