@@ -90,8 +90,8 @@ func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guest
 // error_set; err is an engine error (trap, exit, timeout).
 func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc uint32, out []byte, errMsg string, exited bool, err error) {
 	in.lim.enter()
+	defer in.lim.leave() // after reading the error, which reads guest memory
 	rc, out, err = in.p.CallWithContext(ctx, export, input)
-	in.lim.leave()
 	if err != nil {
 		if msg := in.p.GetErrorWithContext(ctx); msg != "" && msg == err.Error() {
 			return rc, nil, msg, false, nil

@@ -169,6 +169,12 @@ func guestInit(mod api.Module) []api.Function {
 // error_set; err is an engine error (trap, exit, timeout); exited reports a
 // proc_exit(0), which succeeds but closes the module.
 func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc uint32, out []byte, errMsg string, exited bool, err error) {
+	// Mark the call running before looking at the module: a module closed
+	// from now on keeps its memory mapped until the call returns, and one
+	// closed before is seen closed here (wazero marks it closed before it
+	// frees its memory).
+	in.lim.enter()
+	defer in.lim.leave()
 	if in.mod.IsClosed() {
 		return 1, nil, "", false, errors.New("module is closed")
 	}
@@ -192,8 +198,6 @@ func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc
 	ctx = context.WithValue(ctx, kernelKey{}, k)
 	k.ctx = ctx
 	defer func() { k.ctx = nil }()
-	in.lim.enter()
-	defer in.lim.leave()
 	if !in.inited {
 		for i, f := range in.init {
 			if i == len(in.init)-1 && f.Definition().Name() == "hs_init" {

@@ -108,12 +108,17 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 	return buf
 }
 
+// Free releases the memory, or, while a call runs on the instance, has the
+// call's end release it: the running guest may still grow it (Reallocate
+// reads buf) and touch its pages.
 func (m *linearMemory) Free() {
-	m.buf = nil
-	if unmap := m.unmap; unmap != nil {
-		m.unmap = nil
-		m.l.release(unmap)
-	}
+	m.l.release(func() {
+		m.buf = nil
+		if unmap := m.unmap; unmap != nil {
+			m.unmap = nil
+			unmap()
+		}
+	})
 }
 
 // guestOutput logs what a guest writes to stdout or stderr, a line at a
