@@ -83,7 +83,7 @@ func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.
 	u.mu.Unlock()
 	if evicted != nil {
 		u.log.Info("per-client session evicted to make room", "max_sessions", u.cfg.MaxSessions)
-		closeClients([]*clientConn{evicted})
+		u.closeClients([]*clientConn{evicted})
 	}
 
 	done := func() { u.releaseClient(c) }
@@ -158,7 +158,7 @@ func (u *upstream) reapClient(c *clientConn) {
 	u.forgetLocked(c)
 	u.mu.Unlock()
 	u.log.Debug("per-client session idle; closed")
-	closeClients([]*clientConn{c})
+	u.closeClients([]*clientConn{c})
 }
 
 // connectClient opens a per-client session with a client that mirrors the
@@ -232,7 +232,7 @@ func (u *upstream) dropClient(ss *mcp.ServerSession) {
 	u.mu.Lock()
 	clients := u.takeClientsLocked(ss)
 	u.mu.Unlock()
-	closeClients(clients)
+	u.closeClients(clients)
 }
 
 // takeClientsLocked removes ss's per-client session, or every one when ss is nil.
@@ -249,11 +249,12 @@ func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
 
 // closeClients closes sessions that were already forgotten; one still
 // connecting is closed by connectClient when it sees it was forgotten.
-func closeClients(cs []*clientConn) {
+func (u *upstream) closeClients(cs []*clientConn) {
 	for _, c := range cs {
 		select {
 		case <-c.ready:
 			if c.cs != nil {
+				u.drainRaw(c.cs)
 				c.cs.Close()
 			}
 		default:

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,10 +171,10 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 	if e == nil || r.Header.Get("Mcp-Protocol-Version") != e.version {
 		return nil
 	}
-	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) != "application/json" {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil
 	}
-	if !acceptsJSON(r.Header.Values("Accept")) || !hostMatchesListener(r) {
+	if !acceptsBoth(r.Header.Values("Accept")) || !hostMatchesListener(r) {
 		return nil
 	}
 	if auth.TokenInfoFromContext(r.Context()) != nil {
@@ -262,19 +264,25 @@ func emptyParams(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &m) == nil && m != nil && len(m) == 0
 }
 
-// acceptsJSON reports whether the Accept headers allow application/json
-// (the shortcut's answer), as the go-sdk reads them.
-func acceptsJSON(values []string) bool {
+// acceptsBoth reports whether the Accept headers allow both
+// application/json and text/event-stream, which the go-sdk requires of a
+// POST (it answers 400 otherwise), read as the go-sdk reads them.
+func acceptsBoth(values []string) bool {
+	var jsonOK, streamOK bool
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
-			switch strings.TrimSpace(mt) {
-			case "application/json", "application/*", "*/*":
-				return true
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
 			}
 		}
 	}
-	return false
+	return jsonOK && streamOK
 }
 
 // hostMatchesListener mirrors the go-sdk's DNS-rebinding check: a loopback
@@ -288,16 +296,18 @@ func hostMatchesListener(r *http.Request) bool {
 	return isLoopback(r.Host)
 }
 
+// isLoopback reads an address as the go-sdk does (netip, so an IPv4-mapped
+// IPv6 loopback is not one).
 func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
 	}
 	if host == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // encoded returns the view's tools/list result as the go-sdk would encode

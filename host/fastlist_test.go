@@ -206,6 +206,8 @@ func TestFastListLeavesTheRestToTheGoSDK(t *testing.T) {
 		{"an unknown session", list, func(r *http.Request) { r.Header.Set("Mcp-Session-Id", "nope") }, http.StatusNotFound},
 		{"another protocol version", list, func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "2025-06-18") }, 0},
 		{"an event stream only", list, func(r *http.Request) { r.Header.Set("Accept", "text/event-stream") }, http.StatusBadRequest},
+		{"JSON only", list, func(r *http.Request) { r.Header.Set("Accept", "application/json") }, http.StatusBadRequest},
+		{"a malformed content type", list, func(r *http.Request) { r.Header.Set("Content-Type", "application/json; =x") }, http.StatusUnsupportedMediaType},
 		{"a foreign Host", list, func(r *http.Request) { r.Host = "evil.example.com" }, http.StatusForbidden},
 		{"another content type", list, func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, -1},
 	} {

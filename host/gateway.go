@@ -134,7 +134,11 @@ func (h *Host) send() mcp.Middleware {
 
 // MCPServer returns a new downstream MCP server backed by this host, for a
 // transport label (DownstreamHTTP, DownstreamStdio, ...). Embedders can
-// connect it to any go-sdk transport.
+// connect it to any go-sdk transport. A tools/call result it returns is not
+// always a *mcp.CallToolResult: one passed on as the upstream sent it is a
+// type that only encodes (rawcall.go), so middleware an embedder adds
+// around it should read results as JSON, or call Host.CallTool, which
+// always returns typed results.
 func (h *Host) MCPServer(transport string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", Version: Version}, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},

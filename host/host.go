@@ -234,7 +234,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-		if c := u.rawConn(cs); raw && c != nil {
+		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
 			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
 			return err
 		}
@@ -244,9 +244,11 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if err != nil {
 		return upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
 	}
-	rawOK := rawRes != nil && checkToolResult(rawRes) == nil
+	// The result travels as the upstream's bytes when the go-sdk would accept
+	// them and, past policies, the policies saw every one of them; otherwise
+	// it is typed, and what goes out is encoded from what policies returned.
+	rawOK := rawRes != nil && checkToolResult(rawRes) == nil && (!wantsResult || policiesSeeAll(rawRes))
 	if rawRes != nil && !rawOK {
-		// Let the go-sdk's decoder judge what the check is unsure of.
 		res = new(mcp.CallToolResult)
 		if err := json.Unmarshal(rawRes, res); err != nil {
 			return upstreamErrorResult(r.server, u.cfg.Timeout, fmt.Errorf("calling \"tools/call\": %w", err)), nil

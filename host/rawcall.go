@@ -101,6 +101,38 @@ func (u *upstream) rawConn(cs *mcp.ClientSession) *tapConn {
 	return nil
 }
 
+// alive reports whether the connection has not failed or closed.
+func (c *tapConn) alive() bool {
+	c.raw.mu.Lock()
+	defer c.raw.mu.Unlock()
+	return c.raw.err == nil
+}
+
+// drain waits up to max for the raw calls in flight to finish. The go-sdk's
+// Close waits for its own calls; raw calls are invisible to it, and closing
+// under them (a reload replacing the server) would fail calls the typed path
+// let finish.
+func (c *tapConn) drain(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for {
+		c.raw.mu.Lock()
+		n, gone := len(c.raw.pending), c.raw.err != nil
+		c.raw.mu.Unlock()
+		if n == 0 || gone || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// drainRaw lets the raw calls in flight on cs finish, within the server's
+// call timeout, before the session is closed.
+func (u *upstream) drainRaw(cs *mcp.ClientSession) {
+	if c := u.rawConn(cs); c != nil {
+		c.drain(u.cfg.Timeout)
+	}
+}
+
 // rawCallParams are tools/call params as the go-sdk's client sends them.
 type rawCallParams struct {
 	Meta      mcp.Meta        `json:"_meta,omitempty"`
@@ -109,9 +141,11 @@ type rawCallParams struct {
 }
 
 // callTool makes a tools/call on the connection and returns the result as
-// sent. Errors read as the go-sdk's client
-// reports them: mcp.ErrConnectionClosed, the context's error, or the
-// server's JSON-RPC error.
+// sent. Errors are the context's, the server's JSON-RPC error (wrapped as
+// the go-sdk wraps it), or mcp.ErrConnectionClosed when the connection
+// fails or goes during the call; the go-sdk's client reports the latter as
+// the read error (EOF), and forward would not drop the session until the
+// watcher noticed.
 func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessage, error) {
 	if len(p.Arguments) == 0 {
 		p.Arguments = json.RawMessage("{}") // as the go-sdk sends no arguments
@@ -139,6 +173,9 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 				return nil, resp.Error
 			}
 			return nil, fmt.Errorf("calling \"tools/call\": %w", resp.Error)
+		}
+		if r := bytes.TrimSpace(resp.Result); len(r) == 0 || bytes.Equal(r, []byte("null")) {
+			return nil, errors.New("calling \"tools/call\": the reply has neither a result nor an error")
 		}
 		return resp.Result, nil
 	case <-ctx.Done():
@@ -239,6 +276,50 @@ type wireContent struct {
 	IsError           bool                  `json:"isError"`
 }
 
+// policiesSeeAll reports whether a result (checked by checkToolResult)
+// holds nothing that its ABI form leaves out, so that a policy that saw the
+// ABI form and left it unchanged has seen every byte that goes downstream:
+// top-level members and those of each block are among the ABI's, spelt
+// exactly, and the blocks are of the five kinds the ABI carries (no nested
+// content). Anything else takes the typed path, where what goes out is
+// re-encoded from what the policy returned.
+func policiesSeeAll(raw json.RawMessage) bool {
+	var top map[string]json.RawMessage
+	if _, err := segjson.Parse(raw, &top, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return false
+	}
+	for k := range top {
+		if !abiResultMembers[k] {
+			return false
+		}
+	}
+	var blocks []map[string]json.RawMessage
+	if c, ok := top["content"]; ok {
+		if _, err := segjson.Parse(c, &blocks, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+			return false
+		}
+	}
+	for _, b := range blocks {
+		var typ string
+		if json.Unmarshal(b["type"], &typ) != nil || !nestedTypes[typ] {
+			return false
+		}
+		for k := range b {
+			if !abiContentMembers[k] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// The JSON members of abi.CallToolResult and abi.Content.
+var (
+	abiResultMembers  = map[string]bool{"content": true, "structuredContent": true, "isError": true, "_meta": true}
+	abiContentMembers = map[string]bool{"type": true, "text": true, "data": true, "mimeType": true, "resource": true,
+		"uri": true, "name": true, "title": true, "description": true, "size": true, "annotations": true, "_meta": true}
+)
+
 // rawToolResult is a tools/call result that encodes as the bytes an
 // upstream sent. Should the go-sdk set _meta on it (it annotates results
 // for protocols after 2025-11-25, which never get one), the members are
@@ -271,6 +352,15 @@ func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// plainUpstream reports whether cs speaks a protocol whose tools/call needs
+// nothing the go-sdk's client adds per request (later protocols carry the
+// protocol version and capabilities in each request's _meta, and may answer
+// input_required).
+func plainUpstream(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && fastListVersions[ir.ProtocolVersion]
 }
 
 // plainResults reports whether ss takes results exactly as a handler

@@ -3,12 +3,15 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -261,6 +264,16 @@ func TestRawCallsThroughResultPolicies(t *testing.T) {
 		if n := rawCallsMade(t, h, "a") - before; p.keeps && n != 2 || !p.keeps && n != 0 {
 			t.Errorf("keeps=%v: %d raw calls", p.keeps, n)
 		}
+		// Text the policy cannot see (nested in a tool_result block) must
+		// not go out as the upstream's bytes just because the policy left
+		// what it saw unchanged.
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__nested", Arguments: map[string]any{"text": "my secret"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := json.Marshal(res); strings.Contains(string(b), "my secret") {
+			t.Errorf("keeps=%v inPlace=%v: text the policy never saw went through: %s", p.keeps, p.inPlace, b)
+		}
 	}
 }
 
@@ -274,5 +287,155 @@ func TestRawABIResultMatchesNamesExactly(t *testing.T) {
 	}
 	if len(res.Content) != 1 || res.Content[0].Text != "shown" {
 		t.Errorf("policies would read %+v", res.Content)
+	}
+}
+
+func TestPoliciesSeeAll(t *testing.T) {
+	for _, tc := range []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"content":[{"type":"text","text":"x","annotations":{"priority":1}}],"isError":true,"_meta":{"a":1}}`, true},
+		{`{"content":[{"type":"resource","resource":{"uri":"a:b","text":"t"}}],"structuredContent":{"n":1}}`, true},
+		{`{"content":[]}`, true},
+		{`{"content":[{"type":"tool_result","toolUseId":"u","content":[{"type":"text","text":"s"}]}]}`, false},
+		{`{"content":[{"type":"tool_use","id":"u","name":"n","input":{"s":1}}]}`, false},
+		{`{"content":[{"type":"text","text":"a"}],"Content":[{"type":"text","text":"b"}]}`, false},
+		{`{"content":[{"type":"text","text":"a","Text":"b"}]}`, false},
+		{`{"content":[{"type":"resource_link","uri":"a:b","name":"n","icons":[{"src":"x"}]}]}`, false},
+		{`{"content":[],"extra":1}`, false},
+	} {
+		if got := policiesSeeAll(json.RawMessage(tc.raw)); got != tc.ok {
+			t.Errorf("%s: %v, want %v", tc.raw, got, tc.ok)
+		}
+	}
+}
+
+// FuzzPoliciesSeeAll: where the upstream's bytes may go on past policies,
+// every block reads the same to the policies (rawABIResult) as to a client
+// that matches member names loosely (encoding/json), so no text can reach
+// a client around a policy.
+func FuzzPoliciesSeeAll(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"x"}]}`,
+		`{"content":[{"type":"text","text":"a"}],"Content":[{"type":"text","text":"b"}]}`,
+		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"tool_result","toolUseId":"u","content":[{"type":"text","text":"s"}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if checkToolResult(raw) != nil || !policiesSeeAll(raw) {
+			return
+		}
+		seen, err := rawABIResult(raw)
+		if err != nil {
+			t.Fatalf("%q: policies cannot read it: %v", raw, err)
+		}
+		var client struct {
+			Content []struct {
+				Type, Text, MimeType, URI, Name string
+				Data                            []byte
+				Resource                        json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(raw, &client); err != nil {
+			return // a client that cannot read it sees nothing
+		}
+		if len(client.Content) != len(seen.Content) {
+			t.Fatalf("%q: %d blocks to a client, %d to policies", raw, len(client.Content), len(seen.Content))
+		}
+		for i, c := range client.Content {
+			p := seen.Content[i]
+			if c.Type != p.Type || c.Text != p.Text || c.MimeType != p.MimeType || c.URI != p.URI || c.Name != p.Name ||
+				string(c.Data) != string(p.Data) || string(c.Resource) != string(p.Resource) {
+				t.Fatalf("%q: block %d reads %+v to a client, %+v to policies", raw, i, c, p)
+			}
+		}
+	})
+}
+
+// rawPair is a tapConn over an in-memory connection, read as the go-sdk's
+// session would read it, and the server end of that connection.
+func rawPair(t *testing.T) (*tapConn, mcp.Connection) {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	cconn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sconn, err := st.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tapConn{Connection: cconn, t: tapTransport{u: &upstream{}, bound: &atomic.Pointer[mcp.ClientSession]{}}}
+	tc.raw.init()
+	go func() {
+		for {
+			if _, err := tc.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { tc.Close(); sconn.Close() })
+	return tc, sconn
+}
+
+// A reply must carry a result or an error; a server that answers neither
+// fails the call rather than pass on an empty success.
+func TestRawCallReplyWithoutResult(t *testing.T) {
+	for _, result := range []string{"", "null"} {
+		tc, server := rawPair(t)
+		go func() {
+			msg, err := server.Read(context.Background())
+			if err != nil {
+				return
+			}
+			req := msg.(*jsonrpc.Request)
+			_ = server.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(result)})
+		}()
+		if res, err := tc.callTool(context.Background(), &rawCallParams{Name: "t"}); err == nil {
+			t.Errorf("result %q: got %s, want an error", result, res)
+		}
+	}
+}
+
+// A connection that goes fails the raw calls in flight with
+// mcp.ErrConnectionClosed; a call given up on takes its late reply with it.
+func TestRawCallsEndWithTheirConnection(t *testing.T) {
+	tc, server := rawPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { _, err := tc.callTool(ctx, &rawCallParams{Name: "t"}); errc <- err }()
+	msg, err := server.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := msg.(*jsonrpc.Request)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	// The server hears of the cancellation, then answers late.
+	msg, err = server.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := msg.(*jsonrpc.Request); n.Method != "notifications/cancelled" || !strings.Contains(string(n.Params), first.ID.Raw().(string)) {
+		t.Fatalf("after cancelling: %s %s", n.Method, n.Params)
+	}
+	_ = server.Write(context.Background(), &jsonrpc.Response{ID: first.ID, Result: json.RawMessage(`{"content":[]}`)})
+
+	go func() { _, err := tc.callTool(context.Background(), &rawCallParams{Name: "t"}); errc <- err }()
+	if _, err := server.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	server.Close()
+	if err := <-errc; !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Fatalf("call on a connection that went: %v", err)
+	}
+	if _, err := tc.callTool(context.Background(), &rawCallParams{Name: "t"}); !errors.Is(err, mcp.ErrConnectionClosed) {
+		t.Fatalf("call after the connection went: %v", err)
 	}
 }

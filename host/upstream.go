@@ -205,6 +205,9 @@ func (u *upstream) connectWith(ctx context.Context, client *mcp.Client) (*mcp.Cl
 	bound.Store(cs)
 	if c := conn.Load(); c != nil {
 		u.rawConns.Store(cs, c)
+		if !c.alive() { // it went before bound was set, so gone could not forget it
+			u.rawConns.CompareAndDelete(cs, c)
+		}
 	}
 	return cs, nil
 }
@@ -652,9 +655,10 @@ func (u *upstream) close() {
 	u.mu.Unlock()
 	u.cancel()
 	if cs != nil {
+		u.drainRaw(cs)
 		cs.Close()
 	}
-	closeClients(clients)
+	u.closeClients(clients)
 	u.wg.Wait()
 }
 

@@ -51,6 +51,11 @@ func main() {
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "nested", Description: "Returns text inside a tool_result block, where the ABI form of a result does not reach."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ToolResultContent{ToolUseID: "u1",
+				Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}}}, nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Description: "Returns the server's process id."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
