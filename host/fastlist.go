@@ -16,8 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcphost-project/mcphost/abi"
 )
 
 // A cached tools/list answer is written straight from the encoded listing
@@ -38,9 +36,11 @@ import (
 // reset it). Anything else, and anything this code cannot read, goes to the
 // go-sdk unchanged, which answers it as it always did.
 
-// fastListVersions are the protocol versions whose tools/list results the
-// go-sdk sends exactly as the handler returned them.
-var fastListVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
+// plainVersions are the protocol versions whose results the go-sdk sends
+// exactly as a handler returned them, and whose requests carry nothing per
+// request that the go-sdk adds: both shortcuts (this one and raw tool
+// calls, rawcall.go) serve only these.
+var plainVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
 
 // maxFastListBody is the longest request body the shortcut reads; a plain
 // tools/list request is well under it.
@@ -75,7 +75,7 @@ func (f *fastListSessions) seen(ss *mcp.ServerSession, method string) {
 		return
 	}
 	ip := ss.InitializeParams()
-	if ip == nil || !fastListVersions[ip.ProtocolVersion] {
+	if ip == nil || !plainVersions[ip.ProtocolVersion] {
 		return
 	}
 	e := &fastListSession{ss: ss, version: ip.ProtocolVersion}
@@ -131,11 +131,7 @@ func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
-		caller := abi.Caller{Transport: DownstreamHTTP, SessionID: e.ss.ID()}
-		if ci := e.ss.InitializeParams().ClientInfo; ci != nil {
-			caller.ClientName, caller.ClientVersion = ci.Name, ci.Version
-		}
-		v, err := h.view(r.Context(), caller)
+		v, err := h.view(r.Context(), sessionCaller(e.ss, DownstreamHTTP))
 		var listing []byte
 		if err == nil {
 			listing, err = v.encoded()

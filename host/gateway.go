@@ -239,20 +239,30 @@ func (h *Host) receive(transport string) mcp.Middleware {
 
 // callerOf describes the downstream client of a request for policies.
 func callerOf(req mcp.Request, transport string) abi.Caller {
-	c := abi.Caller{Transport: transport}
-	if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
-		c.SessionID = ss.ID()
-		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-			c.ClientName = ip.ClientInfo.Name
-			c.ClientVersion = ip.ClientInfo.Version
-		}
-	}
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	c := sessionCaller(ss, transport)
 	// Params may be a typed nil (tools/list without params).
 	if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
 		c.Meta = requestMeta(p.GetMeta())
 	}
 	if id, ok := ctxIdentity(req); ok {
 		c.Identity = id
+	}
+	return c
+}
+
+// sessionCaller describes the client of a downstream session (nil: none)
+// as far as the session itself tells: what a request adds is in callerOf.
+// The tools/list shortcut uses it alone, for requests that add nothing.
+func sessionCaller(ss *mcp.ServerSession, transport string) abi.Caller {
+	c := abi.Caller{Transport: transport}
+	if ss == nil {
+		return c
+	}
+	c.SessionID = ss.ID()
+	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+		c.ClientName = ip.ClientInfo.Name
+		c.ClientVersion = ip.ClientInfo.Version
 	}
 	return c
 }

@@ -360,16 +360,16 @@ func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
 // input_required).
 func plainUpstream(cs *mcp.ClientSession) bool {
 	ir := cs.InitializeResult()
-	return ir != nil && fastListVersions[ir.ProtocolVersion]
+	return ir != nil && plainVersions[ir.ProtocolVersion]
 }
 
 // plainResults reports whether ss takes results exactly as a handler
 // returns them: the protocols up to 2025-11-25 (later ones have the go-sdk
-// annotate typed results, see fastListVersions).
+// annotate typed results, see plainVersions).
 func plainResults(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && fastListVersions[ip.ProtocolVersion]
+	return ip != nil && plainVersions[ip.ProtocolVersion]
 }
