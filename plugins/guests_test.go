@@ -2,27 +2,23 @@ package plugins
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // Test guests are real Go plugins, built once per source hash with the
 // toolchain running the tests and cached under the user cache directory, so
 // reruns cost nothing. Tests skip only when there is no go on PATH.
 var (
-	guestDir   string            // directory with the built .wasm files
 	guestErr   error             // why guests are unavailable
 	guestPaths map[string]string // name -> path
 	cacheDir   string            // wazero compilation cache shared by the tests
@@ -56,60 +52,13 @@ func TestMain(m *testing.M) {
 
 // buildGuests builds every guest whose sources changed since the last run.
 func buildGuests(dir string) error {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("no go on PATH: %w", err)
+	guests := make(map[string]testproc.WasmGuest, len(guestBuilds))
+	for _, g := range guestBuilds {
+		guests[g.name] = testproc.WasmGuest{Pkg: g.pkg, LDFlags: g.ldflags}
 	}
-	h := sha256.New()
-	fmt.Fprintln(h, runtime.Version())
-	for _, pattern := range []string{"testdata/guests/*/*.go", "../abi/*.go", "../go.mod", "../go.sum"} {
-		files, _ := filepath.Glob(pattern)
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(h, "%s %d\n", f, len(b))
-			h.Write(b)
-		}
-	}
-	guestDir = filepath.Join(dir, hex.EncodeToString(h.Sum(nil))[:16])
-	if err := os.MkdirAll(guestDir, 0o755); err != nil {
-		return err
-	}
-	guestPaths = map[string]string{}
-	var wg sync.WaitGroup
-	errs := make([]error, len(guestBuilds))
-	for i, g := range guestBuilds {
-		out := filepath.Join(guestDir, g.name+".wasm")
-		guestPaths[g.name] = out
-		if _, err := os.Stat(out); err == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tmp := out + ".tmp"
-			args := []string{"build", "-buildmode=c-shared", "-o", tmp}
-			if g.ldflags != "" {
-				args = append(args, "-ldflags="+g.ldflags)
-			}
-			cmd := exec.Command(gobin, append(args, g.pkg)...)
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %v\n%s", g.name, err, b)
-				return
-			}
-			errs[i] = os.Rename(tmp, out)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	guestPaths, err = testproc.BuildWasm(dir, []string{"testdata/guests/*/*.go", "../abi/*.go", "../go.mod", "../go.sum"}, guests)
+	return err
 }
 
 // guest returns the path of a built test guest, skipping without go.

@@ -4,12 +4,17 @@
 package testproc
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,4 +71,77 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WasmGuest is one Go plugin to build for wasip1: a package path and
+// optional -ldflags.
+type WasmGuest struct {
+	Pkg     string
+	LDFlags string
+}
+
+// BuildWasm builds Go guests (name -> package) as wasip1 reactors under
+// cacheRoot, in a directory named by the hash of the files matching
+// hashGlobs and the toolchain's version, so a rerun with unchanged sources
+// builds nothing. It returns each guest's .wasm path by name. The error
+// contains "no go on PATH" when the toolchain is missing, so callers can skip.
+func BuildWasm(cacheRoot string, hashGlobs []string, guests map[string]WasmGuest) (map[string]string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return nil, fmt.Errorf("no go on PATH: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintln(h, runtime.Version())
+	for _, pattern := range hashGlobs {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(h, "%s %d\n", f, len(b))
+			h.Write(b)
+		}
+	}
+	dir := filepath.Join(cacheRoot, hex.EncodeToString(h.Sum(nil))[:16])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	paths := make(map[string]string, len(guests))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for name, g := range guests {
+		out := filepath.Join(dir, name+".wasm")
+		paths[name] = out
+		if _, err := os.Stat(out); err == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tmp := out + ".tmp"
+			args := []string{"build", "-buildmode=c-shared", "-o", tmp}
+			if g.LDFlags != "" {
+				args = append(args, "-ldflags="+g.LDFlags)
+			}
+			cmd := exec.Command(gobin, append(args, g.Pkg)...)
+			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+			err := func() error {
+				if b, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("go build %s: %v\n%s", name, err, b)
+				}
+				return os.Rename(tmp, out)
+			}()
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return paths, errors.Join(errs...)
 }
