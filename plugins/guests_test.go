@@ -34,6 +34,7 @@ var guestBuilds = []guestBuild{
 	{name: "policy", pkg: "./testdata/guests/policy"},
 	{name: "policy-v2", pkg: "./testdata/guests/policy", ldflags: "-X main.buildVersion=v2"},
 	{name: "describeonly", pkg: "./testdata/guests/describeonly"},
+	{name: "fsescape", pkg: "./testdata/guests/fsescape"},
 }
 
 func TestMain(m *testing.M) {
@@ -57,7 +58,7 @@ func buildGuests(dir string) error {
 		guests[g.name] = testproc.WasmGuest{Pkg: g.pkg, LDFlags: g.ldflags}
 	}
 	var err error
-	guestPaths, err = testproc.BuildWasm(dir, []string{"testdata/guests/*/*.go", "../abi/*.go", "../go.mod", "../go.sum"}, guests)
+	guestPaths, err = testproc.BuildWasm(dir, []string{"testdata/guests/*/*.go", "../abi/*.go", "../abi/pdk/*.go", "../go.mod", "../go.sum"}, guests)
 	return err
 }
 

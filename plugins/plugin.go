@@ -48,6 +48,7 @@ type Plugin struct {
 	export []string   // sorted exported function names of the main module
 	log    hclog.Logger
 	modCfg wazero.ModuleConfig
+	roots  []*rootFS // allowed_paths grants, closed by Close
 
 	sem  chan struct{}  // one token per instance slot
 	idle chan *instance // warm instances
@@ -129,25 +130,27 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		mc = mc.WithEnv(k, v)
 	}
 	if len(spec.AllowedPaths) > 0 {
-		fs := wazero.NewFSConfig()
-		for host, guest := range spec.AllowedPaths {
-			if ro, ok := cutPrefix(host, "ro:"); ok {
-				fs = fs.WithReadOnlyDirMount(ro, guest)
-			} else {
-				fs = fs.WithDirMount(host, guest)
-			}
+		// Grants are os.Root-confined (rootfs.go), not wazero's DirFS,
+		// which follows symlinks out of the directory.
+		fs, roots, err := mountGrants(spec.AllowedPaths)
+		if err != nil {
+			rt.release(mod)
+			return nil, err
 		}
+		p.roots = roots
 		mc = mc.WithFSConfig(fs)
 	}
 	p.modCfg = mc
 
 	first, err := p.newInstance(ctx)
 	if err != nil {
+		p.closeRoots()
 		rt.release(mod)
 		return nil, err
 	}
 	fail := func(err error) (*Plugin, error) {
 		first.close()
+		p.closeRoots()
 		rt.release(mod)
 		return nil, err
 	}
@@ -168,6 +171,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		if errors.As(err, &te) && te.Stderr != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
 		}
+		p.closeRoots()
 		rt.release(mod)
 		return nil, err
 	}
@@ -584,8 +588,17 @@ wait:
 	for ; taken > 0; taken-- {
 		<-p.sem
 	}
+	p.closeRoots()
 	p.rt.release(p.mod)
 	return nil
+}
+
+// closeRoots closes the directories of the plugin's filesystem grants.
+func (p *Plugin) closeRoots() {
+	for _, r := range p.roots {
+		r.close()
+	}
+	p.roots = nil
 }
 
 // retain and releaseRef share a plugin between chain generations.

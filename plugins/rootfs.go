@@ -1,0 +1,365 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// rootFS is a guest's view of one allowed_paths grant: every path the
+// guest names is resolved by an os.Root, which walks it one component at a
+// time and refuses any step (a "..", an absolute or relative symlink, one
+// the guest made or one that was there) that would leave the granted
+// directory. wazero's own DirFS joins strings and lets the kernel follow
+// symlinks, so a guest could read, write and list the whole host through
+// a link it created in a writable grant.
+//
+// A read-only grant opens files read-only and refuses every change,
+// links included. Symlinks the guest creates must be relative and point
+// inside the grant, so that host tools reading the directory are not led
+// out of it either; resolution is confined whatever the target.
+type rootFS struct {
+	experimentalsys.UnimplementedFS
+	root     *os.Root
+	readOnly bool
+}
+
+// openRootFS opens the host directory dir as a grant.
+func openRootFS(dir string, readOnly bool) (*rootFS, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &rootFS{root: r, readOnly: readOnly}, nil
+}
+
+func (r *rootFS) String() string { return r.root.Name() }
+
+// mountGrants builds the FS config of a spec's allowed_paths and returns
+// the roots it opened, which the caller closes when the plugin closes.
+func mountGrants(paths map[string]string) (wazero.FSConfig, []*rootFS, error) {
+	cfg := wazero.NewFSConfig()
+	var roots []*rootFS
+	for host, guest := range paths {
+		dir, ro := cutPrefix(host, "ro:")
+		r, err := openRootFS(dir, ro)
+		if err != nil {
+			for _, r := range roots {
+				r.close()
+			}
+			return nil, nil, fmt.Errorf("%w: allowed_paths %q: %w", ErrInstantiate, host, err)
+		}
+		roots = append(roots, r)
+		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(r, guest)
+	}
+	return cfg, roots, nil
+}
+
+func (r *rootFS) close() { r.root.Close() }
+
+// errnoOf maps an error of os.Root to the errno the guest sees. What is
+// not an OS error is os.Root refusing a path that leaves the grant: EPERM.
+func errnoOf(err error) experimentalsys.Errno {
+	if err == nil {
+		return 0
+	}
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return experimentalsys.UnwrapOSError(se)
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return 0
+	case errors.Is(err, fs.ErrNotExist):
+		return experimentalsys.ENOENT
+	case errors.Is(err, fs.ErrExist):
+		return experimentalsys.EEXIST
+	case errors.Is(err, fs.ErrClosed):
+		return experimentalsys.EBADF
+	case errors.Is(err, fs.ErrInvalid):
+		return experimentalsys.EINVAL
+	}
+	return experimentalsys.EPERM
+}
+
+const writeFlags = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT |
+	experimentalsys.O_TRUNC | experimentalsys.O_APPEND | experimentalsys.O_EXCL
+
+func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if flag&experimentalsys.O_DIRECTORY != 0 && flag&(experimentalsys.O_WRONLY|experimentalsys.O_RDWR) != 0 {
+		return nil, experimentalsys.EISDIR
+	}
+	if r.readOnly && flag&writeFlags != 0 {
+		return nil, experimentalsys.EROFS
+	}
+	if flag&experimentalsys.O_NOFOLLOW != 0 && flag&experimentalsys.O_CREAT == 0 {
+		// A race that swaps in a link after this check is still confined
+		// by the root.
+		if fi, err := r.root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, experimentalsys.ELOOP
+		}
+	}
+	var of int
+	switch flag & (experimentalsys.O_RDONLY | experimentalsys.O_WRONLY | experimentalsys.O_RDWR) {
+	case experimentalsys.O_WRONLY:
+		of = os.O_WRONLY
+	case experimentalsys.O_RDWR:
+		of = os.O_RDWR
+	default:
+		of = os.O_RDONLY
+	}
+	for _, m := range []struct {
+		sys experimentalsys.Oflag
+		os  int
+	}{
+		{experimentalsys.O_APPEND, os.O_APPEND},
+		{experimentalsys.O_CREAT, os.O_CREATE},
+		{experimentalsys.O_EXCL, os.O_EXCL},
+		{experimentalsys.O_SYNC, os.O_SYNC},
+		{experimentalsys.O_TRUNC, os.O_TRUNC},
+	} {
+		if flag&m.sys != 0 {
+			of |= m.os
+		}
+	}
+	f, err := r.root.OpenFile(name, of, perm)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	rf, errno := newRootFile(r.root, name, flag, f)
+	if errno != 0 {
+		return nil, errno
+	}
+	if flag&experimentalsys.O_DIRECTORY != 0 {
+		if isDir, errno := rf.IsDir(); errno != 0 || !isDir {
+			rf.Close()
+			if errno == 0 {
+				errno = experimentalsys.ENOTDIR
+			}
+			return nil, errno
+		}
+	}
+	return rf, 0
+}
+
+func (r *rootFS) Lstat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := r.root.Lstat(name)
+	if err != nil {
+		return sys.Stat_t{}, errnoOf(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+func (r *rootFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
+	fi, err := r.root.Stat(name)
+	if err != nil {
+		return sys.Stat_t{}, errnoOf(err)
+	}
+	return sys.NewStat_t(fi), 0
+}
+
+func (r *rootFS) Readlink(name string) (string, experimentalsys.Errno) {
+	s, err := r.root.Readlink(name)
+	return s, errnoOf(err)
+}
+
+func (r *rootFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	errno := errnoOf(r.root.Mkdir(name, perm))
+	if errno == experimentalsys.ENOTDIR {
+		errno = experimentalsys.ENOENT // as wazero's DirFS
+	}
+	return errno
+}
+
+func (r *rootFS) Chmod(name string, perm fs.FileMode) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(r.root.Chmod(name, perm))
+}
+
+func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(r.root.Rename(from, to))
+}
+
+func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	fi, err := r.root.Lstat(name)
+	switch {
+	case err != nil:
+		return errnoOf(err)
+	case !fi.IsDir():
+		return experimentalsys.ENOTDIR
+	}
+	return errnoOf(r.root.Remove(name))
+}
+
+func (r *rootFS) Unlink(name string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	fi, err := r.root.Lstat(name)
+	switch {
+	case err != nil:
+		return errnoOf(err)
+	case fi.IsDir():
+		return experimentalsys.EISDIR
+	}
+	return errnoOf(r.root.Remove(name))
+}
+
+func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(r.root.Link(oldName, newName))
+}
+
+// Symlink refuses a target that is absolute or, read from the link's
+// directory, leaves the grant.
+func (r *rootFS) Symlink(target, linkName string) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	if !symlinkInside(target, linkName) {
+		return experimentalsys.EPERM
+	}
+	return errnoOf(r.root.Symlink(target, linkName))
+}
+
+// symlinkInside reports whether a link at linkName (relative to the
+// grant) with the given target stays inside the grant, read lexically.
+func symlinkInside(target, linkName string) bool {
+	if target == "" || path.IsAbs(target) || badTargetChar(target) || len(target) > 4096 {
+		return false
+	}
+	// Unrooted, so that a ".." too many survives Clean.
+	link := path.Clean(linkName)
+	if link == "." || !fs.ValidPath(link) {
+		return false
+	}
+	p := path.Join(path.Dir(link), target)
+	return fs.ValidPath(p)
+}
+
+// badTargetChar: a NUL or a backslash (a separator on Windows).
+func badTargetChar(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 || s[i] == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {
+	if r.readOnly {
+		return experimentalsys.EROFS
+	}
+	return errnoOf(r.root.Chtimes(name, utime(atim), utime(mtim)))
+}
+
+// utime converts a wazero timestamp; the zero time leaves it unchanged.
+func utime(ns int64) time.Time {
+	if ns == experimentalsys.UTIME_OMIT {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// rootFile is a file opened through a rootFS: wazero's adapter of an
+// fs.File (sysfs.AdaptFS) over the descriptor the root opened, plus what
+// the adapter lacks. Nothing here resolves a path except a directory's
+// rewind, which reopens it through the root.
+type rootFile struct {
+	experimentalsys.File
+	src  *rootSource
+	flag experimentalsys.Oflag
+}
+
+// newRootFile wraps f, opened by root as name with flag.
+func newRootFile(root *os.Root, name string, flag experimentalsys.Oflag, f *os.File) (*rootFile, experimentalsys.Errno) {
+	src := &rootSource{root: root, cur: f, fresh: true}
+	af, errno := (&sysfs.AdaptFS{FS: src}).OpenFile(name, flag, 0)
+	if errno != 0 {
+		f.Close()
+		return nil, errno
+	}
+	return &rootFile{File: af, src: src, flag: flag}, 0
+}
+
+func (f *rootFile) IsAppend() bool { return f.flag&experimentalsys.O_APPEND != 0 }
+
+func (f *rootFile) Truncate(size int64) experimentalsys.Errno {
+	if size < 0 {
+		return experimentalsys.EINVAL
+	}
+	if isDir, errno := f.IsDir(); errno != 0 {
+		return errno
+	} else if isDir {
+		return experimentalsys.EISDIR
+	}
+	return errnoOf(f.src.cur.Truncate(size))
+}
+
+func (f *rootFile) Sync() experimentalsys.Errno { return errnoOf(f.src.cur.Sync()) }
+
+func (f *rootFile) Datasync() experimentalsys.Errno { return f.Sync() }
+
+// rootSource is the fs.FS the adapter opens the file from: first the
+// descriptor already open, then (to rewind a directory) a reopen through
+// the root.
+type rootSource struct {
+	root  *os.Root
+	cur   *os.File
+	fresh bool
+}
+
+func (s *rootSource) Open(name string) (fs.File, error) {
+	if s.fresh {
+		s.fresh = false
+		return osFile{s.cur}, nil
+	}
+	f, err := s.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	s.cur = f
+	return osFile{f}, nil
+}
+
+// osFile shows the adapter an *os.File without its Readdir, which lstats
+// each entry by path; ReadDir reads the types from the descriptor.
+type osFile struct{ f *os.File }
+
+func (o osFile) Stat() (fs.FileInfo, error)                { return o.f.Stat() }
+func (o osFile) Read(b []byte) (int, error)                { return o.f.Read(b) }
+func (o osFile) ReadAt(b []byte, off int64) (int, error)   { return o.f.ReadAt(b, off) }
+func (o osFile) Write(b []byte) (int, error)               { return o.f.Write(b) }
+func (o osFile) WriteAt(b []byte, off int64) (int, error)  { return o.f.WriteAt(b, off) }
+func (o osFile) Seek(off int64, whence int) (int64, error) { return o.f.Seek(off, whence) }
+func (o osFile) ReadDir(n int) ([]fs.DirEntry, error)      { return o.f.ReadDir(n) }
+func (o osFile) Close() error                              { return o.f.Close() }
+
+var (
+	_ experimentalsys.FS   = (*rootFS)(nil)
+	_ experimentalsys.File = (*rootFile)(nil)
+)

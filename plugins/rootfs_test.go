@@ -1,0 +1,244 @@
+package plugins
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// escapeTree lays out a grant g inside dir with a secret next to it and
+// links inside g that lead out: what a plugin must never reach.
+func escapeTree(t *testing.T) (dir, grant string) {
+	t.Helper()
+	dir = t.TempDir()
+	grant = filepath.Join(dir, "g")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(grant, 0o755))
+	must(os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("host-secret"), 0o644))
+	must(os.WriteFile(filepath.Join(grant, "given.txt"), []byte("given"), 0o644))
+	must(os.Symlink("../secret.txt", filepath.Join(grant, "pre")))
+	must(os.Symlink(filepath.Join(dir, "secret.txt"), filepath.Join(grant, "pre-abs")))
+	must(os.Symlink("../written.txt", filepath.Join(grant, "wlink")))
+	must(os.Symlink(strings.Repeat("../", 32), filepath.Join(grant, "rootlink")))
+	must(os.Symlink("..", filepath.Join(grant, "dirlink")))
+	return dir, grant
+}
+
+// attackLines runs the fsescape guest and returns its outcomes by name.
+func attackLines(t *testing.T, grant string) map[string]string {
+	t.Helper()
+	rt := newRuntime(t, RuntimeOptions{})
+	p := load(t, rt, Spec{Name: "fsescape", Source: guest(t, "fsescape"), Timeout: 10 * time.Second,
+		AllowedPaths: map[string]string{grant: "/data"}})
+	in := callInput(t, `{}`)
+	out, err := p.Call(context.Background(), abi.HookToolCall, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decision(t, out)
+	text := d.Result.Content[0].Text
+	t.Logf("guest report:\n%s", text)
+	if strings.Contains(text, "host-secret") || strings.Contains(text, "root:") {
+		t.Errorf("the guest read outside its grant:\n%s", text)
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(text, "\n") {
+		name, rest, _ := strings.Cut(l, " ")
+		m[name] = rest
+	}
+	return m
+}
+
+func TestGrantConfinesSymlinks(t *testing.T) {
+	for _, ro := range []bool{false, true} {
+		name := "writable"
+		if ro {
+			name = "read-only"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir, grant := escapeTree(t)
+			host := grant
+			if ro {
+				host = "ro:" + grant
+			}
+			got := attackLines(t, host)
+			refused := []string{"symlink-rel", "read-rel", "symlink-up", "read-up", "symlink-abs", "read-abs-made",
+				"read-pre", "read-pre-abs", "write-pre", "list-pre", "read-through-dir", "read-hardlink", "read-dotdot"}
+			allowed := map[string]string{"read-given": "ok given"}
+			if ro {
+				refused = append(refused, "hardlink", "write", "read", "symlink-in", "read-in", "mkdir", "rename", "list", "remove")
+			} else {
+				for k, v := range map[string]string{"write": "ok ", "read": "ok fine", "symlink-in": "ok ", "read-in": "ok fine",
+					"mkdir": "ok ", "rename": "ok ", "list": "ok moved.txt", "remove": "ok "} {
+					allowed[k] = v
+				}
+			}
+			for _, n := range refused {
+				if l, ok := got[n]; !ok || !strings.HasPrefix(l, "err ") {
+					t.Errorf("%s: %q, want refused", n, l)
+				}
+			}
+			for n, want := range allowed {
+				if got[n] != want {
+					t.Errorf("%s: %q, want %q", n, got[n], want)
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "written.txt")); err == nil {
+				t.Errorf("the guest wrote outside its grant through a link")
+			}
+			if ro {
+				es, _ := os.ReadDir(grant)
+				if len(es) != 6 {
+					t.Errorf("a read-only grant was changed: %d entries", len(es))
+				}
+			}
+		})
+	}
+}
+
+// TestRootFSRefuses checks the FS itself, below WASI: each operation that
+// would leave the grant or change a read-only one is refused with an errno.
+func TestRootFSRefuses(t *testing.T) {
+	_, grant := escapeTree(t)
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	ro, err := openRootFS(grant, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.close()
+	open := func(fsys experimentalsys.FS, name string, flag experimentalsys.Oflag) func() experimentalsys.Errno {
+		return func() experimentalsys.Errno {
+			f, errno := fsys.OpenFile(name, flag, 0o644)
+			if errno == 0 {
+				f.Close()
+			}
+			return errno
+		}
+	}
+	stat := func(fsys experimentalsys.FS, name string) func() experimentalsys.Errno {
+		return func() experimentalsys.Errno { _, errno := fsys.Stat(name); return errno }
+	}
+	for _, tc := range []struct {
+		name string
+		op   func() experimentalsys.Errno
+		want experimentalsys.Errno // 0: any refusal
+	}{
+		{"open a link that leaves", open(rw, "pre", experimentalsys.O_RDONLY), experimentalsys.EPERM},
+		{"open an absolute link", open(rw, "pre-abs", experimentalsys.O_RDONLY), experimentalsys.EPERM},
+		{"create through a link", open(rw, "wlink", experimentalsys.O_WRONLY|experimentalsys.O_CREAT), experimentalsys.EPERM},
+		{"open through a dir link", open(rw, "dirlink/secret.txt", experimentalsys.O_RDONLY), experimentalsys.EPERM},
+		{"open ..", open(rw, "../secret.txt", experimentalsys.O_RDONLY), experimentalsys.EPERM},
+		{"list a link to /", open(rw, "rootlink", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY), experimentalsys.EPERM},
+		{"stat a link that leaves", stat(rw, "pre"), experimentalsys.EPERM},
+		{"symlink up", func() experimentalsys.Errno { return rw.Symlink("../secret.txt", "x") }, experimentalsys.EPERM},
+		{"symlink absolute", func() experimentalsys.Errno { return rw.Symlink("/etc/passwd", "x") }, experimentalsys.EPERM},
+		{"symlink up from a subdir", func() experimentalsys.Errno { return rw.Symlink("../../x", "given.txt/../y") }, experimentalsys.EPERM},
+		{"rename out", func() experimentalsys.Errno { return rw.Rename("given.txt", "../given.txt") }, experimentalsys.EPERM},
+		{"link out", func() experimentalsys.Errno { return rw.Link("given.txt", "../given.txt") }, experimentalsys.EPERM},
+		{"mkdir through a link", func() experimentalsys.Errno { return rw.Mkdir("dirlink/new", 0o755) }, experimentalsys.EPERM},
+		{"unlink through a link", func() experimentalsys.Errno { return rw.Unlink("dirlink/secret.txt") }, experimentalsys.EPERM},
+		{"read-only write", open(ro, "given.txt", experimentalsys.O_WRONLY), experimentalsys.EROFS},
+		{"read-only create", open(ro, "new", experimentalsys.O_RDONLY|experimentalsys.O_CREAT), experimentalsys.EROFS},
+		{"read-only truncate", open(ro, "given.txt", experimentalsys.O_RDONLY|experimentalsys.O_TRUNC), experimentalsys.EROFS},
+		{"read-only symlink", func() experimentalsys.Errno { return ro.Symlink("given.txt", "in") }, experimentalsys.EROFS},
+		{"read-only link", func() experimentalsys.Errno { return ro.Link("given.txt", "hl") }, experimentalsys.EROFS},
+		{"read-only unlink", func() experimentalsys.Errno { return ro.Unlink("given.txt") }, experimentalsys.EROFS},
+		{"read-only rename", func() experimentalsys.Errno { return ro.Rename("given.txt", "g2") }, experimentalsys.EROFS},
+		{"read-only mkdir", func() experimentalsys.Errno { return ro.Mkdir("d", 0o755) }, experimentalsys.EROFS},
+		{"read-only chmod", func() experimentalsys.Errno { return ro.Chmod("given.txt", 0o777) }, experimentalsys.EROFS},
+		{"read-only utimens", func() experimentalsys.Errno { return ro.Utimens("given.txt", 0, 0) }, experimentalsys.EROFS},
+	} {
+		if got := tc.op(); got == 0 || tc.want != 0 && got != tc.want {
+			t.Errorf("%s: errno %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Still usable inside.
+	f, errno := ro.OpenFile("given.txt", experimentalsys.O_RDONLY, 0)
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	buf := make([]byte, 16)
+	n, errno := f.Read(buf)
+	f.Close()
+	if errno != 0 || string(buf[:n]) != "given" {
+		t.Fatalf("read given.txt: %q, %v", buf[:n], errno)
+	}
+	if errno := ro.Symlink("given.txt", "in"); errno != experimentalsys.EROFS {
+		t.Fatal(errno)
+	}
+	if errno := rw.Symlink("given.txt", "in"); errno != 0 {
+		t.Fatalf("symlink inside: %v", errno)
+	}
+	if st, errno := rw.Stat("in"); errno != 0 || st.Mode&fs.ModeType != 0 {
+		t.Fatalf("stat through an inside link: %v %v", st.Mode, errno)
+	}
+}
+
+func TestSymlinkInside(t *testing.T) {
+	for _, tc := range []struct {
+		target, link string
+		want         bool
+	}{
+		{"a", "b", true},
+		{"sub/a", "b", true},
+		{"../a", "sub/b", true},
+		{"..", "sub/b", true},
+		{".", "b", true},
+		{"../a", "b", false},
+		{"..", "b", false},
+		{"sub/../../a", "b", false},
+		{"/etc/passwd", "b", false},
+		{"", "b", false},
+		{"a\x00", "b", false},
+		{`..\..\a`, "b", false},
+	} {
+		if got := symlinkInside(tc.target, tc.link); got != tc.want {
+			t.Errorf("symlinkInside(%q, %q) = %v, want %v", tc.target, tc.link, got, tc.want)
+		}
+	}
+}
+
+func FuzzSymlinkInside(f *testing.F) {
+	for _, s := range [][2]string{{"a", "b"}, {"../a", "sub/b"}, {"../../x", "a/b"}, {"/x", "y"}, {"a/./../..", "b"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, target, link string) {
+		if !symlinkInside(target, link) {
+			return
+		}
+		// Whatever is accepted never climbs above the grant, walked one
+		// component at a time from the link's directory.
+		parts := strings.Split(link, "/")
+		parts = append(parts[:len(parts)-1], strings.Split(target, "/")...)
+		depth := 0
+		for _, c := range parts {
+			switch c {
+			case "", ".":
+			case "..":
+				depth--
+				if depth < 0 {
+					t.Fatalf("accepted %q at %q, which leaves the grant", target, link)
+				}
+			default:
+				depth++
+			}
+		}
+	})
+}
