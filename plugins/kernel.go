@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gobwas/glob"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -33,7 +32,8 @@ type kernel struct {
 	p   *Plugin
 	lim *memLimiter
 
-	mem    []byte            // in use up to len(mem); offsets below kernelBase are never allocated
+	mem    []byte            // readable up to len(mem); offsets below kernelBase are never allocated
+	top    uint64            // where the next new block goes; <= len(mem)
 	blocks map[uint64]block  // live blocks by offset
 	free   []freeBlock       // freed blocks below top, for reuse
 	vars   map[string][]byte // var_set values, kept across calls
@@ -42,8 +42,9 @@ type kernel struct {
 	outOff, outLen uint64
 	errOff         uint64
 
-	ctx    context.Context // the call's, for http_request
-	status int             // the last http_request's status code
+	ctx     context.Context   // the call's, for http_request
+	status  int               // the last http_request's status code
+	headers map[string]string // and its headers; nil before one
 }
 
 type block struct{ used, cap uint64 }
@@ -76,9 +77,11 @@ func (k *kernel) reset() {
 		k.mem = make([]byte, kernelBase, 4096)
 	}
 	k.mem = k.mem[:kernelBase]
+	k.top = kernelBase
 	clear(k.blocks)
 	k.free = k.free[:0]
 	k.inOff, k.inLen, k.outOff, k.outLen, k.errOff = 0, 0, 0, 0, 0
+	k.status, k.headers = 0, nil // one caller's response is not the next one's
 }
 
 // alloc returns the offset of a new block of n bytes; 0 for n == 0.
@@ -98,21 +101,23 @@ func (k *kernel) alloc(n uint64) uint64 {
 			return f.off
 		}
 	}
-	off := uint64(len(k.mem))
+	off := k.top
 	end := off + c
 	if end < off || end > k.lim.limit {
 		k.lim.refused.Store(true)
 		panic(errKernelMemory)
 	}
-	if end > uint64(cap(k.mem)) {
+	switch {
+	case end > uint64(cap(k.mem)):
 		newCap := min(max(end, 2*uint64(cap(k.mem))), max(k.lim.limit, end))
 		mem := make([]byte, end, newCap)
 		copy(mem, k.mem)
 		k.mem = mem
-	} else {
+	case end > uint64(len(k.mem)):
 		k.mem = k.mem[:end]
-		clear(k.mem[off:end]) // fresh blocks read as zeros
 	}
+	clear(k.mem[off:end]) // fresh blocks read as zeros
+	k.top = end
 	k.blocks[off] = block{used: n, cap: c}
 	return off
 }
@@ -123,8 +128,11 @@ func (k *kernel) freeBlock(off uint64) {
 		return
 	}
 	delete(k.blocks, off)
-	if off+b.cap == uint64(len(k.mem)) {
-		k.mem = k.mem[:off]
+	// The bytes stay readable until the block is reused or the call ends,
+	// as in Extism's kernel: go-pdk reads an HTTP response after freeing
+	// the request block the response may have reused.
+	if off+b.cap == k.top {
+		k.top = off
 		return
 	}
 	if len(k.free) < maxFreeBlocks {
@@ -294,7 +302,7 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 
 	def("http_request", func(k *kernel, s []uint64) { s[0] = k.httpRequest(s[0], s[1]) }, []api.ValueType{i64, i64}, []api.ValueType{i64})
 	def("http_status_code", func(k *kernel, s []uint64) { s[0] = uint64(uint32(int32(k.status))) }, none, []api.ValueType{i32})
-	def("http_headers", func(k *kernel, s []uint64) { s[0] = 0 }, none, []api.ValueType{i64})
+	def("http_headers", func(k *kernel, s []uint64) { s[0] = k.httpHeaders() }, none, []api.ValueType{i64})
 	def("get_log_level", func(k *kernel, s []uint64) { s[0] = uint64(uint32(k.p.rt.guestLevel)) }, none, []api.ValueType{i32})
 	for i, l := range []struct {
 		name  string
@@ -323,17 +331,22 @@ func loopCheck(ctx context.Context, mod api.Module) {
 }
 
 // httpRequest performs an Extism http_request to the spec's allowed hosts,
-// as the go-sdk does; a refused or failed request traps the guest.
+// as the go-sdk does, with the limits of httpgrant.go: every redirect is
+// checked against allowed_hosts, every dialled address against the
+// address rules, and sizes and time are bounded. A refused or failed
+// request traps the guest.
+//
+// Unlike the go-sdk it leaves the request and body blocks to the guest,
+// which frees them (go-pdk does): freeing them here let the response
+// reuse the request's block, which the guest then freed under it.
 func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
-	k.status = 0
+	k.status, k.headers = 0, nil
 	var req struct {
 		Url     string
 		Headers map[string]string
 		Method  string
 	}
-	err := json.Unmarshal(k.bytes(reqOff), &req)
-	k.freeBlock(reqOff)
-	if err != nil {
+	if err := json.Unmarshal(k.bytes(reqOff), &req); err != nil {
 		panic(fmt.Errorf("invalid http request: %v", err))
 	}
 	if req.Method == "" {
@@ -344,48 +357,63 @@ func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 	if err != nil {
 		panic(fmt.Errorf("invalid url: %v", err))
 	}
-	allowed := false
-	for _, h := range k.p.spec.AllowedHosts {
-		if h == u.Hostname() {
-			allowed = true
-			break
-		}
-		if g, err := glob.Compile(h); err == nil && g.Match(u.Hostname()) {
-			allowed = true
-			break
-		}
-	}
-	if !allowed {
-		panic(fmt.Errorf("HTTP request to '%v' is not allowed", req.Url))
+	if err := k.p.hostGrants.allowURL(u); err != nil {
+		panic(err)
 	}
 	var body io.Reader
 	if bodyOff != 0 {
-		body = bytes.NewReader(bytes.Clone(k.bytes(bodyOff)))
-		k.freeBlock(bodyOff)
+		b := k.bytes(bodyOff)
+		if len(b) > maxHTTPBytes {
+			panic(fmt.Errorf("HTTP request body of %d bytes is over the limit of %d", len(b), maxHTTPBytes))
+		}
+		body = bytes.NewReader(bytes.Clone(b))
 	}
 	ctx := k.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, req.Url, body)
+	ctx, cancel := context.WithTimeout(ctx, maxHTTPTime)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), body)
 	if err != nil {
 		panic(err)
 	}
 	for key, v := range req.Headers {
 		hreq.Header.Set(key, v)
 	}
-	resp, err := http.DefaultClient.Do(hreq)
+	resp, err := k.p.httpClient().Do(hreq)
 	if err != nil {
 		panic(err)
 	}
 	defer resp.Body.Close()
-	k.status = resp.StatusCode
-	data, err := io.ReadAll(http.MaxBytesReader(nil, resp.Body, maxHTTPBytes))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBytes+1))
 	if err != nil {
 		panic(err)
+	}
+	if len(data) > maxHTTPBytes {
+		panic(fmt.Errorf("HTTP response body from %q is over the limit of %d bytes", u.Redacted(), maxHTTPBytes))
+	}
+	k.status = resp.StatusCode
+	k.headers = make(map[string]string, len(resp.Header))
+	for name, v := range resp.Header {
+		k.headers[strings.ToLower(name)] = strings.Join(v, ",")
 	}
 	if len(data) == 0 {
 		return 0
 	}
 	return k.write(data)
+}
+
+// httpHeaders returns the last response's headers as a JSON object of
+// lowercased names (values of repeated headers joined by ","), as the
+// go-sdk does with response headers enabled; 0 before any response.
+func (k *kernel) httpHeaders() uint64 {
+	if k.headers == nil {
+		return 0
+	}
+	b, err := json.Marshal(k.headers)
+	if err != nil {
+		panic(err)
+	}
+	return k.write(b)
 }

@@ -56,3 +56,24 @@ func TestKernelMemory(t *testing.T) {
 		t.Fatal("input over the cap accepted")
 	}
 }
+
+// TestKernelFreedStaysReadable: as in Extism's kernel, a freed block's
+// bytes stay readable until the block is reused or the call ends. go-pdk
+// relies on it: Send frees the request block, which the response may
+// reuse, before Body reads the response.
+func TestKernelFreedStaysReadable(t *testing.T) {
+	k := newKernel(&Plugin{}, &memLimiter{limit: 1 << 16})
+	req := k.write([]byte("request"))
+	k.freeBlock(req) // the top block
+	resp := k.write([]byte("response"))
+	if resp != req {
+		t.Fatalf("the top was not reused: %d, %d", req, resp)
+	}
+	k.freeBlock(resp)
+	if got := string(k.span(resp, 8)); got != "response" {
+		t.Fatalf("freed block reads %q", got)
+	}
+	if again := k.alloc(8); again != resp || string(k.span(again, 8)) != "\x00\x00\x00\x00\x00\x00\x00\x00" {
+		t.Fatal("a reused block does not read as zeros")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type Plugin struct {
 	log    hclog.Logger
 	modCfg wazero.ModuleConfig
 	roots  []*rootFS // allowed_paths grants, closed by Close
+
+	hostGrants hostGrants                  // allowed_hosts, parsed
+	http       atomic.Pointer[http.Client] // for http_request, made on first use
 
 	sem  chan struct{}  // one token per instance slot
 	idle chan *instance // warm instances
@@ -125,6 +129,10 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		done: make(chan struct{}),
 	}
 	p.refs.Store(1)
+	if p.hostGrants, err = parseHostGrants(spec.AllowedHosts); err != nil {
+		rt.release(mod)
+		return nil, fmt.Errorf("%w: %s: %w", ErrSpec, spec.Name, err)
+	}
 	mc := defaultModuleConfig()
 	for k, v := range spec.Env {
 		mc = mc.WithEnv(k, v)
@@ -589,6 +597,7 @@ wait:
 		<-p.sem
 	}
 	p.closeRoots()
+	p.closeHTTP()
 	p.rt.release(p.mod)
 	return nil
 }

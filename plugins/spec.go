@@ -52,7 +52,12 @@ type Spec struct {
 	OnError     string // OnErrorDeny or OnErrorSkip
 
 	// Grants; by default a plugin has no filesystem, network or environment.
-	AllowedHosts []string          // hosts reachable through Extism HTTP
+	// AllowedHosts are the hosts reachable through Extism HTTP: names,
+	// globs like "*.example.com", IP addresses, each with an optional
+	// ":port". Loopback, private, link-local and other non-public
+	// addresses are reachable only when an entry names the address itself
+	// (or "localhost" for loopback); see httpgrant.go.
+	AllowedHosts []string
 	AllowedPaths map[string]string // host path -> guest path; "ro:" before the host path mounts read-only
 	Env          map[string]string // environment variables visible to WASI
 
@@ -109,6 +114,11 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: %s: instances %d is outside 1..%d", ErrSpec, s.Name, s.Instances, MaxInstances)
 	case s.MaxOutputBytes < 0:
 		return fmt.Errorf("%w: %s: negative max output", ErrSpec, s.Name)
+	}
+	for _, h := range s.AllowedHosts {
+		if err := CheckAllowedHost(h); err != nil {
+			return fmt.Errorf("%w: %s: allowed_hosts: %w", ErrSpec, s.Name, err)
+		}
 	}
 	if s.SHA256 != "" && !isHex64(s.SHA256) {
 		return fmt.Errorf("%w: %s: sha256 %q is not 64 hex digits", ErrSpec, s.Name, s.SHA256)

@@ -87,6 +87,9 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 			if h == "" {
 				d.errorf(ranges[i], "Empty host in allowed_hosts",
 					"Each entry of allowed_hosts is a host name the plugin may reach, like \"api.example.com\" or \"*.example.com\". Remove the empty one.")
+			} else if err := plugins.CheckAllowedHost(h); err != nil {
+				d.errorf(ranges[i], "Invalid host in allowed_hosts",
+					"%v. Each entry is a host name, a pattern or an IP address, with an optional port: \"api.example.com\", \"*.example.com\", \"10.0.0.5:8200\", \"localhost:3000\". Loopback, private and link-local addresses are reachable only through an entry that names the address (or \"localhost\").", err)
 			}
 		}
 		p.AllowedHosts = hosts
