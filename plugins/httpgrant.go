@@ -174,7 +174,7 @@ func (gs hostGrants) allowURL(u *url.URL) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: HTTP request to %q is not allowed: add its host to the plugin's allowed_hosts", ErrHTTPRefused, u.Redacted())
+	return fmt.Errorf("%w: HTTP request to %q is not allowed: its host is not in the plugin's allowed_hosts", ErrHTTPRefused, u.Redacted())
 }
 
 // namedAddrs returns what the entries matching host:port explicitly name
