@@ -35,7 +35,12 @@
 //
 // Guests get WASI with clocks and randomness only: no filesystem,
 // environment or network unless the spec grants them (AllowedPaths, Env,
-// AllowedHosts for Extism HTTP). The guest's linear memory is capped at
+// AllowedHosts for Extism HTTP). A path grant is an os.Root (rootfs.go):
+// nothing the guest names, symlinks included, resolves outside it. HTTP
+// (httpgrant.go) checks every redirect against AllowedHosts and every
+// dialled address, after DNS, against loopback, private and other
+// non-public ranges, which only an entry naming the address opens. The
+// guest's linear memory is capped at
 // Spec.Memory through a wazero memory allocator, so plugins sharing a
 // compiled module can have different caps; the Extism memory that holds
 // input, output and the blocks a guest allocates through the host is capped
