@@ -57,7 +57,7 @@ func mountGrants(paths map[string]string) (wazero.FSConfig, []*rootFS, error) {
 			for _, r := range roots {
 				r.close()
 			}
-			return nil, nil, fmt.Errorf("%w: allowed_paths %q: %w", ErrInstantiate, host, err)
+			return nil, nil, fmt.Errorf("%w: allowed_paths %q: %w (the granted directory must exist)", ErrInstantiate, host, err)
 		}
 		roots = append(roots, r)
 		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(r, guest)

@@ -242,3 +242,13 @@ func FuzzSymlinkInside(f *testing.F) {
 		}
 	})
 }
+
+func TestGrantMissingDirectory(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{})
+	missing := filepath.Join(t.TempDir(), "nope")
+	_, err := rt.Load(context.Background(), Spec{Name: "fsescape", Source: guest(t, "fsescape"),
+		AllowedPaths: map[string]string{"ro:" + missing: "/data"}})
+	if err == nil || !strings.Contains(err.Error(), "allowed_paths") || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("error %v, want one naming the grant", err)
+	}
+}
