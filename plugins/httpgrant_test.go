@@ -277,7 +277,7 @@ func TestHTTPLoopbackNeedsNaming(t *testing.T) {
 	}
 }
 
-// TestHTTPRequestBodyLimit: a body over the limit traps before anything
+// TestHTTPLimits: a request body over the limit traps before anything
 // is sent.
 func TestHTTPLimits(t *testing.T) {
 	k := newKernel(&Plugin{}, &memLimiter{limit: 1 << 30})
