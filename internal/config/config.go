@@ -70,6 +70,18 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	}
 
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		// An empty file is what a writer leaves between truncating and
+		// writing: serving it would drop every server and policy.
+		if len(body.Attributes) == 0 && len(body.Blocks) == 0 {
+			out.List = append(out.List, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Empty config file",
+				Detail: fmt.Sprintf("%s has no blocks (it is empty, or only whitespace and comments). A config declares at least one block. "+
+					"If the file is being written, write it whole to a temporary file in the same directory and rename it over this one.", filename),
+				Subject: body.SrcRange.Ptr(),
+			})
+			return nil, out
+		}
 		if diags := checkNumbers(body); diags.HasErrors() {
 			out.List = append(out.List, diags...)
 			return nil, out

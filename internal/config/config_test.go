@@ -202,6 +202,9 @@ func TestErrorSummaries(t *testing.T) {
 		{"empty name", "server \"\" {\n  command = \"c\"\n}", "Invalid server name", 1},
 		{"huge number", "listen {\n  http = \"${1e9999999}\"\n}", "Number out of range", 2},
 		{"tiny number", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1e-9999 }\n}", "Number out of range", 3},
+		{"empty file", "", "Empty config file", 1},
+		{"whitespace only", "\n  \n\t\n", "Empty config file", 1},
+		{"comments only", "# servers come later\n// and plugins\n/* too */\n", "Empty config file", 1},
 		{"division by zero", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1/0 }\n}", "", 0},
 	}
 	os.Unsetenv("MCPHOST_TEST_UNSET")
