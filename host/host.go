@@ -220,6 +220,13 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		}
 	}
 
+	// A reload swaps servers and policies together (Reconfigure): a call
+	// whose server went or changed while it was being admitted may have
+	// been admitted by the new policies, which do not cover that server.
+	if h.upstreamNamed(r.server) != u {
+		return errorResult("call to %s refused: the config was reloaded during the call; call again", name), nil
+	}
+
 	params := &mcp.CallToolParams{Name: r.tool, Arguments: args}
 	if len(args) == 0 {
 		params.Arguments = nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -33,6 +34,9 @@ type File struct {
 type Runtime struct {
 	CacheDir string // compile cache directory; empty means none
 	Watch    bool   // reload when plugin files or the config change
+	// WatchSettle is how long a changed config file must stay unchanged,
+	// and closed by whoever wrote it, before it is reloaded.
+	WatchSettle time.Duration
 }
 
 // Load reads and decodes the config file at path. The returned Diagnostics

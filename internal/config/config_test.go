@@ -92,7 +92,7 @@ func TestLoadFullConfig(t *testing.T) {
 			Memory:  plugins.DefaultMemoryBytes,
 			OnError: plugins.OnErrorDeny,
 		}},
-		Runtime: Runtime{CacheDir: filepath.Join(dir, ".cache"), Watch: false},
+		Runtime: Runtime{CacheDir: filepath.Join(dir, ".cache"), Watch: false, WatchSettle: 2 * time.Second},
 		Path:    filepath.Join(dir, "full.hcl"),
 		Sources: []string{filepath.Join(dir, "full.hcl"), filepath.Join(dir, "token.txt")},
 	}
@@ -129,6 +129,9 @@ plugin "p" {
 	}
 	if !f.Runtime.Watch {
 		t.Error("Runtime.Watch = false, want true by default")
+	}
+	if f.Runtime.WatchSettle != DefaultWatchSettle {
+		t.Errorf("Runtime.WatchSettle = %s, want %s by default", f.Runtime.WatchSettle, DefaultWatchSettle)
 	}
 }
 
@@ -202,6 +205,8 @@ func TestErrorSummaries(t *testing.T) {
 		{"empty name", "server \"\" {\n  command = \"c\"\n}", "Invalid server name", 1},
 		{"huge number", "listen {\n  http = \"${1e9999999}\"\n}", "Number out of range", 2},
 		{"tiny number", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1e-9999 }\n}", "Number out of range", 3},
+		{"settle too long", "runtime {\n  watch_settle = \"2h\"\n}", `Invalid duration for "watch_settle"`, 2},
+		{"settle zero", "runtime {\n  watch_settle = \"0s\"\n}", `Invalid duration for "watch_settle"`, 2},
 		{"empty file", "", "Empty config file", 1},
 		{"whitespace only", "\n  \n\t\n", "Empty config file", 1},
 		{"comments only", "# servers come later\n// and plugins\n/* too */\n", "Empty config file", 1},
