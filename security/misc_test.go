@@ -57,7 +57,7 @@ server "up" {
 		close(lines)
 	}()
 	type reply struct {
-		ID     any             `json:"id"`
+		ID     any `json:"id"`
 		Error  *struct{ Code int }
 		Result json.RawMessage `json:"result"`
 	}
