@@ -30,6 +30,10 @@ var Version = "0.1.0"
 // ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
 var ErrUnknownTool = errors.New("unknown tool")
 
+// ErrInvalidArguments is returned (wrapped) for a call whose arguments the
+// gateway refuses to forward (bytes that are not UTF-8).
+var ErrInvalidArguments = errors.New("invalid arguments")
+
 // Options are the optional parts of a Host; nil means all defaults.
 type Options struct {
 	Logger hclog.Logger // nil discards logs
@@ -183,6 +187,9 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := checkArguments(args); err != nil {
+		return nil, err
+	}
 	v, err := h.view(ctx, caller)
 	if err != nil {
 		return nil, err
@@ -212,6 +219,9 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 			}
 			return errorResult("call to %s denied: %s", name, reason), nil
 		case abi.ActionRewrite:
+			if err := checkArguments(d.Arguments); err != nil {
+				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
+			}
 			args = d.Arguments
 		case abi.ActionRespond:
 			return fromABIResult(d.Result)
