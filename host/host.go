@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -208,7 +209,8 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
 		d, err := h.policy.ToolCall(ctx, in)
 		if err != nil {
-			return errorResult("call to %s refused: %v", name, err), nil
+			h.log.Debug("policy failed on a call", "tool", name, "error", err)
+			return errorResult("call to %s refused: %s", name, policyMessage(err)), nil
 		}
 		switch d.Action {
 		case abi.ActionAllow, "":
@@ -217,7 +219,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 			if reason == "" {
 				reason = "denied by policy"
 			}
-			return errorResult("call to %s denied: %s", name, reason), nil
+			return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
 		case abi.ActionRewrite:
 			if err := checkArguments(d.Arguments); err != nil {
 				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
@@ -226,7 +228,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		case abi.ActionRespond:
 			return fromABIResult(d.Result)
 		default:
-			return errorResult("call to %s refused: policy returned unknown action %q", name, d.Action), nil
+			return errorResult("call to %s refused: policy returned unknown action %s", name, cleanText(strconv.Quote(d.Action))), nil
 		}
 	}
 
@@ -288,7 +290,8 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	}
 	out, err := h.policy.ToolResult(ctx, in)
 	if err != nil {
-		return errorResult("result of %s withheld by policy: %v", name, err), nil
+		h.log.Debug("policy failed on a result", "tool", name, "error", err)
+		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
 		return &rawToolResult{raw: rawRes}, nil // unchanged (resultKeeper)
