@@ -210,6 +210,9 @@ func (rt *Runtime) resolve(spec Spec) (source, error) {
 	for k, v := range spec.Config {
 		src.config[k] = v
 	}
+	if err := CheckHeader(src.wasm); err != nil {
+		return src, err
+	}
 	src.config[abi.ConfigABI] = abi.Version // the host's, set last: not the operator's to change
 	src.sha = rt.digest(spec.Source, src.path == "", src.wasm)
 	if spec.SHA256 != "" && !strings.EqualFold(spec.SHA256, src.sha) {

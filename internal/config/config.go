@@ -28,6 +28,15 @@ type File struct {
 	// itself, then every file read with file(). A watcher reloads when any
 	// of them changes.
 	Sources []string
+
+	sourceRanges map[string]hcl.Range // plugin name -> its source expression
+}
+
+// SourceRange returns where plugin's source is written, for a diagnostic
+// about the module it names.
+func (f *File) SourceRange(plugin string) (hcl.Range, bool) {
+	r, ok := f.sourceRanges[plugin]
+	return r, ok
 }
 
 // Runtime configures the process around the host.
@@ -92,7 +101,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 		}
 	}
 
-	d := &decoder{dir: filepath.Dir(abs)}
+	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}}
 	d.ctx = d.evalContext()
 	file := d.decodeFile(f.Body)
 	out.List = append(out.List, d.diags...)
@@ -102,6 +111,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	}
 	file.Path = abs
 	file.Sources = append([]string{abs}, d.sources...)
+	file.sourceRanges = d.sourceRanges
 	return file, out
 }
 

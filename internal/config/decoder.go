@@ -19,6 +19,9 @@ type decoder struct {
 	ctx     *hcl.EvalContext
 	diags   hcl.Diagnostics
 	sources []string // files read through file(), for the watcher
+	// sourceRanges are where each plugin's source is written, for
+	// diagnostics about the module found there (File.SourceRange).
+	sourceRanges map[string]hcl.Range
 }
 
 // path makes p absolute against the config file's directory, so the meaning
