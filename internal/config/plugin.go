@@ -3,8 +3,8 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
