@@ -104,6 +104,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}}
 	d.ctx = d.evalContext()
 	file := d.decodeFile(f.Body)
+	hideSecrets(d.diags, d.hidden)
 	out.List = append(out.List, d.diags...)
 	sortBySource(out.List)
 	if out.HasErrors() {
