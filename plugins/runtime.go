@@ -204,14 +204,14 @@ func (rt *Runtime) resolve(spec Spec) (source, error) {
 		if err != nil {
 			return src, fmt.Errorf("%w: %w", ErrSource, err)
 		}
+		if err := CheckHeader(wasm); err != nil {
+			return src, err
+		}
 		src.wasm, src.path = wasm, path
 		src.config = make(map[string]string, len(spec.Config))
 	}
 	for k, v := range spec.Config {
 		src.config[k] = v
-	}
-	if err := CheckHeader(src.wasm); err != nil {
-		return src, err
 	}
 	src.config[abi.ConfigABI] = abi.Version // the host's, set last: not the operator's to change
 	src.sha = rt.digest(spec.Source, src.path == "", src.wasm)
