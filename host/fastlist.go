@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // A cached tools/list answer is written straight from the encoded listing
@@ -27,7 +28,8 @@ import (
 // The view is already cached per caller; its encoding is now cached with it.
 //
 // Only the plainest request takes the shortcut: a POST carrying one
-// tools/list request without a cursor or _meta, on a session that the
+// tools/list request without a cursor (with or without _meta, which then
+// describes the caller exactly as on the go-sdk path), on a session that the
 // go-sdk established and that completed its initialisation through the
 // middleware, at a protocol version up to 2025-11-25 (later versions have
 // the go-sdk annotate results), without the go-sdk's TokenInfo (the view
@@ -121,17 +123,21 @@ func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Ha
 		}
 		// Most requests are not listings: a substring check spares them
 		// the parse.
-		var id json.RawMessage
+		var id, meta json.RawMessage
 		ok := bytes.Contains(head, []byte(`"tools/list"`))
 		if ok {
-			id, ok = parseFastList(head)
+			id, meta, ok = parseFastList(head)
+		}
+		caller := sessionCaller(e.ss, DownstreamHTTP)
+		if ok && meta != nil {
+			caller.Meta, ok = fastListMeta(meta)
 		}
 		if !ok {
 			r.Body = io.NopCloser(bytes.NewReader(head))
 			next.ServeHTTP(w, r)
 			return
 		}
-		v, err := h.view(r.Context(), sessionCaller(e.ss, DownstreamHTTP))
+		v, err := h.view(r.Context(), caller)
 		var listing []byte
 		if err == nil {
 			listing, err = v.encoded()
@@ -183,15 +189,16 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 }
 
 // parseFastList reports whether body is exactly one tools/list request
-// with no cursor and no _meta, and returns its id as sent. It is strict
-// where the go-sdk's reading could differ from a lax one: member names are
-// matched exactly, and a repeated or unknown member, an id that is not a
-// string or an integer, or anything after the object refuses the shortcut.
-func parseFastList(body []byte) (id json.RawMessage, ok bool) {
+// with no cursor, and returns its id as sent and its params' _meta (nil
+// when absent). It is strict where the go-sdk's reading could differ from
+// a lax one: member names are matched exactly, and a repeated or unknown
+// member, an id that is not a string or an integer, or anything after the
+// object refuses the shortcut.
+func parseFastList(body []byte) (id, meta json.RawMessage, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
+		return nil, nil, false
 	}
 	var version, method string
 	seen := map[string]bool{}
@@ -199,45 +206,93 @@ func parseFastList(body []byte) (id json.RawMessage, ok bool) {
 		t, err := dec.Token()
 		key, isKey := t.(string)
 		if err != nil || !isKey || seen[key] {
-			return nil, false
+			return nil, nil, false
 		}
 		seen[key] = true
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, false
+			return nil, nil, false
 		}
 		switch key {
 		case "jsonrpc":
 			if json.Unmarshal(raw, &version) != nil {
-				return nil, false
+				return nil, nil, false
 			}
 		case "method":
 			if json.Unmarshal(raw, &method) != nil {
-				return nil, false
+				return nil, nil, false
 			}
 		case "id":
 			if !plainID(raw) {
-				return nil, false
+				return nil, nil, false
 			}
 			id = raw
 		case "params":
-			if !emptyParams(raw) {
-				return nil, false
+			if meta, ok = listParams(raw); !ok {
+				return nil, nil, false
 			}
 		default:
+			return nil, nil, false
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, false
+	}
+	if version != "2.0" || method != "tools/list" || id == nil {
+		return nil, nil, false
+	}
+	return id, meta, true
+}
+
+// listParams accepts null, {} and {"_meta": OBJECT-or-null}, and returns
+// the _meta object (nil when absent or null).
+func listParams(raw json.RawMessage) (meta json.RawMessage, ok bool) {
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil || t != "_meta" || meta != nil {
+			return nil, false
+		}
+		if err := dec.Decode(&meta); err != nil {
+			return nil, false
+		}
+		switch {
+		case bytes.Equal(meta, []byte("null")):
+			meta = json.RawMessage{} // seen, and means none
+		case len(meta) == 0 || meta[0] != '{':
 			return nil, false
 		}
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, false
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(meta) == 0 {
+		meta = nil
+	}
+	return meta, true
+}
+
+// fastListMeta reads a tools/list request's _meta as the go-sdk's path
+// does (its decoder into mcp.Meta, then requestMeta), so that the shortcut
+// asks for the very view, and gets the very bytes, that the go-sdk's
+// handler would.
+func fastListMeta(raw json.RawMessage) (json.RawMessage, bool) {
+	var m mcp.Meta
+	dec := segjson.NewDecoder(bytes.NewReader(raw))
+	dec.DontMatchCaseInsensitiveStructFields()
+	if err := dec.Decode(&m); err != nil {
 		return nil, false
 	}
-	if version != "2.0" || method != "tools/list" || id == nil {
-		return nil, false
-	}
-	return id, true
+	return requestMeta(m), true
 }
 
 // plainID accepts a JSON string or an integer that fits an int64, the ids
@@ -249,15 +304,6 @@ func plainID(raw json.RawMessage) bool {
 	}
 	_, err := strconv.ParseInt(string(raw), 10, 64)
 	return err == nil
-}
-
-// emptyParams accepts null and {}.
-func emptyParams(raw json.RawMessage) bool {
-	if bytes.Equal(raw, []byte("null")) {
-		return true
-	}
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && m != nil && len(m) == 0
 }
 
 // acceptsBoth reports whether the Accept headers allow both

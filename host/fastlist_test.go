@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,7 +194,8 @@ func TestFastListLeavesTheRestToTheGoSDK(t *testing.T) {
 		status int // 0: 200 with an event stream
 	}{
 		{"a cursor", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"x"}}`, nil, 0},
-		{"_meta", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1}}}`, nil, 0},
+		{"_meta and a cursor", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1},"cursor":"x"}}`, nil, 0},
+		{"a _meta that is not an object", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":[1]}}`, nil, 0},
 		{"another method", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil, 0},
 		{"a repeated member", `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"ping"}`, nil, 0},
 		{"a member in another case", `{"jsonrpc":"2.0","id":1,"Method":"tools/list","method":"tools/list"}`, nil, 0},
@@ -265,25 +268,86 @@ func TestParseFastList(t *testing.T) {
 	for _, tc := range []struct {
 		body string
 		id   string // "" when refused
+		meta string
 	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `1`},
-		{` {"method":"tools/list","id":"x","jsonrpc":"2.0","params":{}} `, `"x"`},
-		{`{"jsonrpc":"2.0","id":"a\"b","method":"tools/list","params":null}`, `"a\"b"`},
-		{`{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/list"}`, `9223372036854775807`},
-		{`{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}`, ``},
-		{`{"jsonrpc":"2.0","id":1e3,"method":"tools/list"}`, ``},
-		{`{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, ``},
-		{`{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, ``},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, ``},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null}}`, ``},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"`, ``},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"} x`, ``},
-		{``, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, `1`, ``},
+		{` {"method":"tools/list","id":"x","jsonrpc":"2.0","params":{}} `, `"x"`, ``},
+		{`{"jsonrpc":"2.0","id":"a\"b","method":"tools/list","params":null}`, `"a\"b"`, ``},
+		{`{"jsonrpc":"2.0","id":9223372036854775807,"method":"tools/list"}`, `9223372036854775807`, ``},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"progressToken":"p","k":[1,{"a":null}]}}}`, `2`, `{"progressToken":"p","k":[1,{"a":null}]}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":null}}`, `2`, ``},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{}}}`, `2`, `{}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":null,"_meta":{}}}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{},"_meta":{}}}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_Meta":{}}}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":"x"}}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1e3,"method":"tools/list"}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, ``, ``},
+		{`{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null}}`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"`, ``, ``},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"} x`, ``, ``},
+		{``, ``, ``},
 	} {
-		id, ok := parseFastList([]byte(tc.body))
-		if ok != (tc.id != "") || string(id) != tc.id {
-			t.Errorf("%s: got %q, %v; want %q", tc.body, id, ok, tc.id)
+		id, meta, ok := parseFastList([]byte(tc.body))
+		if ok != (tc.id != "") || string(id) != tc.id || string(meta) != tc.meta {
+			t.Errorf("%s: got %q, %q, %v; want %q, %q", tc.body, id, meta, ok, tc.id, tc.meta)
 		}
+	}
+}
+
+// metaPolicy titles every tool with the caller's _meta and counts its
+// listings, so a view served for the wrong _meta, or computed again,
+// shows.
+type metaPolicy struct{ lists *atomic.Int64 }
+
+func (p metaPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	p.lists.Add(1)
+	out := append([]abi.Tool(nil), in.Tools...)
+	for i := range out {
+		out[i].Title = "meta " + string(in.Caller.Meta)
+	}
+	return out, nil
+}
+
+func (metaPolicy) ToolCall(context.Context, *abi.ToolCallInput) (*abi.CallDecision, error) {
+	return &abi.CallDecision{Action: abi.ActionAllow}, nil
+}
+
+func (metaPolicy) ToolResult(_ context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	return in.Result, nil
+}
+
+func (metaPolicy) Generation() uint64 { return 1 }
+
+// A tools/list with its own _meta is served from the cached listing, with
+// the bytes the go-sdk's handler answers for the same request, and the
+// policies run once per distinct _meta (the progress token aside).
+func TestFastListWithMeta(t *testing.T) {
+	var lists atomic.Int64
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: metaPolicy{&lists}})
+	url := httptestServer(t, h) + "/mcp"
+	_, s := connectAs(t, url, "c")
+	for i, meta := range []string{`{"trace":"t1"}`, `{"progressToken":5,"trace":"t1"}`, `{"progressToken":"x","trace":"t1"}`, `{"trace":"t2","n":1.50}`, `{}`, `null`} {
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/list","params":{"_meta":` + meta + `}}`
+		fast, shortcut := message(t, s.post(body, nil))
+		if !shortcut {
+			t.Fatalf("%s: a tools/list with _meta did not take the shortcut", meta)
+		}
+		slow, shortcut := message(t, s.post(body, func(r *http.Request) { r.Header.Del("Mcp-Protocol-Version") }))
+		if shortcut {
+			t.Fatal("a request without Mcp-Protocol-Version took the shortcut")
+		}
+		if !bytes.Equal(fast.Result, slow.Result) {
+			t.Fatalf("_meta %s: the shortcut answered\n%s\nthe go-sdk\n%s", meta, fast.Result, slow.Result)
+		}
+	}
+	// Views: {"trace":"t1"} (three requests), {"trace":"t2","n":1.5},
+	// and no meta ({} and null).
+	if n := lists.Load(); n != 3 {
+		t.Errorf("the policy listed %d times, want 3 (once per distinct _meta)", n)
 	}
 }
 
@@ -295,11 +359,13 @@ func FuzzParseFastList(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"progressToken":1,"a":"b"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":null}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		id, ok := parseFastList(body)
+		id, meta, ok := parseFastList(body)
 		if !ok {
 			return
 		}
@@ -318,8 +384,14 @@ func FuzzParseFastList(f *testing.F) {
 		if req.JSONRPC != "2.0" || req.Method != "tools/list" || !bytes.Equal(req.ID, id) {
 			t.Fatalf("accepted %q as id %s", body, id)
 		}
-		if req.Params != nil && (req.Params.Cursor != nil || req.Params.Meta != nil) {
-			t.Fatalf("accepted %q with params", body)
+		if req.Params != nil && req.Params.Cursor != nil {
+			t.Fatalf("accepted %q with a cursor", body)
+		}
+		if req.Params != nil && req.Params.Meta != nil {
+			var m map[string]any
+			if err := json.Unmarshal(meta, &m); err != nil || !reflect.DeepEqual(m, req.Params.Meta) {
+				t.Fatalf("accepted %q with _meta %q", body, meta)
+			}
 		}
 		if !json.Valid(id) {
 			t.Fatalf("id %q is not JSON", id)

@@ -224,7 +224,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 				}
 				res, err := h.callTool(ctx, callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
-				if errors.Is(err, ErrUnknownTool) {
+				if errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments) {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 				}
 				if err != nil {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,10 @@ var Version = "0.1.0"
 
 // ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
 var ErrUnknownTool = errors.New("unknown tool")
+
+// ErrInvalidArguments is returned (wrapped) for a call whose arguments the
+// gateway refuses to forward (bytes that are not UTF-8).
+var ErrInvalidArguments = errors.New("invalid arguments")
 
 // Options are the optional parts of a Host; nil means all defaults.
 type Options struct {
@@ -183,6 +188,9 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := checkArguments(args); err != nil {
+		return nil, err
+	}
 	v, err := h.view(ctx, caller)
 	if err != nil {
 		return nil, err
@@ -201,7 +209,8 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
 		d, err := h.policy.ToolCall(ctx, in)
 		if err != nil {
-			return errorResult("call to %s refused: %v", name, err), nil
+			h.log.Debug("policy failed on a call", "tool", name, "error", err)
+			return errorResult("call to %s refused: %s", name, policyMessage(err)), nil
 		}
 		switch d.Action {
 		case abi.ActionAllow, "":
@@ -210,14 +219,24 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 			if reason == "" {
 				reason = "denied by policy"
 			}
-			return errorResult("call to %s denied: %s", name, reason), nil
+			return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
 		case abi.ActionRewrite:
+			if err := checkArguments(d.Arguments); err != nil {
+				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
+			}
 			args = d.Arguments
 		case abi.ActionRespond:
 			return fromABIResult(d.Result)
 		default:
-			return errorResult("call to %s refused: policy returned unknown action %q", name, d.Action), nil
+			return errorResult("call to %s refused: policy returned unknown action %s", name, cleanText(strconv.Quote(d.Action))), nil
 		}
+	}
+
+	// A reload swaps servers and policies together (Reconfigure): a call
+	// whose server went or changed while it was being admitted may have
+	// been admitted by the new policies, which do not cover that server.
+	if h.upstreamNamed(r.server) != u {
+		return errorResult("call to %s refused: the config was reloaded during the call; call again", name), nil
 	}
 
 	params := &mcp.CallToolParams{Name: r.tool, Arguments: args}
@@ -271,7 +290,8 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	}
 	out, err := h.policy.ToolResult(ctx, in)
 	if err != nil {
-		return errorResult("result of %s withheld by policy: %v", name, err), nil
+		h.log.Debug("policy failed on a result", "tool", name, "error", err)
+		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
 		return &rawToolResult{raw: rawRes}, nil // unchanged (resultKeeper)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -131,6 +132,26 @@ func (u *upstream) drainRaw(cs *mcp.ClientSession) {
 	if c := u.rawConn(cs); c != nil {
 		c.drain(u.cfg.Timeout)
 	}
+}
+
+// checkArguments refuses tool arguments that are not valid UTF-8. JSON
+// text must be UTF-8 (RFC 8259 §8.1); the go-sdk passes the bytes through
+// untouched, and upstreams read them differently (some replace, some fail,
+// some never answer), so the gateway refuses them before any policy or
+// upstream sees them.
+func checkArguments(args json.RawMessage) error {
+	if utf8.Valid(args) {
+		return nil
+	}
+	at := 0
+	for at < len(args) {
+		r, n := utf8.DecodeRune(args[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return fmt.Errorf("%w: the arguments are not valid UTF-8 (first bad byte at offset %d); send JSON text in UTF-8", ErrInvalidArguments, at)
 }
 
 // rawCallParams are tools/call params as the go-sdk's client sends them.

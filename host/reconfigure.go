@@ -11,7 +11,14 @@ import (
 // started, changed servers are restarted, and a change of tool naming
 // rebuilds the catalog. Unchanged servers keep their sessions and calls in
 // flight. Listen settings take effect only on restart.
-func (h *Host) Reconfigure(ctx context.Context, cfg Config) error {
+//
+// swapPolicy, when not nil, swaps in the policies that go with cfg (built
+// whole beforehand, such as plugins.Staged.Commit). It runs once the new
+// server set is in place and before any new server starts, under the lock
+// that call routing takes, so that no call sees the new servers with the
+// old policies or the old servers with the new ones. It is not called when
+// cfg is refused.
+func (h *Host) Reconfigure(ctx context.Context, cfg Config, swapPolicy func()) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -43,6 +50,9 @@ func (h *Host) Reconfigure(ctx context.Context, cfg Config) error {
 	}
 	h.upstreams, h.byName = next, byName
 	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources = cfg.Servers, cfg.Tools, cfg.Resources
+	if swapPolicy != nil {
+		swapPolicy()
+	}
 	h.upMu.Unlock()
 
 	var wg sync.WaitGroup

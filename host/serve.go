@@ -119,7 +119,8 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 // and stdout) until the client disconnects or ctx ends.
 func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	srv := h.MCPServer(DownstreamStdio)
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: r, Writer: w})
+	lw := &lockedWriter{w: w}
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: stdioFrames(r, lw), Writer: lw})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

@@ -363,8 +363,14 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	if caps == nil {
 		return f, nil
 	}
+	// A server that does not implement one of these lists (-32601) has
+	// none of it; the others still count.
 	if caps.Prompts != nil {
 		for p, err := range cs.Prompts(ctx, nil) {
+			if methodNotFound(err) {
+				f.prompts = nil
+				break
+			}
 			if err != nil {
 				return f, fmt.Errorf("listing prompts: %w", err)
 			}
@@ -373,12 +379,20 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	}
 	if caps.Resources != nil {
 		for r, err := range cs.Resources(ctx, nil) {
+			if methodNotFound(err) {
+				f.resources = nil
+				break
+			}
 			if err != nil {
 				return f, fmt.Errorf("listing resources: %w", err)
 			}
 			f.resources = append(f.resources, r)
 		}
 		for t, err := range cs.ResourceTemplates(ctx, nil) {
+			if methodNotFound(err) {
+				f.templates = nil
+				break
+			}
 			if err != nil {
 				return f, fmt.Errorf("listing resource templates: %w", err)
 			}

@@ -210,7 +210,7 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 func computeView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
 	tools, err := policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
 	if err != nil {
-		return nil, fmt.Errorf("tool list withheld by policy: %w", err)
+		return nil, &listingError{msg: "tool list withheld by policy: " + policyMessage(err), err: err}
 	}
 	v, err := newView(cat, tools)
 	if err != nil {

@@ -186,12 +186,16 @@ func (c *Chain) failure(p *Plugin, hook string, err error) error {
 	if errors.As(err, &te) && te.Stderr != "" {
 		args = append(args, "stderr", te.Stderr)
 	}
+	// The full error (an engine's stack trace, guest stderr) is for
+	// debugging; the warning says what happened in one line.
+	pe := &PolicyError{Plugin: p.spec.Name, Hook: hook, Err: err}
+	p.log.Debug("plugin failure in full", args...)
 	if p.spec.OnError == OnErrorSkip {
-		p.log.Warn("plugin failed; skipped", args...)
+		p.log.Warn("plugin failed; skipped", "hook", hook, "error", pe.ClientMessage())
 		return nil
 	}
-	p.log.Error("plugin failed; failing closed", args...)
-	return fmt.Errorf("plugins: policy %q failed in %s: %w", p.spec.Name, hook, err)
+	p.log.Error("plugin failed; failing closed", "hook", hook, "error", pe.ClientMessage())
+	return pe
 }
 
 // ToolsList runs every tools_list hook in order, each on the previous
@@ -322,16 +326,20 @@ func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallD
 		d, err := c.toolCallOne(ctx, p, &cur)
 		if err != nil {
 			if err = c.failure(p, abi.HookToolCall, err); err != nil {
-				return &abi.CallDecision{Action: abi.ActionDeny, Reason: err.Error()}, nil
+				return &abi.CallDecision{Action: abi.ActionDeny, Reason: err.(*PolicyError).ClientMessage()}, nil
 			}
 			continue
 		}
 		switch d.Action {
 		case abi.ActionDeny:
-			if d.Reason == "" {
-				d.Reason = fmt.Sprintf("denied by policy %q", p.spec.Name)
+			// A copy: d may be a remembered decision (memo).
+			deny := *d
+			if deny.Reason == "" {
+				deny.Reason = fmt.Sprintf("denied by policy %q", p.spec.Name)
+			} else {
+				deny.Reason = fmt.Sprintf("policy %q: %s", p.spec.Name, deny.Reason)
 			}
-			return d, nil
+			return &deny, nil
 		case abi.ActionRespond:
 			return d, nil
 		case abi.ActionRewrite:

@@ -140,7 +140,7 @@ func TestChainToolCall(t *testing.T) {
 	})
 	t.Run("first deny ends the chain", func(t *testing.T) {
 		c := newChain(t, rt, policy(t, "p1", "mode.tool_call", "deny", "reason", "no way"), policy(t, "p2", "mode.tool_call", "panic"))
-		if d := callChain(t, c, "a", `{}`); d.Action != abi.ActionDeny || d.Reason != "no way" {
+		if d := callChain(t, c, "a", `{}`); d.Action != abi.ActionDeny || d.Reason != `policy "p1": no way` {
 			t.Fatalf("%+v", d)
 		}
 		if st := c.Plugins()[1].Status(); st.Calls != 0 {
@@ -176,8 +176,12 @@ func TestChainToolCall(t *testing.T) {
 		t.Run("on_error deny: "+mode, func(t *testing.T) {
 			c := newChain(t, rt, policy(t, "strict", "mode.tool_call", mode))
 			d := callChain(t, c, "a", `{}`)
-			if d.Action != abi.ActionDeny || !strings.Contains(d.Reason, `policy "strict" failed in tool_call`) {
+			if d.Action != abi.ActionDeny || !strings.HasPrefix(d.Reason, `policy "strict" failed in tool_call: `) {
 				t.Fatalf("%+v", d)
+			}
+			// One line with no engine internals; the full error is logged.
+			if strings.ContainsAny(d.Reason, "\n\t") || strings.Contains(d.Reason, "wasm") || strings.Contains(d.Reason, "plugins:") {
+				t.Fatalf("reason %q carries engine details", d.Reason)
 			}
 		})
 		t.Run("on_error skip: "+mode, func(t *testing.T) {

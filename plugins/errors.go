@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -91,3 +92,62 @@ func (e *LoadError) Error() string {
 }
 
 func (e *LoadError) Unwrap() error { return e.Err }
+
+// PolicyError is a plugin that failed closed (on_error "deny"): the chain
+// returns it, or denies a call with its ClientMessage as the reason. Error
+// has every detail, for logs; ClientMessage is what a client may be told.
+type PolicyError struct {
+	Plugin string
+	Hook   string
+	Err    error
+}
+
+func (e *PolicyError) Error() string {
+	return fmt.Sprintf("plugins: policy %q failed in %s: %v", e.Plugin, e.Hook, e.Err)
+}
+
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// ClientMessage names the plugin, the hook and the kind of failure, and
+// nothing of the engine's own text (Wasm stack traces, addresses, guest
+// stderr). A guest's own error message is included: the host cleans it to
+// one bounded line of printable text before a client sees it.
+func (e *PolicyError) ClientMessage() string {
+	return fmt.Sprintf("policy %q failed in %s: %s", e.Plugin, e.Hook, failureKind(e.Err))
+}
+
+// failureKind describes err in a few words for a client.
+func failureKind(err error) string {
+	var te *TrapError
+	var pe *PluginError
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return "timed out"
+	case errors.As(err, &te):
+		switch {
+		case te.Memory:
+			return "stopped: memory limit reached"
+		case te.ExitCode != 0:
+			return fmt.Sprintf("exited with code %d", te.ExitCode)
+		}
+		return "crashed"
+	case errors.As(err, &pe):
+		if pe.Message == "" {
+			return fmt.Sprintf("returned error code %d", pe.Code)
+		}
+		return "returned an error: " + pe.Message
+	case errors.Is(err, ErrOutputTooLarge):
+		return "output too large"
+	case errors.Is(err, ErrInvalidOutput):
+		return "invalid output"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable after repeated failures"
+	case errors.Is(err, ErrClosed):
+		return "shutting down"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	}
+	return "failed"
+}

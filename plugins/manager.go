@@ -96,41 +96,93 @@ func NewManager(rt *Runtime, opts *ManagerOptions) (*Manager, error) {
 // current generation keeps serving and the error (a *LoadError naming the
 // plugin and its source) is returned and logged.
 func (m *Manager) Reload(ctx context.Context, specs []Spec) error {
-	swapped, err := m.reload(ctx, specs)
-	if swapped && m.opts.OnSwap != nil {
-		m.opts.OnSwap() // outside the lock: it may call back into m
+	st, err := m.Stage(ctx, specs)
+	if err != nil {
+		return err
 	}
-	return err
+	st.Commit()
+	st.Close()
+	return nil
 }
 
-func (m *Manager) reload(ctx context.Context, specs []Spec) (swapped bool, err error) {
+// Staged is a generation built whole (loaded, described, pools warmed) and
+// not yet serving. Commit swaps it in; Close discards it unless committed
+// and then reports the swap (ManagerOptions.OnSwap). Other reloads wait
+// from Stage until Commit or Close, so a caller can swap plugins together
+// with something else, such as a host's server set. A Staged belongs to
+// one goroutine.
+type Staged struct {
+	m          *Manager
+	prev, next *Chain
+	specs      []Spec
+	start      time.Time
+	committed  bool
+	swapped    bool
+	closed     bool
+}
+
+// Stage builds a generation from specs without swapping it in. On error
+// nothing changed and the error (a *LoadError naming the plugin and its
+// source) is returned and logged.
+func (m *Manager) Stage(ctx context.Context, specs []Spec) (*Staged, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
-		return false, ErrClosed
+		m.mu.Unlock()
+		return nil, ErrClosed
 	}
 	start := time.Now()
 	prev := m.cur.Load()
 	next, err := m.rt.newChain(ctx, specs, prev)
 	if err != nil {
+		m.mu.Unlock()
 		m.log.Error("reload failed; the current generation keeps serving", "error", err)
-		return false, err
+		return nil, err
 	}
-	m.specs = append([]Spec(nil), specs...)
-	m.updateWatches(specs)
-	if prev != nil && samePlugins(prev, next) {
-		next.retire() // nothing changed: keep the current generation
-		return false, nil
-	}
-	if m.opts.BeforeSwap != nil && prev != nil {
+	if m.opts.BeforeSwap != nil && prev != nil && !samePlugins(prev, next) {
 		m.opts.BeforeSwap(ctx, next)
 	}
-	m.cur.Store(next)
-	if prev != nil {
-		prev.retire() // closes once its calls in flight have finished
+	return &Staged{m: m, prev: prev, next: next, specs: append([]Spec(nil), specs...), start: start}, nil
+}
+
+// Commit swaps the staged generation in (calls in flight finish on the one
+// they started with) and lets other reloads run. It is cheap and calls
+// nothing outside the manager, so it may run under a caller's lock.
+func (s *Staged) Commit() {
+	if s.committed || s.closed {
+		return
 	}
-	m.log.Info("plugins swapped in", "generation", next.Generation(), "plugins", len(specs), "took", time.Since(start))
-	return prev != nil, nil
+	s.committed = true
+	m := s.m
+	defer m.mu.Unlock()
+	m.specs = s.specs
+	m.updateWatches(s.specs)
+	if s.prev != nil && samePlugins(s.prev, s.next) {
+		s.next.retire() // nothing changed: keep the current generation
+		return
+	}
+	m.cur.Store(s.next)
+	if s.prev != nil {
+		s.prev.retire() // closes once its calls in flight have finished
+	}
+	s.swapped = s.prev != nil
+	m.log.Info("plugins swapped in", "generation", s.next.Generation(), "plugins", len(s.specs), "took", time.Since(s.start))
+}
+
+// Close discards the generation if it was not committed, or else reports
+// the swap to ManagerOptions.OnSwap. Calling it again does nothing.
+func (s *Staged) Close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if !s.committed {
+		s.next.retire()
+		s.m.mu.Unlock()
+		return
+	}
+	if s.swapped && s.m.opts.OnSwap != nil {
+		s.m.opts.OnSwap() // outside the lock: it may call back into m
+	}
 }
 
 // Specs returns the specs of the current generation.

@@ -376,3 +376,51 @@ func TestManagerWants(t *testing.T) {
 		t.Fatalf("after Close: %q", got)
 	}
 }
+
+// TestManagerStage checks the two halves of a reload that a caller swaps
+// together with something else: a staged generation serves nothing until
+// Commit, a discarded one changes nothing, and OnSwap follows the commit.
+func TestManagerStage(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{})
+	var swaps atomic.Int64
+	m := newManager(t, rt, &ManagerOptions{OnSwap: func() { swaps.Add(1) }})
+	ctx := context.Background()
+	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond")}); err != nil {
+		t.Fatal(err)
+	}
+	g1 := m.Generation()
+
+	st, err := m.Stage(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond", "version", "v2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := respondText(ctx, m, `{}`); err != nil || s != "p@v1:{}" || m.Generation() != g1 {
+		t.Fatalf("staged generation served before Commit: %q %v", s, err)
+	}
+	st.Close()  // discarded
+	st.Commit() // after Close: nothing
+	if s, err := respondText(ctx, m, `{}`); err != nil || s != "p@v1:{}" || swaps.Load() != 0 {
+		t.Fatalf("discarded generation served: %q %v, swaps %d", s, err, swaps.Load())
+	}
+
+	st, err = m.Stage(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond", "version", "v3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Commit()
+	if s, err := respondText(ctx, m, `{}`); err != nil || s != "p@v3:{}" {
+		t.Fatalf("after Commit: %q %v", s, err)
+	}
+	if swaps.Load() != 0 {
+		t.Fatal("OnSwap ran before Close")
+	}
+	st.Close()
+	st.Close()
+	if swaps.Load() != 1 {
+		t.Fatalf("OnSwap ran %d times, want 1", swaps.Load())
+	}
+	// The manager's lock was handed back: another reload runs.
+	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond")}); err != nil {
+		t.Fatal(err)
+	}
+}

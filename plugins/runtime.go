@@ -204,6 +204,9 @@ func (rt *Runtime) resolve(spec Spec) (source, error) {
 		if err != nil {
 			return src, fmt.Errorf("%w: %w", ErrSource, err)
 		}
+		if err := CheckHeader(wasm); err != nil {
+			return src, err
+		}
 		src.wasm, src.path = wasm, path
 		src.config = make(map[string]string, len(spec.Config))
 	}

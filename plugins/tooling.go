@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,49 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 )
+
+// wasmHeader is the start of every WebAssembly binary module: the magic
+// number "\0asm" and version 1.
+var wasmHeader = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+
+// CheckHeader reports whether head, the first bytes of a plugin file,
+// starts a WebAssembly binary module, with an error that says what the
+// file looks like instead. It wraps ErrCompile.
+func CheckHeader(head []byte) error {
+	if len(head) >= len(wasmHeader) && bytes.Equal(head[:len(wasmHeader)], wasmHeader) {
+		return nil
+	}
+	if len(head) >= 4 && bytes.Equal(head[:4], wasmHeader[:4]) {
+		return fmt.Errorf("%w: a WebAssembly module of version %x, want version 1 (binary, not a component)", ErrCompile, head[4:min(len(head), 8)])
+	}
+	if len(head) > 8 {
+		head = head[:8]
+	}
+	if len(head) == 0 {
+		return fmt.Errorf("%w: the file is empty, not a WebAssembly module", ErrCompile)
+	}
+	return fmt.Errorf("%w: not a WebAssembly module (it starts with %q; a module starts with \"\\0asm\")", ErrCompile, head)
+}
+
+// Check loads spec's module as a reload would, short of running it: the
+// source is read and its sha256 checked, and the module must be
+// WebAssembly that compiles. It runs no guest code. A built-in is only
+// looked up: it ships compiled into mcphost and tested with it.
+func Check(ctx context.Context, rt *Runtime, spec Spec) error {
+	src, err := rt.resolve(spec)
+	if err != nil {
+		return err
+	}
+	if src.path == "" {
+		return nil
+	}
+	mod, err := rt.acquire(ctx, src.wasm, src.sha)
+	if err != nil {
+		return err
+	}
+	rt.release(mod)
+	return nil
+}
 
 // Info describes a plugin file, as `mcphost plugin inspect` shows it.
 type Info struct {
@@ -38,6 +82,9 @@ func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
 		return info, fmt.Errorf("%w: %w", ErrSource, err)
 	}
 	info.Size = len(wasm)
+	if err := CheckHeader(wasm); err != nil {
+		return info, err
+	}
 	sum := sha256.Sum256(wasm)
 	info.SHA256 = hex.EncodeToString(sum[:])
 	mod, err := rt.acquire(ctx, wasm, info.SHA256)

@@ -10,17 +10,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/internal/config"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
 // cliCaller is who policies see when the CLI lists or calls tools.
 var cliCaller = abi.Caller{Transport: host.DownstreamEmbedded, ClientName: "mcphost-cli"}
 
-func runValidate(args []string, stdout, stderr io.Writer) error {
+func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", stderr)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -30,12 +32,46 @@ func runValidate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: mcphost validate CONFIG")
 		return exitError(2)
 	}
-	file, err := loadConfig(pos[0], stderr)
-	if err != nil {
-		return err
+	file, diags := config.Load(pos[0])
+	if !diags.HasErrors() {
+		checkPlugins(ctx, file, diags)
+	}
+	if len(diags.List) > 0 {
+		_ = diags.WriteText(stderr, 100, isTerminal(stderr))
+	}
+	if diags.HasErrors() {
+		return exitError(1)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers), "server"), plural(len(file.Plugins), "plugin"))
 	return nil
+}
+
+// checkPlugins loads every plugin's module as a reload would, short of
+// running it (plugins.Check), and adds a diagnostic at its source for each
+// one that would not load.
+func checkPlugins(ctx context.Context, file *config.File, diags *config.Diagnostics) {
+	if len(file.Plugins) == 0 {
+		return
+	}
+	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Builtin: builtinPolicy})
+	if err != nil {
+		diags.Add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot check plugins",
+			Detail: fmt.Sprintf("Starting the plugin runtime failed: %s.", err)})
+		return
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	for _, spec := range file.Plugins {
+		err := plugins.Check(ctx, rt, spec)
+		if err == nil {
+			continue
+		}
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plugin does not load",
+			Detail: fmt.Sprintf("Plugin %q: %s. Point source at a WebAssembly module built for mcphost (see mcphost plugin inspect FILE).", spec.Name, oneLine(err.Error()))}
+		if r, ok := file.SourceRange(spec.Name); ok {
+			d.Subject = r.Ptr()
+		}
+		diags.Add(d)
+	}
 }
 
 // connectOnce loads a config, connects every upstream, and reports the ones

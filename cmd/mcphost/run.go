@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "run":
 		return runServe(ctx, rest, stdin, stdout, stderr)
 	case "validate":
-		return runValidate(rest, stdout, stderr)
+		return runValidate(ctx, rest, stdout, stderr)
 	case "tools":
 		return runTools(ctx, rest, stdout, stderr)
 	case "call":

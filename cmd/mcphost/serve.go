@@ -102,7 +102,7 @@ func (r *reloader) run(ctx context.Context, watch bool) {
 	defer signal.Stop(hup)
 	var changed <-chan struct{}
 	if watch {
-		w, err := watchFiles(ctx, r.file.Sources, r.log)
+		w, err := watchFiles(ctx, r.file.Sources, r.file.Runtime.WatchSettle, r.log)
 		if err != nil {
 			r.log.Warn("cannot watch the config file; SIGHUP still reloads", "error", err)
 		} else {
@@ -128,11 +128,17 @@ func (r *reloader) reload(ctx context.Context) {
 		r.log.Error("reload refused: the config has errors; the running config stays", "path", r.path, "error", diags.Err())
 		return
 	}
-	if err := r.engine.mgr.Reload(ctx, file.Plugins); err != nil {
+	// The new plugins are built whole first, then swapped in together with
+	// the new server set: policies in both configs never lapse, and no
+	// server is exposed under the other config's policies.
+	staged, err := r.engine.mgr.Stage(ctx, file.Plugins)
+	if err != nil {
 		r.log.Error("reload refused: plugins failed to load; the running config stays", "error", err)
 		return
 	}
-	if err := r.engine.host.Reconfigure(ctx, file.Host); err != nil {
+	err = r.engine.host.Reconfigure(ctx, file.Host, staged.Commit)
+	staged.Close()
+	if err != nil {
 		r.log.Error("reconfiguring upstreams failed", "error", err)
 		return
 	}

@@ -9,13 +9,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// configDebounce lets an editor finish writing before a reload.
-const configDebounce = 300 * time.Millisecond
-
-// watchFiles signals on the returned channel when any of paths changes. It
-// watches their directories, because editors replace files by renaming
-// another over them, which ends a watch on the file itself.
-func watchFiles(ctx context.Context, paths []string, log hclog.Logger) (<-chan struct{}, error) {
+// watchFiles signals on the returned channel when any of paths changed and
+// then settled: no change for the settle interval, and (where the system
+// can tell, see openForWriting) no process holding the file open for
+// writing. A config written in steps (`{ cat servers; sleep 2; cat
+// plugins; } > config.hcl`) is read only once its writer is done, never
+// half-written. It watches the files' directories, because editors replace
+// files by renaming another over them, which ends a watch on the file
+// itself.
+func watchFiles(ctx context.Context, paths []string, settle time.Duration, log hclog.Logger) (<-chan struct{}, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -35,24 +37,26 @@ func watchFiles(ctx context.Context, paths []string, log hclog.Logger) (<-chan s
 	out := make(chan struct{}, 1)
 	go func() {
 		defer w.Close()
-		var timer *time.Timer
+		timer := time.NewTimer(settle)
+		timer.Stop()
 		var fire <-chan time.Time
+		changed := map[string]bool{}
+		waiting := false
 		for {
 			select {
 			case <-ctx.Done():
+				timer.Stop()
 				return
 			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
-				if !want[filepath.Clean(ev.Name)] || ev.Op == fsnotify.Chmod {
+				name := filepath.Clean(ev.Name)
+				if !want[name] || ev.Op == fsnotify.Chmod {
 					continue
 				}
-				if timer == nil {
-					timer = time.NewTimer(configDebounce)
-				} else {
-					timer.Reset(configDebounce)
-				}
+				changed[name] = true
+				timer.Reset(settle)
 				fire = timer.C
 			case err, ok := <-w.Errors:
 				if !ok {
@@ -61,6 +65,18 @@ func watchFiles(ctx context.Context, paths []string, log hclog.Logger) (<-chan s
 				log.Warn("config watcher", "error", err)
 			case <-fire:
 				fire = nil
+				if p := firstBusy(changed); p != "" {
+					// Still being written: wait for the writer to close it.
+					if !waiting {
+						waiting = true
+						log.Info("config file changed but is still open for writing; waiting for the writer to close it", "path", p)
+					}
+					timer.Reset(settle)
+					fire = timer.C
+					continue
+				}
+				waiting = false
+				clear(changed)
 				select {
 				case out <- struct{}{}:
 				default:
@@ -69,4 +85,14 @@ func watchFiles(ctx context.Context, paths []string, log hclog.Logger) (<-chan s
 		}
 	}()
 	return out, nil
+}
+
+// firstBusy returns one of paths that some process holds open for writing.
+func firstBusy(paths map[string]bool) string {
+	for p := range paths {
+		if openForWriting(p) {
+			return p
+		}
+	}
+	return ""
 }

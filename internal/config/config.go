@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -27,12 +28,24 @@ type File struct {
 	// itself, then every file read with file(). A watcher reloads when any
 	// of them changes.
 	Sources []string
+
+	sourceRanges map[string]hcl.Range // plugin name -> its source expression
+}
+
+// SourceRange returns where plugin's source is written, for a diagnostic
+// about the module it names.
+func (f *File) SourceRange(plugin string) (hcl.Range, bool) {
+	r, ok := f.sourceRanges[plugin]
+	return r, ok
 }
 
 // Runtime configures the process around the host.
 type Runtime struct {
 	CacheDir string // compile cache directory; empty means none
 	Watch    bool   // reload when plugin files or the config change
+	// WatchSettle is how long a changed config file must stay unchanged,
+	// and closed by whoever wrote it, before it is reloaded.
+	WatchSettle time.Duration
 }
 
 // Load reads and decodes the config file at path. The returned Diagnostics
@@ -70,15 +83,28 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	}
 
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		// An empty file is what a writer leaves between truncating and
+		// writing: serving it would drop every server and policy.
+		if len(body.Attributes) == 0 && len(body.Blocks) == 0 {
+			out.List = append(out.List, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Empty config file",
+				Detail: fmt.Sprintf("%s has no blocks (it is empty, or only whitespace and comments). A config declares at least one block. "+
+					"If the file is being written, write it whole to a temporary file in the same directory and rename it over this one.", filename),
+				Subject: body.SrcRange.Ptr(),
+			})
+			return nil, out
+		}
 		if diags := checkNumbers(body); diags.HasErrors() {
 			out.List = append(out.List, diags...)
 			return nil, out
 		}
 	}
 
-	d := &decoder{dir: filepath.Dir(abs)}
+	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}}
 	d.ctx = d.evalContext()
 	file := d.decodeFile(f.Body)
+	hideSecrets(d.diags, d.hidden)
 	out.List = append(out.List, d.diags...)
 	sortBySource(out.List)
 	if out.HasErrors() {
@@ -86,6 +112,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	}
 	file.Path = abs
 	file.Sources = append([]string{abs}, d.sources...)
+	file.sourceRanges = d.sourceRanges
 	return file, out
 }
 

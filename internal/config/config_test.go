@@ -92,10 +92,14 @@ func TestLoadFullConfig(t *testing.T) {
 			Memory:  plugins.DefaultMemoryBytes,
 			OnError: plugins.OnErrorDeny,
 		}},
-		Runtime: Runtime{CacheDir: filepath.Join(dir, ".cache"), Watch: false},
+		Runtime: Runtime{CacheDir: filepath.Join(dir, ".cache"), Watch: false, WatchSettle: 2 * time.Second},
 		Path:    filepath.Join(dir, "full.hcl"),
 		Sources: []string{filepath.Join(dir, "full.hcl"), filepath.Join(dir, "token.txt")},
 	}
+	if r, ok := f.SourceRange("no-destructive"); !ok || r.Start.Line != 44 {
+		t.Errorf("SourceRange(no-destructive) = %v, %v; want line 44", r, ok)
+	}
+	f.sourceRanges = nil
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("Load(%s) =\n%+v\nwant\n%+v", path, f, want)
 	}
@@ -129,6 +133,9 @@ plugin "p" {
 	}
 	if !f.Runtime.Watch {
 		t.Error("Runtime.Watch = false, want true by default")
+	}
+	if f.Runtime.WatchSettle != DefaultWatchSettle {
+		t.Errorf("Runtime.WatchSettle = %s, want %s by default", f.Runtime.WatchSettle, DefaultWatchSettle)
 	}
 }
 
@@ -202,6 +209,11 @@ func TestErrorSummaries(t *testing.T) {
 		{"empty name", "server \"\" {\n  command = \"c\"\n}", "Invalid server name", 1},
 		{"huge number", "listen {\n  http = \"${1e9999999}\"\n}", "Number out of range", 2},
 		{"tiny number", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1e-9999 }\n}", "Number out of range", 3},
+		{"settle too long", "runtime {\n  watch_settle = \"2h\"\n}", `Invalid duration for "watch_settle"`, 2},
+		{"settle zero", "runtime {\n  watch_settle = \"0s\"\n}", `Invalid duration for "watch_settle"`, 2},
+		{"empty file", "", "Empty config file", 1},
+		{"whitespace only", "\n  \n\t\n", "Empty config file", 1},
+		{"comments only", "# servers come later\n// and plugins\n/* too */\n", "Empty config file", 1},
 		{"division by zero", "plugin \"p\" {\n  source = \"builtin:p\"\n  config = { n = 1/0 }\n}", "", 0},
 	}
 	os.Unsetenv("MCPHOST_TEST_UNSET")
@@ -335,5 +347,32 @@ plugin "p" {
 	_, diags = Parse([]byte(`resources { conflict = "last" }`+"\nserver \"s\" {\n command = \"x\"\n max_sessions = 0\n}\n"), "t.hcl")
 	if n := len(diags.List); n != 2 {
 		t.Errorf("want 2 diagnostics (conflict, max_sessions), got %d: %v", n, diags.Err())
+	}
+}
+
+// TestPluginSourceNotWasm: a plugin source that is not a WebAssembly
+// module is refused where source is written.
+func TestPluginSourceNotWasm(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"script.wasm": "#!/bin/sh\necho hi\n",
+		"empty.wasm":  "",
+		"v2.wasm":     "\x00asm\x0d\x00\x01\x00",
+		"ok.wasm":     "\x00asm\x01\x00\x00\x00",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := "plugin \"a\" {\n  source = \"./script.wasm\"\n}\nplugin \"b\" {\n  source = \"./empty.wasm\"\n}\nplugin \"c\" {\n  source = \"./v2.wasm\"\n}\nplugin \"d\" {\n  source = \"./ok.wasm\"\n}\n"
+	_, diags := Parse([]byte(src), filepath.Join(dir, "c.hcl"))
+	var lines []int
+	for _, d := range diags.List {
+		if d.Summary == "Plugin source is not WebAssembly" {
+			lines = append(lines, d.Subject.Start.Line)
+		}
+	}
+	if !reflect.DeepEqual(lines, []int{2, 5, 8}) {
+		t.Errorf("not-WebAssembly diagnostics on lines %v, want [2 5 8]: %v", lines, diags.List)
 	}
 }

@@ -19,6 +19,13 @@ type decoder struct {
 	ctx     *hcl.EvalContext
 	diags   hcl.Diagnostics
 	sources []string // files read through file(), for the watcher
+	// sourceRanges are where each plugin's source is written, for
+	// diagnostics about the module found there (File.SourceRange).
+	sourceRanges map[string]hcl.Range
+	// evalSecrets collects what env() and file() return while one
+	// attribute is evaluated; hidden lists the attributes that held any.
+	evalSecrets []secret
+	hidden      []hiddenAttr
 }
 
 // path makes p absolute against the config file's directory, so the meaning
@@ -55,7 +62,10 @@ func (d *decoder) eval(attr *hcl.Attribute) (cty.Value, bool) {
 	if attr == nil {
 		return cty.NilVal, false
 	}
+	d.evalSecrets = nil
 	val, diags := attr.Expr.Value(d.ctx)
+	val = d.unmark(attr, val, d.evalSecrets)
+	d.evalSecrets = nil
 	fixEnvDiags(diags)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() || !val.IsWhollyKnown() || val.IsNull() {

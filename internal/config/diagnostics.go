@@ -14,6 +14,12 @@ type Diagnostics struct {
 	files map[string]*hcl.File
 }
 
+// Add appends a diagnostic found after decoding (such as a plugin module
+// that does not compile), to be printed with the others.
+func (d *Diagnostics) Add(diag *hcl.Diagnostic) {
+	d.List = append(d.List, diag)
+}
+
 // HasErrors reports whether any diagnostic is an error (warnings alone do not
 // stop the host from starting).
 func (d *Diagnostics) HasErrors() bool {

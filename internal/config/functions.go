@@ -24,7 +24,7 @@ const maxFileBytes = 1 << 20
 func (d *decoder) evalContext() *hcl.EvalContext {
 	return &hcl.EvalContext{
 		Functions: map[string]function.Function{
-			"env":  envFunc,
+			"env":  d.envFunc(),
 			"file": d.fileFunc(),
 		},
 	}
@@ -38,32 +38,36 @@ func (e *unsetEnvError) Error() string {
 	return fmt.Sprintf("environment variable %q is not set", e.name)
 }
 
-// envFunc is env("NAME") or env("NAME", "default").
-var envFunc = function.New(&function.Spec{
-	Description: "Returns the value of an environment variable, or the default if it is unset.",
-	Params:      []function.Parameter{{Name: "name", Type: cty.String}},
-	VarParam:    &function.Parameter{Name: "default", Type: cty.String},
-	Type:        function.StaticReturnType(cty.String),
-	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-		if len(args) > 2 {
-			return cty.NilVal, function.NewArgErrorf(2, "env takes a name and at most one default")
-		}
-		name := args[0].AsString()
-		if name == "" {
-			return cty.NilVal, function.NewArgErrorf(0, "the variable name must not be empty")
-		}
-		if v, ok := os.LookupEnv(name); ok {
-			if !utf8.ValidString(v) {
-				return cty.NilVal, function.NewArgErrorf(0, "environment variable %q is not valid UTF-8", name)
+// envFunc is env("NAME") or env("NAME", "default"). A value read from the
+// environment is marked sensitive (a default is written in the file and is
+// not).
+func (d *decoder) envFunc() function.Function {
+	return function.New(&function.Spec{
+		Description: "Returns the value of an environment variable, or the default if it is unset.",
+		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
+		VarParam:    &function.Parameter{Name: "default", Type: cty.String},
+		Type:        function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if len(args) > 2 {
+				return cty.NilVal, function.NewArgErrorf(2, "env takes a name and at most one default")
 			}
-			return cty.StringVal(v), nil
-		}
-		if len(args) == 2 {
-			return args[1], nil
-		}
-		return cty.NilVal, &unsetEnvError{name: name}
-	},
-})
+			name := args[0].AsString()
+			if name == "" {
+				return cty.NilVal, function.NewArgErrorf(0, "the variable name must not be empty")
+			}
+			if v, ok := os.LookupEnv(name); ok {
+				if !utf8.ValidString(v) {
+					return cty.NilVal, function.NewArgErrorf(0, "environment variable %q is not valid UTF-8", name)
+				}
+				return d.sensitive(v, fmt.Sprintf("env(%q)", name)), nil
+			}
+			if len(args) == 2 {
+				return args[1], nil
+			}
+			return cty.NilVal, &unsetEnvError{name: name}
+		},
+	})
+}
 
 // fileFunc is file("path"): the contents of a file, relative paths resolved
 // against the config file's directory. Trailing newlines are dropped, as the
@@ -86,7 +90,7 @@ func (d *decoder) fileFunc() function.Function {
 			if !slices.Contains(d.sources, path) {
 				d.sources = append(d.sources, path)
 			}
-			return cty.StringVal(strings.TrimRight(string(data), "\r\n")), nil
+			return d.sensitive(strings.TrimRight(string(data), "\r\n"), fmt.Sprintf("file(%q)", args[0].AsString())), nil
 		},
 	})
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -43,6 +44,7 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 
 	if v, ok := d.string(attrs["source"]); ok {
 		p.Source = d.source(attrs["source"], v)
+		d.sourceRanges[p.Name] = attrs["source"].Expr.Range()
 	} else if attrs["source"] == nil && !misspelled(block, pluginSchema, "source") {
 		d.errorf(block.DefRange, "Missing plugin source",
 			"Plugin %q needs source: a path to its .wasm file, like source = \"./policies/check.wasm\", or \"builtin:NAME\" for a built-in plugin.",
@@ -138,7 +140,26 @@ func (d *decoder) source(attr *hcl.Attribute, v string) string {
 			"%s is not a regular file. Point source at the plugin's .wasm file.", path)
 		return ""
 	}
+	if err := checkWasmHeader(path); err != nil {
+		d.errorf(rng, "Plugin source is not WebAssembly",
+			"Cannot use %s: %s. Point source at a compiled .wasm module (a Go plugin builds with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared).",
+			path, strings.TrimPrefix(err.Error(), "plugins: compile failed: "))
+		return ""
+	}
 	return path
+}
+
+// checkWasmHeader reads the first bytes of a plugin file and checks them
+// as the plugin loader does.
+func checkWasmHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	n, _ := io.ReadFull(f, head)
+	return plugins.CheckHeader(head[:n])
 }
 
 func describeStatError(err error) string {

@@ -12,7 +12,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	content, diags := body.Content(rootSchema)
 	d.diags = append(d.diags, diags...)
 
-	file := &File{Runtime: Runtime{Watch: true}}
+	file := &File{Runtime: Runtime{Watch: true, WatchSettle: DefaultWatchSettle}}
 	singletons := map[string]*hcl.Block{}
 	var pluginRefs []pluginRef
 	servers := newNameSet("server")

@@ -78,5 +78,6 @@ var runtimeSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "cache_dir"},
 		{Name: "watch"},
+		{Name: "watch_settle"},
 	},
 }

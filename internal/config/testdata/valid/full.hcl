@@ -66,6 +66,7 @@ plugin "audit" {
 }
 
 runtime {
-  cache_dir = ".cache"
-  watch     = false
+  cache_dir    = ".cache"
+  watch        = false
+  watch_settle = "2s"
 }

@@ -1,0 +1,107 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeStdioSurvivesBadLines sends a stdio session lines that are not
+// JSON-RPC messages between real requests: each gets a JSON-RPC error with
+// id null and the session goes on.
+func TestServeStdioSurvivesBadLines(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.ServeStdio(ctx, inR, outW) }()
+	out := bufio.NewReader(outR)
+
+	type reply struct {
+		ID     any `json:"id"`
+		Error  *struct{ Code int }
+		Result json.RawMessage
+	}
+	exchange := func(line string) reply {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatalf("writing %q: %v (the session ended)", line, err)
+		}
+		got := make(chan string, 1)
+		go func() { s, _ := out.ReadString('\n'); got <- s }()
+		select {
+		case s := <-got:
+			var r reply
+			if err := json.Unmarshal([]byte(s), &r); err != nil {
+				t.Fatalf("answer to %q: %q: %v", line, s, err)
+			}
+			return r
+		case err := <-done:
+			t.Fatalf("the session ended after %q: %v", line, err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no answer to %q", line)
+		}
+		return reply{}
+	}
+
+	bad := []struct {
+		line string
+		code int
+	}{
+		{"hello, is this thing on?", -32700},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, -32700},
+		{`{"a":1}{"b":2}`, -32700},
+		{`{}`, -32600},
+		{`42`, -32600},
+		{`[]`, -32600},
+		{"\xff\xfe", -32700},
+	}
+	for _, b := range bad {
+		r := exchange(b.line)
+		if r.Error == nil || r.Error.Code != b.code || r.ID != nil {
+			t.Errorf("answer to %q: %+v, want error %d with id null", b.line, r, b.code)
+		}
+	}
+	r := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if r.Error != nil || r.ID != float64(1) {
+		t.Fatalf("initialize after bad lines: %+v", r)
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	exchange("not json either")
+	r = exchange(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"still here"}}}`)
+	if r.Error != nil || !strings.Contains(string(r.Result), "still here") {
+		t.Fatalf("a call after bad lines: %+v %s", r, r.Result)
+	}
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ServeStdio at EOF: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeStdio did not end at EOF")
+	}
+}
+
+// FuzzCheckFrame feeds arbitrary lines to the stdio frame check: it must
+// not panic, and a line it passes must be one the go-sdk can decode.
+func FuzzCheckFrame(f *testing.F) {
+	for _, s := range []string{"", "x", "{}", "[]", `[{"jsonrpc":"2.0","method":"m"}]`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"result":{}}`, "\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ans := checkFrame(line, false)
+		if ans == nil && !json.Valid(line) {
+			t.Fatalf("passed invalid JSON %q", line)
+		}
+		if ans != nil && !json.Valid(ans) {
+			t.Fatalf("answer %q is not JSON", ans)
+		}
+	})
+}
