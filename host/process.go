@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // stdioGrace is how long an upstream process has to exit on its own once its
@@ -86,13 +88,17 @@ func killGroup(pgid int, grace time.Duration) {
 }
 
 // tailWriter forwards an upstream's stderr to the log line by line and keeps
-// the last few lines, which explain most failed starts.
+// the last few lines, which explain most failed starts. Servers print their
+// configuration when they fail (connection strings, keys), so every line is
+// masked (internal/secrets) before it is logged or kept; the tail is shown
+// to operators (status, logs), never to clients.
 type tailWriter struct {
 	log  hclog.Logger
 	mu   sync.Mutex
 	buf  []byte
 	tail []string
 	keep int
+	mask secrets.LineMasker
 }
 
 func newTailWriter(log hclog.Logger, keep int) *tailWriter {
@@ -123,6 +129,7 @@ func (w *tailWriter) line(s string) {
 	if s == "" {
 		return
 	}
+	s = w.mask.Line(s)
 	w.log.Debug("stderr", "line", s)
 	w.tail = append(w.tail, s)
 	if len(w.tail) > w.keep {

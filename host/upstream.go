@@ -283,7 +283,7 @@ func (u *upstream) connect(done chan struct{}) {
 		u.setStateLocked(StateFailed, err)
 		u.scheduleRetryLocked()
 		u.mu.Unlock()
-		u.log.Warn("upstream connect failed", "error", err)
+		u.log.Warn("upstream connect failed", u.withStderr("error", err)...)
 		return
 	}
 	u.sess = cs
@@ -335,12 +335,12 @@ func (u *upstream) restore(cs *mcp.ClientSession) {
 func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *serverFeatures, error) {
 	cs, err := u.connectWith(ctx, u.client)
 	if err != nil {
-		return nil, nil, nil, u.explain(fmt.Errorf("connecting: %w", err))
+		return nil, nil, nil, fmt.Errorf("connecting: %w", err)
 	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		return nil, nil, nil, u.explain(fmt.Errorf("listing tools: %w", err))
+		return nil, nil, nil, fmt.Errorf("listing tools: %w", err)
 	}
 	feats, err := listFeatures(ctx, u.cfg.Name, cs)
 	if err != nil {
@@ -388,16 +388,24 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	return f, nil
 }
 
-// explain adds what a stdio server last wrote to stderr, which usually says
-// why it failed (a missing file, a bad flag, a crash).
-func (u *upstream) explain(err error) error {
+// stderrTail is what a stdio server last wrote to stderr, masked, which
+// usually says why it failed (a missing file, a bad flag, a crash). It is
+// for operators (status, logs) only: errors that reach clients never carry
+// it, since servers print their configuration, secrets included, when they
+// fail, and masking cannot know every secret.
+func (u *upstream) stderrTail() string {
 	if u.stdio == nil {
-		return err
+		return ""
 	}
-	if tail := u.stdio.stderr.Tail(); tail != "" {
-		return fmt.Errorf("%w; stderr: %s", err, tail)
+	return u.stdio.stderr.Tail()
+}
+
+// withStderr is a log line's key and value, plus the stderr tail if any.
+func (u *upstream) withStderr(key string, v any) []any {
+	if tail := u.stderrTail(); tail != "" {
+		return []any{key, v, "stderr", tail}
 	}
-	return err
+	return []any{key, v}
 }
 
 func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
@@ -434,8 +442,8 @@ func (u *upstream) lost(cs *mcp.ClientSession, err error) {
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		cause = fmt.Errorf("connection lost: %w", err)
 	}
-	u.setStateLocked(StateDisconnected, u.explain(cause))
-	u.log.Warn("upstream disconnected; reconnecting", "error", u.lastErr)
+	u.setStateLocked(StateDisconnected, cause)
+	u.log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
 	u.scheduleRetryLocked()
 }
 
@@ -630,6 +638,9 @@ func (u *upstream) status() Status {
 	}
 	if u.lastErr != nil {
 		st.Error = u.lastErr.Error()
+		if tail := u.stderrTail(); tail != "" {
+			st.Error += "; stderr: " + tail
+		}
 	}
 	return st
 }
