@@ -41,6 +41,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	for k, v := range t.cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// The tag finds the server's descendants that leave its process group
+	// and tree (descendants_linux.go).
+	tag := newUpstreamTag()
+	cmd.Env = append(cmd.Env, upstreamTagEnv+"="+tag)
 	cmd.Stderr = t.stderr
 	// Setpgid puts the server and its children in a group we can end as one;
 	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
@@ -50,24 +54,41 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// priority, killed upstreams at random.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
+	// The subreaper, if any, must not reap the server before the go-sdk
+	// waits for it (see children).
+	end := children.starting()
 	conn, err := inner.Connect(ctx)
+	var pid int
+	if err == nil {
+		pid = cmd.Process.Pid
+	}
+	end(pid)
 	if err != nil {
 		return nil, err
 	}
-	return &groupConn{Connection: conn, pgid: cmd.Process.Pid}, nil
+	return &groupConn{Connection: conn, pgid: pid, tag: tag}, nil
 }
 
 // groupConn ends the whole process group after the go-sdk has closed stdin
-// and waited for (or killed) the main process.
+// and waited for (or killed) the main process, and then every descendant
+// that left the group.
 type groupConn struct {
 	mcp.Connection
 	pgid int
+	tag  string
 	once sync.Once
 }
 
 func (c *groupConn) Close() error {
+	// The tree under the server, read while it still stands: once the
+	// server exits, its children are orphans with no link to it but the tag.
+	tree := descendants(c.pgid, "")
 	err := c.Connection.Close()
-	c.once.Do(func() { killGroup(c.pgid, stdioGrace/2) })
+	c.once.Do(func() {
+		killGroup(c.pgid, stdioGrace/2)
+		killDescendants(tree, c.tag, stdioGrace/2)
+		children.exited(c.pgid)
+	})
 	return err
 }
 

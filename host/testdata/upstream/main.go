@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,6 +30,10 @@ type echoIn struct {
 // hostileIn is the hostile tools' input: text is optional.
 type hostileIn struct {
 	Text string `json:"text,omitempty"`
+}
+
+type spawnIn struct {
+	Mode string `json:"mode"`
 }
 
 type sampleIn struct {
@@ -158,6 +163,31 @@ func main() {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn_escaper", Description: "Starts a long-lived process that leaves the server's process group and returns its pid. mode: setsid (a child in its own session), orphan (a setsid grandchild whose parent exits) or scrubbed (an orphan that also clears its environment)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in spawnIn) (*mcp.CallToolResult, any, error) {
+			var cmd *exec.Cmd
+			switch in.Mode {
+			case "setsid":
+				cmd = exec.Command("sleep", "600")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := cmd.Start(); err != nil {
+					return nil, nil, err
+				}
+				go cmd.Wait()
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+			case "orphan":
+				cmd = exec.Command("sh", "-c", "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+			case "scrubbed":
+				cmd = exec.Command("sh", "-c", "env -i setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+			default:
+				return nil, nil, fmt.Errorf("unknown mode %q", in.Mode)
+			}
+			out, err := cmd.Output() // sh exits at once: its child is orphaned
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(string(out))}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Adds a tool named by text, which sends tools/list_changed."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
