@@ -97,6 +97,18 @@ plugin "redact" {
 		}
 	}
 
+	// Text where the ABI form of a result cannot carry it (inside a
+	// tool_result block) never goes out past the policies.
+	cs0 := connect(t, s.URL, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs0.CallTool(ctx, &mcp.CallToolParams{Name: "up__nested", Arguments: map[string]any{"text": ghpSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	assertNoSecret(t, "up__nested", string(b))
+
 	// The server prints a connection string and dies; every restart
 	// fails, printing it again. Clients see that the server is down,
 	// never what it printed.
