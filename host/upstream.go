@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // State is where an upstream connection stands.
@@ -158,7 +161,7 @@ func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 			u.events.upstreamProgress(ctx, req.Params)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			u.log.Debug("upstream log", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+			u.logUpstreamLog(req.Params)
 			u.events.upstreamLog(u, req.Session, req.Params)
 		},
 		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
@@ -398,6 +401,19 @@ func (u *upstream) stderrTail() string {
 		return ""
 	}
 	return u.stdio.stderr.Tail()
+}
+
+// logUpstreamLog writes a server's log message to mcphost's debug log,
+// masked as its stderr is: servers log their configuration too.
+func (u *upstream) logUpstreamLog(p *mcp.LoggingMessageParams) {
+	if !u.log.IsDebug() {
+		return
+	}
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		data = []byte(fmt.Sprint(p.Data))
+	}
+	u.log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
 }
 
 // withStderr is a log line's key and value, plus the stderr tail if any.

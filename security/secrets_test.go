@@ -97,6 +97,18 @@ plugin "redact" {
 		}
 	}
 
+	// A log message from the server reaches mcphost's debug log masked.
+	logCS := connect(t, s.URL, nil)
+	if err := logCS.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := callText(t, logCS, "up__log", nil); isErr || text != "logged" {
+		t.Fatalf("up__log = %q (isError %v)", text, isErr)
+	}
+	testproc.WaitFor(t, "the upstream's log message in the debug log", 30*time.Second, func() bool {
+		return strings.Contains(s.stderr.String(), "upstream log")
+	})
+
 	// Text where the ABI form of a result cannot carry it (inside a
 	// tool_result block) never goes out past the policies.
 	cs0 := connect(t, s.URL, nil)
