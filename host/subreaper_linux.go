@@ -131,7 +131,11 @@ func reapOrphans() {
 func killAbandoned(grace time.Duration) {
 	var dead []procInfo
 	alive := map[string]bool{}
+	me := os.Getpid()
 	for _, p := range listProcs() {
+		if p.pid == me { // an mcphost run as an upstream of one that died
+			continue
+		}
 		pid, start, ok := parseTag(environTag(p.pid))
 		if !ok {
 			continue
