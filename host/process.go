@@ -53,9 +53,35 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// (which ends the thread): a reload that did so, to run at a lower
 	// priority, killed upstreams at random.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A cgroup of its own, where this process's cgroup is writable, holds
+	// every process the server starts (cgroup_linux.go).
+	cg := newUpstreamCgroup(tag[strings.LastIndexByte(tag, '.')+1:])
+	cg.apply(cmd)
+	conn, err := t.start(ctx, cmd)
+	if err != nil && cg != nil {
+		// The kernel refused the cgroup (clone3 unavailable, or a
+		// controller's limits): start without it, with the tag and tree.
+		t.log.Debug("starting the server in a cgroup of its own failed; starting it without", "error", err)
+		cg.kill(0)
+		cg = nil
+		retry := exec.Command(cmd.Path, cmd.Args[1:]...)
+		retry.Dir, retry.Env, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stderr
+		retry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd = retry
+		conn, err = t.start(ctx, cmd)
+	}
+	cg.started()
+	if err != nil {
+		cg.kill(0)
+		return nil, err
+	}
+	return &groupConn{Connection: conn, pgid: cmd.Process.Pid, tag: tag, cgroup: cg}, nil
+}
+
+// start starts cmd as the server, recorded as a child the subreaper (if
+// any) must not reap before the go-sdk waits for it.
+func (t *stdioTransport) start(ctx context.Context, cmd *exec.Cmd) (mcp.Connection, error) {
 	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
-	// The subreaper, if any, must not reap the server before the go-sdk
-	// waits for it (see children).
 	end := children.starting()
 	conn, err := inner.Connect(ctx)
 	var pid int
@@ -63,10 +89,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		pid = cmd.Process.Pid
 	}
 	end(pid)
-	if err != nil {
-		return nil, err
-	}
-	return &groupConn{Connection: conn, pgid: pid, tag: tag}, nil
+	return conn, err
 }
 
 // groupConn ends the whole process group after the go-sdk has closed stdin
@@ -74,9 +97,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 // that left the group.
 type groupConn struct {
 	mcp.Connection
-	pgid int
-	tag  string
-	once sync.Once
+	pgid   int
+	tag    string
+	cgroup *upstreamCgroup // nil without cgroups
+	once   sync.Once
 }
 
 func (c *groupConn) Close() error {
@@ -87,6 +111,7 @@ func (c *groupConn) Close() error {
 	c.once.Do(func() {
 		killGroup(c.pgid, stdioGrace/2)
 		killDescendants(tree, c.tag, stdioGrace/2)
+		c.cgroup.kill(stdioGrace / 2) // what is left: SIGKILL
 		children.exited(c.pgid)
 	})
 	return err

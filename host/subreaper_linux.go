@@ -67,6 +67,7 @@ func BecomeSubreaper() (*Subreaper, error) {
 		return nil, fmt.Errorf("host: becoming a child subreaper: %w", err)
 	}
 	killAbandoned(stdioGrace / 2)
+	killAbandonedCgroups(stdioGrace / 2)
 	s := &Subreaper{stop: make(chan struct{}), done: make(chan struct{})}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGCHLD)

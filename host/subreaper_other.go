@@ -4,6 +4,7 @@ package host
 
 import (
 	"errors"
+	"os/exec"
 	"time"
 )
 
@@ -30,3 +31,11 @@ const upstreamTagEnv = "MCPHOST_UPSTREAM"
 func newUpstreamTag() string                            { return "" }
 func descendants(int, string) []struct{}                { return nil }
 func killDescendants([]struct{}, string, time.Duration) {}
+
+// upstreamCgroup exists on Linux only: nil everywhere else.
+type upstreamCgroup struct{}
+
+func newUpstreamCgroup(string) *upstreamCgroup { return nil }
+func (*upstreamCgroup) apply(*exec.Cmd)        {}
+func (*upstreamCgroup) started()               {}
+func (*upstreamCgroup) kill(time.Duration)     {}

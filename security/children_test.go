@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,14 @@ func waitGone(t *testing.T, what string, pids spawned, kinds ...string) {
 	}
 }
 
+// inOwnCgroup reports whether mcphost started the upstream pid in a cgroup
+// of its own (cgroup v2 writable here), which catches even a descendant
+// that left the tree and cleared its environment.
+func inOwnCgroup(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	return err == nil && strings.Contains(string(b), "/mcphost.")
+}
+
 const childrenConfig = `
 server "up" {
   command = "UPSTREAM"
@@ -86,6 +95,8 @@ func TestChildrenAfterKill9(t *testing.T) {
 	s := startServer(t, cfg)
 	cs := connect(t, s.URL, nil)
 	pids := spawnAll(t, cs, "up", "setsid", "orphan", "scrubbed")
+	cgroups := inOwnCgroup(pids["server"])
+	t.Logf("upstream in a cgroup of its own: %v", cgroups)
 	s.cmd.Process.Kill()
 	<-s.done
 	waitGone(t, "after kill -9 of mcphost", pids, "server")
@@ -94,7 +105,11 @@ func TestChildrenAfterKill9(t *testing.T) {
 	}
 	startServer(t, cfg)
 	waitGone(t, "after the next mcphost run", pids, "child", "setsid", "orphan")
-	t.Logf("after the next run: scrubbed (pid %d) alive = %v (not guaranteed)", pids["scrubbed"], testproc.Alive(pids["scrubbed"]))
+	if cgroups {
+		waitGone(t, "after the next mcphost run, with cgroups", pids, "scrubbed")
+	} else {
+		t.Logf("after the next run: scrubbed (pid %d) alive = %v (not guaranteed without cgroups)", pids["scrubbed"], testproc.Alive(pids["scrubbed"]))
+	}
 }
 
 // TestChildrenEndWhenServerRemoved: a reload that removes a server ends
@@ -111,8 +126,10 @@ server "b" {
 `)
 	s := startServer(t, cfg)
 	cs := connect(t, s.URL, nil)
-	a := spawnAll(t, cs, "a", "setsid", "orphan")
+	a := spawnAll(t, cs, "a", "setsid", "orphan", "scrubbed")
 	b := spawnAll(t, cs, "b", "setsid")
+	cgroups := inOwnCgroup(a["server"])
+	t.Logf("upstream in a cgroup of its own: %v", cgroups)
 
 	// Written whole and renamed into place, as configs should be.
 	tmp := filepath.Join(dir, "next.hcl")
@@ -124,6 +141,12 @@ server "b" {
 	}
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	waitGone(t, "after server a was removed", a, "server", "child", "setsid", "orphan")
+	if cgroups {
+		waitGone(t, "after server a was removed, with cgroups", a, "scrubbed")
+	} else {
+		// Left the tree, cleared its environment: found only at shutdown.
+		t.Logf("without cgroups, a's scrubbed orphan (pid %d) alive = %v until mcphost stops", a["scrubbed"], testproc.Alive(a["scrubbed"]))
+	}
 	for k, pid := range b {
 		if !testproc.Alive(pid) {
 			t.Errorf("server b's %s (pid %d) died with a's removal", k, pid)
