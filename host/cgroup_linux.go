@@ -130,7 +130,13 @@ func newUpstreamCgroup(seq string) *upstreamCgroup {
 		return nil
 	}
 	dir := filepath.Join(parent, cgroupBaseName(), seq)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	err := os.MkdirAll(dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		// Another upstream's close removed the base directory as it
+		// emptied, between the two levels: once more.
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
 		return nil
 	}
 	f, err := os.Open(dir)
