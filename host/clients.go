@@ -187,7 +187,7 @@ func (u *upstream) connectClient(c *clientConn) {
 	close(c.ready)
 	u.mu.Unlock()
 	if err != nil {
-		u.log.Warn("per-client session failed to connect", "error", err)
+		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
 		return
 	}
 	if stale { // evicted, ended or closed while connecting
@@ -200,7 +200,7 @@ func (u *upstream) connectClient(c *clientConn) {
 func (u *upstream) dialClient(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
 	cs, err := u.connectWith(ctx, client)
 	if err != nil {
-		return nil, u.explain(fmt.Errorf("connecting a per-client session: %w", err))
+		return nil, fmt.Errorf("connecting a per-client session: %w", err)
 	}
 	return cs, nil
 }

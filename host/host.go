@@ -261,7 +261,10 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		return err
 	})
 	if err != nil {
-		return upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
+		// A failed call becomes an error result whose text comes in part
+		// from the upstream (its JSON-RPC error message): it goes through
+		// the result policies like any result, so redact sees it.
+		res, rawRes = upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
 	}
 	// The result travels as the upstream's bytes when the go-sdk would accept
 	// them and, past policies, the policies saw every one of them; otherwise
@@ -270,7 +273,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	if rawRes != nil && !rawOK {
 		res = new(mcp.CallToolResult)
 		if err := json.Unmarshal(rawRes, res); err != nil {
-			return upstreamErrorResult(r.server, u.cfg.Timeout, fmt.Errorf("calling \"tools/call\": %w", err)), nil
+			res = upstreamErrorResult(r.server, u.cfg.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
 		}
 	}
 	if !wantsResult {

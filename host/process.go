@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // stdioGrace is how long an upstream process has to exit on its own once its
@@ -39,6 +41,10 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	for k, v := range t.cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// The tag finds the server's descendants that leave its process group
+	// and tree (descendants_linux.go).
+	tag := newUpstreamTag()
+	cmd.Env = append(cmd.Env, upstreamTagEnv+"="+tag)
 	cmd.Stderr = t.stderr
 	// Setpgid puts the server and its children in a group we can end as one;
 	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
@@ -47,25 +53,67 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// (which ends the thread): a reload that did so, to run at a lower
 	// priority, killed upstreams at random.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
-	conn, err := inner.Connect(ctx)
+	// A cgroup of its own, where this process's cgroup is writable, holds
+	// every process the server starts (cgroup_linux.go).
+	cg := newUpstreamCgroup(tag[strings.LastIndexByte(tag, '.')+1:])
+	cg.apply(cmd)
+	conn, err := t.start(ctx, cmd)
+	if err != nil && cg != nil {
+		// The kernel refused the cgroup (clone3 unavailable, or a
+		// controller's limits): start without it, with the tag and tree.
+		t.log.Debug("starting the server in a cgroup of its own failed; starting it without", "error", err)
+		cg.kill(0)
+		cg = nil
+		retry := exec.Command(cmd.Path, cmd.Args[1:]...)
+		retry.Dir, retry.Env, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stderr
+		retry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd = retry
+		conn, err = t.start(ctx, cmd)
+	}
+	cg.started()
 	if err != nil {
+		cg.kill(0)
 		return nil, err
 	}
-	return &groupConn{Connection: conn, pgid: cmd.Process.Pid}, nil
+	return &groupConn{Connection: conn, pgid: cmd.Process.Pid, tag: tag, cgroup: cg}, nil
+}
+
+// start starts cmd as the server, recorded as a child the subreaper (if
+// any) must not reap before the go-sdk waits for it.
+func (t *stdioTransport) start(ctx context.Context, cmd *exec.Cmd) (mcp.Connection, error) {
+	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
+	end := children.starting()
+	conn, err := inner.Connect(ctx)
+	var pid int
+	if err == nil {
+		pid = cmd.Process.Pid
+	}
+	end(pid)
+	return conn, err
 }
 
 // groupConn ends the whole process group after the go-sdk has closed stdin
-// and waited for (or killed) the main process.
+// and waited for (or killed) the main process, and then every descendant
+// that left the group.
 type groupConn struct {
 	mcp.Connection
-	pgid int
-	once sync.Once
+	pgid   int
+	tag    string
+	cgroup *upstreamCgroup // nil without cgroups
+	once   sync.Once
 }
 
 func (c *groupConn) Close() error {
+	// The tree under the server, read while it still stands: once the
+	// server exits, its children are orphans with no link to it but the tag.
+	tree := descendants(c.pgid, "")
 	err := c.Connection.Close()
-	c.once.Do(func() { killGroup(c.pgid, stdioGrace/2) })
+	c.once.Do(func() {
+		killGroup(c.pgid, stdioGrace/2)
+		killDescendants(tree, c.tag, stdioGrace/2)
+		c.cgroup.kill(stdioGrace / 2) // what is left: SIGKILL
+		children.exited(c.pgid)
+	})
 	return err
 }
 
@@ -86,13 +134,17 @@ func killGroup(pgid int, grace time.Duration) {
 }
 
 // tailWriter forwards an upstream's stderr to the log line by line and keeps
-// the last few lines, which explain most failed starts.
+// the last few lines, which explain most failed starts. Servers print their
+// configuration when they fail (connection strings, keys), so every line is
+// masked (internal/secrets) before it is logged or kept; the tail is shown
+// to operators (status, logs), never to clients.
 type tailWriter struct {
 	log  hclog.Logger
 	mu   sync.Mutex
 	buf  []byte
 	tail []string
 	keep int
+	mask secrets.LineMasker
 }
 
 func newTailWriter(log hclog.Logger, keep int) *tailWriter {
@@ -123,6 +175,7 @@ func (w *tailWriter) line(s string) {
 	if s == "" {
 		return
 	}
+	s = w.mask.Line(s)
 	w.log.Debug("stderr", "line", s)
 	w.tail = append(w.tail, s)
 	if len(w.tail) > w.keep {

@@ -309,6 +309,12 @@ func policiesSeeAll(raw json.RawMessage) bool {
 	if _, err := segjson.Parse(raw, &top, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return false
 	}
+	// A member given twice reaches policies once (the last), but both go
+	// out in the bytes: a client or log that reads the first would see
+	// text no policy saw.
+	if !uniqueMembers(raw, len(top)) {
+		return false
+	}
 	for k := range top {
 		if !abiResultMembers[k] {
 			return false
@@ -318,6 +324,17 @@ func policiesSeeAll(raw json.RawMessage) bool {
 	if c, ok := top["content"]; ok {
 		if _, err := segjson.Parse(c, &blocks, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 			return false
+		}
+	}
+	if c, ok := top["content"]; ok && len(blocks) > 0 {
+		var each []json.RawMessage
+		if json.Unmarshal(c, &each) != nil || len(each) != len(blocks) {
+			return false
+		}
+		for i := range each {
+			if !uniqueMembers(each[i], len(blocks[i])) {
+				return false
+			}
 		}
 	}
 	for _, b := range blocks {
@@ -332,6 +349,27 @@ func policiesSeeAll(raw json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// uniqueMembers reports whether the JSON object raw has n members, that
+// is, as many as the distinct names a map decoded from it holds.
+func uniqueMembers(raw json.RawMessage, n int) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	count := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the name
+			return false
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+		count++
+	}
+	return count == n
 }
 
 // The JSON members of abi.CallToolResult and abi.Content.

@@ -304,6 +304,10 @@ func TestPoliciesSeeAll(t *testing.T) {
 		{`{"content":[{"type":"text","text":"a","Text":"b"}]}`, false},
 		{`{"content":[{"type":"resource_link","uri":"a:b","name":"n","icons":[{"src":"x"}]}]}`, false},
 		{`{"content":[],"extra":1}`, false},
+		{`{"content":[{"type":"text","text":"ghp_secret"}],"content":[{"type":"text","text":"ok"}]}`, false},
+		{`{"content":[{"type":"text","text":"ghp_secret","text":"ok"}]}`, false},
+		{`{"content":[{"type":"text","text":"a"},{"type":"text","_meta":{},"_meta":{"k":"ghp_secret"}}]}`, false},
+		{`{"content":[{"type":"text","text":"a"}],"_meta":{"k":"ghp_secret"},"_meta":{}}`, false},
 	} {
 		if got := policiesSeeAll(json.RawMessage(tc.raw)); got != tc.ok {
 			t.Errorf("%s: %v, want %v", tc.raw, got, tc.ok)

@@ -98,7 +98,7 @@ func (u *upstream) tap(cs *mcp.ClientSession, method string, params json.RawMess
 		if err := json.Unmarshal(params, &p); err != nil || p.Level == "" {
 			return false
 		}
-		u.log.Debug("upstream log", "level", p.Level, "logger", p.Logger, "data", p.Data)
+		u.logUpstreamLog(&p)
 		u.events.upstreamLog(u, cs, &p)
 		return true
 	}

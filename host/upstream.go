@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // State is where an upstream connection stands.
@@ -158,7 +161,7 @@ func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 			u.events.upstreamProgress(ctx, req.Params)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			u.log.Debug("upstream log", "level", req.Params.Level, "logger", req.Params.Logger, "data", req.Params.Data)
+			u.logUpstreamLog(req.Params)
 			u.events.upstreamLog(u, req.Session, req.Params)
 		},
 		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
@@ -283,7 +286,7 @@ func (u *upstream) connect(done chan struct{}) {
 		u.setStateLocked(StateFailed, err)
 		u.scheduleRetryLocked()
 		u.mu.Unlock()
-		u.log.Warn("upstream connect failed", "error", err)
+		u.log.Warn("upstream connect failed", u.withStderr("error", err)...)
 		return
 	}
 	u.sess = cs
@@ -335,12 +338,12 @@ func (u *upstream) restore(cs *mcp.ClientSession) {
 func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *serverFeatures, error) {
 	cs, err := u.connectWith(ctx, u.client)
 	if err != nil {
-		return nil, nil, nil, u.explain(fmt.Errorf("connecting: %w", err))
+		return nil, nil, nil, fmt.Errorf("connecting: %w", err)
 	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		return nil, nil, nil, u.explain(fmt.Errorf("listing tools: %w", err))
+		return nil, nil, nil, fmt.Errorf("listing tools: %w", err)
 	}
 	feats, err := listFeatures(ctx, u.cfg.Name, cs)
 	if err != nil {
@@ -402,16 +405,37 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	return f, nil
 }
 
-// explain adds what a stdio server last wrote to stderr, which usually says
-// why it failed (a missing file, a bad flag, a crash).
-func (u *upstream) explain(err error) error {
+// stderrTail is what a stdio server last wrote to stderr, masked, which
+// usually says why it failed (a missing file, a bad flag, a crash). It is
+// for operators (status, logs) only: errors that reach clients never carry
+// it, since servers print their configuration, secrets included, when they
+// fail, and masking cannot know every secret.
+func (u *upstream) stderrTail() string {
 	if u.stdio == nil {
-		return err
+		return ""
 	}
-	if tail := u.stdio.stderr.Tail(); tail != "" {
-		return fmt.Errorf("%w; stderr: %s", err, tail)
+	return u.stdio.stderr.Tail()
+}
+
+// logUpstreamLog writes a server's log message to mcphost's debug log,
+// masked as its stderr is: servers log their configuration too.
+func (u *upstream) logUpstreamLog(p *mcp.LoggingMessageParams) {
+	if !u.log.IsDebug() {
+		return
 	}
-	return err
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		data = []byte(fmt.Sprint(p.Data))
+	}
+	u.log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
+}
+
+// withStderr is a log line's key and value, plus the stderr tail if any.
+func (u *upstream) withStderr(key string, v any) []any {
+	if tail := u.stderrTail(); tail != "" {
+		return []any{key, v, "stderr", tail}
+	}
+	return []any{key, v}
 }
 
 func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
@@ -448,8 +472,8 @@ func (u *upstream) lost(cs *mcp.ClientSession, err error) {
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		cause = fmt.Errorf("connection lost: %w", err)
 	}
-	u.setStateLocked(StateDisconnected, u.explain(cause))
-	u.log.Warn("upstream disconnected; reconnecting", "error", u.lastErr)
+	u.setStateLocked(StateDisconnected, cause)
+	u.log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
 	u.scheduleRetryLocked()
 }
 
@@ -644,6 +668,9 @@ func (u *upstream) status() Status {
 	}
 	if u.lastErr != nil {
 		st.Error = u.lastErr.Error()
+		if tail := u.stderrTail(); tail != "" {
+			st.Error += "; stderr: " + tail
+		}
 	}
 	return st
 }

@@ -44,13 +44,14 @@ func anyTextStartsWith(r *abi.CallToolResult, prefixes []string) bool {
 }
 
 // mayContainAny reports whether one of words may occur in r's text
-// blocks, or in a string or key of its other blocks or structuredContent.
+// blocks, or in a string or key of its other blocks, a block's _meta or
+// annotations, structuredContent or the result's _meta.
 // JSON is searched as encoded; one with an escape sequence might hide a
 // word, so it counts as containing every word.
 func mayContainAny(r *abi.CallToolResult, words []string) bool {
 	for i := range r.Content {
 		c := &r.Content[i]
-		if c.Type == "text" {
+		if c.Type == "text" && len(c.Meta) == 0 && len(c.Annotations) == 0 {
 			if containsAnyWord(c.Text, words) {
 				return true
 			}
@@ -61,7 +62,8 @@ func mayContainAny(r *abi.CallToolResult, words []string) bool {
 			return true
 		}
 	}
-	return len(r.StructuredContent) > 0 && rawMayContain(r.StructuredContent, words)
+	return len(r.StructuredContent) > 0 && rawMayContain(r.StructuredContent, words) ||
+		len(r.Meta) > 0 && rawMayContain(r.Meta, words)
 }
 
 func containsAnyWord(s string, words []string) bool {

@@ -34,6 +34,9 @@ func TestResultUnchanged(t *testing.T) {
 		{"keyword in structuredContent", keywords, &abi.CallToolResult{Content: []abi.Content{}, StructuredContent: json.RawMessage(`{"k":"ghp_x"}`)}, false},
 		{"escape in structuredContent", keywords, &abi.CallToolResult{Content: []abi.Content{}, StructuredContent: json.RawMessage(`{"k":"\u0067hp_x"}`)}, false},
 		{"keyword in a resource", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"sk-1"}`)}}}, false},
+		{"keyword in _meta", keywords, &abi.CallToolResult{Content: []abi.Content{}, Meta: json.RawMessage(`{"trace":"ghp_x"}`)}, false},
+		{"keyword in a text block's _meta", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: "ok", Meta: json.RawMessage(`{"ghp_x":1}`)}}}, false},
+		{"keyword in a resource link", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource_link", URI: "https://x/?t=ghp_x", Name: "n"}}}, false},
 		{"clean resource", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"fine"}`)}}}, true},
 		{"HTML-escaped text in a resource counts as escaped", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"<b>"}`)}}}, false},
 	} {

@@ -10,12 +10,28 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcphost-project/mcphost/host"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A long-running gateway adopts what its upstreams orphan, so that no
+	// descendant of an upstream outlives mcphost (host.Subreaper). Only
+	// here: it is a property of the whole process, and reaping its orphans
+	// must not race an embedder's own children.
+	var sr *host.Subreaper
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		var err error
+		if sr, err = host.BecomeSubreaper(); err != nil {
+			fmt.Fprintln(os.Stderr, "mcphost: warning:", err, "(descendants of upstreams that leave their process group may outlive mcphost)")
+		}
+	}
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
+	if sr != nil {
+		sr.Close()
+	}
 	if err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {

@@ -26,6 +26,7 @@ func FuzzPolicies(f *testing.F) {
 	f.Add(uint8(0), uint8(0), `["files__*"]`, `{"caller":{"_meta":{"mentions":["server:files"]}},"tools":[{"name":"files__read","server":"files","tool":"read","inputSchema":{"type":"object","properties":{"root":{"description":"x"}},"required":["root"]}}]}`)
 	f.Add(uint8(5), uint8(25), `{"*":{"root":"/srv"}}`, `{"name":"files__read","server":"files","tool":"read","arguments":{"a":"ghp_xxx"},"result":{"content":[{"type":"text","text":"{\"a\":[1]}"}]}}`)
 	f.Add(uint8(9), uint8(20), `{"acme":"acme_[0-9]+"}`, `{"result":{"content":[{"type":"resource","resource":{"text":"acme_123","blob":"aGk="}}],"structuredContent":{"k":"sk-ant-aaaaaaaaaaaaaaaaaaaaaaaa"},"_meta":[1]}}`)
+	f.Add(uint8(8), uint8(22), `true`, `{"result":{"content":[{"type":"resource_link","uri":"x:ghp_1","name":"n","_meta":{"ghp_k":"ghp_v"}}],"structuredContent":{"ghp_a":1,"ghp_a":2},"_meta":{"sk-x":{"ghp_y":["ghp_z"]}}}}`)
 	names := Names()
 	f.Fuzz(func(t *testing.T, which, key uint8, value, input string) {
 		name := names[int(which)%len(names)]

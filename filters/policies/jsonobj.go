@@ -147,6 +147,17 @@ func mustJSON(v any) json.RawMessage {
 // keys) with f, keeping everything else, and reports whether anything
 // changed. Unchanged parts keep their bytes.
 func mapStrings(raw json.RawMessage, f func(string) (string, bool)) (json.RawMessage, bool, error) {
+	return walkStrings(raw, f, false)
+}
+
+// mapStringsAndKeys is mapStrings that rewrites object keys too. A key
+// rewritten to one its object already has gets a suffix (" #2"), so no
+// member is lost.
+func mapStringsAndKeys(raw json.RawMessage, f func(string) (string, bool)) (json.RawMessage, bool, error) {
+	return walkStrings(raw, f, true)
+}
+
+func walkStrings(raw json.RawMessage, f func(string) (string, bool), keys bool) (json.RawMessage, bool, error) {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 {
 		return raw, false, nil
@@ -169,12 +180,18 @@ func mapStrings(raw json.RawMessage, f func(string) (string, bool)) (json.RawMes
 		}
 		any := false
 		for i := range o {
-			v, changed, err := mapStrings(o[i].Value, f)
+			v, changed, err := walkStrings(o[i].Value, f, keys)
 			if err != nil {
 				return nil, false, err
 			}
 			if changed {
 				o[i].Value, any = v, true
+			}
+			if !keys {
+				continue
+			}
+			if k, changed := f(o[i].Key); changed {
+				o[i].Key, any = uniqueKey(o, i, k), true
 			}
 		}
 		if !any {
@@ -188,7 +205,7 @@ func mapStrings(raw json.RawMessage, f func(string) (string, bool)) (json.RawMes
 		}
 		any := false
 		for i := range list {
-			v, changed, err := mapStrings(list[i], f)
+			v, changed, err := walkStrings(list[i], f, keys)
 			if err != nil {
 				return nil, false, err
 			}
@@ -202,4 +219,25 @@ func mapStrings(raw json.RawMessage, f func(string) (string, bool)) (json.RawMes
 		return mustJSON(list), true, nil
 	}
 	return raw, false, nil
+}
+
+// uniqueKey returns k, or k with a suffix, so that no member of o other
+// than the i-th has it.
+func uniqueKey(o object, i int, k string) string {
+	taken := func(k string) bool {
+		for j := range o {
+			if j != i && o[j].Key == k {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(k) {
+		return k
+	}
+	for n := 2; ; n++ {
+		if c := fmt.Sprintf("%s #%d", k, n); !taken(c) {
+			return c
+		}
+	}
 }

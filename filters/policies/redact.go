@@ -6,10 +6,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/pdk"
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // secretPattern is one kind of secret builtin:redact masks.
@@ -19,26 +19,16 @@ type secretPattern struct {
 	keywords []string // the text must contain one of these for re to run; nil: always run
 }
 
-// builtinSecrets are the credentials masked by default. Order matters
-// where kinds overlap: Anthropic keys before OpenAI's, which share "sk-".
-//
-// They are compiled on first use, not at package init: every instance of
-// the built-in module runs the init of every policy in it, and compiling
-// these (counted repetitions expand to large programs) was most of the
-// start of an instance, whichever policy it runs.
-var builtinSecrets = sync.OnceValue(func() []secretPattern {
-	return []secretPattern{
-		{"github_token", regexp.MustCompile(`\b(?:ghp|gho|ghs|ghu|ghr)_[A-Za-z0-9]{36,255}\b`), []string{"ghp_", "gho_", "ghs_", "ghu_", "ghr_"}},
-		{"github_pat", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), []string{"github_pat_"}},
-		{"aws_access_key_id", regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
-		{"slack_token", regexp.MustCompile(`\bxox[baprs]-[A-Za-z0-9-]{10,}`), []string{"xox"}},
-		{"stripe_key", regexp.MustCompile(`\b(?:sk|rk)_live_[A-Za-z0-9]{16,}\b`), []string{"_live_"}},
-		{"anthropic_key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{20,}`), []string{"sk-ant-"}},
-		{"openai_key", regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`), []string{"sk-"}},
-		{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`), []string{"eyJ"}},
-		{"private_key", regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----`), []string{"PRIVATE KEY-----"}},
+// builtinSecrets are the credentials masked by default, shared with the
+// host's own masker (internal/secrets).
+func builtinSecrets() []secretPattern {
+	ps := secrets.Credentials()
+	out := make([]secretPattern, len(ps))
+	for i, p := range ps {
+		out[i] = secretPattern{name: p.Name, re: p.RE, keywords: p.Keywords}
 	}
-})
+	return out
+}
 
 // redact is builtin:redact: it masks secrets in results, and in arguments
 // if asked. Configuration:
@@ -241,23 +231,29 @@ func (r *redact) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, err
 	}
 	n := counts{}
 	mask := func(s string) (string, bool) { return r.maskString(s, n) }
+	// Every string a client may show or keep: each block's text fields,
+	// resource contents (never a base64 blob), annotations and _meta, and
+	// the keys and values of structuredContent and _meta.
 	for i := range res.Content {
 		c := &res.Content[i]
-		switch c.Type {
-		case "text":
-			c.Text, _ = mask(c.Text)
-		case "resource":
-			// Mask the resource's text and URI, never its base64 blob.
+		for _, f := range []*string{&c.Text, &c.URI, &c.Name, &c.Title, &c.Description, &c.MimeType} {
+			*f, _ = mask(*f)
+		}
+		if len(c.Resource) > 0 {
 			o, err := parseObject(c.Resource)
 			if err != nil {
-				continue
+				return nil, fmt.Errorf("content %d: resource: %v", i, err)
 			}
 			changed := false
 			for j := range o {
 				if o[j].Key == "blob" {
 					continue
 				}
-				if v, ch, err := mapStrings(o[j].Value, mask); err == nil && ch {
+				v, ch, err := mapStringsAndKeys(o[j].Value, mask)
+				if err != nil {
+					return nil, fmt.Errorf("content %d: resource: %v", i, err)
+				}
+				if ch {
 					o[j].Value, changed = v, true
 				}
 			}
@@ -265,15 +261,17 @@ func (r *redact) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, err
 				c.Resource = o.raw()
 			}
 		}
+		for _, f := range []*json.RawMessage{&c.Annotations, &c.Meta} {
+			if err := maskRaw(f, mask); err != nil {
+				return nil, fmt.Errorf("content %d: %v", i, err)
+			}
+		}
 	}
-	if len(res.StructuredContent) > 0 {
-		v, changed, err := mapStrings(res.StructuredContent, mask)
-		if err != nil {
-			return nil, fmt.Errorf("structuredContent: %v", err)
-		}
-		if changed {
-			res.StructuredContent = v
-		}
+	if err := maskRaw(&res.StructuredContent, mask); err != nil {
+		return nil, fmt.Errorf("structuredContent: %v", err)
+	}
+	if err := maskRaw(&res.Meta, mask); err != nil {
+		return nil, fmt.Errorf("_meta: %v", err)
 	}
 	total := n.total()
 	if total == 0 {
@@ -293,4 +291,20 @@ func (r *redact) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, err
 			Text: fmt.Sprintf("[mcphost: %d %s masked in this result (%s)]", total, word, n)})
 	}
 	return &abi.ToolResultOutput{Result: res}, nil
+}
+
+// maskRaw masks the keys and values of a JSON value in place. A value
+// that is not JSON is an error: passing it on unexamined would fail open.
+func maskRaw(raw *json.RawMessage, mask func(string) (string, bool)) error {
+	if len(*raw) == 0 {
+		return nil
+	}
+	v, changed, err := mapStringsAndKeys(*raw, mask)
+	if err != nil {
+		return err
+	}
+	if changed {
+		*raw = v
+	}
+	return nil
 }

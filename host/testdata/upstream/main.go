@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -15,13 +16,24 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type echoIn struct {
 	Text string `json:"text"`
+}
+
+// hostileIn is the hostile tools' input: text is optional.
+type hostileIn struct {
+	Text string `json:"text,omitempty"`
+}
+
+type spawnIn struct {
+	Mode string `json:"mode"`
 }
 
 type sampleIn struct {
@@ -41,6 +53,18 @@ func main() {
 	name := flag.String("name", "upstream", "server name")
 	echoDesc := flag.String("echo-description", "Echoes text.", "the echo tool's description (tests change it to test pinning)")
 	flag.Parse()
+	// A server that starts once and then fails every restart, saying why
+	// on stderr (tests put secrets there): HOSTILE_FAIL_IF_EXISTS names
+	// a file the first start creates, HOSTILE_STDERR what later starts print.
+	if p := os.Getenv("HOSTILE_FAIL_IF_EXISTS"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			fmt.Fprintln(os.Stderr, os.Getenv("HOSTILE_STDERR"))
+			os.Exit(3)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *fail != "" {
 		fmt.Fprintln(os.Stderr, *fail)
 		os.Exit(3)
@@ -65,6 +89,58 @@ func main() {
 			os.Exit(7)
 			return nil, nil, nil
 		})
+	// Hostile tools: each puts text (a secret, in the tests) where a
+	// result's text fields are not, to check that every part reaching a
+	// client goes through the result policies. Without text they use
+	// $HOSTILE_SECRET, so a test's secret need not pass through the
+	// client's arguments (and mcphost's logs of them).
+	secretOr := func(text string) string {
+		if text == "" {
+			return os.Getenv("HOSTILE_SECRET")
+		}
+		return text
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "crash_loud", Description: "Writes text to stderr and exits mid-call."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			fmt.Fprintln(os.Stderr, "fatal: "+in.Text)
+			os.Exit(9)
+			return nil, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "rpc_error", Description: "Answers with a JSON-RPC error whose message is text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: in.Text}
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "tool_error", Description: "Fails with text as the tool's error."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			return nil, nil, errors.New(in.Text)
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "structured_key", Description: "Returns structuredContent with text as a key."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}},
+				StructuredContent: map[string]any{in.Text: 1, "nested": map[string]any{in.Text: in.Text}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "resource_link", Description: "Returns a resource_link with text in its uri, name, title and description."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "https://example.com/x?k=" + in.Text,
+				Name: in.Text, Title: in.Text, Description: "see " + in.Text, Meta: mcp.Meta{"k": in.Text}}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta", Description: "Returns text in the result's _meta and a text block's _meta."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			return &mcp.CallToolResult{Meta: mcp.Meta{"trace": in.Text, in.Text: true},
+				Content: []mcp.Content{&mcp.TextContent{Text: "ok", Meta: mcp.Meta{"k": in.Text}}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "embedded", Description: "Returns an embedded resource with text in its uri and text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+				URI: "file:///" + in.Text, MIMEType: "text/plain", Text: in.Text}}}}, nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sleep", Description: "Sleeps, reporting progress in steps."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			steps := max(in.Steps, 1)
@@ -87,6 +163,31 @@ func main() {
 				return nil, nil, err
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "spawn_escaper", Description: "Starts a long-lived process that leaves the server's process group and returns its pid. mode: setsid (a child in its own session), orphan (a setsid grandchild whose parent exits) or scrubbed (an orphan that also clears its environment)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in spawnIn) (*mcp.CallToolResult, any, error) {
+			var cmd *exec.Cmd
+			switch in.Mode {
+			case "setsid":
+				cmd = exec.Command("sleep", "600")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := cmd.Start(); err != nil {
+					return nil, nil, err
+				}
+				go cmd.Wait()
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+			case "orphan":
+				cmd = exec.Command("sh", "-c", "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+			case "scrubbed":
+				cmd = exec.Command("sh", "-c", "env -i setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+			default:
+				return nil, nil, fmt.Errorf("unknown mode %q", in.Mode)
+			}
+			out, err := cmd.Output() // sh exits at once: its child is orphaned
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(string(out))}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Adds a tool named by text, which sends tools/list_changed."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -118,8 +219,9 @@ func main() {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(uris, ",")}}}, nil, nil
 		})
-	mcp.AddTool(srv, &mcp.Tool{Name: "log", Description: "Sends text as an info log message."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "log", Description: "Sends text (default $HOSTILE_SECRET) as an info log message."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			in.Text = secretOr(in.Text)
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: in.Text})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, nil
 		})
