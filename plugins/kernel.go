@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // kernel is the host side of the Extism memory model for one instance: the
@@ -42,8 +41,8 @@ type kernel struct {
 	outOff, outLen uint64
 	errOff         uint64
 
-	ctx    context.Context // the call's, for http_request
-	status int             // the last http_request's status code
+	callContext     // the call's, for http_request and nanosleep
+	status      int // the last http_request's status code
 }
 
 type block struct{ used, cap uint64 }
@@ -308,19 +307,7 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 // loopCheck stops an instrumented guest whose call's context is done, as
 // WithCloseOnContextDone would: the module is closed with the exit code
 // wazero uses for the context's error, and the call fails with it.
-func loopCheck(ctx context.Context, mod api.Module) {
-	var code uint32
-	switch err := ctx.Err(); {
-	case err == nil:
-		return
-	case errors.Is(err, context.DeadlineExceeded):
-		code = sys.ExitCodeDeadlineExceeded
-	default:
-		code = sys.ExitCodeContextCanceled
-	}
-	_ = mod.CloseWithExitCode(ctx, code)
-	panic(sys.NewExitError(code))
-}
+func loopCheck(ctx context.Context, mod api.Module) { stopIfDone(ctx, mod) }
 
 // httpRequest performs an Extism http_request to the spec's allowed hosts,
 // as the go-sdk does; a refused or failed request traps the guest.

@@ -1,0 +1,113 @@
+//go:build !mcphost_extism
+
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// recurseGuest returns the spec of a hand-written guest whose tool_call
+// recurses without a loop (testdata/recurse).
+func recurseGuest(name, file string) Spec {
+	return Spec{Name: name, Source: "testdata/recurse/" + file, Instances: 2, Timeout: 2 * time.Second}
+}
+
+// TestGuestsStopWhateverControlFlow: a guest stops at its timeout whether
+// it loops, recurses without a loop (hand-written, with and without the
+// import the rewriter needs, and in Go) or sleeps in a host import, under
+// both ways of stopping guests; the instance is thrown away, the host's
+// goroutines keep running meanwhile, and the plugin keeps serving.
+func TestGuestsStopWhateverControlFlow(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	type guestCase struct {
+		name string
+		spec func(t *testing.T) Spec
+		mode string // the tool_call _mode of the Go guest
+	}
+	cases := []guestCase{
+		{"wat-recurse", func(*testing.T) Spec { return recurseGuest("rec", "recurse.wasm") }, ""},
+		{"wat-recurse-nolength", func(*testing.T) Spec { return recurseGuest("recnl", "recurse-nolength.wasm") }, ""},
+		{"go-recurse", func(t *testing.T) Spec { return policy(t, "gorec") }, "recurse"},
+		{"go-sleep", func(t *testing.T) Spec { return policy(t, "gosleep") }, "sleep"},
+		{"go-loop", func(t *testing.T) Spec { return policy(t, "goloop") }, "loop"},
+	}
+	for _, mode := range []struct {
+		name string
+		opts RuntimeOptions
+	}{{"instrumented", RuntimeOptions{}}, {"closeondone", RuntimeOptions{CloseOnContextDone: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					spec := c.spec(t)
+					spec.Timeout = timeout
+					p := load(t, rt, spec)
+					in, _ := json.Marshal(abi.ToolCallInput{Server: "a", Tool: "t", Arguments: json.RawMessage(`{"_mode":"` + c.mode + `"}`)})
+					var ticks atomic.Int64
+					stop := make(chan struct{})
+					defer close(stop)
+					go func() {
+						for {
+							select {
+							case <-stop:
+								return
+							case <-time.After(2 * time.Millisecond):
+								ticks.Add(1)
+							}
+						}
+					}()
+					for i := range 2 { // twice: the plugin keeps serving after a crash
+						ticks.Store(0)
+						start := time.Now()
+						_, err := callBounded(t, p, in, timeout+5*time.Second)
+						d := time.Since(start)
+						if !errors.Is(err, ErrTimeout) {
+							t.Fatalf("call %d: %v, want a timeout", i, err)
+						}
+						if d < timeout || d > timeout+300*time.Millisecond {
+							t.Errorf("call %d stopped after %v, timeout %v", i, d, timeout)
+						}
+						if n := ticks.Load(); n < 10 {
+							t.Errorf("call %d: a host goroutine ticked %d times meanwhile", i, n)
+						}
+					}
+					if st := p.Status(); st.Crashes != 2 || st.State != StateLoaded {
+						t.Errorf("status %+v, want 2 instances thrown away and still loaded", st)
+					}
+					if c.mode != "" {
+						mustRecover(t, p)
+					}
+				})
+			}
+		})
+	}
+}
+
+// callBounded calls tool_call and fails the test if the call has not
+// returned within limit (a guest that cannot be stopped).
+func callBounded(t *testing.T, p *Plugin, in []byte, limit time.Duration) ([]byte, error) {
+	t.Helper()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := p.Call(context.Background(), abi.HookToolCall, in)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(limit):
+		t.Fatalf("the call was not stopped after %v", limit)
+		return nil, nil
+	}
+}
