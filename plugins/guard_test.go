@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // recurseGuest returns the spec of a hand-written guest whose tool_call
@@ -109,5 +110,88 @@ func callBounded(t *testing.T, p *Plugin, in []byte, limit time.Duration) ([]byt
 	case <-time.After(limit):
 		t.Fatalf("the call was not stopped after %v", limit)
 		return nil, nil
+	}
+}
+
+// TestCloseStopsGuests: shutdown never waits on a guest. A plugin's Close
+// whose context ends, and the runtime's Halt and Close, stop calls in
+// flight however long their timeout; the calls fail with ErrClosed.
+func TestCloseStopsGuests(t *testing.T) {
+	in, _ := json.Marshal(abi.ToolCallInput{Server: "a", Tool: "t", Arguments: json.RawMessage(`{}`)})
+	// start loads the recursing guest with a long timeout and starts two
+	// calls, returning once both run.
+	start := func(t *testing.T, rt *Runtime) (*Plugin, chan error) {
+		spec := recurseGuest("rec", "recurse.wasm")
+		spec.Timeout = time.Minute
+		p, err := rt.Load(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() {
+				_, err := p.Call(context.Background(), abi.HookToolCall, in)
+				errs <- err
+			}()
+		}
+		testproc.WaitFor(t, "two calls running", 10*time.Second, func() bool { return len(p.sem) == 2 && len(p.idle) == 0 })
+		return p, errs
+	}
+	wait := func(t *testing.T, errs chan error, limit time.Duration) {
+		t.Helper()
+		for range 2 {
+			select {
+			case err := <-errs:
+				if !errors.Is(err, ErrClosed) {
+					t.Errorf("call: %v, want ErrClosed", err)
+				}
+			case <-time.After(limit):
+				t.Fatalf("a call still runs %v after shutdown", limit)
+			}
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		opts RuntimeOptions
+	}{{"instrumented", RuntimeOptions{}}, {"closeondone", RuntimeOptions{CloseOnContextDone: true}}} {
+		t.Run(mode.name+"/plugin-close", func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			p, errs := start(t, rt)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			begin := time.Now()
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(begin); d > time.Second {
+				t.Errorf("Close took %v", d)
+			}
+			wait(t, errs, 2*time.Second)
+			if st := p.Status(); st.State != StateClosed || st.Crashes != 0 {
+				t.Errorf("status %+v", st)
+			}
+		})
+		t.Run(mode.name+"/runtime-halt", func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			p, errs := start(t, rt)
+			defer p.Close(context.Background())
+			rt.Halt()
+			wait(t, errs, 2*time.Second)
+			if _, err := p.Call(context.Background(), abi.HookToolCall, in); !errors.Is(err, ErrClosed) {
+				t.Errorf("call after Halt: %v", err)
+			}
+		})
+		t.Run(mode.name+"/runtime-close", func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			_, errs := start(t, rt)
+			begin := time.Now()
+			if err := rt.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			wait(t, errs, 2*time.Second)
+			if d := time.Since(begin); d > 2*time.Second {
+				t.Errorf("Close and the calls took %v", d)
+			}
+		})
 	}
 }

@@ -53,6 +53,11 @@ type Plugin struct {
 	idle chan *instance // warm instances
 	done chan struct{}  // closed by Close
 
+	// halted is cancelled when Close gives up waiting for the calls in
+	// flight, or by the runtime's Halt: the guests stop at their next check.
+	halted context.Context
+	halt   context.CancelFunc
+
 	mu     sync.Mutex // guards closed and pushes to idle; and the stats below
 	closed bool
 	stats  Status
@@ -123,6 +128,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		idle: make(chan *instance, spec.Instances),
 		done: make(chan struct{}),
 	}
+	p.halted, p.halt = context.WithCancel(rt.halted)
 	p.refs.Store(1)
 	mc := defaultModuleConfig()
 	for k, v := range spec.Env {
@@ -143,11 +149,13 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 
 	first, err := p.newInstance(ctx)
 	if err != nil {
+		p.halt()
 		rt.release(mod)
 		return nil, err
 	}
 	fail := func(err error) (*Plugin, error) {
 		first.close()
+		p.halt()
 		rt.release(mod)
 		return nil, err
 	}
@@ -168,6 +176,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		if errors.As(err, &te) && te.Stderr != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
 		}
+		p.halt()
 		rt.release(mod)
 		return nil, err
 	}
@@ -342,6 +351,8 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Close and the runtime's Halt stop the guest too.
+	defer context.AfterFunc(p.halted, cancel)()
 	in.lim.refused.Store(false)
 	in.stderr.reset()
 	rc, out, errMsg, exited, err := in.invoke(cctx, export, input)
@@ -350,6 +361,8 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 		if errors.As(err, &exit) {
 			in.close()
 			switch code := exit.ExitCode(); {
+			case (code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded) && ctx.Err() == nil && p.halted.Err() != nil:
+				return nil, false, fmt.Errorf("%w: plugin %s: %s stopped: the plugin was closed while it ran", ErrClosed, p.spec.Name, hook)
 			case code == sys.ExitCodeDeadlineExceeded && ctx.Err() == nil:
 				return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 			case code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded:
@@ -361,6 +374,9 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 		}
 		in.close()
 		if cctx.Err() != nil && ctx.Err() == nil {
+			if p.halted.Err() != nil {
+				return nil, false, fmt.Errorf("%w: plugin %s: %s stopped: the plugin was closed while it ran", ErrClosed, p.spec.Name, hook)
+			}
 			return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 		}
 		return nil, false, &TrapError{Plugin: p.spec.Name, Hook: hook, Memory: in.lim.refused.Load(),
@@ -398,7 +414,7 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 func (p *Plugin) gate() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.halted.Err() != nil {
 		return fmt.Errorf("%w: plugin %s", ErrClosed, p.spec.Name)
 	}
 	if !p.until.IsZero() && time.Now().Before(p.until) {
@@ -552,7 +568,9 @@ func (p *Plugin) noteLocked(err error) {
 }
 
 // Close closes the plugin's instances once the calls in flight have
-// finished (or ctx is done) and releases its compiled module.
+// finished and releases its compiled module. When ctx is done first, the
+// calls still in flight are stopped (they fail with ErrClosed): Close
+// never waits on a guest past ctx.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -572,6 +590,7 @@ wait:
 			break wait
 		}
 	}
+	p.halt()
 	for {
 		select {
 		case in := <-p.idle:

@@ -76,6 +76,11 @@ type Runtime struct {
 	// (0 trace .. 4 error) of the lowest message the logger records.
 	guestLevel int32
 
+	// halted is cancelled by Halt and Close: every guest call in flight
+	// stops at its next check and fails with ErrClosed.
+	halted context.Context
+	halt   context.CancelFunc
+
 	mu      sync.Mutex
 	modules map[string]*module // by sha256
 	closed  bool
@@ -153,12 +158,22 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		builtin:     opts.Builtin,
 		modules:     map[string]*module{},
 	}
+	rt.halted, rt.halt = context.WithCancel(context.Background())
 	rt.initEngine()
 	return rt, nil
 }
 
-// Close releases the compilation cache and every compiled module still held.
+// Halt stops every guest call in flight, of every plugin of the runtime,
+// at its next check (within microseconds, or a host import's own bound):
+// the calls fail with ErrClosed and their instances are thrown away.
+// Calls made after Halt fail at once. For shutdown, so that it never waits
+// on a guest.
+func (rt *Runtime) Halt() { rt.halt() }
+
+// Close halts the guest calls still in flight (Halt) and releases the
+// compilation cache and every compiled module still held.
 func (rt *Runtime) Close(ctx context.Context) error {
+	rt.halt()
 	rt.mu.Lock()
 	if rt.closed {
 		rt.mu.Unlock()
