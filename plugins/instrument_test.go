@@ -444,6 +444,13 @@ func FuzzInstrument(f *testing.F) {
 			0xFC, 0x01, 0x1A, 0x41, 0x00, 0x0B))))
 	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 1, []byte{tI32x2}),
 		sec(10, 1, fbody([]byte{0}, 0x20, 0x00, 0x20, 0x01, 0x03, tI32x2, 0x0B, 0x0B))))
+	// Calls, recursion and call_indirect: function entries count.
+	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 2, []byte{tI32I32}, []byte{tI32I32}),
+		sec(4, 1, []byte{0x70, 0x00, 0x01}), sec(9, 1, []byte{0x00, 0x41, 0x00, 0x0B, 0x01, 0x01}),
+		sec(10, 2,
+			fbody([]byte{0}, 0x20, 0x00, 0x45, 0x04, 0x7F, 0x41, 0x00, 0x05,
+				0x20, 0x00, 0x41, 0x01, 0x6B, 0x10, 0x01, 0x41, 0x01, 0x6A, 0x0B, 0x0B),
+			fbody([]byte{0}, 0x20, 0x00, 0x41, 0x00, 0x11, tI32I32, 0x00, 0x0B))))
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
 	defer r.Close(ctx)
@@ -453,25 +460,34 @@ func FuzzInstrument(f *testing.F) {
 			if !errors.Is(err, errNotInstrumentable) {
 				t.Fatalf("untyped error %v", err)
 			}
+			if entries, err2 := instrument(wasm, false); err2 == nil {
+				t.Fatalf("entries only accepts what loops refuse (%v): %x", err, entries)
+			}
 			return
 		}
-		origErr := func() error {
+		compiles := func(wasm []byte) error {
 			cm, err := r.CompileModule(ctx, wasm)
 			if err == nil {
 				cm.Close(ctx)
 			}
 			return err
-		}()
-		cm, err := r.CompileModule(ctx, out)
-		if err != nil {
-			if origErr == nil {
-				t.Fatalf("the original compiles, the rewrite does not: %v", err)
-			}
-			return // invalid in, invalid out
 		}
-		cm.Close(ctx)
-		if origErr != nil {
-			t.Fatalf("the rewrite of an invalid module compiles: %v", origErr)
+		origErr := compiles(wasm)
+		entries, err := instrument(wasm, false)
+		if err != nil {
+			t.Fatalf("entries only refuses what loops accept: %v", err)
+		}
+		for _, rw := range []struct {
+			name string
+			wasm []byte
+		}{{"rewrite", out}, {"entries-only rewrite", entries}} {
+			err := compiles(rw.wasm)
+			if err != nil && origErr == nil {
+				t.Fatalf("the original compiles, the %s does not: %v", rw.name, err)
+			}
+			if err == nil && origErr != nil {
+				t.Fatalf("the %s of an invalid module compiles: %v", rw.name, origErr)
+			}
 		}
 	})
 }

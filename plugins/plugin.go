@@ -53,10 +53,13 @@ type Plugin struct {
 	idle chan *instance // warm instances
 	done chan struct{}  // closed by Close
 
-	// halted is cancelled when Close gives up waiting for the calls in
-	// flight, or by the runtime's Halt: the guests stop at their next check.
-	halted context.Context
-	halt   context.CancelFunc
+	// running holds the cancel functions of the calls in flight, so that
+	// Close (once it gives up waiting) and the runtime's Halt stop their
+	// guests at the next check; after that, halted refuses new calls. Both
+	// under mu. A map and a lock, not context.AfterFunc per call, which
+	// cost two allocations and a tenth of an empty call.
+	running map[*instance]context.CancelFunc
+	halted  bool
 
 	mu     sync.Mutex // guards closed and pushes to idle; and the stats below
 	closed bool
@@ -128,7 +131,6 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		idle: make(chan *instance, spec.Instances),
 		done: make(chan struct{}),
 	}
-	p.halted, p.halt = context.WithCancel(rt.halted)
 	p.refs.Store(1)
 	mc := defaultModuleConfig()
 	for k, v := range spec.Env {
@@ -149,13 +151,11 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 
 	first, err := p.newInstance(ctx)
 	if err != nil {
-		p.halt()
 		rt.release(mod)
 		return nil, err
 	}
 	fail := func(err error) (*Plugin, error) {
 		first.close()
-		p.halt()
 		rt.release(mod)
 		return nil, err
 	}
@@ -176,7 +176,6 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		if errors.As(err, &te) && te.Stderr != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
 		}
-		p.halt()
 		rt.release(mod)
 		return nil, err
 	}
@@ -203,6 +202,10 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	// to spec.Instances: each warm Go instance holds 10 to 18 MB, and most
 	// plugins of a chain never see two calls at once.
 	p.idle <- first
+	if !rt.register(p) {
+		_ = p.Close(ctx)
+		return nil, fmt.Errorf("%w: the runtime was halted", ErrClosed)
+	}
 	log.Debug("loaded", "version", desc.Version, "hooks", desc.Hooks, "sha256", src.sha, "max_instances", spec.Instances)
 	return p, nil
 }
@@ -352,17 +355,25 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Close and the runtime's Halt stop the guest too.
-	defer context.AfterFunc(p.halted, cancel)()
+	if !p.track(in, cancel) {
+		cancel()
+	}
+	defer p.untrack(in)
 	in.lim.refused.Store(false)
 	in.stderr.reset()
 	rc, out, errMsg, exited, err := in.invoke(cctx, export, input)
+	if (err != nil || exited) && ctx.Err() == nil && p.isHalted() {
+		// Stopped by Close or Halt. Closing the runtime closes the module
+		// with exit code 0, which must not read as the guest's own
+		// proc_exit(0), a success.
+		in.close()
+		return nil, false, fmt.Errorf("%w: plugin %s: %s stopped: the plugin was closed while it ran", ErrClosed, p.spec.Name, hook)
+	}
 	if err != nil {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) {
 			in.close()
 			switch code := exit.ExitCode(); {
-			case (code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded) && ctx.Err() == nil && p.halted.Err() != nil:
-				return nil, false, fmt.Errorf("%w: plugin %s: %s stopped: the plugin was closed while it ran", ErrClosed, p.spec.Name, hook)
 			case code == sys.ExitCodeDeadlineExceeded && ctx.Err() == nil:
 				return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 			case code == sys.ExitCodeContextCanceled || code == sys.ExitCodeDeadlineExceeded:
@@ -374,9 +385,6 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 		}
 		in.close()
 		if cctx.Err() != nil && ctx.Err() == nil {
-			if p.halted.Err() != nil {
-				return nil, false, fmt.Errorf("%w: plugin %s: %s stopped: the plugin was closed while it ran", ErrClosed, p.spec.Name, hook)
-			}
 			return nil, false, fmt.Errorf("%w: %s: %s after %v", ErrTimeout, p.spec.Name, hook, timeout)
 		}
 		return nil, false, &TrapError{Plugin: p.spec.Name, Hook: hook, Memory: in.lim.refused.Load(),
@@ -410,11 +418,49 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 	return out, true, nil
 }
 
+// track records the cancel function of a call on in; false if the plugin
+// is halted (the caller cancels).
+func (p *Plugin) track(in *instance, cancel context.CancelFunc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.halted {
+		return false
+	}
+	if p.running == nil {
+		p.running = make(map[*instance]context.CancelFunc, cap(p.sem))
+	}
+	p.running[in] = cancel
+	return true
+}
+
+func (p *Plugin) untrack(in *instance) {
+	p.mu.Lock()
+	delete(p.running, in)
+	p.mu.Unlock()
+}
+
+// halt stops the calls in flight (their guests stop at the next check and
+// the calls fail with ErrClosed) and refuses new ones.
+func (p *Plugin) halt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.halted = true
+	for _, cancel := range p.running {
+		cancel()
+	}
+}
+
+func (p *Plugin) isHalted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.halted
+}
+
 // gate fails fast while the plugin is in its crash-loop backoff.
 func (p *Plugin) gate() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.halted.Err() != nil {
+	if p.closed || p.halted {
 		return fmt.Errorf("%w: plugin %s", ErrClosed, p.spec.Name)
 	}
 	if !p.until.IsZero() && time.Now().Before(p.until) {
@@ -441,6 +487,9 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 	in, err := p.newWarmInstance(ctx)
 	if err != nil {
 		<-p.sem
+		if p.isHalted() {
+			return nil, fmt.Errorf("%w: plugin %s: %w", ErrClosed, p.spec.Name, err)
+		}
 		return nil, err
 	}
 	return in, nil
@@ -591,6 +640,7 @@ wait:
 		}
 	}
 	p.halt()
+	p.rt.unregister(p)
 	for {
 		select {
 		case in := <-p.idle:

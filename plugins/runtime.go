@@ -76,14 +76,11 @@ type Runtime struct {
 	// (0 trace .. 4 error) of the lowest message the logger records.
 	guestLevel int32
 
-	// halted is cancelled by Halt and Close: every guest call in flight
-	// stops at its next check and fails with ErrClosed.
-	halted context.Context
-	halt   context.CancelFunc
-
 	mu      sync.Mutex
 	modules map[string]*module // by sha256
 	closed  bool
+	plugins map[*Plugin]struct{} // loaded and not closed, for Halt
+	halted  bool                 // by Halt or Close: plugins are halted as they load
 
 	// builtinSums remembers the digest of each builtin's bytes: hashing
 	// the 5.6 MB built-in module for every built-in plugin of every reload
@@ -158,7 +155,7 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		builtin:     opts.Builtin,
 		modules:     map[string]*module{},
 	}
-	rt.halted, rt.halt = context.WithCancel(context.Background())
+	rt.plugins = map[*Plugin]struct{}{}
 	rt.initEngine()
 	return rt, nil
 }
@@ -168,12 +165,40 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 // the calls fail with ErrClosed and their instances are thrown away.
 // Calls made after Halt fail at once. For shutdown, so that it never waits
 // on a guest.
-func (rt *Runtime) Halt() { rt.halt() }
+func (rt *Runtime) Halt() {
+	rt.mu.Lock()
+	rt.halted = true
+	ps := make([]*Plugin, 0, len(rt.plugins))
+	for p := range rt.plugins {
+		ps = append(ps, p)
+	}
+	rt.mu.Unlock()
+	for _, p := range ps {
+		p.halt()
+	}
+}
+
+// register adds a loaded plugin for Halt; false when the runtime is halted.
+func (rt *Runtime) register(p *Plugin) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.halted {
+		return false
+	}
+	rt.plugins[p] = struct{}{}
+	return true
+}
+
+func (rt *Runtime) unregister(p *Plugin) {
+	rt.mu.Lock()
+	delete(rt.plugins, p)
+	rt.mu.Unlock()
+}
 
 // Close halts the guest calls still in flight (Halt) and releases the
 // compilation cache and every compiled module still held.
 func (rt *Runtime) Close(ctx context.Context) error {
-	rt.halt()
+	rt.Halt()
 	rt.mu.Lock()
 	if rt.closed {
 		rt.mu.Unlock()
