@@ -7,8 +7,9 @@ package plugins
 // guest recursing without a loop was never stopped. So such a module is
 // also compiled with a function listener whose Before, run by wazero at the
 // entry of every function of the module, stops the guest once the call's
-// context is done. Each entry then leaves compiled code for Go, which
-// costs a few tens of nanoseconds per call, and only these modules pay it.
+// context is done. Each entry then leaves compiled code for Go: a naive
+// fib took 204 ns per call guarded, against 2.8 instrumented and 1.6 as it
+// is. Only these modules pay it; slow beats unbounded.
 // Leaving for Go also lets the Go scheduler preempt the goroutine, so a
 // guest never holds a core against the garbage collector.
 //
