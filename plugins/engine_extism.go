@@ -29,9 +29,11 @@ func (c *compiled) close(ctx context.Context) error { return c.cp.Close(ctx) }
 func (rt *Runtime) initEngine() { setGuestLogLevel(rt.log) }
 
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
-	cp, err := extism.NewCompiledPlugin(ctx,
+	// Guarded as the native engine guards modules it cannot rewrite
+	// (guard.go): wazero checks loops, a listener function entries.
+	cp, err := extism.NewCompiledPlugin(withEntryGuard(ctx),
 		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
-		extism.PluginConfig{RuntimeConfig: rt.cfg, EnableWasi: true},
+		extism.PluginConfig{RuntimeConfig: rt.guardCfg, EnableWasi: true},
 		nil)
 	if err != nil {
 		return nil, err

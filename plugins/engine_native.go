@@ -40,7 +40,8 @@ const extismEnv = "extism:host/env"
 type compiled struct {
 	rt           wazero.Runtime
 	cm           wazero.CompiledModule
-	instrumented bool // loops check the context; compiled without close on context done
+	instrumented bool // loops and calls check the context; compiled without close on context done
+	guarded      bool // not rewritten: a listener checks at function entries (guard.go)
 }
 
 func (c *compiled) close(ctx context.Context) error { return c.rt.Close(ctx) }
@@ -65,18 +66,23 @@ func (rt *Runtime) initEngine() {
 }
 
 // compile compiles wasm with its data segments coalesced (dataseg.go) and
-// its loops instrumented and
-// WithCloseOnContextDone off, or, when the instrumentation refuses the
-// module (or is disabled), as it is with WithCloseOnContextDone on.
+// instrumented (instrument.go): loops and function entries count down to a
+// context check, with WithCloseOnContextDone off; or, under
+// RuntimeOptions.CloseOnContextDone, function entries only, with wazero
+// checking loops. A module the rewriter refuses runs as it is, guarded by
+// wazero at loops and by a listener at function entries (guard.go).
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
-	cfg, instrumented := rt.cfg, false
 	wasm = coalesceData(wasm)
-	if rt.instrument {
-		if out, err := instrumentLoops(wasm); err == nil {
-			wasm, cfg, instrumented = out, rt.fastCfg, true
-		} else {
-			rt.log.Debug("guest loops not instrumented; running with close on context done", "error", err)
-		}
+	cfg, compileCtx := rt.fastCfg, ctx
+	instrumented, guarded := rt.instrument, false
+	if !rt.instrument {
+		cfg = rt.cfg
+	}
+	if out, err := instrument(wasm, rt.instrument); err == nil {
+		wasm = out
+	} else {
+		rt.log.Debug("guest not instrumented; running it guarded by wazero at every loop and function entry, slower", "error", err)
+		cfg, compileCtx, instrumented, guarded = rt.guardCfg, withEntryGuard(ctx), false, true
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	fail := func(err error) (*compiled, error) {
@@ -89,11 +95,11 @@ func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) 
 	if _, err := instantiateExtismEnv(ctx, r); err != nil {
 		return fail(err)
 	}
-	cm, err := r.CompileModule(ctx, wasm)
+	cm, err := r.CompileModule(compileCtx, wasm)
 	if err != nil {
 		return fail(err)
 	}
-	return &compiled{rt: r, cm: cm, instrumented: instrumented}, nil
+	return &compiled{rt: r, cm: cm, instrumented: instrumented, guarded: guarded}, nil
 }
 
 type instance struct {
@@ -125,7 +131,7 @@ func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guest
 	// Start functions are not run at instantiation: the guest runtime is
 	// initialised before the first call, under its timeout, as Extism does.
 	// Instances are anonymous, so one runtime holds many.
-	mc = mc.WithStartFunctions().WithName("")
+	mc = mc.WithStartFunctions().WithName("").WithNanosleep(k.nanosleep)
 	ctx = experimental.WithMemoryAllocator(ctx, lim)
 	ctx = context.WithValue(ctx, kernelKey{}, k)
 	mod, err := p.mod.cm.rt.InstantiateModule(ctx, p.mod.cm.cm, mc)

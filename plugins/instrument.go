@@ -1,20 +1,31 @@
 package plugins
 
-// Loop instrumentation: the cheap way to keep guests stoppable.
+// Instrumentation: the cheap way to keep guests stoppable.
 //
 // wazero's WithCloseOnContextDone makes compiled code call a trampoline at
 // every loop header to check whether the module was closed, and Go-built
 // wasm passes a loop header at almost every branch: listings ran four times
-// slower with it. Instead, at load, instrumentLoops rewrites the guest's
-// code section so that every loop body starts with a countdown on a new
-// mutable i32 global; when the counter is zero (every loopCheckEvery
-// iterations, summed over all loops of the instance) the guest resets it
-// and calls an import it already has, extism:host/env length (i64) -> i64,
-// with the sentinel argument loopCheckArg, dropping the result. The host's
-// length (kernel.go) recognises the sentinel and, when the call's context
-// is done, closes the module with the exit code wazero itself would use, so
-// callers see the same ErrTimeout and the instance is thrown away. Such a
-// module is compiled with WithCloseOnContextDone(false).
+// slower with it. It does not check at function entries either, so a guest
+// that recurses without a loop (fib(60) by naive recursion, 2^42 calls) was
+// never stopped. Instead, at load, instrument rewrites the guest's code
+// section so that every loop body, and the entry of every function that
+// calls another, starts with a countdown on a new mutable i32 global; when
+// the counter is zero (every loopCheckEvery loop iterations and calls,
+// summed over the instance) the guest resets it and calls an import it
+// already has, extism:host/env length (i64) -> i64, with the sentinel
+// argument loopCheckArg, dropping the result. The host's length (kernel.go)
+// recognises the sentinel and, when the call's context is done, closes the
+// module with the exit code wazero itself would use, so callers see the
+// same ErrTimeout and the instance is thrown away. Such a module is
+// compiled with WithCloseOnContextDone(false).
+//
+// Every cycle of control passes a check: a loop's back edge enters its body,
+// and a cycle of calls (recursion, direct or through a table) passes the
+// entry of a function that calls. What runs between two checks is bounded
+// by the code's size, not by its input: straight-line code, calls to leaf
+// functions, and bulk memory instructions on a capped memory. Host imports
+// that wait (http_request, WASI's poll_oneoff) watch the call's context
+// themselves (kernel.go, guard.go).
 //
 // No index moves: no import is added (the check calls an existing one) and
 // the global is appended after every existing global, imported or not.
@@ -23,7 +34,9 @@ package plugins
 // section or opcode, SIMD, atomics, exceptions, tail calls, GC types,
 // multi-memory, a malformed or oddly ordered binary, no suitable import) is
 // refused, and the caller compiles the original with
-// WithCloseOnContextDone(true): never uninstrumented without it.
+// WithCloseOnContextDone(true) for its loops and a function listener that
+// checks the context at every function entry (guard.go): slower, never
+// unbounded.
 
 import (
 	"errors"
@@ -31,7 +44,8 @@ import (
 )
 
 const (
-	// loopCheckEvery is how many loop iterations pass between two checks.
+	// loopCheckEvery is how many loop iterations and calls of non-leaf
+	// functions pass between two checks.
 	loopCheckEvery = 1 << 14
 	// loopCheckArg is the length argument that means "check the context".
 	// It is never a block offset: the kernel's memory is capped far below.
@@ -220,10 +234,16 @@ type section struct {
 	body []byte
 }
 
-// instrumentLoops returns wasm with every loop body counting down to a
-// context check, or an error wrapping errNotInstrumentable when the module
-// must instead run under WithCloseOnContextDone(true).
-func instrumentLoops(wasm []byte) ([]byte, error) {
+// instrumentLoops returns wasm with every loop body and the entry of every
+// function that calls counting down to a context check, or an error
+// wrapping errNotInstrumentable when the module must instead run guarded
+// by wazero (guard.go).
+func instrumentLoops(wasm []byte) ([]byte, error) { return instrument(wasm, true) }
+
+// instrument is instrumentLoops; with loops false only function entries
+// count, for a module whose loops wazero checks (RuntimeOptions.
+// CloseOnContextDone).
+func instrument(wasm []byte, loops bool) ([]byte, error) {
 	r := &wreader{b: wasm}
 	hdr, err := r.bytes(8)
 	if err != nil || string(hdr) != "\x00asm\x01\x00\x00\x00" {
@@ -393,7 +413,7 @@ func instrumentLoops(wasm []byte) ([]byte, error) {
 	}
 	global := globals + ownGlobals
 
-	// The check, run at the top of every loop body:
+	// The check, run at the top of every loop body and non-leaf function:
 	//	global.get $n; i32.eqz
 	//	if; i64.const -1; call $length; drop; i32.const N; global.set $n; end
 	//	global.get $n; i32.const 1; i32.sub; global.set $n
@@ -433,7 +453,7 @@ func instrumentLoops(wasm []byte) ([]byte, error) {
 			emit(6, append(body, newGlobal...))
 			placed = true
 		case i == codeIdx:
-			body, err := instrumentCode(s.body, check, len(types), global)
+			body, err := instrumentCode(s.body, check, len(types), global, loops)
 			if err != nil {
 				return nil, err
 			}
@@ -485,7 +505,7 @@ func readTypes(s *wreader) ([][2][]byte, error) {
 }
 
 // instrumentCode rewrites a code section body.
-func instrumentCode(body, check []byte, ntypes int, global uint32) ([]byte, error) {
+func instrumentCode(body, check []byte, ntypes int, global uint32, loops bool) ([]byte, error) {
 	r := &wreader{b: body}
 	n, err := r.u32()
 	if err != nil {
@@ -494,6 +514,7 @@ func instrumentCode(body, check []byte, ntypes int, global uint32) ([]byte, erro
 	out := make([]byte, 0, len(body)+len(body)/8)
 	out = appendU32(out, n)
 	var fn []byte
+	var marks []int
 	for range n {
 		size, err := r.u32()
 		if err != nil {
@@ -503,7 +524,7 @@ func instrumentCode(body, check []byte, ntypes int, global uint32) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		fn, err = instrumentFunc(fn[:0], code, check, ntypes, global)
+		fn, marks, err = instrumentFunc(fn[:0], code, check, ntypes, global, loops, marks[:0])
 		if err != nil {
 			return nil, err
 		}
@@ -520,54 +541,55 @@ func instrumentCode(body, check []byte, ntypes int, global uint32) ([]byte, erro
 }
 
 // instrumentFunc appends to out the function body code (locals and
-// expression) with check inserted at the start of every loop body. Every
+// expression) with check inserted at the start of every loop body (when
+// loops) and, if the function calls another, at its entry. Every
 // instruction is decoded; the control nesting must close exactly at the
 // body's end. No instruction may name global, the counter's index: the
 // guest would then be invalid as written, yet valid rewritten and able to
-// defeat the countdown.
-func instrumentFunc(out, code, check []byte, ntypes int, global uint32) ([]byte, error) {
+// defeat the countdown. marks is scratch space, returned for reuse.
+func instrumentFunc(out, code, check []byte, ntypes int, global uint32, loops bool, marks []int) ([]byte, []int, error) {
+	fail := func(err error) ([]byte, []int, error) { return nil, marks, err }
 	r := &wreader{b: code}
 	nl, err := r.u32()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	for range nl {
 		if _, err := r.u32(); err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if err := r.valType(); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
+	entry := r.pos
+	calls := false
 	depth := 1 // the function body's own block
-	copied := 0
 	for depth > 0 {
 		op, err := r.byte()
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		switch {
 		case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
 			bt, err := r.leb(33, true)
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			switch int64(bt) {
 			case -64, -1, -2, -3, -4, -5, -16, -17: // empty or one value type
 			default:
 				if int64(bt) < 0 || int64(bt) >= int64(ntypes) {
-					return nil, refuse("block type %d", int64(bt))
+					return fail(refuse("block type %d", int64(bt)))
 				}
 			}
 			depth++
-			if op == 0x03 {
-				out = append(out, code[copied:r.pos]...)
-				out = append(out, check...)
-				copied = r.pos
+			if op == 0x03 && loops {
+				marks = append(marks, r.pos)
 			}
 		case op == 0x05: // else
 			if depth < 2 {
-				return nil, refuse("else outside a block")
+				return fail(refuse("else outside a block"))
 			}
 		case op == 0x0B: // end
 			depth--
@@ -577,134 +599,151 @@ func instrumentFunc(out, code, check []byte, ntypes int, global uint32) ([]byte,
 		case op == 0x23, op == 0x24: // global.get/set
 			idx, err := r.u32()
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			if idx >= global {
-				return nil, refuse("global %d out of range", idx)
+				return fail(refuse("global %d out of range", idx))
 			}
-		case op == 0x0C, op == 0x0D, op == 0x10, // br, br_if, call
+		case op == 0x10, op == 0x11: // call f, call_indirect type table
+			calls = true
+			if _, err := r.u32(); err != nil {
+				return fail(err)
+			}
+			if op == 0x11 {
+				if _, err := r.u32(); err != nil {
+					return fail(err)
+				}
+			}
+		case op == 0x0C, op == 0x0D, // br, br_if
 			op >= 0x20 && op <= 0x22, // local.get/set/tee
 			op == 0x25, op == 0x26,   // table.get/set
 			op == 0xD2: // ref.func
 			if _, err := r.u32(); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0x0E: // br_table
 			k, err := r.u32()
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			for range uint64(k) + 1 {
 				if _, err := r.u32(); err != nil {
-					return nil, err
+					return fail(err)
 				}
-			}
-		case op == 0x11: // call_indirect type table
-			if _, err := r.u32(); err != nil {
-				return nil, err
-			}
-			if _, err := r.u32(); err != nil {
-				return nil, err
 			}
 		case op == 0x1C: // select t*
 			k, err := r.u32()
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			if k != 1 {
-				return nil, refuse("select with %d types", k)
+				return fail(refuse("select with %d types", k))
 			}
 			if err := r.valType(); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op >= 0x28 && op <= 0x3E: // loads and stores
 			align, err := r.u32()
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			if align > 3 { // multi-memory flag or beyond any natural alignment
-				return nil, refuse("memarg alignment %d", align)
+				return fail(refuse("memarg alignment %d", align))
 			}
 			if _, err := r.u32(); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0x3F, op == 0x40: // memory.size, memory.grow
 			if err := r.zero(); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0x41: // i32.const
 			if _, err := r.leb(32, true); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0x42: // i64.const
 			if _, err := r.leb(64, true); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0x43: // f32.const
 			if _, err := r.bytes(4); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0x44: // f64.const
 			if _, err := r.bytes(8); err != nil {
-				return nil, err
+				return fail(err)
 			}
 		case op == 0xD0: // ref.null t
 			t, err := r.byte()
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			if t != 0x70 && t != 0x6F {
-				return nil, refuse("ref.null 0x%02x", t)
+				return fail(refuse("ref.null 0x%02x", t))
 			}
 		case op == 0xFC:
 			sub, err := r.byte()
 			if err != nil {
-				return nil, err
+				return fail(err)
 			}
 			switch {
 			case sub <= 7: // trunc_sat
 			case sub == 8: // memory.init data mem
 				if _, err := r.u32(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 				if err := r.zero(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 			case sub == 9, sub == 13, sub == 15, sub == 16, sub == 17: // data.drop, elem.drop, table.grow/size/fill
 				if _, err := r.u32(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 			case sub == 10: // memory.copy mem mem
 				if err := r.zero(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 				if err := r.zero(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 			case sub == 11: // memory.fill mem
 				if err := r.zero(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 			case sub == 12, sub == 14: // table.init elem table, table.copy table table
 				if _, err := r.u32(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 				if _, err := r.u32(); err != nil {
-					return nil, err
+					return fail(err)
 				}
 			default:
-				return nil, refuse("opcode 0xFC %d", sub)
+				return fail(refuse("opcode 0xFC %d", sub))
 			}
 		default:
 			// SIMD (0xFD), atomics (0xFE), exceptions, tail calls, typed
 			// function references, GC and anything unknown.
-			return nil, refuse("opcode 0x%02x", op)
+			return fail(refuse("opcode 0x%02x", op))
 		}
 	}
 	if !r.eof() {
-		return nil, refuse("function has %d bytes after its end", len(code)-r.pos)
+		return fail(refuse("function has %d bytes after its end", len(code)-r.pos))
 	}
-	return append(out, code[copied:]...), nil
+	// A leaf function runs at most its own size between checks (its loops
+	// check): only functions that call need one at entry, where every cycle
+	// of calls passes.
+	copied := 0
+	if calls {
+		out = append(out, code[:entry]...)
+		out = append(out, check...)
+		copied = entry
+	}
+	for _, m := range marks {
+		out = append(out, code[copied:m]...)
+		out = append(out, check...)
+		copied = m
+	}
+	return append(out, code[copied:]...), marks, nil
 }
 
 // zero reads a reserved byte or memory index that must be 0.

@@ -93,9 +93,15 @@ func checkHost(t *testing.T, r wazero.Runtime, checks *int) {
 // instrumented one made. It fails the test if the instrumentation refuses.
 func runBoth(t *testing.T, wasm []byte, export string, params ...uint64) (orig, inst []uint64, checks int) {
 	t.Helper()
-	out, err := instrumentLoops(wasm)
+	return runBothMode(t, wasm, true, export, params...)
+}
+
+// runBothMode is runBoth with loops instrumented or not (instrument).
+func runBothMode(t *testing.T, wasm []byte, loops bool, export string, params ...uint64) (orig, inst []uint64, checks int) {
+	t.Helper()
+	out, err := instrument(wasm, loops)
 	if err != nil {
-		t.Fatalf("instrumentLoops: %v", err)
+		t.Fatalf("instrument: %v", err)
 	}
 	run := func(wasm []byte, checks *int) []uint64 {
 		ctx := context.Background()
@@ -150,6 +156,55 @@ func TestInstrumentSimpleLoop(t *testing.T) {
 		// The loop body runs n+1 times: the last iteration exits.
 		if orig[0] != uint64(n) || inst[0] != uint64(n) || checks != checksFor(n+1) {
 			t.Errorf("n=%d: orig %v inst %v checks %d, want %d", n, orig, inst, checks, checksFor(n+1))
+		}
+	}
+}
+
+// TestInstrumentCalls: the entry of every function that calls counts, so
+// recursion without a loop reaches the check; leaf functions do not count;
+// with loops off only entries count.
+func TestInstrumentCalls(t *testing.T) {
+	// rec(n) = n == 0 ? 0 : rec(n-1) + 1, function 1: n+1 entries.
+	rec := fbody([]byte{0}, 0x20, 0x00, 0x45, 0x04, 0x7F, 0x41, 0x00, 0x05,
+		0x20, 0x00, 0x41, 0x01, 0x6B, 0x10, 0x01, 0x41, 0x01, 0x6A, 0x0B, 0x0B)
+	// id(x) = x, function 2, a leaf.
+	id := fbody([]byte{0}, 0x20, 0x00, 0x0B)
+	// run(n): countLoop calling id(i) in each iteration, function 3: one
+	// entry and n+1 loop bodies.
+	run := fbody([]byte{1, 1, 0x7F},
+		0x02, 0x40, 0x03, 0x40,
+		0x20, 0x01, 0x20, 0x00, 0x4E, 0x0D, 0x01,
+		0x20, 0x01, 0x10, 0x02, 0x41, 0x01, 0x6A, 0x21, 0x01,
+		0x0C, 0x00, 0x0B, 0x0B,
+		0x20, 0x01, 0x0B)
+	// ind(n) = rec through call_indirect: table 0 holds rec.
+	ind := fbody([]byte{0}, 0x20, 0x00, 0x41, 0x00, 0x11, tI32I32, 0x00, 0x0B)
+	wasm := wmod(testTypes,
+		sec(2, 1, lengthImport),
+		sec(3, 4, []byte{tI32I32}, []byte{tI32I32}, []byte{tI32I32}, []byte{tI32I32}),
+		sec(4, 1, []byte{0x70, 0x00, 0x01}),
+		sec(7, 3, cat(wname("rec"), []byte{0x00, 0x01}), cat(wname("run"), []byte{0x00, 0x03}), cat(wname("ind"), []byte{0x00, 0x04})),
+		sec(9, 1, []byte{0x00, 0x41, 0x00, 0x0B, 0x01, 0x01}),
+		sec(10, 4, rec, id, run, ind),
+	)
+	for _, n := range []int{0, 1, loopCheckEvery, 3*loopCheckEvery + 5} {
+		for _, loops := range []bool{true, false} {
+			orig, inst, checks := runBothMode(t, wasm, loops, "rec", uint64(n))
+			if orig[0] != uint64(n) || inst[0] != uint64(n) || checks != checksFor(n+1) {
+				t.Errorf("rec(%d), loops %v: orig %v inst %v checks %d, want %d", n, loops, orig, inst, checks, checksFor(n+1))
+			}
+			orig, inst, checks = runBothMode(t, wasm, loops, "ind", uint64(n))
+			if orig[0] != uint64(n) || inst[0] != uint64(n) || checks != checksFor(n+2) {
+				t.Errorf("ind(%d), loops %v: orig %v inst %v checks %d, want %d", n, loops, orig, inst, checks, checksFor(n+2))
+			}
+			want := checksFor(n + 2) // run's entry and n+1 loop bodies; id is a leaf
+			if !loops {
+				want = 0 // one entry
+			}
+			orig, inst, checks = runBothMode(t, wasm, loops, "run", uint64(n))
+			if orig[0] != uint64(n) || inst[0] != uint64(n) || checks != want {
+				t.Errorf("run(%d), loops %v: orig %v inst %v checks %d, want %d", n, loops, orig, inst, checks, want)
+			}
 		}
 	}
 }
@@ -389,6 +444,13 @@ func FuzzInstrument(f *testing.F) {
 			0xFC, 0x01, 0x1A, 0x41, 0x00, 0x0B))))
 	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 1, []byte{tI32x2}),
 		sec(10, 1, fbody([]byte{0}, 0x20, 0x00, 0x20, 0x01, 0x03, tI32x2, 0x0B, 0x0B))))
+	// Calls, recursion and call_indirect: function entries count.
+	f.Add(wmod(testTypes, sec(2, 1, lengthImport), sec(3, 2, []byte{tI32I32}, []byte{tI32I32}),
+		sec(4, 1, []byte{0x70, 0x00, 0x01}), sec(9, 1, []byte{0x00, 0x41, 0x00, 0x0B, 0x01, 0x01}),
+		sec(10, 2,
+			fbody([]byte{0}, 0x20, 0x00, 0x45, 0x04, 0x7F, 0x41, 0x00, 0x05,
+				0x20, 0x00, 0x41, 0x01, 0x6B, 0x10, 0x01, 0x41, 0x01, 0x6A, 0x0B, 0x0B),
+			fbody([]byte{0}, 0x20, 0x00, 0x41, 0x00, 0x11, tI32I32, 0x00, 0x0B))))
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
 	defer r.Close(ctx)
@@ -398,25 +460,34 @@ func FuzzInstrument(f *testing.F) {
 			if !errors.Is(err, errNotInstrumentable) {
 				t.Fatalf("untyped error %v", err)
 			}
+			if entries, err2 := instrument(wasm, false); err2 == nil {
+				t.Fatalf("entries only accepts what loops refuse (%v): %x", err, entries)
+			}
 			return
 		}
-		origErr := func() error {
+		compiles := func(wasm []byte) error {
 			cm, err := r.CompileModule(ctx, wasm)
 			if err == nil {
 				cm.Close(ctx)
 			}
 			return err
-		}()
-		cm, err := r.CompileModule(ctx, out)
-		if err != nil {
-			if origErr == nil {
-				t.Fatalf("the original compiles, the rewrite does not: %v", err)
-			}
-			return // invalid in, invalid out
 		}
-		cm.Close(ctx)
-		if origErr != nil {
-			t.Fatalf("the rewrite of an invalid module compiles: %v", origErr)
+		origErr := compiles(wasm)
+		entries, err := instrument(wasm, false)
+		if err != nil {
+			t.Fatalf("entries only refuses what loops accept: %v", err)
+		}
+		for _, rw := range []struct {
+			name string
+			wasm []byte
+		}{{"rewrite", out}, {"entries-only rewrite", entries}} {
+			err := compiles(rw.wasm)
+			if err != nil && origErr == nil {
+				t.Fatalf("the original compiles, the %s does not: %v", rw.name, err)
+			}
+			if err == nil && origErr != nil {
+				t.Fatalf("the %s of an invalid module compiles: %v", rw.name, origErr)
+			}
 		}
 	})
 }

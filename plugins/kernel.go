@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // kernel is the host side of the Extism memory model for one instance: the
@@ -42,9 +41,9 @@ type kernel struct {
 	outOff, outLen uint64
 	errOff         uint64
 
-	ctx     context.Context   // the call's, for http_request
-	status  int               // the last http_request's status code
-	headers map[string]string // and its headers; nil before one
+	callContext                   // the call's, for http_request and nanosleep
+	status      int               // the last http_request's status code
+	headers     map[string]string // and its headers; nil before one
 }
 
 type block struct{ used, cap uint64 }
@@ -316,19 +315,7 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 // loopCheck stops an instrumented guest whose call's context is done, as
 // WithCloseOnContextDone would: the module is closed with the exit code
 // wazero uses for the context's error, and the call fails with it.
-func loopCheck(ctx context.Context, mod api.Module) {
-	var code uint32
-	switch err := ctx.Err(); {
-	case err == nil:
-		return
-	case errors.Is(err, context.DeadlineExceeded):
-		code = sys.ExitCodeDeadlineExceeded
-	default:
-		code = sys.ExitCodeContextCanceled
-	}
-	_ = mod.CloseWithExitCode(ctx, code)
-	panic(sys.NewExitError(code))
-}
+func loopCheck(ctx context.Context, mod api.Module) { stopIfDone(ctx, mod) }
 
 // httpRequest performs an Extism http_request to the spec's allowed hosts,
 // as the go-sdk does, with the limits of httpgrant.go: every redirect is

@@ -58,6 +58,14 @@ type Plugin struct {
 	idle chan *instance // warm instances
 	done chan struct{}  // closed by Close
 
+	// running holds the cancel functions of the calls in flight, so that
+	// Close (once it gives up waiting) and the runtime's Halt stop their
+	// guests at the next check; after that, halted refuses new calls. Both
+	// under mu. A map and a lock, not context.AfterFunc per call, which
+	// cost two allocations and a tenth of an empty call.
+	running map[*instance]context.CancelFunc
+	halted  bool
+
 	mu     sync.Mutex // guards closed and pushes to idle; and the stats below
 	closed bool
 	stats  Status
@@ -206,6 +214,10 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	// to spec.Instances: each warm Go instance holds 10 to 18 MB, and most
 	// plugins of a chain never see two calls at once.
 	p.idle <- first
+	if !rt.register(p) {
+		_ = p.Close(ctx)
+		return nil, fmt.Errorf("%w: the runtime was halted", ErrClosed)
+	}
 	log.Debug("loaded", "version", desc.Version, "hooks", desc.Hooks, "sha256", src.sha, "max_instances", spec.Instances)
 	return p, nil
 }
@@ -354,9 +366,21 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Close and the runtime's Halt stop the guest too.
+	if !p.track(in, cancel) {
+		cancel()
+	}
+	defer p.untrack(in)
 	in.lim.refused.Store(false)
 	in.stderr.reset()
 	rc, out, errMsg, exited, err := in.invoke(cctx, export, input)
+	if (err != nil || exited) && ctx.Err() == nil && p.isHalted() {
+		// Stopped by Close or Halt. Closing the runtime closes the module
+		// with exit code 0, which must not read as the guest's own
+		// proc_exit(0), a success.
+		in.close()
+		return nil, false, fmt.Errorf("%w: plugin %s: %s stopped: the plugin was closed while it ran", ErrClosed, p.spec.Name, hook)
+	}
 	if err != nil {
 		var exit *sys.ExitError
 		if errors.As(err, &exit) {
@@ -406,11 +430,49 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 	return out, true, nil
 }
 
+// track records the cancel function of a call on in; false if the plugin
+// is halted (the caller cancels).
+func (p *Plugin) track(in *instance, cancel context.CancelFunc) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.halted {
+		return false
+	}
+	if p.running == nil {
+		p.running = make(map[*instance]context.CancelFunc, cap(p.sem))
+	}
+	p.running[in] = cancel
+	return true
+}
+
+func (p *Plugin) untrack(in *instance) {
+	p.mu.Lock()
+	delete(p.running, in)
+	p.mu.Unlock()
+}
+
+// halt stops the calls in flight (their guests stop at the next check and
+// the calls fail with ErrClosed) and refuses new ones.
+func (p *Plugin) halt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.halted = true
+	for _, cancel := range p.running {
+		cancel()
+	}
+}
+
+func (p *Plugin) isHalted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.halted
+}
+
 // gate fails fast while the plugin is in its crash-loop backoff.
 func (p *Plugin) gate() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.halted {
 		return fmt.Errorf("%w: plugin %s", ErrClosed, p.spec.Name)
 	}
 	if !p.until.IsZero() && time.Now().Before(p.until) {
@@ -437,6 +499,9 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 	in, err := p.newWarmInstance(ctx)
 	if err != nil {
 		<-p.sem
+		if p.isHalted() {
+			return nil, fmt.Errorf("%w: plugin %s: %w", ErrClosed, p.spec.Name, err)
+		}
 		return nil, err
 	}
 	return in, nil
@@ -564,7 +629,9 @@ func (p *Plugin) noteLocked(err error) {
 }
 
 // Close closes the plugin's instances once the calls in flight have
-// finished (or ctx is done) and releases its compiled module.
+// finished and releases its compiled module. When ctx is done first, the
+// calls still in flight are stopped (they fail with ErrClosed): Close
+// never waits on a guest past ctx.
 func (p *Plugin) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -584,6 +651,8 @@ wait:
 			break wait
 		}
 	}
+	p.halt()
+	p.rt.unregister(p)
 	for {
 		select {
 		case in := <-p.idle:

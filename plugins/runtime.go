@@ -36,9 +36,11 @@ type RuntimeOptions struct {
 	// CloseOnContextDone runs every guest under wazero's
 	// WithCloseOnContextDone, which checks for a done context at every loop
 	// header, instead of instrumenting guests' loops to check every few
-	// thousand iterations (instrument.go). Slower; kept to compare.
-	// Modules the instrumentation does not understand run this way anyway,
-	// as do all modules under the mcphost_extism engine.
+	// thousand iterations (instrument.go); function entries are
+	// instrumented either way, as wazero does not check them. Slower; kept
+	// to compare. Modules the instrumentation does not understand run under
+	// WithCloseOnContextDone anyway, with a check at every function entry
+	// (guard.go), as do all modules under the mcphost_extism engine.
 	CloseOnContextDone bool
 	// IgnoreHints calls every hook every time, as an ABI 1.0 host does,
 	// whatever the plugins' describe hints allow (abi.Hints). For
@@ -53,14 +55,19 @@ type RuntimeOptions struct {
 // A Runtime is safe for concurrent use. Close it after every Chain, Plugin
 // and Manager made from it.
 type Runtime struct {
-	cfg   wazero.RuntimeConfig    // WithCloseOnContextDone(true), for modules as they are
+	cfg   wazero.RuntimeConfig    // WithCloseOnContextDone(true), for modules with function entries instrumented
 	cache wazero.CompilationCache // of cfg
+	// guardCfg compiles modules the rewriter refuses, as they are, with
+	// WithCloseOnContextDone(true) and a function listener (guard.go). Its
+	// cache is its own too: the listener is not in wazero's cache key.
+	guardCfg   wazero.RuntimeConfig
+	guardCache wazero.CompilationCache
 	// fastCfg compiles instrumented modules, with WithCloseOnContextDone
 	// off. It has a cache of its own: wazero's cache key ignores the
 	// setting, so one byte sequence must never reach both.
 	fastCfg     wazero.RuntimeConfig
 	fastCache   wazero.CompilationCache
-	instrument  bool // instrument loops; false: everything under cfg
+	instrument  bool // instrument loops; false: wazero checks loops (cfg)
 	ignoreHints bool
 	log         hclog.Logger
 	builtin     func(string) ([]byte, map[string]string, bool)
@@ -72,6 +79,8 @@ type Runtime struct {
 	mu      sync.Mutex
 	modules map[string]*module // by sha256
 	closed  bool
+	plugins map[*Plugin]struct{} // loaded and not closed, for Halt
+	halted  bool                 // by Halt or Close: plugins are halted as they load
 
 	// builtinSums remembers the digest of each builtin's bytes: hashing
 	// the 5.6 MB built-in module for every built-in plugin of every reload
@@ -98,9 +107,10 @@ type module struct {
 }
 
 // NewRuntime returns a Runtime. A timed-out or cancelled call stops the
-// guest instead of the host: guests' loops are instrumented to check the
-// context (instrument.go), and guests the instrumentation does not
-// understand run with wazero's WithCloseOnContextDone.
+// guest instead of the host: guests' loops and function entries are
+// instrumented to check the context (instrument.go), and guests the
+// instrumentation does not understand run with wazero's
+// WithCloseOnContextDone and a check at every function entry (guard.go).
 func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	log := opts.Logger
 	if log == nil {
@@ -131,7 +141,10 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	}
 	cache := newCache(dir)
 	fastCache := newCache(filepath.Join(dir, "instrumented"))
+	guardCache := newCache(filepath.Join(dir, "guarded"))
 	rt := &Runtime{
+		guardCfg:    wazero.NewRuntimeConfig().WithCompilationCache(guardCache).WithCloseOnContextDone(true),
+		guardCache:  guardCache,
 		cfg:         wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true),
 		cache:       cache,
 		fastCfg:     wazero.NewRuntimeConfig().WithCompilationCache(fastCache).WithCloseOnContextDone(false),
@@ -142,12 +155,50 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		builtin:     opts.Builtin,
 		modules:     map[string]*module{},
 	}
+	rt.plugins = map[*Plugin]struct{}{}
 	rt.initEngine()
 	return rt, nil
 }
 
-// Close releases the compilation cache and every compiled module still held.
+// Halt stops every guest call in flight, of every plugin of the runtime,
+// at its next check (within microseconds, or a host import's own bound):
+// the calls fail with ErrClosed and their instances are thrown away.
+// Calls made after Halt fail at once. For shutdown, so that it never waits
+// on a guest.
+func (rt *Runtime) Halt() {
+	rt.mu.Lock()
+	rt.halted = true
+	ps := make([]*Plugin, 0, len(rt.plugins))
+	for p := range rt.plugins {
+		ps = append(ps, p)
+	}
+	rt.mu.Unlock()
+	for _, p := range ps {
+		p.halt()
+	}
+}
+
+// register adds a loaded plugin for Halt; false when the runtime is halted.
+func (rt *Runtime) register(p *Plugin) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.halted {
+		return false
+	}
+	rt.plugins[p] = struct{}{}
+	return true
+}
+
+func (rt *Runtime) unregister(p *Plugin) {
+	rt.mu.Lock()
+	delete(rt.plugins, p)
+	rt.mu.Unlock()
+}
+
+// Close halts the guest calls still in flight (Halt) and releases the
+// compilation cache and every compiled module still held.
 func (rt *Runtime) Close(ctx context.Context) error {
+	rt.Halt()
 	rt.mu.Lock()
 	if rt.closed {
 		rt.mu.Unlock()
@@ -164,7 +215,7 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			errs = append(errs, m.cm.close(ctx))
 		}
 	}
-	errs = append(errs, rt.cache.Close(ctx), rt.fastCache.Close(ctx))
+	errs = append(errs, rt.cache.Close(ctx), rt.fastCache.Close(ctx), rt.guardCache.Close(ctx))
 	return errors.Join(errs...)
 }
 

@@ -71,12 +71,18 @@ func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch
 	return e, nil
 }
 
+// shutdownDrain bounds how long closing waits for plugin calls still in
+// flight once the servers have stopped (HTTP has its own grace period).
+// Then the runtime stops the guests (plugins.Runtime.Close): shutdown never
+// waits on a guest past this, whatever the plugins' timeouts.
+const shutdownDrain = 2 * time.Second
+
 func (e *engine) close() error {
 	var errs []error
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownDrain)
 	defer cancel()
 	if e.mgr != nil {
 		errs = append(errs, e.mgr.Close(ctx))

@@ -16,6 +16,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal starts a bounded shutdown; a second one ends the
+	// process at once, as if mcphost did not handle signals.
+	context.AfterFunc(ctx, stop)
 	// A long-running gateway adopts what its upstreams orphan, so that no
 	// descendant of an upstream outlives mcphost (host.Subreaper). Only
 	// here: it is a property of the whole process, and reaping its orphans

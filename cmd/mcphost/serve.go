@@ -54,6 +54,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	gc.Adjust()
+	// Shutdown never waits on a guest: shutdownDrain after the signal, the
+	// plugin calls still running are stopped, whatever their timeouts, so
+	// the requests waiting on them end while HTTP drains.
+	context.AfterFunc(ctx, func() { time.AfterFunc(shutdownDrain, e.rt.Halt) })
 	defer func() {
 		log.Info("shutting down")
 		if err := e.close(); err != nil {

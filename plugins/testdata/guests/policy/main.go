@@ -25,6 +25,18 @@ var buildVersion = "v1"
 
 var sink [][]byte
 
+var fibSink uint64
+
+// fib recurses about 2^42 times for 60.
+//
+//go:noinline
+func fib(n uint64) uint64 {
+	if n < 2 {
+		return n
+	}
+	return fib(n-1) + fib(n-2)
+}
+
 type cfgValue struct {
 	v  string
 	ok bool
@@ -59,6 +71,13 @@ func hostile(m string) (rc int32, ok bool) {
 		for {
 			n++
 		}
+	case "recurse":
+		// No loop of its own: only function entries can stop it.
+		fibSink = fib(60)
+		return 0, false
+	case "sleep":
+		time.Sleep(time.Hour)
+		return 0, false
 	case "alloc":
 		for {
 			b := make([]byte, 1<<20)

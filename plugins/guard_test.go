@@ -1,0 +1,205 @@
+//go:build !mcphost_extism
+
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// recurseGuest returns the spec of a hand-written guest whose tool_call
+// recurses without a loop (testdata/recurse).
+func recurseGuest(name, file string) Spec {
+	return Spec{Name: name, Source: "testdata/recurse/" + file, Instances: 2, Timeout: 2 * time.Second}
+}
+
+// TestGuestsStopWhateverControlFlow: a guest stops at its timeout whether
+// it loops, recurses without a loop (hand-written, with and without the
+// import the rewriter needs, and in Go) or sleeps in a host import, under
+// both ways of stopping guests; the instance is thrown away, the host's
+// goroutines keep running meanwhile, and the plugin keeps serving.
+func TestGuestsStopWhateverControlFlow(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	type guestCase struct {
+		name    string
+		spec    func(t *testing.T) Spec
+		mode    string // the tool_call _mode of the Go guest
+		guarded bool   // refused by the rewriter
+	}
+	cases := []guestCase{
+		{"wat-recurse", func(*testing.T) Spec { return recurseGuest("rec", "recurse.wasm") }, "", false},
+		{"wat-recurse-nolength", func(*testing.T) Spec { return recurseGuest("recnl", "recurse-nolength.wasm") }, "", true},
+		{"go-recurse", func(t *testing.T) Spec { return policy(t, "gorec") }, "recurse", false},
+		{"go-sleep", func(t *testing.T) Spec { return policy(t, "gosleep") }, "sleep", false},
+		{"go-loop", func(t *testing.T) Spec { return policy(t, "goloop") }, "loop", false},
+	}
+	for _, mode := range []struct {
+		name string
+		opts RuntimeOptions
+	}{{"instrumented", RuntimeOptions{}}, {"closeondone", RuntimeOptions{CloseOnContextDone: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					spec := c.spec(t)
+					spec.Timeout = timeout
+					p := load(t, rt, spec)
+					if p.mod.cm.guarded != c.guarded {
+						t.Fatalf("guarded %v, want %v", p.mod.cm.guarded, c.guarded)
+					}
+					in, _ := json.Marshal(abi.ToolCallInput{Server: "a", Tool: "t", Arguments: json.RawMessage(`{"_mode":"` + c.mode + `"}`)})
+					var ticks atomic.Int64
+					stop := make(chan struct{})
+					defer close(stop)
+					go func() {
+						for {
+							select {
+							case <-stop:
+								return
+							case <-time.After(2 * time.Millisecond):
+								ticks.Add(1)
+							}
+						}
+					}()
+					for i := range 2 { // twice: the plugin keeps serving after a crash
+						start := time.Now()
+						_, err := callBounded(t, p, in, timeout+5*time.Second)
+						d := time.Since(start)
+						if !errors.Is(err, ErrTimeout) {
+							t.Fatalf("call %d: %v, want a timeout", i, err)
+						}
+						if d < timeout || d > timeout+300*time.Millisecond {
+							t.Errorf("call %d stopped after %v, timeout %v", i, d, timeout)
+						}
+					}
+					// Over 400 ms of guests running, on a loaded machine.
+					if n := ticks.Load(); n < 10 {
+						t.Errorf("a host goroutine ticked %d times meanwhile", n)
+					}
+					if st := p.Status(); st.Crashes != 2 || st.State != StateLoaded {
+						t.Errorf("status %+v, want 2 instances thrown away and still loaded", st)
+					}
+					if c.mode != "" {
+						mustRecover(t, p)
+					}
+				})
+			}
+		})
+	}
+}
+
+// callBounded calls tool_call and fails the test if the call has not
+// returned within limit (a guest that cannot be stopped).
+func callBounded(t *testing.T, p *Plugin, in []byte, limit time.Duration) ([]byte, error) {
+	t.Helper()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := p.Call(context.Background(), abi.HookToolCall, in)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(limit):
+		t.Fatalf("the call was not stopped after %v", limit)
+		return nil, nil
+	}
+}
+
+// TestCloseStopsGuests: shutdown never waits on a guest. A plugin's Close
+// whose context ends, and the runtime's Halt and Close, stop calls in
+// flight however long their timeout; the calls fail with ErrClosed.
+func TestCloseStopsGuests(t *testing.T) {
+	in, _ := json.Marshal(abi.ToolCallInput{Server: "a", Tool: "t", Arguments: json.RawMessage(`{}`)})
+	// start loads the recursing guest with a long timeout and starts two
+	// calls, returning once both run.
+	start := func(t *testing.T, rt *Runtime) (*Plugin, chan error) {
+		spec := recurseGuest("rec", "recurse.wasm")
+		spec.Timeout = time.Minute
+		p, err := rt.Load(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() {
+				_, err := p.Call(context.Background(), abi.HookToolCall, in)
+				errs <- err
+			}()
+		}
+		testproc.WaitFor(t, "two calls running", 10*time.Second, func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return len(p.running) == 2
+		})
+		return p, errs
+	}
+	wait := func(t *testing.T, errs chan error, limit time.Duration) {
+		t.Helper()
+		for range 2 {
+			select {
+			case err := <-errs:
+				if !errors.Is(err, ErrClosed) {
+					t.Errorf("call: %v, want ErrClosed", err)
+				}
+			case <-time.After(limit):
+				t.Fatalf("a call still runs %v after shutdown", limit)
+			}
+		}
+	}
+	for _, mode := range []struct {
+		name string
+		opts RuntimeOptions
+	}{{"instrumented", RuntimeOptions{}}, {"closeondone", RuntimeOptions{CloseOnContextDone: true}}} {
+		t.Run(mode.name+"/plugin-close", func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			p, errs := start(t, rt)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			begin := time.Now()
+			if err := p.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(begin); d > time.Second {
+				t.Errorf("Close took %v", d)
+			}
+			wait(t, errs, 2*time.Second)
+			if st := p.Status(); st.State != StateClosed || st.Crashes != 0 {
+				t.Errorf("status %+v", st)
+			}
+		})
+		t.Run(mode.name+"/runtime-halt", func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			p, errs := start(t, rt)
+			defer p.Close(context.Background())
+			rt.Halt()
+			wait(t, errs, 2*time.Second)
+			if _, err := p.Call(context.Background(), abi.HookToolCall, in); !errors.Is(err, ErrClosed) {
+				t.Errorf("call after Halt: %v", err)
+			}
+		})
+		t.Run(mode.name+"/runtime-close", func(t *testing.T) {
+			rt := newRuntime(t, mode.opts)
+			_, errs := start(t, rt)
+			begin := time.Now()
+			if err := rt.Close(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			wait(t, errs, 2*time.Second)
+			if d := time.Since(begin); d > 2*time.Second {
+				t.Errorf("Close and the calls took %v", d)
+			}
+		})
+	}
+}
