@@ -5,9 +5,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -35,12 +38,69 @@ func (h *Host) Handler() http.Handler {
 		if h.policyStatus != nil {
 			doc.Plugins = h.policyStatus()
 		}
-		_ = json.NewEncoder(w).Encode(doc)
+		b, err := json.Marshal(doc)
+		if err != nil {
+			http.Error(w, "encoding the status: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		// Errors quote upstream URLs; the whole document is masked once.
+		_, _ = io.WriteString(w, RedactSecrets(string(b))+"\n")
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	return requireToken(h.cfg.Listen.AuthToken, mux)
+	return checkOrigin(requireToken(h.cfg.Listen.AuthToken, mux))
+}
+
+// checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
+// only /mcp and /sse: a request that reached a loopback address must name
+// a loopback host. It also refuses browsers' cross-site requests: an
+// Origin must be the request's own host, or a loopback one when the
+// request reached a loopback address (a local tool such as an inspector).
+// Clients that are not browsers send no Origin and are not affected.
+func checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local := false
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+			local = isLoopbackHost(a.String())
+		}
+		if local && !isLoopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q (this endpoint listens on loopback and answers only loopback host names)", r.Host), http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, local) {
+			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q", o), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether a browser's Origin may call: the same
+// host as the request's, or a loopback one on a loopback listener.
+func originAllowed(origin, host string, local bool) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // includes "null"
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	return local && isLoopbackHost(u.Host)
+}
+
+// isLoopbackHost is the go-sdk's test: host[:port] naming localhost or a
+// loopback IP.
+func isLoopbackHost(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		h = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
 }
 
 // serverFor returns the getServer func of the go-sdk handlers. They call it
@@ -74,7 +134,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcphost"`)
 			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
@@ -82,6 +142,17 @@ func requireToken(token string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearerToken takes the token of an Authorization header with the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
 }
 
 // ListenAndServe serves Handler on addr until ctx ends, then shuts down

@@ -629,7 +629,7 @@ func (u *upstream) status() Status {
 		ClientSessions: len(u.clients),
 	}
 	if u.lastErr != nil {
-		st.Error = u.lastErr.Error()
+		st.Error = RedactSecrets(u.lastErr.Error())
 	}
 	return st
 }
