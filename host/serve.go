@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +50,8 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	return checkOrigin(requireToken(h.cfg.Listen.AuthToken, mux))
+	l := h.cfg.Listen
+	return withDeadlines(checkOrigin(requireToken(l.AuthToken, h.limitSessions(mux, l.MaxSessions))), l.ReadTimeout, l.WriteTimeout)
 }
 
 // checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
@@ -162,7 +164,18 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	l := h.cfg.Listen
+	limited := newConnLimiter(ln, l.MaxConnections, h.log)
+	ln = limited
+	// Body reads and writes have per-request deadlines (limits.go); the
+	// server's own ReadTimeout and WriteTimeout would cut streams.
+	srv := &http.Server{
+		Handler:           h.Handler(),
+		ReadHeaderTimeout: l.ReadTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		ConnState:         limited.connState,
+		ErrorLog:          h.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}
