@@ -173,9 +173,15 @@ func (o *outbox) drain(s outboxSender) {
 		}
 		o.mu.Unlock()
 
-		o.sending.Store(time.Now().UnixNano())
-		o.send(s, n)
+		start := time.Now()
+		o.sending.Store(start.UnixNano())
+		err := o.send(s, n)
 		o.sending.Store(0)
+		if err != nil && time.Since(start) >= s.stuckAfter/2 {
+			// A write that fails after blocking this long met the HTTP
+			// write deadline (serve.go): the client stopped reading.
+			o.closeStuck(s)
+		}
 
 		o.mu.Lock()
 		o.timer.Stop()
@@ -186,7 +192,7 @@ func (o *outbox) drain(s outboxSender) {
 	}
 }
 
-func (o *outbox) send(s outboxSender, n note) {
+func (o *outbox) send(s outboxSender, n note) error {
 	// The context names the call's stream; its deadline is the upstream
 	// call's, which may have passed while the note waited, and the call's
 	// response waits for it (flush), so the stream is still open.
@@ -201,6 +207,7 @@ func (o *outbox) send(s outboxSender, n note) {
 	if err != nil {
 		s.log.Debug("forwarding a notification failed", "session", s.id, "kind", n.kind.String(), "error", err)
 	}
+	return err
 }
 
 // checkStuck closes the session when a write has been blocked for
@@ -210,6 +217,11 @@ func (o *outbox) checkStuck(s outboxSender) {
 	if since == 0 || time.Since(time.Unix(0, since)) < s.stuckAfter {
 		return
 	}
+	o.closeStuck(s)
+}
+
+// closeStuck closes the session of a client that stopped reading, once.
+func (o *outbox) closeStuck(s outboxSender) {
 	o.mu.Lock()
 	already := o.stuck
 	o.stuck = true
@@ -218,7 +230,7 @@ func (o *outbox) checkStuck(s outboxSender) {
 	if already {
 		return
 	}
-	s.log.Warn("closing a downstream session that stopped reading", "session", s.id, "blocked_for", s.stuckAfter)
+	s.log.Warn("closing a downstream session that stopped reading", "session", s.id, "write_timeout", s.stuckAfter)
 	_ = s.ss.Close()
 }
 
