@@ -316,6 +316,7 @@ server "up" {
 }
 `)
 	s := startServer(t, cfg)
+	hc := &http.Client{Timeout: 10 * time.Second}
 	for _, path := range []string{"/status", "/healthz", "/mcp", "/sse", "/other"} {
 		for _, h := range []struct{ host, origin string }{{"evil.example", ""}, {"", "https://evil.example"}} {
 			req, _ := http.NewRequest("GET", s.URL+path, nil)
@@ -325,9 +326,9 @@ server "up" {
 			if h.origin != "" {
 				req.Header.Set("Origin", h.origin)
 			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := hc.Do(req)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("GET %s with Host %q Origin %q: %v", path, h.host, h.origin, err)
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
