@@ -36,11 +36,16 @@ func withDeadlines(next http.Handler, read, write time.Duration) http.Handler {
 			next.ServeHTTP(w, r) // not net/http's writer (an embedder's): its server's own timeouts apply
 			return
 		}
+		// One allocation for both wrappers: this runs on every request.
+		dd := &struct {
+			deadlineWriter
+			deadlineBody
+		}{deadlineWriter{ResponseWriter: w, dl: dl, d: write}, deadlineBody{ReadCloser: r.Body, dl: dl}}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			_ = dl.SetReadDeadline(time.Now().Add(read))
-			r.Body = &deadlineBody{ReadCloser: r.Body, dl: dl}
+			r.Body = &dd.deadlineBody
 		}
-		dw := &deadlineWriter{ResponseWriter: w, dl: dl, d: write}
+		dw := &dd.deadlineWriter
 		dw.extend()
 		next.ServeHTTP(dw, r)
 		dw.extend() // net/http flushes what is left after the handler returns
@@ -100,6 +105,10 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 
 func (w *deadlineWriter) Flush() {
 	w.extend()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
