@@ -1,15 +1,20 @@
 package host
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // initSession opens a streamable HTTP session by hand (initialize, then
@@ -91,5 +96,66 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
+	}
+}
+
+// At max_connections, an idle connection makes room for a new one; when
+// every connection is busy with a request, a new one is answered 503 with
+// Retry-After and a JSON-RPC error, and closed.
+func TestConnectionCap(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{MaxConnections: 2}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- h.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := <-addrc
+
+	get := func(c net.Conn) (*http.Response, error) {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// Two idle keep-alive connections, then a third: it is served.
+	for range 2 {
+		if resp, err := get(dial()); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("idle connection: %v %v", resp, err)
+		}
+	}
+	if resp, err := get(dial()); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a connection beyond idle ones was not served: %v %v", resp, err)
+	}
+	// Two connections busy with a request (an SSE stream each). A
+	// connection that has not sent its whole header yet counts as idle,
+	// and is the first to make room.
+	for range 2 {
+		c := dial()
+		io.WriteString(c, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("opening an SSE stream: %v %v", resp, err)
+		}
+	}
+	var resp *http.Response
+	testproc.WaitFor(t, "a refusal", 10*time.Second, func() bool {
+		r, err := get(dial())
+		resp = r
+		return err == nil && r.StatusCode == http.StatusServiceUnavailable
+	})
+	if resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("refusal headers: %v", resp.Header)
 	}
 }
