@@ -175,7 +175,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 				}
 			}()
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			d := h.trackSession(ss)
+			d := h.trackSession(ss, transport)
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
 			}

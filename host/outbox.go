@@ -34,6 +34,8 @@ type outbox struct {
 	dropped [noteKinds]uint64
 	stuck   bool // the session was closed for not reading
 
+	keepOpen atomic.Bool // never close the session for not reading (stdio: the only client)
+
 	pending atomic.Int64 // len(q) plus a note being written: a lock-free "nothing to flush"
 	sending atomic.Int64 // unix nanos when the current write started, 0 when none
 	timer   *time.Timer  // fires when a write stays blocked for stuckAfter
@@ -222,6 +224,9 @@ func (o *outbox) checkStuck(s outboxSender) {
 
 // closeStuck closes the session of a client that stopped reading, once.
 func (o *outbox) closeStuck(s outboxSender) {
+	if o.keepOpen.Load() {
+		return
+	}
 	o.mu.Lock()
 	already := o.stuck
 	o.stuck = true

@@ -159,12 +159,15 @@ func (t *sessionTable) count() int {
 
 // trackSession starts watching a downstream session the first time a
 // request from it arrives, and returns its entry (nil for no session).
-func (h *Host) trackSession(ss *mcp.ServerSession) *downstream {
+func (h *Host) trackSession(ss *mcp.ServerSession, transport string) *downstream {
 	if ss == nil {
 		return nil
 	}
 	d, isNew := h.sessions.track(ss)
 	if isNew {
+		// A stdio client is the only one: when it stops reading, its
+		// notifications are dropped but its session is not closed.
+		d.out.keepOpen.Store(transport == DownstreamStdio)
 		go func() {
 			_ = ss.Wait()
 			h.sessionEnded(ss)
