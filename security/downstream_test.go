@@ -73,6 +73,12 @@ server "up" {
 			strings.Contains(s.stderr.String(), "session ended with notifications dropped")
 	})
 	promptEcho()
+	// mcphost hung up on the slow client: what it buffered drains, then
+	// the connection ends.
+	slow.conn.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.Copy(io.Discard, slow.r); err != nil && !strings.Contains(err.Error(), "connection reset") {
+		t.Errorf("the slow client's connection is still open: %v", err)
+	}
 }
 
 // slowClient speaks streamable HTTP by hand on one connection whose
