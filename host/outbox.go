@@ -22,8 +22,10 @@ import (
 // responses: when its queue is full, a progress notification replaces the
 // queued one for the same token, and anything else is dropped, counted,
 // and warned about once per session. A write that stays blocked past
-// stuckAfter closes the session (the HTTP write deadline, serve.go, ends
-// the blocked write itself).
+// stuckAfter (listen.write_timeout), or fails after blocking half of it
+// (it met the HTTP write deadline, limits.go), closes the session; a
+// call's response waits for the notes queued before it (flush), so their
+// order on the call's stream is kept.
 type outbox struct {
 	mu      sync.Mutex
 	q       []note
