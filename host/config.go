@@ -45,6 +45,12 @@ const (
 	DefaultMaxBodyBytes    = 4 << 20
 	DefaultProtocolVersion = "2025-11-25"
 	DefaultMaxSessions     = 64 // per-client upstream sessions per server
+
+	DefaultReadTimeout           = 30 * time.Second
+	DefaultWriteTimeout          = 30 * time.Second
+	DefaultConnIdleTimeout       = 2 * time.Minute
+	DefaultMaxConnections        = 1024
+	DefaultMaxDownstreamSessions = 4096
 )
 
 // Config is everything the host needs, as a Go value. The CLI decodes it from
@@ -68,6 +74,13 @@ type Listen struct {
 	AuthToken      string        // optional bearer token; empty disables auth
 	SessionTimeout time.Duration // idle downstream sessions are closed after this
 	MaxBodyBytes   int64         // request body limit
+
+	// Bounds on clients (serve.go, limits.go). Zero takes the default.
+	ReadTimeout    time.Duration // to read a request's headers, and again its body
+	WriteTimeout   time.Duration // one write may block this long; a session blocked this long is closed
+	IdleTimeout    time.Duration // a keep-alive connection with no request is closed after this
+	MaxConnections int           // open connections; at the cap idle ones are closed, then new ones refused
+	MaxSessions    int           // downstream MCP sessions (HTTP and SSE); more are refused with 503
 }
 
 // ServerConfig describes one upstream MCP server.
@@ -107,6 +120,21 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Listen.MaxBodyBytes == 0 {
 		c.Listen.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Listen.ReadTimeout == 0 {
+		c.Listen.ReadTimeout = DefaultReadTimeout
+	}
+	if c.Listen.WriteTimeout == 0 {
+		c.Listen.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Listen.IdleTimeout == 0 {
+		c.Listen.IdleTimeout = DefaultConnIdleTimeout
+	}
+	if c.Listen.MaxConnections == 0 {
+		c.Listen.MaxConnections = DefaultMaxConnections
+	}
+	if c.Listen.MaxSessions == 0 {
+		c.Listen.MaxSessions = DefaultMaxDownstreamSessions
 	}
 	if c.Tools.Separator == "" {
 		c.Tools.Separator = DefaultSeparator

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -282,6 +283,12 @@ func TestBearerToken(t *testing.T) {
 		{"", http.StatusUnauthorized},
 		{"Bearer wrong", http.StatusUnauthorized},
 		{"Bearer s3cret", http.StatusOK},
+		{"bearer s3cret", http.StatusOK}, // the scheme is case-insensitive (RFC 9110)
+		{"BEARER  s3cret", http.StatusOK},
+		{"Basic s3cret", http.StatusUnauthorized},
+		{"Bearers3cret", http.StatusUnauthorized},
+		{"Bearer s3cret2", http.StatusUnauthorized},
+		{"Bearer", http.StatusUnauthorized},
 	} {
 		req, _ := http.NewRequest("GET", srv.URL+"/status", nil)
 		if tc.auth != "" {
@@ -306,21 +313,49 @@ func TestBearerToken(t *testing.T) {
 	cs.Close()
 }
 
+// Every endpoint refuses a foreign Host header (DNS rebinding) and a
+// browser's cross-site Origin, not only /mcp and /sse.
 func TestDNSRebindingProtection(t *testing.T) {
 	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
-	req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Host = "evil.example.com"
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("foreign Host header: status %d, want 403", resp.StatusCode)
+	for _, tc := range []struct {
+		method, path, host, origin string
+		want                       int
+	}{
+		{"POST", "/mcp", "evil.example.com", "", http.StatusForbidden},
+		{"GET", "/status", "evil.example.com", "", http.StatusForbidden},
+		{"GET", "/healthz", "evil.example.com:80", "", http.StatusForbidden},
+		{"GET", "/sse", "evil.example.com", "", http.StatusForbidden},
+		{"GET", "/nothing", "evil.example.com", "", http.StatusForbidden},
+		{"GET", "/status", "", "https://evil.example.com", http.StatusForbidden},
+		{"GET", "/healthz", "", "null", http.StatusForbidden},
+		{"GET", "/status", "", "", http.StatusOK},
+		{"GET", "/status", "localhost:1", "", http.StatusOK},
+		{"GET", "/status", "", "http://localhost:6274", http.StatusOK}, // a local inspector
+		{"GET", "/healthz", "", srv.URL, http.StatusOK},
+	} {
+		var body io.Reader
+		if tc.method == "POST" {
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		}
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, body)
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s Host %q Origin %q: status %d, want %d", tc.method, tc.path, tc.host, tc.origin, resp.StatusCode, tc.want)
+		}
 	}
 }
 

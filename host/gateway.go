@@ -175,66 +175,76 @@ func (h *Host) receive(transport string) mcp.Middleware {
 				}
 			}()
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			h.trackSession(ss)
+			d := h.trackSession(ss, transport)
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
 			}
-			switch method {
-			case "initialize", "server/discover":
-				res, err := next(ctx, method, req)
-				switch r := res.(type) {
-				case *mcp.InitializeResult:
-					r.Capabilities = h.capabilities()
-				case *mcp.DiscoverResult:
-					r.Capabilities = h.capabilities()
-				}
-				return res, err
-			case "prompts/list":
-				return h.listPrompts(), nil
-			case "prompts/get":
-				r, ok := req.(*mcp.GetPromptRequest)
-				if !ok || r.Params == nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
-				}
-				return h.getPrompt(ctx, ss, r.Params)
-			case "resources/list":
-				return h.listResources(), nil
-			case "resources/templates/list":
-				return h.listResourceTemplates(), nil
-			case "resources/read":
-				r, ok := req.(*mcp.ReadResourceRequest)
-				if !ok || r.Params == nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
-				}
-				return h.readResource(ctx, ss, r.Params)
-			case "logging/setLevel":
-				if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
-					h.setLevel(ctx, ss, r.Params.Level)
-				}
-				return next(ctx, method, req)
-			case "tools/list":
-				v, err := h.view(ctx, callerOf(req, transport))
-				if err != nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-				}
-				return v.answer(), nil
-			case "tools/call":
-				r, ok := req.(*mcp.CallToolRequest)
-				if !ok || r.Params == nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
-				}
-				res, err := h.callTool(ctx, callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
-				if errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments) {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-				}
-				if err != nil {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-				}
-				return res, nil
+			res, err = h.route(ctx, transport, method, req, ss, next)
+			if d != nil {
+				// What the upstream sent during the call goes out first.
+				d.out.flush(ctx)
 			}
-			return next(ctx, method, req)
+			return res, err
 		}
 	}
+}
+
+// route answers one downstream request (receive's switch).
+func (h *Host) route(ctx context.Context, transport, method string, req mcp.Request, ss *mcp.ServerSession, next mcp.MethodHandler) (mcp.Result, error) {
+	switch method {
+	case "initialize", "server/discover":
+		res, err := next(ctx, method, req)
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			r.Capabilities = h.capabilities()
+		case *mcp.DiscoverResult:
+			r.Capabilities = h.capabilities()
+		}
+		return res, err
+	case "prompts/list":
+		return h.listPrompts(), nil
+	case "prompts/get":
+		r, ok := req.(*mcp.GetPromptRequest)
+		if !ok || r.Params == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
+		}
+		return h.getPrompt(ctx, ss, r.Params)
+	case "resources/list":
+		return h.listResources(), nil
+	case "resources/templates/list":
+		return h.listResourceTemplates(), nil
+	case "resources/read":
+		r, ok := req.(*mcp.ReadResourceRequest)
+		if !ok || r.Params == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
+		}
+		return h.readResource(ctx, ss, r.Params)
+	case "logging/setLevel":
+		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
+			h.setLevel(ctx, ss, r.Params.Level)
+		}
+		return next(ctx, method, req)
+	case "tools/list":
+		v, err := h.view(ctx, callerOf(req, transport))
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return v.answer(), nil
+	case "tools/call":
+		r, ok := req.(*mcp.CallToolRequest)
+		if !ok || r.Params == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
+		}
+		res, err := h.callTool(ctx, callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		if errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return res, nil
+	}
+	return next(ctx, method, req)
 }
 
 // callerOf describes the downstream client of a request for policies.

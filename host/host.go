@@ -374,9 +374,7 @@ func (h *Host) upstreamProgress(_ context.Context, p *mcp.ProgressNotificationPa
 	out := *p
 	out.ProgressToken = t.token
 	out.Meta = nil
-	if err := t.session.NotifyProgress(t.ctx, &out); err != nil {
-		h.log.Debug("forwarding progress failed", "error", err)
-	}
+	h.notify(t.session, note{kind: noteProgress, ctx: t.ctx, progress: &out})
 }
 
 // Close ends every upstream session and process and waits for them.

@@ -502,16 +502,14 @@ func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMes
 	if out.Logger == "" {
 		out.Logger = u.cfg.Name
 	}
+	// Queued, never written here: this runs on the upstream's read loop,
+	// which a client that does not read must not hold up (outbox.go).
 	if ss, ctx, err := h.clientFor(u, cs, "a log message"); err == nil {
-		if err := ss.Log(ctx, &out); err != nil {
-			h.log.Debug("forwarding log message failed", "server", u.cfg.Name, "error", err)
-		}
+		h.notify(ss, note{kind: noteLog, ctx: ctx, log: &out})
 		return
 	}
 	for _, ss := range h.sessions.logging() {
-		if err := ss.Log(context.Background(), &out); err != nil {
-			h.log.Debug("forwarding log message failed", "server", u.cfg.Name, "error", err)
-		}
+		h.notify(ss, note{kind: noteLog, ctx: context.Background(), log: &out})
 	}
 }
 

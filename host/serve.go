@@ -5,13 +5,19 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // Handler returns the downstream HTTP endpoint: streamable HTTP at /mcp,
@@ -35,12 +41,70 @@ func (h *Host) Handler() http.Handler {
 		if h.policyStatus != nil {
 			doc.Plugins = h.policyStatus()
 		}
-		_ = json.NewEncoder(w).Encode(doc)
+		b, err := json.Marshal(doc)
+		if err != nil {
+			http.Error(w, "encoding the status: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		// Errors quote upstream URLs; the whole document is masked once.
+		_, _ = io.WriteString(w, secrets.MaskURLs(string(b))+"\n")
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	return requireToken(h.cfg.Listen.AuthToken, mux)
+	l := h.cfg.Listen
+	return withDeadlines(checkOrigin(requireToken(l.AuthToken, h.limitSessions(mux, l.MaxSessions))), l.ReadTimeout, l.WriteTimeout)
+}
+
+// checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
+// only /mcp and /sse: a request that reached a loopback address must name
+// a loopback host. It also refuses browsers' cross-site requests: an
+// Origin must be the request's own host, or a loopback one when the
+// request reached a loopback address (a local tool such as an inspector).
+// Clients that are not browsers send no Origin and are not affected.
+func checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local := false
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+			local = isLoopbackHost(a.String())
+		}
+		if local && !isLoopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q (this endpoint listens on loopback and answers only loopback host names)", r.Host), http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, local) {
+			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q", o), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether a browser's Origin may call: the same
+// host as the request's, or a loopback one on a loopback listener.
+func originAllowed(origin, host string, local bool) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // includes "null"
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	return local && isLoopbackHost(u.Host)
+}
+
+// isLoopbackHost is the go-sdk's test: host[:port] naming localhost or a
+// loopback IP.
+func isLoopbackHost(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		h = strings.Trim(addr, "[]")
+	}
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
 }
 
 // serverFor returns the getServer func of the go-sdk handlers. They call it
@@ -74,7 +138,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcphost"`)
 			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
@@ -84,6 +148,17 @@ func requireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
+// bearerToken takes the token of an Authorization header with the Bearer
+// scheme, whose name is case-insensitive (RFC 9110 §11.1).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
+}
+
 // ListenAndServe serves Handler on addr until ctx ends, then shuts down
 // gracefully. ready, if not nil, receives the bound address once listening.
 func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
@@ -91,7 +166,18 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	l := h.cfg.Listen
+	limited := newConnLimiter(ln, l.MaxConnections, h.log)
+	ln = limited
+	// Body reads and writes have per-request deadlines (limits.go); the
+	// server's own ReadTimeout and WriteTimeout would cut streams.
+	srv := &http.Server{
+		Handler:           h.Handler(),
+		ReadHeaderTimeout: l.ReadTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		ConnState:         limited.connState,
+		ErrorLog:          h.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug}),
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -2,7 +2,7 @@ package host
 
 import (
 	"context"
-	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,22 +22,36 @@ type sessionTable struct {
 type downstream struct {
 	id    string
 	level mcp.LoggingLevel
-	subs  map[string]string // URI -> server, on shared sessions
+	subs  map[string]string // URI -> server, on shared sessions; nil until the first
+	out   outbox            // notifications on their way to the client (outbox.go)
 }
 
-// track registers ss the first time it is seen and reports whether it was new.
-func (t *sessionTable) track(ss *mcp.ServerSession) bool {
+// track registers ss the first time it is seen; it returns its entry and
+// whether it was new.
+func (t *sessionTable) track(ss *mcp.ServerSession) (*downstream, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = make(map[*mcp.ServerSession]*downstream)
 	}
-	if _, ok := t.m[ss]; ok {
-		return false
+	if d, ok := t.m[ss]; ok {
+		return d, false
 	}
 	t.next++
-	t.m[ss] = &downstream{id: fmt.Sprintf("ds-%d", t.next), subs: map[string]string{}}
-	return true
+	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10)}
+	t.m[ss] = d
+	return d, true
+}
+
+// lookup returns the entry of a tracked session and its log level.
+func (t *sessionTable) lookup(ss *mcp.ServerSession) (*downstream, mcp.LoggingLevel) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := t.m[ss]
+	if d == nil {
+		return nil, ""
+	}
+	return d, d.level
 }
 
 func (t *sessionTable) remove(ss *mcp.ServerSession) *downstream {
@@ -52,7 +66,7 @@ func (t *sessionTable) get(ss *mcp.ServerSession) *downstream {
 	if d := t.m[ss]; d != nil {
 		return d
 	}
-	return &downstream{subs: map[string]string{}} // an untracked session: nothing persists
+	return &downstream{} // an untracked session: nothing persists
 }
 
 func (t *sessionTable) id(ss *mcp.ServerSession) string {
@@ -118,6 +132,9 @@ func (t *sessionTable) addSub(ss *mcp.ServerSession, uri, server string) bool {
 	if _, dup := d.subs[uri]; dup {
 		return false
 	}
+	if d.subs == nil {
+		d.subs = make(map[string]string)
+	}
 	d.subs[uri] = server
 	return true
 }
@@ -141,15 +158,62 @@ func (t *sessionTable) count() int {
 }
 
 // trackSession starts watching a downstream session the first time a
-// request from it arrives.
-func (h *Host) trackSession(ss *mcp.ServerSession) {
-	if ss == nil || !h.sessions.track(ss) {
+// request from it arrives, and returns its entry (nil for no session).
+func (h *Host) trackSession(ss *mcp.ServerSession, transport string) *downstream {
+	if ss == nil {
+		return nil
+	}
+	d, isNew := h.sessions.track(ss)
+	if isNew {
+		// A stdio client is the only one: when it stops reading, its
+		// notifications are dropped but its session is not closed.
+		d.out.keepOpen.Store(transport == DownstreamStdio)
+		go func() {
+			_ = ss.Wait()
+			h.sessionEnded(ss)
+		}()
+	}
+	return d
+}
+
+// notify queues a notification for a downstream session; it never waits
+// for the client (outbox.go).
+func (h *Host) notify(ss *mcp.ServerSession, n note) {
+	d, level := h.sessions.lookup(ss)
+	if d == nil {
+		h.log.Debug("notification for a session that is gone dropped", "kind", n.kind.String())
 		return
 	}
-	go func() {
-		_ = ss.Wait()
-		h.sessionEnded(ss)
-	}()
+	if n.kind == noteLog && !levelAllows(level, n.log.Level) {
+		return // the go-sdk would not send it either
+	}
+	d.out.push(h.outboxSender(ss, d), n)
+}
+
+func (h *Host) outboxSender(ss *mcp.ServerSession, d *downstream) outboxSender {
+	stuck := h.cfg.Listen.WriteTimeout
+	if stuck <= 0 {
+		stuck = defaultStuckAfter
+	}
+	return outboxSender{ss: ss, id: d.id, stuckAfter: stuck, log: h.log}
+}
+
+// levelAllows reports whether a client that set level wants a message at
+// msg: nothing before it set one, as the go-sdk does.
+func levelAllows(level, msg mcp.LoggingLevel) bool {
+	if level == "" {
+		return false
+	}
+	li, mi := -1, -1
+	for i, l := range logLevels {
+		if l == level {
+			li = i
+		}
+		if l == msg {
+			mi = i
+		}
+	}
+	return li < 0 || mi < 0 || mi >= li // unknown levels: let the go-sdk judge
 }
 
 // sessionEnded ends the per-client upstream sessions of ss and releases
@@ -157,6 +221,9 @@ func (h *Host) trackSession(ss *mcp.ServerSession) {
 // client it served.
 func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	d := h.sessions.remove(ss)
+	if d != nil {
+		d.out.closed(h.outboxSender(ss, d))
+	}
 	h.fastSessions.forget(ss)
 	h.elicitations.forget(ss)
 	for _, u := range h.upstreamList() {

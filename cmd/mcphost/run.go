@@ -14,6 +14,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // exitError ends the process with a code, after the command already said why.
@@ -141,12 +142,18 @@ func (l *logFlags) logger(stderr io.Writer) (hclog.Logger, error) {
 	if l.format != "text" && l.format != "json" {
 		return nil, fmt.Errorf("unknown log format %q (want text or json)", l.format)
 	}
+	color := colorOption(stderr, l.format)
+	if color == hclog.AutoColor {
+		color = hclog.ForceColor // the redacting writer hides the terminal from hclog
+	}
+	// Every line goes through secrets.MaskURLs: errors quote upstream
+	// URLs, whose query may carry a token.
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       "mcphost",
 		Level:      level,
-		Output:     stderr,
+		Output:     secrets.URLMaskingWriter(stderr),
 		JSONFormat: l.format == "json",
-		Color:      colorOption(stderr, l.format),
+		Color:      color,
 	}), nil
 }
 

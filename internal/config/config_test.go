@@ -197,6 +197,11 @@ func TestErrorSummaries(t *testing.T) {
 		{"variables not allowed", "listen {\n  auth_token = token\n}", "Variables not allowed", 2},
 		{"negative session timeout", "listen {\n  session_timeout = \"-1s\"\n}", `Invalid duration for "session_timeout"`, 2},
 		{"zero max body", "listen {\n  max_body = 0\n}", `Invalid size for "max_body"`, 2},
+		{"zero write timeout", "listen {\n  write_timeout = \"0s\"\n}", `Invalid duration for "write_timeout"`, 2},
+		{"bad read timeout", "listen {\n  read_timeout = \"soon\"\n}", `Invalid duration for "read_timeout"`, 2},
+		{"negative idle timeout", "listen {\n  idle_timeout = \"-1m\"\n}", `Invalid duration for "idle_timeout"`, 2},
+		{"zero max connections", "listen {\n  max_connections = 0\n}", `Invalid value for "max_connections"`, 2},
+		{"fractional max sessions", "listen {\n  max_sessions = 1.5\n}", `Invalid value for "max_sessions"`, 2},
 		{"bad port", "listen {\n  http = \"127.0.0.1:http\"\n}", `Invalid address for "http"`, 2},
 		{"object for string", "server \"s\" {\n  command = { a = 1 }\n}", `Invalid value for "command"`, 2},
 		{"nested env value", "server \"s\" {\n  command = \"c\"\n  env = { A = [1] }\n}", `Invalid value for "env"`, 3},
@@ -313,6 +318,30 @@ func TestErr(t *testing.T) {
 	var nilDiags *Diagnostics
 	if nilDiags.HasErrors() || nilDiags.Err() != nil || nilDiags.WriteText(&strings.Builder{}, 0, false) != nil {
 		t.Error("a nil *Diagnostics must read as empty")
+	}
+}
+
+func TestListenLimits(t *testing.T) {
+	src := `
+listen {
+  read_timeout    = "5s"
+  write_timeout   = "7s"
+  idle_timeout    = "1m"
+  max_connections = 100
+  max_sessions    = 50
+}
+`
+	f, diags := Parse([]byte(src), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	l := f.Host.Listen
+	if l.ReadTimeout != 5*time.Second || l.WriteTimeout != 7*time.Second || l.IdleTimeout != time.Minute || l.MaxConnections != 100 || l.MaxSessions != 50 {
+		t.Errorf("listen = %+v", l)
+	}
+	d := host.Config{}.WithDefaults().Listen
+	if d.ReadTimeout <= 0 || d.WriteTimeout <= 0 || d.IdleTimeout <= 0 || d.MaxConnections <= 0 || d.MaxSessions <= 0 {
+		t.Errorf("defaults leave a limit unset: %+v", d)
 	}
 }
 

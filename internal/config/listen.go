@@ -36,6 +36,21 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 			l.MaxBodyBytes = int64(n)
 		}
 	}
+	if dur, ok := d.duration(attrs["read_timeout"], false); ok {
+		l.ReadTimeout = dur
+	}
+	if dur, ok := d.duration(attrs["write_timeout"], false); ok {
+		l.WriteTimeout = dur
+	}
+	if dur, ok := d.duration(attrs["idle_timeout"], false); ok {
+		l.IdleTimeout = dur
+	}
+	if n, ok := d.int(attrs["max_connections"], 1, 1<<20); ok {
+		l.MaxConnections = int(n)
+	}
+	if n, ok := d.int(attrs["max_sessions"], 1, 1<<24); ok {
+		l.MaxSessions = int(n)
+	}
 	if l.AuthToken == "" && l.HTTP != "" && !isLoopback(l.HTTP) {
 		d.warnf(attrs["http"].Expr.Range(), "Listening beyond this machine without a token",
 			"%s accepts connections from other machines and no auth_token is set, so anyone who can reach it can call every tool. "+

@@ -23,6 +23,11 @@ var listenSchema = &hcl.BodySchema{
 		{Name: "auth_token"},
 		{Name: "session_timeout"},
 		{Name: "max_body"},
+		{Name: "read_timeout"},
+		{Name: "write_timeout"},
+		{Name: "idle_timeout"},
+		{Name: "max_connections"},
+		{Name: "max_sessions"},
 	},
 }
 

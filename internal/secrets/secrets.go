@@ -2,7 +2,9 @@
 // ones builtin:redact applies to tool results (Credentials), and a masker
 // for text mcphost itself shows operators, such as an upstream's stderr
 // (Mask), which adds patterns for credentials written in configuration
-// form (URL passwords, key=value pairs, bearer tokens).
+// form (URL passwords, key=value pairs, bearer tokens); and a masker of
+// the credentials in URLs (MaskURLs: userinfo passwords, query and fragment
+// parameters), which /status and the log output pass through.
 //
 // It is plain Go over regexp so that both the host and the built-in Wasm
 // module (filters/policies) can use it.

@@ -41,6 +41,11 @@ type sampleIn struct {
 	Millis int    `json:"millis,omitempty"`
 }
 
+type burstIn struct {
+	Count int `json:"count"`
+	Size  int `json:"size"`
+}
+
 type sleepIn struct {
 	Millis int `json:"millis"`
 	Steps  int `json:"steps,omitempty"`
@@ -224,6 +229,17 @@ func main() {
 			in.Text = secretOr(in.Text)
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: in.Text})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, nil
+		})
+
+	mcp.AddTool(srv, &mcp.Tool{Name: "log_burst", Description: "Sends count debug log messages of size bytes each, as fast as it can."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in burstIn) (*mcp.CallToolResult, any, error) {
+			msg := strings.Repeat("x", in.Size)
+			for i := range in.Count {
+				if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: fmt.Sprintf("%d %s", i, msg)}); err != nil {
+					return nil, nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("logged %d", in.Count)}}}, nil, nil
 		})
 
 	if *httpAddr != "" {

@@ -1,0 +1,128 @@
+package host
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// An outbox whose client has stopped reading (an unbuffered pipe nobody
+// reads) never blocks push: progress for one token is coalesced, log
+// messages beyond the queue are dropped and warned about once, and the
+// session is closed once a write has been blocked for stuckAfter.
+func TestOutboxSlowClient(t *testing.T) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	id, _ := jsonrpc.MakeID(float64(1))
+	if err := client.Write(ctx, &jsonrpc.Request{ID: id, Method: "initialize", Params: []byte(`{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized"}); err != nil {
+		t.Fatal(err)
+	}
+	// From here on the client reads nothing.
+
+	logs := &syncWriter{w: &strings.Builder{}}
+	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
+	s := outboxSender{ss: ss, id: "ds-test", stuckAfter: 2 * time.Second, log: log}
+	var o outbox
+	start := time.Now()
+	for i := range 3 * outboxSize {
+		o.push(s, note{kind: noteProgress, ctx: ctx, progress: &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: float64(i)}})
+	}
+	for range 10 {
+		o.push(s, note{kind: noteLog, ctx: ctx, log: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("pushing to a client that does not read took %v", d)
+	}
+	o.mu.Lock()
+	queued, droppedProgress, droppedLogs := len(o.q), o.dropped[noteProgress], o.dropped[noteLog]
+	last := o.q[len(o.q)-1].progress.Progress
+	o.mu.Unlock()
+	if queued != outboxSize || droppedProgress != 0 || droppedLogs != 10 {
+		t.Errorf("queued %d, dropped %d progress and %d logs; want %d, 0 (coalesced), 10", queued, droppedProgress, droppedLogs, outboxSize)
+	}
+	if last != float64(3*outboxSize-1) {
+		t.Errorf("the queued progress is %v, want the latest, %d", last, 3*outboxSize-1)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	})
+	testproc.WaitFor(t, "the outbox to find the session stuck", 30*time.Second, func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.stuck
+	})
+	// The go-sdk closes a session once its write in flight ends: over HTTP
+	// the write deadline ends it; a pipe has none, so the client hangs up.
+	client.Close()
+	ended := make(chan struct{})
+	go func() { ss.Wait(); close(ended) }()
+	testproc.WaitFor(t, "the stuck session to be closed", 30*time.Second, func() bool {
+		select {
+		case <-ended:
+			return true
+		default:
+			return false
+		}
+	})
+	flushed := make(chan struct{})
+	go func() { o.flush(ctx); close(flushed) }()
+	testproc.WaitFor(t, "flush to give up on a closed session", 10*time.Second, func() bool {
+		select {
+		case <-flushed:
+			return true
+		default:
+			return false
+		}
+	})
+	out := logs.String()
+	if n := strings.Count(out, "not reading fast enough"); n != 1 {
+		t.Errorf("the drop warning was logged %d times, want once:\n%s", n, out)
+	}
+	if !strings.Contains(out, "closing a downstream session that stopped reading") {
+		t.Errorf("no warning about closing the session:\n%s", out)
+	}
+}
+
+// syncWriter serialises writes from the outbox's goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
