@@ -110,24 +110,31 @@ func (h *Host) send() mcp.Middleware {
 			if !ok || p == nil || ss == nil {
 				return next(ctx, method, req)
 			}
-			to, ok := p.Meta[deliverToKey]
-			if !ok {
-				return next(ctx, method, req)
-			}
-			if to != h.sessions.id(ss) {
+			if to, ok := p.Meta[deliverToKey]; ok && to != h.sessions.id(ss) {
 				return nil, nil
 			}
+			// A copy: the go-sdk reuses the _meta map for the next session
+			// (it stamps each one's subscription id) while this one waits.
 			out := *p
-			out.Meta = make(mcp.Meta, len(p.Meta))
+			out.Meta = nil
 			for k, v := range p.Meta {
-				if k != deliverToKey {
-					out.Meta[k] = v
+				if k == deliverToKey {
+					continue
 				}
+				if out.Meta == nil {
+					out.Meta = make(mcp.Meta, len(p.Meta))
+				}
+				out.Meta[k] = v
 			}
-			if len(out.Meta) == 0 {
-				out.Meta = nil
-			}
-			return next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: &out})
+			req = &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: &out}
+			// The go-sdk writes an update to each subscribed session in
+			// turn, on the upstream's notification handler: queued here, a
+			// client that stopped reading holds up neither (outbox.go).
+			h.notify(ss, note{kind: noteResourceUpdated, ctx: context.Background(), send: func(ctx context.Context) error {
+				_, err := next(ctx, method, req)
+				return err
+			}})
+			return nil, nil
 		}
 	}
 }
@@ -227,7 +234,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 	case "tools/list":
 		v, err := h.view(ctx, callerOf(req, transport))
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
 		}
 		return v.answer(), nil
 	case "tools/call":
@@ -240,7 +247,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
 		}
 		return res, nil
 	}

@@ -311,9 +311,9 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 	case errors.Is(err, context.Canceled):
 		return errorResult("server %q: call cancelled", server)
 	case errors.Is(err, mcp.ErrConnectionClosed):
-		return errorResult("server %q: connection closed during the call: %v", server, err)
+		return errorResult("server %q: connection closed during the call: %s", server, errorText(err))
 	}
-	return errorResult("server %q: %v", server, err)
+	return errorResult("server %q: %s", server, errorText(err))
 }
 
 func errorResult(format string, args ...any) *mcp.CallToolResult {

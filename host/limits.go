@@ -141,16 +141,39 @@ const codeServerBusy = -32000
 
 // limitSessions refuses requests that would open a new downstream session
 // (a POST to /mcp without Mcp-Session-Id, a GET of /sse) while max are
-// open.
+// open. A legacy SSE session is counted by its stream, from the moment the
+// GET arrives until it ends (the session is tracked only from its first
+// message, which a client need never send), a streamable one from its
+// initialize on. Initializes that arrive together when one place is left
+// may all pass (the session is made inside the request): the cap can be
+// overshot by that many, which max_connections bounds.
 func (h *Host) limitSessions(next http.Handler, max int) http.Handler {
+	var sseStreams atomic.Int64
+	var full atomic.Bool // warned since a session last opened
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		opens := (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "") ||
-			(r.URL.Path == "/sse" && r.Method == http.MethodGet)
-		if opens && max > 0 && h.sessions.count() >= max {
-			h.log.Warn("refusing a new downstream session: the session limit is reached", "max_sessions", max)
+		sse := r.URL.Path == "/sse" && r.Method == http.MethodGet
+		opens := sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "")
+		if !opens || max <= 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		open := int64(h.sessions.countNotSSE())
+		if sse {
+			// Its place is taken before the total is read, so streams
+			// opened together cannot all slip under the cap.
+			open += sseStreams.Add(1)
+			defer sseStreams.Add(-1)
+		} else {
+			open += sseStreams.Load() + 1
+		}
+		if open > int64(max) {
+			if !full.Swap(true) { // once per episode: refusals are what an attack makes many of
+				h.log.Warn("refusing new downstream sessions: the session limit is reached", "max_sessions", max)
+			}
 			writeUnavailable(w, fmt.Sprintf("mcphost: too many sessions (listen.max_sessions = %d); retry later, or close idle sessions (they end after listen.session_timeout)", max))
 			return
 		}
+		full.Store(false)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -167,3 +167,49 @@ func TestConnectionCap(t *testing.T) {
 		t.Errorf("refusal headers: %v", resp.Header)
 	}
 }
+
+// Legacy SSE sessions count against max_sessions from the moment their
+// stream opens (they need never send a message), and give their place back
+// when it closes.
+func TestSSESessionCap(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{MaxSessions: 2}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- h.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := <-addrc
+
+	// open starts an SSE stream and returns its connection and status.
+	open := func() (net.Conn, int) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, resp.StatusCode
+	}
+	var streams []net.Conn
+	statuses := map[int]int{}
+	for range 6 {
+		c, code := open()
+		statuses[code]++
+		if code == http.StatusOK {
+			streams = append(streams, c)
+		}
+	}
+	if statuses[http.StatusOK] != 2 || statuses[http.StatusServiceUnavailable] != 4 {
+		t.Fatalf("6 SSE streams with max_sessions = 2: %v by status, want 2 opened and 4 refused with 503", statuses)
+	}
+	streams[0].Close()
+	testproc.WaitFor(t, "a closed stream to make room", 10*time.Second, func() bool {
+		_, code := open()
+		return code == http.StatusOK
+	})
+}

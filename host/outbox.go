@@ -11,7 +11,8 @@ import (
 )
 
 // An outbox carries the notifications an upstream sends toward one
-// downstream session (its log messages and the progress of its calls).
+// downstream session: its log messages, the progress of its calls, updates
+// of the resources it subscribed to and completions of its elicitations.
 //
 // Why: they were written downstream from the upstream connection's read
 // loop, so a client that stopped reading blocked the write, the read loop,
@@ -48,14 +49,21 @@ type noteKind uint8
 const (
 	noteLog noteKind = iota
 	noteProgress
+	noteResourceUpdated
+	noteElicitationComplete
 	noteKinds
 )
 
 func (k noteKind) String() string {
-	if k == noteLog {
+	switch k {
+	case noteLog:
 		return "log messages"
+	case noteProgress:
+		return "progress notifications"
+	case noteResourceUpdated:
+		return "resource updates"
 	}
-	return "progress notifications"
+	return "elicitation completions"
 }
 
 // note is one queued notification, with the context of the downstream call
@@ -65,6 +73,9 @@ type note struct {
 	ctx      context.Context
 	log      *mcp.LoggingMessageParams
 	progress *mcp.ProgressNotificationParams
+	// send writes the other kinds (their go-sdk calls differ: a resource
+	// update is written by the sending middleware's next handler).
+	send func(context.Context) error
 }
 
 type outboxWaiter struct {
@@ -207,6 +218,8 @@ func (o *outbox) send(s outboxSender, n note) error {
 		err = s.ss.Log(ctx, n.log)
 	case noteProgress:
 		err = s.ss.NotifyProgress(ctx, n.progress)
+	default:
+		err = n.send(ctx)
 	}
 	if err != nil {
 		s.log.Debug("forwarding a notification failed", "session", s.id, "kind", n.kind.String(), "error", err)
@@ -292,8 +305,13 @@ func (o *outbox) closed(s outboxSender) {
 		o.timer.Stop()
 	}
 	o.mu.Unlock()
-	if dropped[noteLog]+dropped[noteProgress] > 0 {
+	var total uint64
+	for _, n := range dropped {
+		total += n
+	}
+	if total > 0 {
 		s.log.Warn("a downstream session ended with notifications dropped because it read too slowly",
-			"session", s.id, "log_messages", dropped[noteLog], "progress", dropped[noteProgress])
+			"session", s.id, "log_messages", dropped[noteLog], "progress", dropped[noteProgress],
+			"resource_updates", dropped[noteResourceUpdated], "elicitation_completions", dropped[noteElicitationComplete])
 	}
 }

@@ -69,7 +69,7 @@ func rpcError(server string, err error) error {
 	if errors.As(err, &werr) {
 		return werr
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %v", server, err)}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %s", server, errorText(err))}
 }
 
 func (h *Host) listPrompts() *mcp.ListPromptsResult {
@@ -539,9 +539,9 @@ func (h *Host) elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.El
 		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.cfg.Name, "id", p.ElicitationID)
 		return
 	}
-	if err := ss.NotifyElicitationComplete(context.Background(), p); err != nil {
-		h.log.Debug("forwarding elicitation completion failed", "server", u.cfg.Name, "error", err)
-	}
+	h.notify(ss, note{kind: noteElicitationComplete, ctx: context.Background(), send: func(ctx context.Context) error {
+		return ss.NotifyElicitationComplete(ctx, p)
+	}})
 }
 
 // elicitationRoutes remembers which client was sent each URL elicitation,

@@ -17,10 +17,12 @@ type sessionTable struct {
 	mu   sync.Mutex
 	m    map[*mcp.ServerSession]*downstream
 	next uint64
+	sse  int // how many of m are legacy SSE sessions (limits.go counts those by their streams)
 }
 
 type downstream struct {
 	id    string
+	sse   bool // a legacy SSE session
 	level mcp.LoggingLevel
 	subs  map[string]string // URI -> server, on shared sessions; nil until the first
 	out   outbox            // notifications on their way to the client (outbox.go)
@@ -28,7 +30,7 @@ type downstream struct {
 
 // track registers ss the first time it is seen; it returns its entry and
 // whether it was new.
-func (t *sessionTable) track(ss *mcp.ServerSession) (*downstream, bool) {
+func (t *sessionTable) track(ss *mcp.ServerSession, sse bool) (*downstream, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -38,8 +40,11 @@ func (t *sessionTable) track(ss *mcp.ServerSession) (*downstream, bool) {
 		return d, false
 	}
 	t.next++
-	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10)}
+	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10), sse: sse}
 	t.m[ss] = d
+	if sse {
+		t.sse++
+	}
 	return d, true
 }
 
@@ -59,6 +64,9 @@ func (t *sessionTable) remove(ss *mcp.ServerSession) *downstream {
 	defer t.mu.Unlock()
 	d := t.m[ss]
 	delete(t.m, ss)
+	if d != nil && d.sse {
+		t.sse--
+	}
 	return d
 }
 
@@ -157,13 +165,20 @@ func (t *sessionTable) count() int {
 	return len(t.m)
 }
 
+// countNotSSE is count without the legacy SSE sessions.
+func (t *sessionTable) countNotSSE() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m) - t.sse
+}
+
 // trackSession starts watching a downstream session the first time a
 // request from it arrives, and returns its entry (nil for no session).
 func (h *Host) trackSession(ss *mcp.ServerSession, transport string) *downstream {
 	if ss == nil {
 		return nil
 	}
-	d, isNew := h.sessions.track(ss)
+	d, isNew := h.sessions.track(ss, transport == DownstreamSSE)
 	if isNew {
 		// A stdio client is the only one: when it stops reading, its
 		// notifications are dropped but its session is not closed.

@@ -667,7 +667,7 @@ func (u *upstream) status() Status {
 		ClientSessions: len(u.clients),
 	}
 	if u.lastErr != nil {
-		st.Error = secrets.MaskURLs(u.lastErr.Error())
+		st.Error = errorText(u.lastErr)
 		if tail := u.stderrTail(); tail != "" {
 			st.Error += "; stderr: " + tail
 		}

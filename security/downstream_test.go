@@ -81,6 +81,73 @@ server "up" {
 	}
 }
 
+// A client subscribed to a resource that stops reading its stream must not
+// hold up the resource's updates to other subscribers, nor the upstream
+// (the go-sdk writes an update to each subscriber in turn, on the
+// upstream's notification handler, and a write to a client that does not
+// read blocks for write_timeout): the other subscriber gets the last
+// update promptly and its calls go on.
+func TestSlowSubscriberDoesNotStallOthers(t *testing.T) {
+	cfg := writeConfig(t, "", `
+listen {
+  write_timeout = "20s"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-subscribable"]
+}
+`)
+	s := startServer(t, cfg)
+	const updates = 3000
+	last := make(chan struct{})
+	var once sync.Once
+	good := connect(t, s.URL, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			if seq, _ := r.Params.Meta["seq"].(float64); seq == updates-1 {
+				once.Do(func() { close(last) })
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := good.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://ticker"}); err != nil {
+		t.Fatal(err)
+	}
+
+	slow := dialSlow(t, s.URL)
+	slow.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`)
+	slow.roundTrip(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	slow.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://ticker"}}`)
+	// The stream updates go to, opened and never read.
+	stream := dialSlow(t, s.URL)
+	fmt.Fprintf(stream.conn, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n", stream.addr, slow.session)
+	stream.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if resp, err := http.ReadResponse(stream.r, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("opening the slow client's stream: %v %v", resp, err)
+	}
+
+	// 3000 updates with 8 KiB of _meta each: far more than the kernel
+	// buffers between mcphost and the slow client.
+	start := time.Now()
+	res, err := good.CallTool(ctx, &mcp.CallToolParams{Name: "up__update_burst", Arguments: map[string]any{"count": updates, "size": 8192}})
+	if err != nil || res.IsError {
+		t.Fatalf("update_burst after %v: %v %+v", time.Since(start), err, res)
+	}
+	select {
+	case <-last:
+		t.Logf("the last of %d updates reached the reading subscriber after %v", updates, time.Since(start))
+	case <-time.After(10 * time.Second): // half of write_timeout: before the fix, a whole one
+		t.Fatalf("the reading subscriber did not get the last update within 10s of the burst (a client that does not read holds it up)")
+	}
+	if got, isErr := callText(t, good, "up__echo", map[string]any{"text": "still here"}); isErr || got != "still here" {
+		t.Fatalf("echo after the burst: %q %v", got, isErr)
+	}
+	testproc.WaitFor(t, "mcphost to drop or close the slow subscriber", time.Minute, func() bool {
+		return strings.Contains(s.stderr.String(), "not reading fast enough") ||
+			strings.Contains(s.stderr.String(), "closing a downstream session that stopped reading")
+	})
+}
+
 // slowClient speaks streamable HTTP by hand on one connection whose
 // receive buffer is as small as the kernel allows.
 type slowClient struct {

@@ -145,11 +145,12 @@ var (
 )
 
 // isCredentialName reports whether a query parameter's name looks like a
-// credential. Names are compared case-insensitively, after
-// percent-decoding the common escapes of _ and -.
+// credential. Names are compared case-insensitively after percent-decoding
+// (%74oken is token); a name whose last word is key (access_key,
+// Subscription-Key, x.key) is one, a name merely ending in "key" (monkey)
+// is not.
 func isCredentialName(name string) bool {
-	n := strings.ToLower(name)
-	n = strings.NewReplacer("%5f", "_", "%2d", "-").Replace(n)
+	n := strings.ToLower(percentDecode(name))
 	for _, c := range credentialNames {
 		if n == c {
 			return true
@@ -160,7 +161,45 @@ func isCredentialName(name string) bool {
 			return true
 		}
 	}
+	for _, sep := range []string{"_key", "-key", ".key"} {
+		if strings.HasSuffix(n, sep) {
+			return true
+		}
+	}
 	return false
+}
+
+// percentDecode decodes the %XX escapes of s, leaving malformed ones as
+// they are. (Not net/url, which the built-in Wasm module, also linking
+// this package, would then carry.)
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // URLMaskingWriter returns a writer that passes each write through

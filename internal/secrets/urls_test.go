@@ -22,6 +22,7 @@ func TestMaskURLs(t *testing.T) {
 		{"://x?token=1", "://x?token=1"},
 		{"http://h/?token", "http://h/?token"},
 		{"http://h/?tok%5Fen=1&access%5Ftoken=S", "http://h/?tok%5Fen=1&access%5Ftoken=xxxxx"},
+		{"http://h/?%74oken=S&access_key=S&Subscription-Key=S&x.key=S&monkey=ok&keys=ok", "http://h/?%74oken=xxxxx&access_key=xxxxx&Subscription-Key=xxxxx&x.key=xxxxx&monkey=ok&keys=ok"},
 	}
 	for _, tt := range tests {
 		if got := MaskURLs(tt.in); got != tt.want {

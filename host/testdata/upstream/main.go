@@ -41,6 +41,9 @@ type sampleIn struct {
 	Millis int    `json:"millis,omitempty"`
 }
 
+// tickerURI is the resource that update_burst updates (-subscribable).
+const tickerURI = "test://ticker"
+
 type burstIn struct {
 	Count int `json:"count"`
 	Size  int `json:"size"`
@@ -57,6 +60,7 @@ func main() {
 	sse := flag.Bool("sse", false, "with -http, serve SSE instead")
 	name := flag.String("name", "upstream", "server name")
 	echoDesc := flag.String("echo-description", "Echoes text.", "the echo tool's description (tests change it to test pinning)")
+	subscribable := flag.Bool("subscribable", false, "serve the resource "+tickerURI+", which clients may subscribe to, and the tool update_burst")
 	flag.Parse()
 	// A server that starts once and then fails every restart, saying why
 	// on stderr (tests put secrets there): HOSTILE_FAIL_IF_EXISTS names
@@ -74,7 +78,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, *fail)
 		os.Exit(3)
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}}
+	if *subscribable {
+		opts.SubscribeHandler = func(context.Context, *mcp.SubscribeRequest) error { return nil }
+		opts.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, opts)
+	if *subscribable {
+		srv.AddResource(&mcp.Resource{Name: "ticker", URI: tickerURI}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: tickerURI, Text: "tick"}}}, nil
+		})
+		mcp.AddTool(srv, &mcp.Tool{Name: "update_burst", Description: "Sends count updates of " + tickerURI + ", each with size bytes of _meta, as fast as it can."},
+			func(ctx context.Context, _ *mcp.CallToolRequest, in burstIn) (*mcp.CallToolResult, any, error) {
+				pad := strings.Repeat("x", in.Size)
+				for i := range in.Count {
+					err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: tickerURI, Meta: mcp.Meta{"seq": i, "pad": pad}})
+					if err != nil {
+						return nil, nil, err
+					}
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("updated %d", in.Count)}}}, nil, nil
+			})
+	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Title: "Echo", Description: *echoDesc,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
