@@ -191,54 +191,120 @@ func TestRootFSRefuses(t *testing.T) {
 	}
 }
 
-func TestSymlinkInside(t *testing.T) {
+func TestDownwardTarget(t *testing.T) {
 	for _, tc := range []struct {
-		target, link string
-		want         bool
+		target string
+		want   bool
 	}{
-		{"a", "b", true},
-		{"sub/a", "b", true},
-		{"../a", "sub/b", true},
-		{"..", "sub/b", true},
-		{".", "b", true},
-		{"../a", "b", false},
-		{"..", "b", false},
-		{"sub/../../a", "b", false},
-		{"/etc/passwd", "b", false},
-		{"", "b", false},
-		{"a\x00", "b", false},
-		{`..\..\a`, "b", false},
+		{"a", true},
+		{"sub/a", true},
+		{".", true},
+		{"./a", true},
+		{"a//b/", true},
+		{"a..b", true},
+		// Inside where a link is made, outside once it is renamed, hard
+		// linked or made through a linked directory: a/l -> ../x is x,
+		// l -> ../x is outside.
+		{"../a", false},
+		{"..", false},
+		{"sub/../a", false},
+		{"sub/..", false},
+		{"sub/../../a", false},
+		{"/etc/passwd", false},
+		{"", false},
+		{"a\x00", false},
+		{`..\..\a`, false},
+		{`sub\a`, false},
 	} {
-		if got := symlinkInside(tc.target, tc.link); got != tc.want {
-			t.Errorf("symlinkInside(%q, %q) = %v, want %v", tc.target, tc.link, got, tc.want)
+		if got := downwardTarget(tc.target); got != tc.want {
+			t.Errorf("downwardTarget(%q) = %v, want %v", tc.target, got, tc.want)
 		}
 	}
 }
 
-func FuzzSymlinkInside(f *testing.F) {
-	for _, s := range [][2]string{{"a", "b"}, {"../a", "sub/b"}, {"../../x", "a/b"}, {"/x", "y"}, {"a/./../..", "b"}} {
-		f.Add(s[0], s[1])
+// TestGuestLinksStayInside moves links the guest made as the review that
+// found the old rule did: renamed, hard-linked, and made through a linked
+// directory. Whatever is accepted still leads inside the grant for a host
+// tool that follows it with the plain OS.
+func TestGuestLinksStayInside(t *testing.T) {
+	base := t.TempDir()
+	grant := filepath.Join(base, "g")
+	for _, err := range []error{
+		os.MkdirAll(filepath.Join(grant, "a", "b"), 0o755),
+		os.WriteFile(filepath.Join(base, "outside"), []byte("host-secret"), 0o644),
+		os.WriteFile(filepath.Join(grant, "a", "b", "in"), []byte("inside"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	f.Fuzz(func(t *testing.T, target, link string) {
-		if !symlinkInside(target, link) {
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	for _, tc := range []struct {
+		target, link string
+		want         experimentalsys.Errno
+	}{
+		{"../outside", "a/l", experimentalsys.EPERM}, // inside as written, outside once renamed to l
+		{"b/../../outside", "a/m", experimentalsys.EPERM},
+		{".", "d", 0}, // a linked directory...
+		{"../outside", "d/n", experimentalsys.EPERM}, // ...through which n lands in the grant's top
+		{"b/in", "a/ok", 0},
+	} {
+		if got := rw.Symlink(tc.target, tc.link); got != tc.want {
+			t.Errorf("symlink %s -> %s: errno %v, want %v", tc.link, tc.target, got, tc.want)
+		}
+	}
+	// Accepted links, moved anywhere in the grant, stay inside it.
+	if errno := rw.Rename("a/ok", "ok"); errno != 0 {
+		t.Fatal(errno)
+	}
+	if errno := rw.Link("ok", "a/b/ok2"); errno != 0 {
+		t.Fatal(errno)
+	}
+	err = filepath.WalkDir(grant, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil && !strings.HasPrefix(real, grant+string(filepath.Separator)) && real != grant {
+			t.Errorf("%s leads to %s, outside the grant", p, real)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzDownwardTarget(f *testing.F) {
+	for _, s := range []string{"a", "sub/a", "../a", "a/./../..", "/x", "a/..", "..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		if !downwardTarget(target) {
 			return
 		}
-		// Whatever is accepted never climbs above the grant, walked one
-		// component at a time from the link's directory.
-		parts := strings.Split(link, "/")
-		parts = append(parts[:len(parts)-1], strings.Split(target, "/")...)
+		// Whatever is accepted never climbs above the link's directory,
+		// walked one component at a time, so it stays inside from any
+		// directory of the grant the link is moved to.
 		depth := 0
-		for _, c := range parts {
+		for _, c := range strings.Split(target, "/") {
 			switch c {
 			case "", ".":
 			case "..":
 				depth--
 				if depth < 0 {
-					t.Fatalf("accepted %q at %q, which leaves the grant", target, link)
+					t.Fatalf("accepted %q, which climbs above its directory", target)
 				}
 			default:
 				depth++
 			}
+		}
+		if strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\x00\\") {
+			t.Fatalf("accepted %q", target)
 		}
 	})
 }
