@@ -2,7 +2,11 @@ package plugins
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -316,5 +320,203 @@ func TestGrantMissingDirectory(t *testing.T) {
 		AllowedPaths: map[string]string{"ro:" + missing: "/data"}})
 	if err == nil || !strings.Contains(err.Error(), "allowed_paths") || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("error %v, want one naming the grant", err)
+	}
+}
+
+// hostFDs counts this process's open descriptors, skipping without /proc.
+func hostFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("counting descriptors: %v", err)
+	}
+	return len(es)
+}
+
+// TestGrantOpenFileCap: a guest that opens files until it fails is told
+// EMFILE at maxOpenFiles, leaves the host able to listen, keeps its files
+// (and so its EMFILE) into the next call on the same pooled instance, and
+// can open again once it closes them. Files and directories (read or not)
+// count alike, and an instance thrown away (trap, timeout) or closed with
+// its plugin (a reload) gives back every descriptor it held.
+func TestGrantOpenFileCap(t *testing.T) {
+	dir := t.TempDir()
+	for _, err := range []error{
+		os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644),
+		os.Mkdir(filepath.Join(dir, "d"), 0o755),
+		os.WriteFile(filepath.Join(dir, "d", "e"), nil, 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := newRuntime(t, RuntimeOptions{})
+	p := load(t, rt, Spec{Name: "fdhog", Source: guest(t, "fdhog"), Timeout: 2 * time.Second, Instances: 1,
+		AllowedPaths: map[string]string{"ro:" + dir: "/data"}})
+	call := func(args string) (string, error) {
+		t.Helper()
+		out, err := p.Call(context.Background(), abi.HookToolCall, callInput(t, args))
+		if err != nil {
+			return "", err
+		}
+		return decision(t, out).Result.Content[0].Text, nil
+	}
+	expect := func(args, want string) {
+		t.Helper()
+		if got, err := call(args); got != want || err != nil {
+			t.Errorf("%s: %q, %v; want %q", args, got, err, want)
+		}
+	}
+	const slack = 16 // descriptors the runtime and the test's own work may hold
+	expect(`{"op":"open","path":"/data/f"}`, "ok")
+	base := hostFDs(t)
+	// wazero holds the grant's directory open for the guest: one of the cap.
+	full := fmt.Sprintf("held %d EMFILE", maxOpenFiles-1)
+	for _, hog := range []string{`{"op":"hog","path":"/data/f"}`, `{"op":"hog","path":"/data/d","readdir":true}`} {
+		expect(hog, full)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("the host cannot listen after %s: %v", hog, err)
+		}
+		ln.Close()
+		if n := hostFDs(t); n > base+maxOpenFiles+slack {
+			t.Errorf("%s: the host holds %d descriptors, %d before", hog, n, base)
+		}
+		expect(`{"op":"open","path":"/data/f"}`, "err EMFILE")
+		expect(`{"op":"release"}`, fmt.Sprintf("released %d", maxOpenFiles-1))
+		expect(`{"op":"open","path":"/data/f"}`, "ok")
+		expect(`{"op":"open","path":"/data/d","readdir":true}`, "ok")
+		if n := hostFDs(t); n > base+slack {
+			t.Errorf("after release the host holds %d descriptors, %d before", n, base)
+		}
+	}
+	for _, tc := range []struct {
+		op   string
+		want error
+	}{{"trap", ErrTrap}, {"spin", ErrTimeout}} {
+		if _, err := call(`{"op":"` + tc.op + `","path":"/data/f"}`); !errors.Is(err, tc.want) {
+			t.Fatalf("%s: %v, want %v", tc.op, err, tc.want)
+		}
+		if n := hostFDs(t); n > base+slack {
+			t.Errorf("%s: the instance was thrown away but the host holds %d descriptors, %d before", tc.op, n, base)
+		}
+		expect(`{"op":"hog","path":"/data/f"}`, full) // a fresh instance, a fresh count
+		expect(`{"op":"release"}`, fmt.Sprintf("released %d", maxOpenFiles-1))
+	}
+	expect(`{"op":"hog","path":"/data/f"}`, full)
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := hostFDs(t); n > base+slack {
+		t.Errorf("the plugin was closed but the host holds %d descriptors, %d before", n, base)
+	}
+}
+
+// TestRootFSOpenFileCount checks the count below WASI: every open takes
+// one, a failed open none, a close gives it back once, and wazero's own
+// open of the grant's directory is let past the cap once.
+func TestRootFSOpenFileCount(t *testing.T) {
+	_, grant := escapeTree(t)
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	var files []experimentalsys.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for i := 0; i < maxOpenFiles; i++ {
+		name, flag := "given.txt", experimentalsys.O_RDONLY
+		if i%2 == 1 {
+			name, flag = ".", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY
+		}
+		f, errno := rw.OpenFile(name, flag, 0)
+		if errno != 0 {
+			t.Fatalf("open %d: %v", i, errno)
+		}
+		files = append(files, f)
+	}
+	if _, errno := rw.OpenFile("given.txt", experimentalsys.O_RDONLY, 0); errno != experimentalsys.EIO || !rw.files.refused.Load() {
+		t.Fatalf("past the cap: errno %v, refused %v; want EIO, noted", errno, rw.files.refused.Load())
+	}
+	f, errno := rw.OpenFile(".", experimentalsys.O_RDONLY, 0) // wazero's preopen
+	if errno != 0 {
+		t.Fatalf("the grant's own directory past the cap: %v", errno)
+	}
+	files = append(files, f)
+	if _, errno := rw.OpenFile(".", experimentalsys.O_RDONLY, 0); errno != experimentalsys.EIO {
+		t.Fatalf("the grant's directory a second time past the cap: %v, want EIO", errno)
+	}
+	// Closing twice gives back one.
+	files[0].Close()
+	files[0].Close()
+	if got := rw.files.n.Load(); got != maxOpenFiles {
+		t.Fatalf("count %d after a double close, want %d", got, maxOpenFiles)
+	}
+	for _, f := range files[1:] {
+		f.Close()
+	}
+	files = nil
+	// Failed opens keep nothing.
+	for _, tc := range []struct {
+		name string
+		flag experimentalsys.Oflag
+	}{
+		{"missing", experimentalsys.O_RDONLY},
+		{"given.txt", experimentalsys.O_RDONLY | experimentalsys.O_DIRECTORY},
+		{"pre", experimentalsys.O_RDONLY},
+	} {
+		if _, errno := rw.OpenFile(tc.name, tc.flag, 0); errno == 0 {
+			t.Errorf("open %s: no error", tc.name)
+		}
+	}
+	if got := rw.files.n.Load(); got != 0 {
+		t.Fatalf("count %d after closing everything, want 0", got)
+	}
+}
+
+// TestRootFSRewindReplacedDir: rewinding a directory reopens it through
+// the root; when the guest has replaced it by a file the reopened
+// descriptor must be closed, not leaked past the count.
+func TestRootFSRewindReplacedDir(t *testing.T) {
+	grant := t.TempDir()
+	d := filepath.Join(grant, "d")
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	before := -1
+	for i := 0; i < 20; i++ {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, errno := rw.OpenFile("d", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		if before < 0 {
+			before = hostFDs(t)
+		}
+		if err := errors.Join(os.Remove(d), os.WriteFile(d, nil, 0o644)); err != nil {
+			t.Fatal(err)
+		}
+		if _, errno := f.Seek(0, io.SeekStart); errno != 0 {
+			t.Fatal(errno)
+		}
+		if _, errno := f.Readdir(-1); errno == 0 {
+			t.Errorf("readdir of a directory replaced by a file: no error")
+		}
+		f.Close()
+		os.Remove(d)
+	}
+	if after := hostFDs(t); after > before+2 {
+		t.Errorf("rewinding a replaced directory leaked %d descriptors", after-before)
+	}
+	if got := rw.files.n.Load(); got != 0 {
+		t.Errorf("count %d, want 0", got)
 	}
 }
