@@ -38,7 +38,8 @@
 // Guests get WASI with clocks and randomness only: no filesystem,
 // environment or network unless the spec grants them (AllowedPaths, Env,
 // AllowedHosts for Extism HTTP). A path grant is an os.Root (rootfs.go):
-// nothing the guest names, symlinks included, resolves outside it. HTTP
+// nothing the guest names, symlinks included, resolves outside it, and an
+// instance holds at most 256 files open through its grants. HTTP
 // (httpgrant.go) checks every redirect against AllowedHosts and every
 // dialled address, after DNS, against loopback, private and other
 // non-public ranges, which only an entry naming the address opens. The

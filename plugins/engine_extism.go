@@ -59,7 +59,9 @@ func (in *instance) exports() map[string]bool {
 	return m
 }
 
-func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig) (*instance, error) {
+// files goes unused: the go-sdk instantiates WASI itself, so a guest past
+// maxOpenFiles sees EIO here, not EMFILE (wasi.go).
+func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, _ *openFiles) (*instance, error) {
 	ep, err := p.mod.cm.cp.Instance(experimental.WithMemoryAllocator(ctx, lim), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, err

@@ -28,7 +28,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -89,7 +88,7 @@ func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) 
 		_ = r.Close(ctx)
 		return nil, err
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+	if err := instantiateWASI(ctx, r); err != nil {
 		return fail(err)
 	}
 	if _, err := instantiateExtismEnv(ctx, r); err != nil {
@@ -126,8 +125,9 @@ func (in *instance) exports() map[string]bool {
 	return m
 }
 
-func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig) (*instance, error) {
+func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, files *openFiles) (*instance, error) {
 	k := newKernel(p, lim)
+	k.files = files
 	// Start functions are not run at instantiation: the guest runtime is
 	// initialised before the first call, under its timeout, as Extism does.
 	// Instances are anonymous, so one runtime holds many.

@@ -35,6 +35,7 @@ var guestBuilds = []guestBuild{
 	{name: "policy-v2", pkg: "./testdata/guests/policy", ldflags: "-X main.buildVersion=v2"},
 	{name: "describeonly", pkg: "./testdata/guests/describeonly"},
 	{name: "fsescape", pkg: "./testdata/guests/fsescape"},
+	{name: "fdhog", pkg: "./testdata/guests/fdhog"},
 	{name: "gopdk", pkg: "./testdata/guests/gopdk"},
 }
 

@@ -196,22 +196,36 @@ func (gs hostGrants) namedAddrs(host, port string) (addrs []netip.Addr, loopback
 	return addrs, loopback
 }
 
-// Ranges a plugin may not reach unless a grant names the address: special
-// purpose blocks (RFC 6890) beyond what netip classifies.
+// Ranges a plugin may not reach unless a grant names the address, beyond
+// what netip classifies (unspecified, loopback, link-local, multicast,
+// private: 10/8, 172.16/12, 192.168/16, fc00::/7): the blocks of IANA's
+// IPv4 and IPv6 special-purpose registries (RFC 6890) that are not
+// globally reachable, taken whole where a few addresses inside are
+// anycast services no plugin fetches over HTTP (192.0.0.0/24,
+// 2001::/23), and the prefixes that embed an IPv4 address, which could
+// spell an internal one.
 var nonPublicPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
 	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast (deprecated)
 	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
 	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated): ::7f00:1 is 127.0.0.1
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated
 	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: may reach any IPv4
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("2002::/16"),       // 6to4: embeds an IPv4
-	netip.MustParsePrefix("2001::/32"),       // Teredo
 	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("100:0:0:1::/64"),  // dummy prefix
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments: Teredo (2001::/32), benchmarking (2001:2::/48), ORCHID...
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("2002::/16"),       // 6to4: embeds an IPv4
+	netip.MustParsePrefix("3fff::/20"),       // documentation
+	netip.MustParsePrefix("5f00::/16"),       // segment routing (SRv6) SIDs
 	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated)
-	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated
 }
 
 // addrClass names why a plugin may not reach a, or "" when a is public.

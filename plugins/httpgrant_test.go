@@ -124,6 +124,27 @@ func TestAddressRules(t *testing.T) {
 		{"255.255.255.255", "special-purpose"},
 		{"64:ff9b::7f00:1", "special-purpose"},
 		{"2002:7f00:1::", "special-purpose"},
+		{"192.0.2.1", "special-purpose"},
+		{"198.51.100.7", "special-purpose"},
+		{"203.0.113.9", "special-purpose"},
+		{"192.88.99.1", "special-purpose"},
+		{"198.19.255.255", "special-purpose"},
+		{"::7f00:1", "special-purpose"}, // IPv4-compatible 127.0.0.1
+		{"::a00:1", "special-purpose"},  // IPv4-compatible 10.0.0.1
+		{"::ffff:0:7f00:1", "special-purpose"},
+		{"64:ff9b:1::1", "special-purpose"},
+		{"100::1", "special-purpose"},
+		{"100:0:0:1::1", "special-purpose"},
+		{"2001::1", "special-purpose"},
+		{"2001:2::1", "special-purpose"},
+		{"2001:db8::1", "special-purpose"},
+		{"3fff::1", "special-purpose"},
+		{"5f00::1", "special-purpose"},
+		{"fec0::1", "special-purpose"},
+		{"fc00::1", "private"},
+		{"2001:200::1", ""}, // just past 2001::/23
+		{"192.0.3.1", ""},
+		{"198.20.0.1", ""},
 		{"239.1.2.3", "multicast"},
 		{"224.0.0.1", "link-local"},
 	} {
@@ -146,6 +167,7 @@ func TestAddressRules(t *testing.T) {
 		{"localhost", "9003", "127.0.0.1:9003", false},  // nor another port
 		{"db.internal", "5432", "10.0.0.7:5432", false}, // a name does not name its address
 		{"127.0.0.1", "9000", "[::ffff:127.0.0.1]:9000", true},
+		{"example.com", "80", "[::7f00:1]:80", false}, // loopback, spelled IPv4-compatible
 	} {
 		named, loopback := gs.namedAddrs(tc.host, tc.port)
 		if err := checkDialAddr(tc.dial, named, loopback); (err == nil) != tc.ok {

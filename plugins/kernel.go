@@ -42,6 +42,7 @@ type kernel struct {
 	errOff         uint64
 
 	callContext                   // the call's, for http_request and nanosleep
+	files       *openFiles        // the instance's count of open files, for path_open
 	status      int               // the last http_request's status code
 	headers     map[string]string // and its headers; nil before one
 }

@@ -48,8 +48,8 @@ type Plugin struct {
 	memo   *memo      // answers the hints let the host reuse; nil for none
 	export []string   // sorted exported function names of the main module
 	log    hclog.Logger
-	modCfg wazero.ModuleConfig
-	roots  []*rootFS // allowed_paths grants, closed by Close
+	modCfg wazero.ModuleConfig // without the grants, which each instance mounts afresh
+	grants grants              // allowed_paths, closed by Close
 
 	hostGrants hostGrants                  // allowed_hosts, parsed
 	http       atomic.Pointer[http.Client] // for http_request, made on first use
@@ -148,13 +148,12 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	if len(spec.AllowedPaths) > 0 {
 		// Grants are os.Root-confined (rootfs.go), not wazero's DirFS,
 		// which follows symlinks out of the directory.
-		fs, roots, err := mountGrants(spec.AllowedPaths)
+		gs, err := openGrants(spec.AllowedPaths)
 		if err != nil {
 			rt.release(mod)
 			return nil, err
 		}
-		p.roots = roots
-		mc = mc.WithFSConfig(fs)
+		p.grants = gs
 	}
 	p.modCfg = mc
 
@@ -245,7 +244,11 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	stderr := &guestOutput{log: p.log, level: hclog.Warn, stream: "stderr"}
 	stdout := &guestOutput{log: p.log, level: hclog.Info, stream: "stdout"}
 	mc := p.modCfg.WithStderr(stderr).WithStdout(stdout)
-	in, err := p.instantiate(ctx, lim, stderr, mc)
+	files := &openFiles{}
+	if len(p.grants) > 0 {
+		mc = mc.WithFSConfig(p.grants.fsConfig(files))
+	}
+	in, err := p.instantiate(ctx, lim, stderr, mc, files)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInstantiate, err)
 	}
@@ -673,10 +676,8 @@ wait:
 
 // closeRoots closes the directories of the plugin's filesystem grants.
 func (p *Plugin) closeRoots() {
-	for _, r := range p.roots {
-		r.close()
-	}
-	p.roots = nil
+	p.grants.close()
+	p.grants = nil
 }
 
 // retain and releaseRef share a plugin between chain generations.

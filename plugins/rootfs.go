@@ -6,7 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
+	"sort"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,56 +18,130 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// rootFS is a guest's view of one allowed_paths grant: every path the
-// guest names is resolved by an os.Root, which walks it one component at a
-// time and refuses any step (a "..", an absolute or relative symlink, one
-// the guest made or one that was there) that would leave the granted
-// directory. wazero's own DirFS joins strings and lets the kernel follow
-// symlinks, so a guest could read, write and list the whole host through
-// a link it created in a writable grant.
+// rootFS is one instance's view of one allowed_paths grant: every path
+// the guest names is resolved by the grant's os.Root, which walks it one
+// component at a time and refuses any step (a "..", an absolute or
+// relative symlink, one the guest made or one that was there) that would
+// leave the granted directory. wazero's own DirFS joins strings and lets
+// the kernel follow symlinks, so a guest could read, write and list the
+// whole host through a link it created in a writable grant.
 //
 // A read-only grant opens files read-only and refuses every change,
-// links included. Symlinks the guest creates must be relative and point
-// inside the grant, so that host tools reading the directory are not led
+// links included. Symlinks the guest creates must point downward (see
+// downwardTarget), so that host tools reading the directory are not led
 // out of it either; resolution is confined whatever the target.
+//
+// Every file or directory the guest holds open is a host descriptor, so
+// the views of one instance share a count of them, capped at
+// maxOpenFiles (see openFiles).
 type rootFS struct {
 	experimentalsys.UnimplementedFS
-	root     *os.Root
-	readOnly bool
+	*grant
+	files *openFiles
+	// dotOpen is set once wazero has opened the grant's directory itself
+	// (its preopen), which is counted but never refused.
+	dotOpen atomic.Bool
 }
 
-// openRootFS opens the host directory dir as a grant.
+// grant is one allowed_paths directory, opened once per plugin and shared
+// by the views of its instances.
+type grant struct {
+	root     *os.Root
+	readOnly bool
+	mount    string // where the guest sees it
+}
+
+// grants are a plugin's allowed_paths, sorted by guest path.
+type grants []*grant
+
+// openGrants opens a spec's allowed_paths; the caller closes them when
+// the plugin closes.
+func openGrants(paths map[string]string) (grants, error) {
+	var gs grants
+	for host, guest := range paths {
+		dir, ro := cutPrefix(host, "ro:")
+		r, err := os.OpenRoot(dir)
+		if err != nil {
+			gs.close()
+			return nil, fmt.Errorf("%w: allowed_paths %q: %w (the granted directory must exist)", ErrInstantiate, host, err)
+		}
+		gs = append(gs, &grant{root: r, readOnly: ro, mount: guest})
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].mount < gs[j].mount })
+	return gs, nil
+}
+
+// fsConfig mounts the grants for one new instance, whose descriptors
+// files counts.
+func (gs grants) fsConfig(files *openFiles) wazero.FSConfig {
+	cfg := wazero.NewFSConfig()
+	for _, g := range gs {
+		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(&rootFS{grant: g, files: files}, g.mount)
+	}
+	return cfg
+}
+
+func (gs grants) close() {
+	for _, g := range gs {
+		g.root.Close()
+	}
+}
+
+// openRootFS opens the host directory dir as a grant seen by one instance.
 func openRootFS(dir string, readOnly bool) (*rootFS, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &rootFS{root: r, readOnly: readOnly}, nil
+	return &rootFS{grant: &grant{root: r, readOnly: readOnly}, files: &openFiles{}}, nil
 }
 
 func (r *rootFS) String() string { return r.root.Name() }
 
-// mountGrants builds the FS config of a spec's allowed_paths and returns
-// the roots it opened, which the caller closes when the plugin closes.
-func mountGrants(paths map[string]string) (wazero.FSConfig, []*rootFS, error) {
-	cfg := wazero.NewFSConfig()
-	var roots []*rootFS
-	for host, guest := range paths {
-		dir, ro := cutPrefix(host, "ro:")
-		r, err := openRootFS(dir, ro)
-		if err != nil {
-			for _, r := range roots {
-				r.close()
-			}
-			return nil, nil, fmt.Errorf("%w: allowed_paths %q: %w (the granted directory must exist)", ErrInstantiate, host, err)
-		}
-		roots = append(roots, r)
-		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(r, guest)
-	}
-	return cfg, roots, nil
+func (r *rootFS) close() { r.root.Close() }
+
+// maxOpenFiles bounds the files and directories one instance holds open
+// through its grants; past it, opening answers EMFILE. Without a bound a
+// guest that opens in a loop (and a pooled instance keeps what it opened
+// from call to call) takes every descriptor the host process may have,
+// after which the host can no longer accept a connection or open a file.
+//
+// The bound is per instance, as RLIMIT_NOFILE is per process: a guest
+// sees EMFILE only for files it holds itself, whichever pooled instance
+// serves a call and however busy the others are, like the memory cap and
+// the timeout, which are per instance too. The host's exposure is
+// maxOpenFiles times the plugin's instances (1024 at the default of 4,
+// 16384 at MaxInstances), and no more than that: a count lives and dies
+// with its instance, and closing an instance (a trap, a timeout, a
+// reload, a pool that shrinks) closes every file it held, since wazero
+// closes a module's open files when it closes the module.
+//
+// 256 is the soft limit macOS gives every process, so programs written
+// for an ordinary process fit: Go's os and io/fs hold one descriptor per
+// open file and one while reading a directory (filepath.WalkDir closes
+// each before descending), other PDKs' standard libraries the same, and
+// builtin:pin holds at most two (its pin file and a temporary file).
+const maxOpenFiles = 256
+
+// openFiles counts the descriptors held by the views of one instance.
+// refused notes a refusal for path_open (wasi.go), since the errnos a
+// wazero FS may answer have no EMFILE.
+type openFiles struct {
+	n       atomic.Int32
+	refused atomic.Bool
 }
 
-func (r *rootFS) close() { r.root.Close() }
+// take counts one more, unless the cap is reached and force is false.
+func (o *openFiles) take(force bool) bool {
+	if o.n.Add(1) > maxOpenFiles && !force {
+		o.n.Add(-1)
+		o.refused.Store(true)
+		return false
+	}
+	return true
+}
+
+func (o *openFiles) give() { o.n.Add(-1) }
 
 // errnoOf maps an error of os.Root to the errno the guest sees. What is
 // not an OS error is os.Root refusing a path that leaves the grant: EPERM.
@@ -132,12 +208,24 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 			of |= m.os
 		}
 	}
+	// wazero opens the grant's directory itself once per instance (its
+	// preopen), before any path the guest names under it and whatever the
+	// count: refused, wazero would panic.
+	preopen := name == "." && flag == experimentalsys.O_RDONLY && !r.dotOpen.Load()
+	if !r.files.take(preopen) {
+		return nil, experimentalsys.EIO // EMFILE to the guest (wasi.go)
+	}
 	f, err := r.root.OpenFile(name, of, perm)
 	if err != nil {
+		r.files.give()
 		return nil, errnoOf(err)
 	}
-	rf, errno := newRootFile(r.root, name, flag, f)
+	if preopen {
+		r.dotOpen.Store(true)
+	}
+	rf, errno := newRootFile(r.root, name, flag, f, r.files)
 	if errno != 0 {
+		r.files.give()
 		return nil, errno
 	}
 	if flag&experimentalsys.O_DIRECTORY != 0 {
@@ -233,31 +321,41 @@ func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
 	return errnoOf(r.root.Link(oldName, newName))
 }
 
-// Symlink refuses a target that is absolute or, read from the link's
-// directory, leaves the grant.
+// Symlink refuses a target that does not point downward.
 func (r *rootFS) Symlink(target, linkName string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
-	if !symlinkInside(target, linkName) {
+	if !downwardTarget(target) {
 		return experimentalsys.EPERM
 	}
 	return errnoOf(r.root.Symlink(target, linkName))
 }
 
-// symlinkInside reports whether a link at linkName (relative to the
-// grant) with the given target stays inside the grant, read lexically.
-func symlinkInside(target, linkName string) bool {
-	if target == "" || path.IsAbs(target) || badTargetChar(target) || len(target) > 4096 {
+// downwardTarget reports whether a guest may create a symlink to target:
+// a relative path with no ".." component, which names something at or
+// below the link's own directory wherever the link is.
+//
+// Checking a target against where the link is made is not enough: the
+// guest can rename or hard-link the link to another directory of the
+// grant, rename a directory holding it, or make it through a directory
+// that is itself a link, and "../x", inside at a/l, leads out at l. The
+// guest still cannot follow it (os.Root confines every path it names),
+// but host tools and operators reading the directory would. Checking
+// again on every rename and link would mean walking the links under a
+// renamed directory; a target that never climbs stays inside under any
+// rename or link, and a chain of such links only descends. Guests rarely
+// need "..": builtin:pin makes no links at all.
+func downwardTarget(target string) bool {
+	if target == "" || target[0] == '/' || badTargetChar(target) || len(target) > 4096 {
 		return false
 	}
-	// Unrooted, so that a ".." too many survives Clean.
-	link := path.Clean(linkName)
-	if link == "." || !fs.ValidPath(link) {
-		return false
+	for _, c := range strings.Split(target, "/") {
+		if c == ".." {
+			return false
+		}
 	}
-	p := path.Join(path.Dir(link), target)
-	return fs.ValidPath(p)
+	return true
 }
 
 // badTargetChar: a NUL or a backslash (a separator on Windows).
@@ -291,19 +389,35 @@ func utime(ns int64) time.Time {
 // rewind, which reopens it through the root.
 type rootFile struct {
 	experimentalsys.File
-	src  *rootSource
-	flag experimentalsys.Oflag
+	src    *rootSource
+	flag   experimentalsys.Oflag
+	files  *openFiles // gets this file back when it closes
+	closed bool
 }
 
-// newRootFile wraps f, opened by root as name with flag.
-func newRootFile(root *os.Root, name string, flag experimentalsys.Oflag, f *os.File) (*rootFile, experimentalsys.Errno) {
+// newRootFile wraps f, opened by root as name with flag and counted in
+// files.
+func newRootFile(root *os.Root, name string, flag experimentalsys.Oflag, f *os.File, files *openFiles) (*rootFile, experimentalsys.Errno) {
 	src := &rootSource{root: root, cur: f, fresh: true}
 	af, errno := (&sysfs.AdaptFS{FS: src}).OpenFile(name, flag, 0)
 	if errno != 0 {
 		f.Close()
 		return nil, errno
 	}
-	return &rootFile{File: af, src: src, flag: flag}, 0
+	return &rootFile{File: af, src: src, flag: flag, files: files}, 0
+}
+
+// Close closes the descriptor and gives it back to the count, once: the
+// descriptor is gone even when close reports an error, and wazero keeps
+// a file whose close failed in its table and closes it again with the
+// module.
+func (f *rootFile) Close() experimentalsys.Errno {
+	errno := f.File.Close()
+	if !f.closed {
+		f.closed = true
+		f.files.give()
+	}
+	return errno
 }
 
 func (f *rootFile) IsAppend() bool { return f.flag&experimentalsys.O_APPEND != 0 }
@@ -338,8 +452,18 @@ func (s *rootSource) Open(name string) (fs.File, error) {
 		s.fresh = false
 		return osFile{s.cur}, nil
 	}
+	// A rewind: the adapter closes the descriptor it had once this one
+	// proves to be a directory, but keeps neither when it is not (the
+	// guest replaced the directory by a file), so close it here then.
 	f, err := s.root.Open(name)
 	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		f.Close()
+		if err == nil {
+			err = syscall.ENOTDIR
+		}
 		return nil, err
 	}
 	s.cur = f

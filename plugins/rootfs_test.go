@@ -2,7 +2,11 @@ package plugins
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,54 +195,120 @@ func TestRootFSRefuses(t *testing.T) {
 	}
 }
 
-func TestSymlinkInside(t *testing.T) {
+func TestDownwardTarget(t *testing.T) {
 	for _, tc := range []struct {
-		target, link string
-		want         bool
+		target string
+		want   bool
 	}{
-		{"a", "b", true},
-		{"sub/a", "b", true},
-		{"../a", "sub/b", true},
-		{"..", "sub/b", true},
-		{".", "b", true},
-		{"../a", "b", false},
-		{"..", "b", false},
-		{"sub/../../a", "b", false},
-		{"/etc/passwd", "b", false},
-		{"", "b", false},
-		{"a\x00", "b", false},
-		{`..\..\a`, "b", false},
+		{"a", true},
+		{"sub/a", true},
+		{".", true},
+		{"./a", true},
+		{"a//b/", true},
+		{"a..b", true},
+		// Inside where a link is made, outside once it is renamed, hard
+		// linked or made through a linked directory: a/l -> ../x is x,
+		// l -> ../x is outside.
+		{"../a", false},
+		{"..", false},
+		{"sub/../a", false},
+		{"sub/..", false},
+		{"sub/../../a", false},
+		{"/etc/passwd", false},
+		{"", false},
+		{"a\x00", false},
+		{`..\..\a`, false},
+		{`sub\a`, false},
 	} {
-		if got := symlinkInside(tc.target, tc.link); got != tc.want {
-			t.Errorf("symlinkInside(%q, %q) = %v, want %v", tc.target, tc.link, got, tc.want)
+		if got := downwardTarget(tc.target); got != tc.want {
+			t.Errorf("downwardTarget(%q) = %v, want %v", tc.target, got, tc.want)
 		}
 	}
 }
 
-func FuzzSymlinkInside(f *testing.F) {
-	for _, s := range [][2]string{{"a", "b"}, {"../a", "sub/b"}, {"../../x", "a/b"}, {"/x", "y"}, {"a/./../..", "b"}} {
-		f.Add(s[0], s[1])
+// TestGuestLinksStayInside moves links the guest made as the review that
+// found the old rule did: renamed, hard-linked, and made through a linked
+// directory. Whatever is accepted still leads inside the grant for a host
+// tool that follows it with the plain OS.
+func TestGuestLinksStayInside(t *testing.T) {
+	base := t.TempDir()
+	grant := filepath.Join(base, "g")
+	for _, err := range []error{
+		os.MkdirAll(filepath.Join(grant, "a", "b"), 0o755),
+		os.WriteFile(filepath.Join(base, "outside"), []byte("host-secret"), 0o644),
+		os.WriteFile(filepath.Join(grant, "a", "b", "in"), []byte("inside"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	f.Fuzz(func(t *testing.T, target, link string) {
-		if !symlinkInside(target, link) {
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	for _, tc := range []struct {
+		target, link string
+		want         experimentalsys.Errno
+	}{
+		{"../outside", "a/l", experimentalsys.EPERM}, // inside as written, outside once renamed to l
+		{"b/../../outside", "a/m", experimentalsys.EPERM},
+		{".", "d", 0}, // a linked directory...
+		{"../outside", "d/n", experimentalsys.EPERM}, // ...through which n lands in the grant's top
+		{"b/in", "a/ok", 0},
+	} {
+		if got := rw.Symlink(tc.target, tc.link); got != tc.want {
+			t.Errorf("symlink %s -> %s: errno %v, want %v", tc.link, tc.target, got, tc.want)
+		}
+	}
+	// Accepted links, moved anywhere in the grant, stay inside it.
+	if errno := rw.Rename("a/ok", "ok"); errno != 0 {
+		t.Fatal(errno)
+	}
+	if errno := rw.Link("ok", "a/b/ok2"); errno != 0 {
+		t.Fatal(errno)
+	}
+	err = filepath.WalkDir(grant, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil && !strings.HasPrefix(real, grant+string(filepath.Separator)) && real != grant {
+			t.Errorf("%s leads to %s, outside the grant", p, real)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzDownwardTarget(f *testing.F) {
+	for _, s := range []string{"a", "sub/a", "../a", "a/./../..", "/x", "a/..", "..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		if !downwardTarget(target) {
 			return
 		}
-		// Whatever is accepted never climbs above the grant, walked one
-		// component at a time from the link's directory.
-		parts := strings.Split(link, "/")
-		parts = append(parts[:len(parts)-1], strings.Split(target, "/")...)
+		// Whatever is accepted never climbs above the link's directory,
+		// walked one component at a time, so it stays inside from any
+		// directory of the grant the link is moved to.
 		depth := 0
-		for _, c := range parts {
+		for _, c := range strings.Split(target, "/") {
 			switch c {
 			case "", ".":
 			case "..":
 				depth--
 				if depth < 0 {
-					t.Fatalf("accepted %q at %q, which leaves the grant", target, link)
+					t.Fatalf("accepted %q, which climbs above its directory", target)
 				}
 			default:
 				depth++
 			}
+		}
+		if strings.HasPrefix(target, "/") || strings.ContainsAny(target, "\x00\\") {
+			t.Fatalf("accepted %q", target)
 		}
 	})
 }
@@ -250,5 +320,203 @@ func TestGrantMissingDirectory(t *testing.T) {
 		AllowedPaths: map[string]string{"ro:" + missing: "/data"}})
 	if err == nil || !strings.Contains(err.Error(), "allowed_paths") || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("error %v, want one naming the grant", err)
+	}
+}
+
+// hostFDs counts this process's open descriptors, skipping without /proc.
+func hostFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("counting descriptors: %v", err)
+	}
+	return len(es)
+}
+
+// TestGrantOpenFileCap: a guest that opens files until it fails is told
+// EMFILE at maxOpenFiles, leaves the host able to listen, keeps its files
+// (and so its EMFILE) into the next call on the same pooled instance, and
+// can open again once it closes them. Files and directories (read or not)
+// count alike, and an instance thrown away (trap, timeout) or closed with
+// its plugin (a reload) gives back every descriptor it held.
+func TestGrantOpenFileCap(t *testing.T) {
+	dir := t.TempDir()
+	for _, err := range []error{
+		os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644),
+		os.Mkdir(filepath.Join(dir, "d"), 0o755),
+		os.WriteFile(filepath.Join(dir, "d", "e"), nil, 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := newRuntime(t, RuntimeOptions{})
+	p := load(t, rt, Spec{Name: "fdhog", Source: guest(t, "fdhog"), Timeout: 2 * time.Second, Instances: 1,
+		AllowedPaths: map[string]string{"ro:" + dir: "/data"}})
+	call := func(args string) (string, error) {
+		t.Helper()
+		out, err := p.Call(context.Background(), abi.HookToolCall, callInput(t, args))
+		if err != nil {
+			return "", err
+		}
+		return decision(t, out).Result.Content[0].Text, nil
+	}
+	expect := func(args, want string) {
+		t.Helper()
+		if got, err := call(args); got != want || err != nil {
+			t.Errorf("%s: %q, %v; want %q", args, got, err, want)
+		}
+	}
+	const slack = 16 // descriptors the runtime and the test's own work may hold
+	expect(`{"op":"open","path":"/data/f"}`, "ok")
+	base := hostFDs(t)
+	// wazero holds the grant's directory open for the guest: one of the cap.
+	full := fmt.Sprintf("held %d EMFILE", maxOpenFiles-1)
+	for _, hog := range []string{`{"op":"hog","path":"/data/f"}`, `{"op":"hog","path":"/data/d","readdir":true}`} {
+		expect(hog, full)
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("the host cannot listen after %s: %v", hog, err)
+		}
+		ln.Close()
+		if n := hostFDs(t); n > base+maxOpenFiles+slack {
+			t.Errorf("%s: the host holds %d descriptors, %d before", hog, n, base)
+		}
+		expect(`{"op":"open","path":"/data/f"}`, "err EMFILE")
+		expect(`{"op":"release"}`, fmt.Sprintf("released %d", maxOpenFiles-1))
+		expect(`{"op":"open","path":"/data/f"}`, "ok")
+		expect(`{"op":"open","path":"/data/d","readdir":true}`, "ok")
+		if n := hostFDs(t); n > base+slack {
+			t.Errorf("after release the host holds %d descriptors, %d before", n, base)
+		}
+	}
+	for _, tc := range []struct {
+		op   string
+		want error
+	}{{"trap", ErrTrap}, {"spin", ErrTimeout}} {
+		if _, err := call(`{"op":"` + tc.op + `","path":"/data/f"}`); !errors.Is(err, tc.want) {
+			t.Fatalf("%s: %v, want %v", tc.op, err, tc.want)
+		}
+		if n := hostFDs(t); n > base+slack {
+			t.Errorf("%s: the instance was thrown away but the host holds %d descriptors, %d before", tc.op, n, base)
+		}
+		expect(`{"op":"hog","path":"/data/f"}`, full) // a fresh instance, a fresh count
+		expect(`{"op":"release"}`, fmt.Sprintf("released %d", maxOpenFiles-1))
+	}
+	expect(`{"op":"hog","path":"/data/f"}`, full)
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := hostFDs(t); n > base+slack {
+		t.Errorf("the plugin was closed but the host holds %d descriptors, %d before", n, base)
+	}
+}
+
+// TestRootFSOpenFileCount checks the count below WASI: every open takes
+// one, a failed open none, a close gives it back once, and wazero's own
+// open of the grant's directory is let past the cap once.
+func TestRootFSOpenFileCount(t *testing.T) {
+	_, grant := escapeTree(t)
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	var files []experimentalsys.File
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	for i := 0; i < maxOpenFiles; i++ {
+		name, flag := "given.txt", experimentalsys.O_RDONLY
+		if i%2 == 1 {
+			name, flag = ".", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY
+		}
+		f, errno := rw.OpenFile(name, flag, 0)
+		if errno != 0 {
+			t.Fatalf("open %d: %v", i, errno)
+		}
+		files = append(files, f)
+	}
+	if _, errno := rw.OpenFile("given.txt", experimentalsys.O_RDONLY, 0); errno != experimentalsys.EIO || !rw.files.refused.Load() {
+		t.Fatalf("past the cap: errno %v, refused %v; want EIO, noted", errno, rw.files.refused.Load())
+	}
+	f, errno := rw.OpenFile(".", experimentalsys.O_RDONLY, 0) // wazero's preopen
+	if errno != 0 {
+		t.Fatalf("the grant's own directory past the cap: %v", errno)
+	}
+	files = append(files, f)
+	if _, errno := rw.OpenFile(".", experimentalsys.O_RDONLY, 0); errno != experimentalsys.EIO {
+		t.Fatalf("the grant's directory a second time past the cap: %v, want EIO", errno)
+	}
+	// Closing twice gives back one.
+	files[0].Close()
+	files[0].Close()
+	if got := rw.files.n.Load(); got != maxOpenFiles {
+		t.Fatalf("count %d after a double close, want %d", got, maxOpenFiles)
+	}
+	for _, f := range files[1:] {
+		f.Close()
+	}
+	files = nil
+	// Failed opens keep nothing.
+	for _, tc := range []struct {
+		name string
+		flag experimentalsys.Oflag
+	}{
+		{"missing", experimentalsys.O_RDONLY},
+		{"given.txt", experimentalsys.O_RDONLY | experimentalsys.O_DIRECTORY},
+		{"pre", experimentalsys.O_RDONLY},
+	} {
+		if _, errno := rw.OpenFile(tc.name, tc.flag, 0); errno == 0 {
+			t.Errorf("open %s: no error", tc.name)
+		}
+	}
+	if got := rw.files.n.Load(); got != 0 {
+		t.Fatalf("count %d after closing everything, want 0", got)
+	}
+}
+
+// TestRootFSRewindReplacedDir: rewinding a directory reopens it through
+// the root; when the guest has replaced it by a file the reopened
+// descriptor must be closed, not leaked past the count.
+func TestRootFSRewindReplacedDir(t *testing.T) {
+	grant := t.TempDir()
+	d := filepath.Join(grant, "d")
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	before := -1
+	for i := 0; i < 20; i++ {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, errno := rw.OpenFile("d", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
+		if errno != 0 {
+			t.Fatal(errno)
+		}
+		if before < 0 {
+			before = hostFDs(t)
+		}
+		if err := errors.Join(os.Remove(d), os.WriteFile(d, nil, 0o644)); err != nil {
+			t.Fatal(err)
+		}
+		if _, errno := f.Seek(0, io.SeekStart); errno != 0 {
+			t.Fatal(errno)
+		}
+		if _, errno := f.Readdir(-1); errno == 0 {
+			t.Errorf("readdir of a directory replaced by a file: no error")
+		}
+		f.Close()
+		os.Remove(d)
+	}
+	if after := hostFDs(t); after > before+2 {
+		t.Errorf("rewinding a replaced directory leaked %d descriptors", after-before)
+	}
+	if got := rw.files.n.Load(); got != 0 {
+		t.Errorf("count %d, want 0", got)
 	}
 }

@@ -1,10 +1,13 @@
 package security
 
 import (
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSandboxFSSymlinkEscape: a policy plugin with a writable grant (as
@@ -82,5 +85,60 @@ plugin "fsescape" {
 				t.Errorf("inside the grant: write %q, read %q, link %q; want %q", got["write"], got["read"], got["read-in"], want)
 			}
 		})
+	}
+}
+
+// TestSandboxFSDescriptorCap: a policy plugin with a read-only grant opens
+// files until an open fails and keeps them. It is told EMFILE at the cap
+// of open files per instance, and mcphost keeps its own descriptors:
+// it still accepts connections and serves calls. Without the cap the
+// guest took every descriptor the process had, and mcphost could no
+// longer accept a connection.
+func TestSandboxFSDescriptorCap(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "given.txt"), []byte("given"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, "", `
+server "up" {
+  command = "UPSTREAM"
+}
+
+plugin "fsescape" {
+  source        = "`+guest(t, "fsescape")+`"
+  timeout       = "20s"
+  instances     = 1
+  allowed_paths = { "ro:`+dir+`" = "/data" }
+  config        = { attack = "fds" }
+}
+`)
+	s := startServer(t, cfg)
+	fds := func() int {
+		es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
+		if err != nil {
+			t.Skipf("counting mcphost's descriptors: %v", err)
+		}
+		return len(es)
+	}
+	cs := connect(t, s.URL, nil)
+	base := fds()
+	// 256 per instance, one of which is the grant's directory.
+	if text, _ := callText(t, cs, "up__echo", map[string]any{"text": "hi"}); text != "fds 255 EMFILE" {
+		t.Errorf("the plugin's attack: %q, want %q", text, "fds 255 EMFILE")
+	}
+	if n := fds(); n > base+256+32 {
+		t.Errorf("mcphost holds %d descriptors, %d before the attack", n, base)
+	}
+	// On a new connection: healthy's client may reuse an idle one.
+	c := http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	resp, err := c.Get(s.URL + "/healthz")
+	if err != nil {
+		t.Fatalf("mcphost no longer accepts connections: %v", err)
+	}
+	resp.Body.Close()
+	// A new client and a call on the same (full) instance still work.
+	cs2 := connect(t, s.URL, nil)
+	if text, _ := callText(t, cs2, "up__echo", map[string]any{"text": "again"}); text != "fds 255 EMFILE" {
+		t.Errorf("the second call: %q", text)
 	}
 }
