@@ -182,7 +182,13 @@ func (h *Host) receive(transport string) mcp.Middleware {
 				}
 			}()
 			ss, _ := req.GetSession().(*mcp.ServerSession)
-			d := h.trackSession(ss, transport)
+			var d *downstream
+			// A client's server/discover gets a session of its own that
+			// ends with it: not worth tracking, nor counting against
+			// listen.max_sessions while it ends.
+			if method != "server/discover" {
+				d = h.trackSession(ss, transport)
+			}
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
 			}
