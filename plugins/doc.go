@@ -4,11 +4,11 @@
 // # Lifecycle
 //
 // A Runtime holds the engine configuration (wazero with an on-disk
-// compilation cache; guests rewritten so that every loop and call checks
-// the context, instrument.go, or guarded by wazero where the rewriter
-// cannot, guard.go, so a guest is stopped by its timeout, whatever its
-// control flow, instead of freezing the host) and the compiled
-// modules, shared by content: plugins whose .wasm has the same sha256 cost
+// compilation cache; guests rewritten so that every loop, call and bulk
+// memory instruction counts towards a check of the context, instrument.go,
+// or guarded by wazero where the rewriter cannot, guard.go, so a guest is
+// stopped by its timeout, whatever its control flow, instead of freezing
+// the host) and the compiled modules, shared by content: plugins whose .wasm has the same sha256 cost
 // one compile and one copy of machine code, which is how the built-in
 // policies, all in one module, stay cheap.
 //

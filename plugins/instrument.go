@@ -21,14 +21,24 @@ package plugins
 //
 // Every cycle of control passes a check: a loop's back edge enters its body,
 // and a cycle of calls (recursion, direct or through a table) passes the
-// entry of a function that calls. What runs between two checks is bounded
-// by the code's size, not by its input: straight-line code, calls to leaf
-// functions, and bulk memory instructions on a capped memory. Host imports
+// entry of a function that calls. Bulk instructions (memory.fill, .copy,
+// .init, table.fill, .copy, .init, .grow) do work in proportion to their
+// size operand, not their code: a loop filling 33 MB per iteration ran
+// 13.5 s past a 200 ms timeout when it counted one per iteration. So each
+// counts 1, plus 1 per KiB of memory or 128 table entries, before it runs:
+// the size, on top of the stack, is parked in a second appended global
+// while the counter drops by that much, and when the counter would go
+// below zero the check runs first, so a call past its deadline starts no
+// large instruction. What runs between two checks is then at most
+// loopCheckEvery counts (so at most 16 MiB of bulk work, or one larger
+// instruction just after a check) plus code bounded by its size, not by
+// its input: straight-line code and calls to leaf functions. Host imports
 // that wait (http_request, WASI's poll_oneoff) watch the call's context
 // themselves (kernel.go, guard.go).
 //
 // No index moves: no import is added (the check calls an existing one) and
-// the global is appended after every existing global, imported or not.
+// the two globals are appended after every existing global, imported or
+// not.
 //
 // The rewriter is strict. A module it does not fully understand (an unknown
 // section or opcode, SIMD, atomics, exceptions, tail calls, GC types,
@@ -52,6 +62,18 @@ const (
 	loopCheckArg = ^uint64(0)
 	// loopCheckModule is the module of the imports a check may call.
 	loopCheckModule = "extism:host/env"
+	// bulkMemShift: a memory bulk instruction counts one more per 1 KiB.
+	// wazero fills and copies at 10 to 40 GB/s on a 2-core test machine,
+	// 1 KiB in 25 to 100 ns, so loopCheckEvery counts of bulk work are
+	// 16 MiB, about a millisecond, and a guest copying only large blocks
+	// asks the host (one call) once per 16 MiB: no measurable cost. A
+	// count per 64 bytes would tighten the bound to 1 MiB for no gain that
+	// matters against a timeout in milliseconds; one per 64 KiB would let
+	// 1 GiB, a tenth of a second, pass between checks.
+	bulkMemShift = 10
+	// bulkTableShift: a table bulk instruction counts one more per 128
+	// entries, 1 KiB of references in wazero (8 bytes each).
+	bulkTableShift = 7
 )
 
 // loopCheckImports are the imports a check may call: the host treats
@@ -241,8 +263,9 @@ type section struct {
 func instrumentLoops(wasm []byte) ([]byte, error) { return instrument(wasm, true) }
 
 // instrument is instrumentLoops; with loops false only function entries
-// count, for a module whose loops wazero checks (RuntimeOptions.
-// CloseOnContextDone).
+// and bulk instructions count, for a module whose loops wazero checks
+// (RuntimeOptions.CloseOnContextDone): a recursion that fills memory at
+// every call passes no loop header.
 func instrument(wasm []byte, loops bool) ([]byte, error) {
 	r := &wreader{b: wasm}
 	hdr, err := r.bytes(8)
@@ -411,28 +434,13 @@ func instrument(wasm []byte, loops bool) ([]byte, error) {
 	if uint64(globals)+uint64(ownGlobals) >= 1<<31 {
 		return nil, refuse("too many globals")
 	}
-	global := globals + ownGlobals
-
-	// The check, run at the top of every loop body and non-leaf function:
-	//	global.get $n; i32.eqz
-	//	if; i64.const -1; call $length; drop; i32.const N; global.set $n; end
-	//	global.get $n; i32.const 1; i32.sub; global.set $n
-	var check []byte
-	check = appendU32(append(check, 0x23), global)
-	check = append(check, 0x45, 0x04, 0x40, 0x42, 0x7F)
-	check = appendU32(append(check, 0x10), uint32(checkFunc))
-	check = append(check, 0x1A)
-	check = appendS32(append(check, 0x41), loopCheckEvery)
-	check = appendU32(append(check, 0x24), global)
-	check = append(check, 0x0B)
-	check = appendU32(append(check, 0x23), global)
-	check = append(check, 0x41, 0x01, 0x6B)
-	check = appendU32(append(check, 0x24), global)
+	rw := newRewriter(globals+ownGlobals, uint32(checkFunc), len(types), loops)
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+64)
 	out = append(out, wasm[:8]...)
-	newGlobal := appendS32([]byte{0x7F, 0x01, 0x41}, loopCheckEvery)
-	newGlobal = append(newGlobal, 0x0B)
+	// The counter $n, starting at loopCheckEvery, and the scratch $size.
+	newGlobals := appendS32([]byte{0x7F, 0x01, 0x41}, loopCheckEvery)
+	newGlobals = append(newGlobals, 0x0B, 0x7F, 0x01, 0x41, 0x00, 0x0B)
 	emit := func(id byte, body []byte) {
 		out = append(out, id)
 		out = appendU32(out, uint32(len(body)))
@@ -441,19 +449,19 @@ func instrument(wasm []byte, loops bool) ([]byte, error) {
 	placed := false
 	for i, s := range sections {
 		if !placed && s.id != 0 && sectionRank[s.id] > globalRank {
-			emit(6, append(appendU32(nil, 1), newGlobal...))
+			emit(6, append(appendU32(nil, 2), newGlobals...))
 			placed = true
 		}
 		switch {
 		case s.id == 6:
-			body := appendU32(nil, ownGlobals+1)
+			body := appendU32(nil, ownGlobals+2)
 			gr := &wreader{b: s.body}
 			_, _ = gr.u32()
 			body = append(body, s.body[gr.pos:]...)
-			emit(6, append(body, newGlobal...))
+			emit(6, append(body, newGlobals...))
 			placed = true
 		case i == codeIdx:
-			body, err := instrumentCode(s.body, check, len(types), global, loops)
+			body, err := rw.code(s.body)
 			if err != nil {
 				return nil, err
 			}
@@ -466,7 +474,7 @@ func instrument(wasm []byte, loops bool) ([]byte, error) {
 		}
 	}
 	if !placed {
-		emit(6, append(appendU32(nil, 1), newGlobal...))
+		emit(6, append(appendU32(nil, 2), newGlobals...))
 	}
 	return out, nil
 }
@@ -504,8 +512,74 @@ func readTypes(s *wreader) ([][2][]byte, error) {
 	return types, nil
 }
 
-// instrumentCode rewrites a code section body.
-func instrumentCode(body, check []byte, ntypes int, global uint32, loops bool) ([]byte, error) {
+// rewriter rewrites the code section of one module.
+type rewriter struct {
+	ntypes int
+	global uint32 // the counter $n; global+1 is the scratch $size
+	loops  bool   // count loop bodies, not only function entries
+
+	// check counts one and asks the host when the counter is out:
+	//	global.get $n; i32.eqz
+	//	if; i64.const -1; call $length; drop; i32.const N; global.set $n; end
+	//	global.get $n; i32.const 1; i32.sub; global.set $n
+	check []byte
+	// bulkMem and bulkTable go before a bulk instruction, whose size is on
+	// top of the stack, and count it by that size:
+	//	global.set $size
+	//	global.get $n; global.get $size; i32.const shift; i32.shr_u; i32.sub
+	//	i32.const 1; i32.sub; global.set $n
+	//	global.get $n; i32.const 0; i32.lt_s
+	//	if; i64.const -1; call $length; drop; i32.const N; global.set $n; end
+	//	global.get $size
+	// The counter stays within [0, N] for check: at most 2^25+1 is taken
+	// from at most N, with no overflow. The instruction sees the same
+	// operand of the same type: an i32, as the rewriter refuses memory64
+	// and table64, and a module whose operand is not an i32 is invalid
+	// before and after.
+	bulkMem, bulkTable []byte
+
+	inserts []insert // scratch, reused from one function to the next
+}
+
+// insert is code to add before offset at of a function's code.
+type insert struct {
+	at   int
+	code []byte
+}
+
+func newRewriter(global, checkFunc uint32, ntypes int, loops bool) *rewriter {
+	rw := &rewriter{ntypes: ntypes, global: global, loops: loops}
+	n, size := global, global+1
+	// ask calls the host and resets the counter; it ends the if.
+	ask := func(b []byte) []byte {
+		b = append(b, 0x04, 0x40, 0x42, 0x7F)
+		b = appendU32(append(b, 0x10), checkFunc)
+		b = append(b, 0x1A)
+		b = appendS32(append(b, 0x41), loopCheckEvery)
+		b = appendU32(append(b, 0x24), n)
+		return append(b, 0x0B)
+	}
+	c := appendU32([]byte{0x23}, n)
+	c = ask(append(c, 0x45))
+	c = appendU32(append(c, 0x23), n)
+	c = append(c, 0x41, 0x01, 0x6B)
+	rw.check = appendU32(append(c, 0x24), n)
+	bulk := func(shift byte) []byte {
+		b := appendU32([]byte{0x24}, size)
+		b = appendU32(append(b, 0x23), n)
+		b = appendU32(append(b, 0x23), size)
+		b = append(b, 0x41, shift, 0x76, 0x6B, 0x41, 0x01, 0x6B)
+		b = appendU32(append(b, 0x24), n)
+		b = appendU32(append(b, 0x23), n)
+		b = ask(append(b, 0x41, 0x00, 0x48))
+		return appendU32(append(b, 0x23), size)
+	}
+	rw.bulkMem, rw.bulkTable = bulk(bulkMemShift), bulk(bulkTableShift)
+	return rw
+}
+
+// code rewrites a code section body.
+func (rw *rewriter) code(body []byte) ([]byte, error) {
 	r := &wreader{b: body}
 	n, err := r.u32()
 	if err != nil {
@@ -514,7 +588,6 @@ func instrumentCode(body, check []byte, ntypes int, global uint32, loops bool) (
 	out := make([]byte, 0, len(body)+len(body)/8)
 	out = appendU32(out, n)
 	var fn []byte
-	var marks []int
 	for range n {
 		size, err := r.u32()
 		if err != nil {
@@ -524,8 +597,7 @@ func instrumentCode(body, check []byte, ntypes int, global uint32, loops bool) (
 		if err != nil {
 			return nil, err
 		}
-		fn, marks, err = instrumentFunc(fn[:0], code, check, ntypes, global, loops, marks[:0])
-		if err != nil {
+		if fn, err = rw.function(fn[:0], code); err != nil {
 			return nil, err
 		}
 		if uint64(len(fn)) >= 1<<32 {
@@ -540,15 +612,17 @@ func instrumentCode(body, check []byte, ntypes int, global uint32, loops bool) (
 	return out, nil
 }
 
-// instrumentFunc appends to out the function body code (locals and
-// expression) with check inserted at the start of every loop body (when
-// loops) and, if the function calls another, at its entry. Every
-// instruction is decoded; the control nesting must close exactly at the
-// body's end. No instruction may name global, the counter's index: the
-// guest would then be invalid as written, yet valid rewritten and able to
-// defeat the countdown. marks is scratch space, returned for reuse.
-func instrumentFunc(out, code, check []byte, ntypes int, global uint32, loops bool, marks []int) ([]byte, []int, error) {
-	fail := func(err error) ([]byte, []int, error) { return nil, marks, err }
+// function appends to out the function body code (locals and expression)
+// with check inserted at the start of every loop body (when loops) and,
+// if the function calls another, at its entry, and the bulk counts before
+// every bulk instruction. Every instruction is decoded; the control
+// nesting must close exactly at the body's end. No instruction may name
+// the counter or the scratch global: the guest would then be invalid as
+// written, yet valid rewritten and able to defeat the countdown.
+func (rw *rewriter) function(out, code []byte) ([]byte, error) {
+	fail := func(err error) ([]byte, error) { return nil, err }
+	rw.inserts = rw.inserts[:0]
+	ntypes, global := rw.ntypes, rw.global
 	r := &wreader{b: code}
 	nl, err := r.u32()
 	if err != nil {
@@ -566,6 +640,7 @@ func instrumentFunc(out, code, check []byte, ntypes int, global uint32, loops bo
 	calls := false
 	depth := 1 // the function body's own block
 	for depth > 0 {
+		at := r.pos
 		op, err := r.byte()
 		if err != nil {
 			return fail(err)
@@ -584,8 +659,8 @@ func instrumentFunc(out, code, check []byte, ntypes int, global uint32, loops bo
 				}
 			}
 			depth++
-			if op == 0x03 && loops {
-				marks = append(marks, r.pos)
+			if op == 0x03 && rw.loops {
+				rw.inserts = append(rw.inserts, insert{r.pos, rw.check})
 			}
 		case op == 0x05: // else
 			if depth < 2 {
@@ -720,6 +795,13 @@ func instrumentFunc(out, code, check []byte, ntypes int, global uint32, loops bo
 			default:
 				return fail(refuse("opcode 0xFC %d", sub))
 			}
+			// Bulk instructions, whose last operand is their size.
+			switch sub {
+			case 8, 10, 11: // memory.init, memory.copy, memory.fill
+				rw.inserts = append(rw.inserts, insert{at, rw.bulkMem})
+			case 12, 14, 15, 17: // table.init, table.copy, table.grow, table.fill
+				rw.inserts = append(rw.inserts, insert{at, rw.bulkTable})
+			}
 		default:
 			// SIMD (0xFD), atomics (0xFE), exceptions, tail calls, typed
 			// function references, GC and anything unknown.
@@ -730,20 +812,20 @@ func instrumentFunc(out, code, check []byte, ntypes int, global uint32, loops bo
 		return fail(refuse("function has %d bytes after its end", len(code)-r.pos))
 	}
 	// A leaf function runs at most its own size between checks (its loops
-	// check): only functions that call need one at entry, where every cycle
+	// and bulk instructions count): only functions that call need one at entry, where every cycle
 	// of calls passes.
 	copied := 0
 	if calls {
 		out = append(out, code[:entry]...)
-		out = append(out, check...)
+		out = append(out, rw.check...)
 		copied = entry
 	}
-	for _, m := range marks {
-		out = append(out, code[copied:m]...)
-		out = append(out, check...)
-		copied = m
+	for _, in := range rw.inserts {
+		out = append(out, code[copied:in.at]...)
+		out = append(out, in.code...)
+		copied = in.at
 	}
-	return append(out, code[copied:]...), marks, nil
+	return append(out, code[copied:]...), nil
 }
 
 // zero reads a reserved byte or memory index that must be 0.

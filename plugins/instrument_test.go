@@ -99,35 +99,56 @@ func runBoth(t *testing.T, wasm []byte, export string, params ...uint64) (orig, 
 // runBothMode is runBoth with loops instrumented or not (instrument).
 func runBothMode(t *testing.T, wasm []byte, loops bool, export string, params ...uint64) (orig, inst []uint64, checks int) {
 	t.Helper()
+	return compileBoth(t, wasm, loops)(export, params...)
+}
+
+// compileBoth compiles wasm and its instrumented form once, for many
+// calls: the function it returns is runBothMode's, each call in a new
+// instance of each.
+func compileBoth(t *testing.T, wasm []byte, loops bool) func(export string, params ...uint64) (orig, inst []uint64, checks int) {
+	t.Helper()
 	out, err := instrument(wasm, loops)
 	if err != nil {
 		t.Fatalf("instrument: %v", err)
 	}
-	run := func(wasm []byte, checks *int) []uint64 {
-		ctx := context.Background()
+	ctx := context.Background()
+	// compile returns a function that instantiates wasm and calls export.
+	compile := func(wasm []byte, checks *int) func(export string, params ...uint64) []uint64 {
 		r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
-		defer r.Close(ctx)
+		t.Cleanup(func() { r.Close(ctx) })
 		checkHost(t, r, checks)
 		if _, err := r.InstantiateWithConfig(ctx, globalModule, wazero.NewModuleConfig().WithName("g")); err != nil {
 			t.Fatal(err)
 		}
-		m, err := r.Instantiate(ctx, wasm)
+		cm, err := r.CompileModule(ctx, wasm)
 		if err != nil {
-			t.Fatalf("instantiate: %v", err)
+			t.Fatalf("compile: %v", err)
 		}
-		res, err := m.ExportedFunction(export).Call(ctx, params...)
-		if err != nil {
-			t.Fatalf("call: %v", err)
+		return func(export string, params ...uint64) []uint64 {
+			t.Helper()
+			m, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName(""))
+			if err != nil {
+				t.Fatalf("instantiate: %v", err)
+			}
+			defer m.Close(ctx)
+			res, err := m.ExportedFunction(export).Call(ctx, params...)
+			if err != nil {
+				t.Fatalf("call: %v", err)
+			}
+			return res
 		}
-		return res
 	}
-	var none int
-	orig = run(wasm, &none)
-	inst = run(out, &checks)
-	if none != 0 {
-		t.Fatalf("the original made %d checks", none)
+	var none, checks int
+	runOrig, runInst := compile(wasm, &none), compile(out, &checks)
+	return func(export string, params ...uint64) (orig, inst []uint64, n int) {
+		t.Helper()
+		checks = 0
+		orig, inst = runOrig(export, params...), runInst(export, params...)
+		if none != 0 {
+			t.Fatalf("the original made %d checks", none)
+		}
+		return orig, inst, checks
 	}
-	return orig, inst, checks
 }
 
 // globalModule exports a mutable i32 global "g" = 5, for imported globals.
@@ -341,6 +362,163 @@ func TestInstrumentCheckImport(t *testing.T) {
 	}
 }
 
+// bulkModule has one function per kind of bulk instruction, each of type
+// (i32) -> i32 with its size n as the argument:
+//
+//	mem(n):   memory.fill(0, 0x5A, n); memory.copy(n, 0, n); load8_u(n)
+//	init(n):  memory.init(0, 0, n) from a 3000-byte passive segment; load8_u(n>>1)
+//	table(n): table.grow(null, n); table.fill(0, null, n); table.copy(1, 0, n);
+//	          table.init(0, 0, 2) from a passive element segment; table.size + is_null(table[0])
+//	loop(k):  k iterations (at least 1) of memory.fill(0, i, 4096); load8_u(0)
+//
+// Its memory has 600 pages (37.5 MiB) and its table 4 entries.
+var bulkModule = func() []byte {
+	seg := make([]byte, 3000)
+	for i := range seg {
+		seg[i] = byte(i*7 + 1)
+	}
+	return wmod(testTypes,
+		sec(2, 1, lengthImport),
+		sec(3, 4, []byte{tI32I32}, []byte{tI32I32}, []byte{tI32I32}, []byte{tI32I32}),
+		sec(4, 1, []byte{0x70, 0x00, 0x04}),
+		sec(5, 1, []byte{0x00, 0xD8, 0x04}),
+		sec(7, 4, cat(wname("mem"), []byte{0x00, 0x01}), cat(wname("init"), []byte{0x00, 0x02}),
+			cat(wname("table"), []byte{0x00, 0x03}), cat(wname("loop"), []byte{0x00, 0x04})),
+		sec(9, 1, []byte{0x01, 0x00, 0x02, 0x01, 0x02}),
+		[]byte{12, 0x01},
+		sec(10, 4,
+			fbody([]byte{0},
+				0x41, 0x00, 0x41, 0xDA, 0x00, 0x20, 0x00, 0xFC, 0x0B, 0x00, // memory.fill
+				0x20, 0x00, 0x41, 0x00, 0x20, 0x00, 0xFC, 0x0A, 0x00, 0x00, // memory.copy
+				0x20, 0x00, 0x2D, 0x00, 0x00, 0x0B),
+			fbody([]byte{0},
+				0x41, 0x00, 0x41, 0x00, 0x20, 0x00, 0xFC, 0x08, 0x00, 0x00, // memory.init
+				0x20, 0x00, 0x41, 0x01, 0x76, 0x2D, 0x00, 0x00, 0x0B),
+			fbody([]byte{0},
+				0xD0, 0x70, 0x20, 0x00, 0xFC, 0x0F, 0x00, 0x1A, // table.grow, drop
+				0x41, 0x00, 0xD0, 0x70, 0x20, 0x00, 0xFC, 0x11, 0x00, // table.fill
+				0x41, 0x01, 0x41, 0x00, 0x20, 0x00, 0xFC, 0x0E, 0x00, 0x00, // table.copy
+				0x41, 0x00, 0x41, 0x00, 0x41, 0x02, 0xFC, 0x0C, 0x00, 0x00, // table.init
+				0xFC, 0x10, 0x00, 0x41, 0x00, 0x25, 0x00, 0xD1, 0x6A, 0x0B),
+			fbody([]byte{1, 1, 0x7F},
+				0x03, 0x40,
+				0x41, 0x00, 0x20, 0x01, 0x41, 0x80, 0x20, 0xFC, 0x0B, 0x00, // memory.fill(0, i, 4096)
+				0x20, 0x01, 0x41, 0x01, 0x6A, 0x22, 0x01, 0x20, 0x00, 0x49, 0x0D, 0x00, // br_if ++i < k
+				0x0B, 0x41, 0x00, 0x2D, 0x00, 0x00, 0x0B)),
+		sec(11, 1, cat([]byte{0x01}, appendU32(nil, uint32(len(seg))), seg)),
+	)
+}()
+
+// countModel is the instrumented counter: loop counts one, bulk counts
+// cost, and either asks the host when the counter would go below zero.
+type countModel struct{ n, checks int }
+
+func newCountModel() *countModel { return &countModel{n: loopCheckEvery} }
+
+func (m *countModel) loop() { m.bulk(1) }
+
+func (m *countModel) bulk(cost int) {
+	if m.n -= cost; m.n < 0 {
+		m.checks++
+		m.n = loopCheckEvery
+	}
+}
+
+func memCost(n int) int   { return 1 + n>>bulkMemShift }
+func tableCost(n int) int { return 1 + n>>bulkTableShift }
+
+// TestInstrumentBulk: bulk instructions count by their size, in both
+// modes, and the rewritten module computes the same results.
+func TestInstrumentBulk(t *testing.T) {
+	type call struct {
+		export string
+		n      int
+		want   uint64
+		count  func(m *countModel, loops bool)
+	}
+	var calls []call
+	for _, n := range []int{0, 1, 1023, 1024, 8<<20 - 2048, 8 << 20, 16<<20 - 1, 16 << 20, 16<<20 + 1} {
+		want := uint64(0x5A)
+		if n == 0 {
+			want = 0
+		}
+		calls = append(calls, call{"mem", n, want, func(m *countModel, _ bool) { m.bulk(memCost(n)); m.bulk(memCost(n)) }})
+	}
+	for _, n := range []int{0, 1, 1024, 3000} {
+		want := uint64(byte((n>>1)*7 + 1))
+		if n == 0 {
+			want = 0
+		}
+		calls = append(calls, call{"init", n, want, func(m *countModel, _ bool) { m.bulk(memCost(n)) }})
+	}
+	for _, n := range []int{0, 1, 127, 128, 1 << 20, 1<<21 - 1, 1 << 21} {
+		calls = append(calls, call{"table", n, uint64(4 + n), func(m *countModel, _ bool) {
+			for range 3 {
+				m.bulk(tableCost(n))
+			}
+			m.bulk(tableCost(2))
+		}})
+	}
+	for _, k := range []int{0, 1, 3000, 10000} {
+		calls = append(calls, call{"loop", k, uint64(byte(max(k, 1) - 1)), func(m *countModel, loops bool) {
+			for range max(k, 1) {
+				if loops {
+					m.loop()
+				}
+				m.bulk(memCost(4096))
+			}
+		}})
+	}
+	for _, loops := range []bool{true, false} {
+		run := compileBoth(t, bulkModule, loops)
+		for _, c := range calls {
+			m := newCountModel()
+			c.count(m, loops)
+			orig, inst, checks := run(c.export, uint64(c.n))
+			if orig[0] != c.want || inst[0] != c.want || checks != m.checks {
+				t.Errorf("%s(%d), loops %v: orig %d inst %d want %d; checks %d want %d",
+					c.export, c.n, loops, orig[0], inst[0], c.want, checks, m.checks)
+			}
+		}
+	}
+	if m := newCountModel(); memCost(16<<20) <= m.n || memCost(16<<20-1) > m.n {
+		t.Errorf("16 MiB of bulk work does not take one check")
+	}
+}
+
+// TestInstrumentBulkChecksFirst: when a bulk instruction uses up the
+// counter, the host is asked before the instruction runs, so a call past
+// its deadline does not start it.
+func TestInstrumentBulkChecksFirst(t *testing.T) {
+	out, err := instrumentLoops(bulkModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 17 << 20
+	ctx := context.Background()
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
+	defer r.Close(ctx)
+	var seen []byte // the byte at n when each check ran
+	_, err = r.NewHostModuleBuilder(loopCheckModule).NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, s []uint64) {
+			b, _ := mod.Memory().ReadByte(n)
+			seen = append(seen, b)
+		}), []api.ValueType{api.ValueTypeI64}, []api.ValueType{api.ValueTypeI64}).Export("length").
+		Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := r.Instantiate(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// mem(n): the fill asks first, then the copy that writes memory[n].
+	res, err := m.ExportedFunction("mem").Call(ctx, n)
+	if err != nil || res[0] != 0x5A || !bytes.Equal(seen, []byte{0, 0}) {
+		t.Errorf("mem(%d): %v %v, bytes at the checks %v, want [0 0]", n, res, err, seen)
+	}
+}
+
 func TestInstrumentRefuses(t *testing.T) {
 	withCode := func(imports []byte, code ...byte) []byte {
 		return wmod(testTypes, imports, sec(3, 1, []byte{tVoidI32}), sec(10, 1, fbody([]byte{0}, code...)))
@@ -381,6 +559,9 @@ func TestInstrumentRefuses(t *testing.T) {
 		"section past end":   append(wmod(testTypes), 0x01, 0x10, 0x00),
 		// Invalid as written, valid once the counter is appended.
 		"counter global.set": withCode(imp, 0x41, 0x00, 0x24, 0x00, 0x41, 0x00, 0x0B),
+		"scratch global.get": withCode(imp, 0x23, 0x01, 0x0B),
+		"scratch export": wmod(testTypes, imp, sec(3, 1, []byte{tVoidI32}), sec(7, 1, cat(wname("s"), []byte{0x03, 0x01})),
+			sec(10, 1, fbody([]byte{0}, loopI32...))),
 		"counter export": wmod(testTypes, imp, sec(3, 1, []byte{tVoidI32}), sec(7, 1, cat(wname("n"), []byte{0x03, 0x00})),
 			sec(10, 1, fbody([]byte{0}, loopI32...))),
 	} {
@@ -451,6 +632,8 @@ func FuzzInstrument(f *testing.F) {
 			fbody([]byte{0}, 0x20, 0x00, 0x45, 0x04, 0x7F, 0x41, 0x00, 0x05,
 				0x20, 0x00, 0x41, 0x01, 0x6B, 0x10, 0x01, 0x41, 0x01, 0x6A, 0x0B, 0x0B),
 			fbody([]byte{0}, 0x20, 0x00, 0x41, 0x00, 0x11, tI32I32, 0x00, 0x0B))))
+	// Every bulk instruction, memory and table.
+	f.Add(bulkModule)
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
 	defer r.Close(ctx)
