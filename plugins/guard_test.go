@@ -91,19 +91,7 @@ func TestGuestsStopWhateverControlFlow(t *testing.T) {
 						t.Fatalf("guarded %v, want %v", p.mod.cm.guarded, c.guarded)
 					}
 					in, _ := json.Marshal(abi.ToolCallInput{Server: "a", Tool: "t", Arguments: json.RawMessage(`{"_mode":"` + c.mode + `"}`)})
-					var ticks atomic.Int64
-					stop := make(chan struct{})
-					defer close(stop)
-					go func() {
-						for {
-							select {
-							case <-stop:
-								return
-							case <-time.After(2 * time.Millisecond):
-								ticks.Add(1)
-							}
-						}
-					}()
+					ticks := hostTicks(t)
 					for i := range 2 { // twice: the plugin keeps serving after a crash
 						gc := make(chan time.Duration, 1)
 						if i == 0 { // a collection needs the guest's goroutine to stop
@@ -254,4 +242,23 @@ func TestCloseStopsGuests(t *testing.T) {
 			})
 		}
 	}
+}
+
+// hostTicks counts, every 2 ms until the test ends, that a host goroutine
+// still gets to run: a guest must never hold the process.
+func hostTicks(t testing.TB) *atomic.Int64 {
+	var ticks atomic.Int64
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+				ticks.Add(1)
+			}
+		}
+	}()
+	return &ticks
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,19 +123,7 @@ func TestLoopTimeoutModes(t *testing.T) {
 			spec := policy(t, "looper")
 			spec.Timeout = 100 * time.Millisecond
 			p := load(t, rt, spec)
-			var ticks atomic.Int64
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() {
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(2 * time.Millisecond):
-						ticks.Add(1)
-					}
-				}
-			}()
+			ticks := hostTicks(t)
 			start := time.Now()
 			_, err := callMode(p, "loop")
 			d := time.Since(start)

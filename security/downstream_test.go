@@ -285,27 +285,7 @@ func startServerNoFile(t *testing.T, config string, nofile int) *server {
 	addr := testproc.FreeAddr(t)
 	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, nofile),
 		mcphostBin, "run", config, "--http", addr, "--log-level", "debug")
-	s := &server{cmd: cmd, URL: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { cmd.Wait(); close(s.done) }()
-	t.Cleanup(func() {
-		s.Stop(t)
-		if t.Failed() {
-			t.Logf("mcphost stderr:\n%s", s.stderr.String())
-		}
-	})
-	testproc.WaitFor(t, "mcphost /healthz", 2*time.Minute, func() bool {
-		select {
-		case <-s.done:
-			t.Fatalf("mcphost exited early:\n%s", s.stderr.String())
-		default:
-		}
-		return healthy(s.URL)
-	})
-	return s
+	return launch(t, cmd, addr)
 }
 
 // A request body that never arrives is given read_timeout, not forever.

@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 	}
 	mcphostBin, upstreamBin, clockBin = bins["mcphost"], bins["upstream"], bins["clock"]
 
-	guests := map[string]testproc.WasmGuest{}
+	// The filesystem escape guest is shared with the plugins package's
+	// tests, which run it against the runtime directly.
+	guests := map[string]testproc.WasmGuest{"fsescape": {Pkg: "../plugins/testdata/guests/fsescape"}}
 	pkgs, _ := filepath.Glob("testdata/guests/*")
 	for _, p := range pkgs {
 		guests[filepath.Base(p)] = testproc.WasmGuest{Pkg: "./" + p}
@@ -55,7 +57,7 @@ func TestMain(m *testing.M) {
 		base = os.TempDir()
 	}
 	guestPaths, guestErr = testproc.BuildWasm(filepath.Join(base, "mcphost-test", "security-guests"),
-		[]string{"testdata/guests/*/*.go", "../abi/*.go", "../abi/pdk/*.go", "../go.mod", "../go.sum"}, guests)
+		[]string{"testdata/guests/*/*.go", "../plugins/testdata/guests/fsescape/*.go", "../abi/*.go", "../abi/pdk/*.go", "../go.mod", "../go.sum"}, guests)
 	if guestErr != nil && !strings.Contains(guestErr.Error(), "no go on PATH") {
 		fmt.Fprintln(os.Stderr, "building hostile guests:", guestErr)
 		os.Exit(1)
@@ -125,7 +127,13 @@ func startServer(t testing.TB, config string, extra ...string) *server {
 	t.Helper()
 	addr := testproc.FreeAddr(t)
 	args := append([]string{"run", config, "--http", addr, "--log-level", "debug"}, extra...)
-	cmd := exec.Command(mcphostBin, args...)
+	return launch(t, exec.Command(mcphostBin, args...), addr)
+}
+
+// launch starts cmd, an mcphost serving HTTP on addr, and waits for
+// /healthz.
+func launch(t testing.TB, cmd *exec.Cmd, addr string) *server {
+	t.Helper()
 	s := &server{cmd: cmd, URL: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {

@@ -4,11 +4,18 @@
 // its filesystem grant (config "dir", default /data) through symlinks it
 // makes, symlinks already there, hard links and "..", and answers with
 // one line per attempt: "NAME ok DATA" or "NAME err MESSAGE".
+//
+// With config "attack" = "fds" it instead opens given.txt in the grant
+// until an open fails, keeping every file across calls, and answers
+// "fds N ERR" (ERR is EMFILE or the error's text).
 package main
 
 import (
+	"errors"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/pdk"
@@ -24,6 +31,9 @@ func init() {
 			dir, ok := pdk.Config("dir")
 			if !ok {
 				dir = "/data"
+			}
+			if a, _ := pdk.Config("attack"); a == "fds" {
+				return pdk.Respond(pdk.TextResult(hogFDs(dir), false)), nil
 			}
 			return pdk.Respond(pdk.TextResult(attack(dir), false)), nil
 		},
@@ -84,4 +94,20 @@ func attack(dir string) string {
 	try("remove", func() (string, error) { return "", os.Remove(dir + "/sub/moved.txt") })
 	try("read-given", read(dir+"/given.txt"))
 	return strings.Join(lines, "\n")
+}
+
+var held []*os.File
+
+func hogFDs(dir string) string {
+	for {
+		f, err := os.Open(dir + "/given.txt")
+		if err != nil {
+			msg := err.Error()
+			if errors.Is(err, syscall.EMFILE) {
+				msg = "EMFILE"
+			}
+			return "fds " + strconv.Itoa(len(held)) + " " + msg
+		}
+		held = append(held, f)
+	}
 }
