@@ -319,7 +319,13 @@ func (rt *Runtime) acquire(ctx context.Context, wasm []byte, sha string) (*modul
 	rt.mu.Unlock()
 
 	start := time.Now()
-	cm, err := rt.compile(ctx, wasm)
+	// Bound what the module may allocate before wazero reads it, and cap
+	// its tables (loadcheck.go).
+	wasm, err := checkModule(wasm)
+	var cm *compiled
+	if err == nil {
+		cm, err = rt.compile(ctx, wasm)
+	}
 	m.compileTime = time.Since(start)
 	if err != nil {
 		m.err = fmt.Errorf("%w: %w", ErrCompile, err)
