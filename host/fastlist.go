@@ -129,6 +129,11 @@ func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Ha
 			id, meta, ok = parseFastList(head)
 		}
 		caller := sessionCaller(e.ss, DownstreamHTTP)
+		// A request that names its protocol version in _meta may follow
+		// 2026-07-28, whose results the go-sdk annotates.
+		if ok && bytes.Contains(meta, []byte(mcp.MetaKeyProtocolVersion)) {
+			ok = false
+		}
 		if ok && meta != nil {
 			caller.Meta, ok = fastListMeta(meta)
 		}
@@ -359,7 +364,9 @@ func (v *view) encoded() ([]byte, error) {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		if v.encErr = enc.Encode(v.result); v.encErr == nil {
+		// The shortcut serves protocols before 2026-07-28 only, which do
+		// not define the cache hints.
+		if v.encErr = enc.Encode(&priorListTools{ListToolsResult: v.result}); v.encErr == nil {
 			v.enc = bytes.TrimRight(buf.Bytes(), "\n")
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime/debug"
 	"sync"
 
@@ -215,7 +214,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		return res, err
 	case "prompts/list":
-		return h.listPrompts(), nil
+		return listAnswer(req, h.listPrompts(), false), nil
 	case "prompts/get":
 		r, ok := req.(*mcp.GetPromptRequest)
 		if !ok || r.Params == nil {
@@ -223,9 +222,9 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		return h.getPrompt(ctx, ss, r.Params)
 	case "resources/list":
-		return h.listResources(), nil
+		return listAnswer(req, h.listResources(), false), nil
 	case "resources/templates/list":
-		return h.listResourceTemplates(), nil
+		return listAnswer(req, h.listResourceTemplates(), false), nil
 	case "resources/read":
 		r, ok := req.(*mcp.ReadResourceRequest)
 		if !ok || r.Params == nil {
@@ -242,7 +241,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
 		}
-		return v.answer(), nil
+		return v.answer(req, h.wants(abi.HookToolsList)), nil
 	case "tools/call":
 		r, ok := req.(*mcp.CallToolRequest)
 		if !ok || r.Params == nil {
@@ -265,7 +264,7 @@ func callerOf(req mcp.Request, transport string) abi.Caller {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	c := sessionCaller(ss, transport)
 	// Params may be a typed nil (tools/list without params).
-	if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
+	if p := req.GetParams(); !isNilParams(p) {
 		c.Meta = requestMeta(p.GetMeta())
 	}
 	if id, ok := ctxIdentity(req); ok {

@@ -25,13 +25,14 @@ type view struct {
 	encErr  error
 }
 
-// answer is the tools/list result for a request: a shallow copy of the
-// cached one, because the go-sdk annotates results of newer-protocol
-// sessions (result type, server info in _meta) after the handler returns,
-// and sessions share the cached view.
-func (v *view) answer() mcp.Result {
+// answer is the tools/list result for req: a shallow copy of the cached
+// one, because the go-sdk annotates results of newer-protocol sessions
+// (result type, server info in _meta) after the handler returns, and
+// sessions share the cached view; in the form req's protocol defines
+// (listresult.go). private says the view depends on the caller.
+func (v *view) answer(req mcp.Request, private bool) mcp.Result {
 	cp := *v.result
-	return &cp
+	return listAnswer(req, &cp, private)
 }
 
 // maxViews bounds the per-caller cache; past it the cache starts over, which

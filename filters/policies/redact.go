@@ -143,13 +143,25 @@ func parsePatterns(cfg pdk.ConfigSource) ([]secretPattern, error) {
 	return out, nil
 }
 
-// counts is how many secrets of each kind were masked.
-type counts map[string]int
+// counts is what was masked in one result (or one call's arguments): per
+// kind, the distinct secrets. A secret is counted once however often it
+// appears, so one token in both a text block and structuredContent (as
+// json_results-style servers send it) is one secret, not two. The values
+// stay in the guest's memory for the one hook call; only their number
+// leaves it.
+type counts map[string]map[string]struct{}
+
+func (c counts) add(kind, secret string) {
+	if c[kind] == nil {
+		c[kind] = map[string]struct{}{}
+	}
+	c[kind][secret] = struct{}{}
+}
 
 func (c counts) total() int {
 	n := 0
 	for _, v := range c {
-		n += v
+		n += len(v)
 	}
 	return n
 }
@@ -162,7 +174,7 @@ func (c counts) String() string {
 	sort.Strings(kinds)
 	parts := make([]string, len(kinds))
 	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%d %s", c[k], k)
+		parts[i] = fmt.Sprintf("%d %s", len(c[k]), k)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -175,8 +187,8 @@ func (r *redact) maskString(s string, n counts) (string, bool) {
 			continue
 		}
 		mask := strings.ReplaceAll(r.mask, "{kind}", p.name)
-		out := p.re.ReplaceAllStringFunc(s, func(string) string {
-			n[p.name]++
+		out := p.re.ReplaceAllStringFunc(s, func(secret string) string {
+			n.add(p.name, secret)
 			return mask
 		})
 		if out != s {

@@ -37,7 +37,16 @@ func (t *titles) configure(cfg pdk.ConfigSource) (err error) {
 
 func (t *titles) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) {
 	for i := range in.Tools {
-		in.Tools[i].Title = t.title(&in.Tools[i])
+		tool := &in.Tools[i]
+		tool.Title = t.title(tool)
+		// Clients that read annotations.title (an older place for it)
+		// must not show the title this policy replaced. A tool without
+		// one does not get one: title is where clients look first.
+		if a := tool.Annotations; a != nil && a.Title != "" && a.Title != tool.Title {
+			cp := *a // the annotations may be shared with the catalog
+			cp.Title = tool.Title
+			tool.Annotations = &cp
+		}
 	}
 	return &abi.ToolsListOutput{Tools: in.Tools}, nil
 }

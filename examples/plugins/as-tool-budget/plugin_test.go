@@ -586,3 +586,65 @@ func BenchmarkCompile(b *testing.B) {
 		r.Close(ctx)
 	}
 }
+
+// TestREADMECommands runs every `mcphost plugin test` command of README.md
+// as the CLI runs it (plugins.RunHook with the command's hook, input file
+// and config), from this directory, with the built module for FILE: the
+// input files it names must ship here, and the decision it shows must be
+// the one the plugin makes.
+func TestREADMECommands(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newRuntime(t, nil)
+	ran := 0
+	for _, line := range strings.Split(string(readme), "\n") {
+		args, ok := strings.CutPrefix(strings.TrimSpace(line), "mcphost plugin test ")
+		if !ok {
+			continue
+		}
+		ran++
+		fields := strings.Fields(args)
+		var hook, input string
+		config := map[string]string{}
+		for i := 1; i+1 < len(fields); i += 2 {
+			switch fields[i] {
+			case "--hook":
+				hook = fields[i+1]
+			case "--input":
+				input = fields[i+1]
+			case "--config":
+				k, v, _ := strings.Cut(fields[i+1], "=")
+				config[k] = v
+			default:
+				t.Fatalf("%s: flag %q not understood by this test", line, fields[i])
+			}
+		}
+		in, err := os.ReadFile(input)
+		if err != nil {
+			t.Errorf("%s: the README's input does not ship: %v", line, err)
+			continue
+		}
+		s := plugins.Spec{Name: "test", Source: wasmPath(t), Config: config, Timeout: 5 * time.Second}.WithDefaults()
+		out, err := plugins.RunHook(context.Background(), rt, s, hook, in)
+		if err != nil {
+			t.Errorf("%s: %v\noutput: %s", line, err, out)
+			continue
+		}
+		if hook != abi.HookToolCall {
+			continue
+		}
+		var d abi.CallDecision
+		if err := json.Unmarshal(out, &d); err != nil {
+			t.Fatal(err)
+		}
+		shown, _ := json.Marshal(d.Reason)
+		if !strings.Contains(string(readme), `"action": "`+d.Action+`"`) || !bytes.Contains(readme, shown) {
+			t.Errorf("%s: the plugin decided %s, which the README does not show", line, out)
+		}
+	}
+	if ran == 0 {
+		t.Fatal("README.md has no `mcphost plugin test` command")
+	}
+}

@@ -1,0 +1,114 @@
+package host
+
+import (
+	"reflect"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The results of the four list methods carry cache hints, ttlMs and
+// cacheScope (the go-sdk's mcp.Cacheable, SEP-2549), from protocol
+// 2026-07-28 on; earlier versions do not define them. The go-sdk fills
+// them in its own list handlers, which mcphost's middleware answers ahead
+// of, and encodes them always (the members have no omitempty). So
+// mcphost settles them itself:
+//
+//   - to a request of 2026-07-28 or later, ttlMs 0 (the gateway's lists
+//     change on reloads and upstream list_changed, which it forwards) and
+//     cacheScope "public", or "private" for a tools/list that a policy
+//     computed per caller;
+//   - to anything earlier, neither member.
+
+// newProtocolVersion is the first protocol version whose requests carry
+// their version in _meta, and whose list results carry cache hints.
+const newProtocolVersion = "2026-07-28"
+
+// usesNewProtocol reports whether req follows protocol 2026-07-28 or later,
+// as the go-sdk decides it (validateRequestMeta): by the protocol version
+// in the request's _meta.
+func usesNewProtocol(req mcp.Request) bool {
+	p := req.GetParams()
+	if isNilParams(p) {
+		return false
+	}
+	v, ok := p.GetMeta()[mcp.MetaKeyProtocolVersion].(string)
+	return ok && v >= newProtocolVersion
+}
+
+// isNilParams reports whether p is nil or a typed nil (a list request
+// without params).
+func isNilParams(p mcp.Params) bool {
+	return p == nil || reflect.ValueOf(p).IsNil()
+}
+
+// listAnswer returns res, a list result of the caller's own (it is
+// changed), as req's protocol defines it. private says the list depends on
+// the caller.
+func listAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {
+	if usesNewProtocol(req) {
+		scope := "public"
+		if private {
+			scope = "private"
+		}
+		c := mcp.Cacheable{TTLMs: 0, CacheScope: scope}
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			r.Cacheable = c
+		case *mcp.ListPromptsResult:
+			r.Cacheable = c
+		case *mcp.ListResourcesResult:
+			r.Cacheable = c
+		case *mcp.ListResourceTemplatesResult:
+			r.Cacheable = c
+		}
+		return res
+	}
+	switch r := res.(type) {
+	case *mcp.ListToolsResult:
+		return &priorListTools{ListToolsResult: r}
+	case *mcp.ListPromptsResult:
+		return &priorListPrompts{ListPromptsResult: r}
+	case *mcp.ListResourcesResult:
+		return &priorListResources{ListResourcesResult: r}
+	case *mcp.ListResourceTemplatesResult:
+		return &priorListTemplates{ListResourceTemplatesResult: r}
+	}
+	return res
+}
+
+// noCacheHints shadows the members of mcp.Cacheable: encoding/json prefers
+// the shallower of two members with one name, and these are always nil, so
+// a result embedding the go-sdk's type next to this encodes without
+// ttlMs and cacheScope, at the cost of nothing but the encoding itself.
+type noCacheHints struct {
+	TTLMs      *struct{} `json:"ttlMs,omitempty"`
+	CacheScope *struct{} `json:"cacheScope,omitempty"`
+}
+
+// List results for protocols before 2026-07-28. Each is an mcp.Result
+// through the type it embeds (whose methods it promotes).
+type (
+	priorListTools struct {
+		*mcp.ListToolsResult
+		noCacheHints
+	}
+	priorListPrompts struct {
+		*mcp.ListPromptsResult
+		noCacheHints
+	}
+	priorListResources struct {
+		*mcp.ListResourcesResult
+		noCacheHints
+	}
+	priorListTemplates struct {
+		*mcp.ListResourceTemplatesResult
+		noCacheHints
+	}
+)
+
+var (
+	_ mcp.Result = (*priorListTools)(nil)
+	_ mcp.Result = (*priorListPrompts)(nil)
+	_ mcp.Result = (*priorListResources)(nil)
+	_ mcp.Result = (*priorListTemplates)(nil)
+)
