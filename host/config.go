@@ -81,6 +81,11 @@ type Listen struct {
 	IdleTimeout    time.Duration // a keep-alive connection with no request is closed after this
 	MaxConnections int           // open connections; at the cap idle ones are closed, then new ones refused
 	MaxSessions    int           // downstream MCP sessions (HTTP and SSE); more are refused with 503
+
+	// AllowedOrigins are browser origins ("https://app.example.com") that
+	// may call besides the defaults: the request's own host, and loopback
+	// origins on a loopback listener. See ParseOrigin.
+	AllowedOrigins []string
 }
 
 // ServerConfig describes one upstream MCP server.
@@ -182,6 +187,11 @@ func (c Config) WithDefaults() Config {
 // positions before a Config is ever built.)
 func (c Config) Validate() error {
 	var errs []error
+	for _, o := range c.Listen.AllowedOrigins {
+		if _, err := ParseOrigin(o); err != nil {
+			errs = append(errs, fmt.Errorf("host: listen: allowed_origins: %w", err))
+		}
+	}
 	seen := make(map[string]bool, len(c.Servers))
 	for i, s := range c.Servers {
 		where := fmt.Sprintf("server %d (%q)", i, s.Name)

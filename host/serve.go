@@ -53,16 +53,23 @@ func (h *Host) Handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	l := h.cfg.Listen
-	return withDeadlines(checkOrigin(requireToken(l.AuthToken, h.limitSessions(mux, l.MaxSessions))), l.ReadTimeout, l.WriteTimeout)
+	return withDeadlines(checkOrigin(l.AllowedOrigins, requireToken(l.AuthToken, h.limitSessions(mux, l.MaxSessions))), l.ReadTimeout, l.WriteTimeout)
 }
 
 // checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
 // only /mcp and /sse: a request that reached a loopback address must name
 // a loopback host. It also refuses browsers' cross-site requests: an
-// Origin must be the request's own host, or a loopback one when the
-// request reached a loopback address (a local tool such as an inspector).
-// Clients that are not browsers send no Origin and are not affected.
-func checkOrigin(next http.Handler) http.Handler {
+// Origin must be the request's own host, a loopback one when the request
+// reached a loopback address (a local tool such as an inspector), or one
+// of allowed (listen.allowed_origins; Validate has checked them). Clients
+// that are not browsers send no Origin and are not affected.
+func checkOrigin(allowed []string, next http.Handler) http.Handler {
+	extra := make(map[string]bool, len(allowed))
+	for _, o := range allowed {
+		if norm, err := ParseOrigin(o); err == nil {
+			extra[norm] = true
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		local := false
 		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
@@ -72,8 +79,8 @@ func checkOrigin(next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q (this endpoint listens on loopback and answers only loopback host names)", r.Host), http.StatusForbidden)
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, local) {
-			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q", o), http.StatusForbidden)
+		if o := r.Header.Get("Origin"); o != "" && !originAllowed(o, r.Host, local, extra) {
+			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q (allow it with listen { allowed_origins = [%q] })", o, o), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -81,16 +88,41 @@ func checkOrigin(next http.Handler) http.Handler {
 }
 
 // originAllowed reports whether a browser's Origin may call: the same
-// host as the request's, or a loopback one on a loopback listener.
-func originAllowed(origin, host string, local bool) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+// host as the request's, a loopback one on a loopback listener, or one
+// configured.
+func originAllowed(origin, host string, local bool, extra map[string]bool) bool {
+	norm, err := ParseOrigin(origin)
+	if err != nil {
 		return false // includes "null"
 	}
+	if extra[norm] {
+		return true
+	}
+	u, _ := url.Parse(norm)
 	if strings.EqualFold(u.Host, host) {
 		return true
 	}
 	return local && isLoopbackHost(u.Host)
+}
+
+// ParseOrigin checks a web origin as browsers send it in the Origin
+// header, scheme://host[:port] with scheme http or https and nothing
+// after, and returns it normalised (lower case, default port dropped) for
+// comparison.
+func ParseOrigin(origin string) (string, error) {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", fmt.Errorf("invalid origin %q (want scheme://host[:port], like \"https://app.example.com\")", origin)
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if port := u.Port(); (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		host = strings.ToLower(u.Hostname())
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	}
+	return scheme + "://" + host, nil
 }
 
 // isLoopbackHost is the go-sdk's test: host[:port] naming localhost or a

@@ -392,6 +392,39 @@ server "up" {
 	}
 }
 
+// listen.allowed_origins lets a browser app on another origin call
+// mcphost; every other foreign origin is still refused.
+func TestAllowedOrigins(t *testing.T) {
+	cfg := writeConfig(t, "", `
+listen {
+  allowed_origins = ["https://app.example.com"]
+}
+server "up" {
+  command = "UPSTREAM"
+}
+`)
+	s := startServer(t, cfg)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	for _, c := range []struct {
+		origin string
+		want   int
+	}{{"https://app.example.com", http.StatusOK}, {"https://evil.example", http.StatusForbidden}, {"http://app.example.com", http.StatusForbidden}} {
+		req, _ := http.NewRequest("POST", s.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"browser","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", c.origin)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("initialize from Origin %q: %s %.120s; want %d", c.origin, resp.Status, b, c.want)
+		}
+	}
+}
+
 // A secret in an upstream URL's query reaches neither /status nor the log
 // (at debug level), as the userinfo password does not.
 func TestURLSecretsMasked(t *testing.T) {

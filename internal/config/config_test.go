@@ -201,6 +201,7 @@ func TestErrorSummaries(t *testing.T) {
 		{"bad read timeout", "listen {\n  read_timeout = \"soon\"\n}", `Invalid duration for "read_timeout"`, 2},
 		{"negative idle timeout", "listen {\n  idle_timeout = \"-1m\"\n}", `Invalid duration for "idle_timeout"`, 2},
 		{"zero max connections", "listen {\n  max_connections = 0\n}", `Invalid value for "max_connections"`, 2},
+		{"origin with a path", "listen {\n  allowed_origins = [\"https://ok.example\", \"https://app.example.com/ui\"]\n}", "Invalid origin in allowed_origins", 2},
 		{"fractional max sessions", "listen {\n  max_sessions = 1.5\n}", `Invalid value for "max_sessions"`, 2},
 		{"bad port", "listen {\n  http = \"127.0.0.1:http\"\n}", `Invalid address for "http"`, 2},
 		{"object for string", "server \"s\" {\n  command = { a = 1 }\n}", `Invalid value for "command"`, 2},

@@ -51,6 +51,15 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 	if n, ok := d.int(attrs["max_sessions"], 1, 1<<24); ok {
 		l.MaxSessions = int(n)
 	}
+	if origins, ranges, ok := d.stringList(attrs["allowed_origins"]); ok {
+		for i, o := range origins {
+			if _, err := host.ParseOrigin(o); err != nil {
+				d.errorf(ranges[i], "Invalid origin in allowed_origins",
+					"%v. An origin is what a browser sends in its Origin header: a scheme, a host and an optional port, with no path.", err)
+			}
+		}
+		l.AllowedOrigins = origins
+	}
 	if l.AuthToken == "" && l.HTTP != "" && !isLoopback(l.HTTP) {
 		d.warnf(attrs["http"].Expr.Range(), "Listening beyond this machine without a token",
 			"%s accepts connections from other machines and no auth_token is set, so anyone who can reach it can call every tool. "+

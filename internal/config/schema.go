@@ -28,6 +28,7 @@ var listenSchema = &hcl.BodySchema{
 		{Name: "idle_timeout"},
 		{Name: "max_connections"},
 		{Name: "max_sessions"},
+		{Name: "allowed_origins"},
 	},
 }
 
