@@ -105,12 +105,7 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 // Retry-After and a JSON-RPC error, and closed.
 func TestConnectionCap(t *testing.T) {
 	h := startHost(t, Config{Listen: Listen{MaxConnections: 2}, Servers: []ServerConfig{stdioServer("a")}}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- h.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	addr := <-addrc
+	addr := listenLoopback(t, h)
 
 	get := func(c net.Conn) (*http.Response, error) {
 		c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -173,12 +168,7 @@ func TestConnectionCap(t *testing.T) {
 // when it closes.
 func TestSSESessionCap(t *testing.T) {
 	h := startHost(t, Config{Listen: Listen{MaxSessions: 2}, Servers: []ServerConfig{stdioServer("a")}}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- h.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	addr := <-addrc
+	addr := listenLoopback(t, h)
 
 	// open starts an SSE stream and returns its connection and status.
 	open := func() (net.Conn, int) {
@@ -212,4 +202,15 @@ func TestSSESessionCap(t *testing.T) {
 		_, code := open()
 		return code == http.StatusOK
 	})
+}
+
+// listenLoopback serves h's listener (with its limits) on a free loopback
+// port until the test ends, and returns the address.
+func listenLoopback(t *testing.T, h *Host) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- h.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a.String() }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return <-addrc
 }

@@ -49,6 +49,7 @@ package plugins
 // unbounded.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -256,20 +257,17 @@ type section struct {
 	body []byte
 }
 
-// instrumentLoops returns wasm with every loop body and the entry of every
-// function that calls counting down to a context check, or an error
-// wrapping errNotInstrumentable when the module must instead run guarded
-// by wazero (guard.go).
-func instrumentLoops(wasm []byte) ([]byte, error) { return instrument(wasm, true) }
-
-// instrument is instrumentLoops; with loops false only function entries
-// and bulk instructions count, for a module whose loops wazero checks
-// (RuntimeOptions.CloseOnContextDone): a recursion that fills memory at
-// every call passes no loop header.
+// instrument returns wasm with every loop body (when loops is set), the
+// entry of every function that calls, and every bulk instruction counting
+// down to a context check, or an error wrapping errNotInstrumentable when
+// the module must instead run guarded by wazero (guard.go). Without loops,
+// for a module whose loops wazero checks (RuntimeOptions.CloseOnContextDone),
+// function entries and bulk instructions still count: a recursion that
+// fills memory at every call passes no loop header.
 func instrument(wasm []byte, loops bool) ([]byte, error) {
 	r := &wreader{b: wasm}
 	hdr, err := r.bytes(8)
-	if err != nil || string(hdr) != "\x00asm\x01\x00\x00\x00" {
+	if err != nil || !bytes.Equal(hdr, wasmHeader) {
 		return nil, refuse("not a wasm 1 binary")
 	}
 	var (

@@ -28,7 +28,7 @@ func TestInstrumentStopsLoop(t *testing.T) {
 		sec(7, 1, cat(wname("run"), []byte{0x00, 0x01})),
 		sec(10, 1, fbody([]byte{0}, 0x03, 0x40, 0x0C, 0x00, 0x0B, 0x41, 0x00, 0x0B)),
 	)
-	out, err := instrumentLoops(wasm)
+	out, err := instrument(wasm, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestGuestsInstrumented(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := instrumentLoops(wasm); err != nil {
+		if _, err := instrument(wasm, true); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
 	}

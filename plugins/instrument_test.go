@@ -315,7 +315,7 @@ func TestInstrumentNested(t *testing.T) {
 	// Without exports and memory: appended at the end, before the code.
 	onlyCode := wmod(testTypes, sec(2, 1, cat(wname(loopCheckModule), wname("length_unsafe"), []byte{0x00, tI64I64})),
 		sec(3, 1, []byte{tI32I32}), sec(10, 1, countLoop))
-	if _, err := instrumentLoops(onlyCode); err != nil {
+	if _, err := instrument(onlyCode, true); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -332,7 +332,7 @@ func TestInstrumentCheckImport(t *testing.T) {
 		sec(7, 2, cat(wname("run"), []byte{0x00, 0x03}), cat(wname("alloc"), []byte{0x00, 0x04})),
 		sec(10, 2, countLoop, fbody([]byte{0}, 0x42, 0x00, 0x10, 0x00, 0xA7, 0x0B)), // alloc(0) -> 7
 	)
-	out, err := instrumentLoops(wasm)
+	out, err := instrument(wasm, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestInstrumentBulk(t *testing.T) {
 // counter, the host is asked before the instruction runs, so a call past
 // its deadline does not start it.
 func TestInstrumentBulkChecksFirst(t *testing.T) {
-	out, err := instrumentLoops(bulkModule)
+	out, err := instrument(bulkModule, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		"counter export": wmod(testTypes, imp, sec(3, 1, []byte{tVoidI32}), sec(7, 1, cat(wname("n"), []byte{0x03, 0x00})),
 			sec(10, 1, fbody([]byte{0}, loopI32...))),
 	} {
-		if out, err := instrumentLoops(wasm); !errors.Is(err, errNotInstrumentable) {
+		if out, err := instrument(wasm, true); !errors.Is(err, errNotInstrumentable) {
 			t.Errorf("%s: %v, %x", name, err, out)
 		}
 	}
@@ -638,7 +638,7 @@ func FuzzInstrument(f *testing.F) {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
 	defer r.Close(ctx)
 	f.Fuzz(func(t *testing.T, wasm []byte) {
-		out, err := instrumentLoops(wasm)
+		out, err := instrument(wasm, true)
 		if err != nil {
 			if !errors.Is(err, errNotInstrumentable) {
 				t.Fatalf("untyped error %v", err)

@@ -236,7 +236,7 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 	for _, name := range []string{"length", "length_unsafe"} {
 		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, s []uint64) {
 			if s[0] == loopCheckArg {
-				loopCheck(ctx, mod)
+				stopIfDone(ctx, mod)
 				s[0] = 0
 				return
 			}
@@ -312,11 +312,6 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 	}
 	return b.Instantiate(ctx)
 }
-
-// loopCheck stops an instrumented guest whose call's context is done, as
-// WithCloseOnContextDone would: the module is closed with the exit code
-// wazero uses for the context's error, and the call fails with it.
-func loopCheck(ctx context.Context, mod api.Module) { stopIfDone(ctx, mod) }
 
 // httpRequest performs an Extism http_request to the spec's allowed hosts,
 // as the go-sdk does, with the limits of httpgrant.go: every redirect is

@@ -24,6 +24,7 @@ package plugins
 // them under mcphost's features.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -176,15 +177,17 @@ func (r *creader) constExpr() error {
 // maxTableEntries, or an error wrapping errModuleLimit. A module without
 // the wasm 1 header is returned as it is, for wazero to describe.
 func checkModule(wasm []byte) ([]byte, error) {
-	if len(wasm) < 8 || string(wasm[:8]) != "\x00asm\x01\x00\x00\x00" {
+	if !bytes.HasPrefix(wasm, wasmHeader) {
 		return wasm, nil
 	}
 	top := &creader{b: wasm, pos: 8, name: "module"}
 	var (
 		funcs, codes uint32
-		tables       [][2]int // each table's limits, from flags to end, offsets in wasm
+		tableSec     sectionSpan // where the table section is in wasm
+		tables       []tableLimits
 	)
 	for top.left() > 0 {
+		hdr := top.pos
 		id, _ := top.byte()
 		top.name = sectionName(id) + " header"
 		size, err := top.u32()
@@ -195,6 +198,7 @@ func checkModule(wasm []byte) ([]byte, error) {
 			return nil, pastEnd{limitErr("%s section: size %d, %d bytes left in the file", sectionName(id), size, top.left())}
 		}
 		r := &creader{b: wasm[:top.pos+int(size)], pos: top.pos, name: sectionName(id)}
+		span := sectionSpan{header: hdr, body: top.pos, end: top.pos + int(size)}
 		top.pos += int(size)
 		switch id {
 		case 0:
@@ -259,6 +263,7 @@ func checkModule(wasm []byte) ([]byte, error) {
 		case 3:
 			funcs, err = r.count("functions", 1)
 		case 4: // table: reftype limits
+			tableSec = span
 			n, err := r.count("tables", 3)
 			if err != nil {
 				return nil, err
@@ -282,12 +287,16 @@ func checkModule(wasm []byte) ([]byte, error) {
 				if initial > maxTableEntries {
 					return nil, overLimit{r.fail("table %d starts with %d entries; the limit is %d", i, initial, maxTableEntries)}
 				}
+				t := tableLimits{at: at, initial: initial, max: maxTableEntries}
 				if flags == 1 {
-					if _, err := r.u32(); err != nil {
+					m, err := r.u32()
+					if err != nil {
 						return nil, err
 					}
+					t.max = min(m, maxTableEntries)
 				}
-				tables = append(tables, [2]int{at, r.pos})
+				t.end = r.pos
+				tables = append(tables, t)
 			}
 		case 5:
 			_, err = r.count("memories", 2)
@@ -312,46 +321,36 @@ func checkModule(wasm []byte) ([]byte, error) {
 	if len(tables) == 0 {
 		return wasm, nil
 	}
-	return capTables(wasm, tables), nil
+	return capTables(wasm, tableSec, tables), nil
 }
 
-// capTables rewrites each table's limits (offsets of flags to end in wasm)
-// to a maximum of at most maxTableEntries. The section's size is
-// re-encoded; nothing else moves.
-func capTables(wasm []byte, tables [][2]int) []byte {
-	out := make([]byte, 0, len(wasm)+8*len(tables))
-	// Find the table section again: its header precedes the first table.
-	r := &creader{b: wasm, pos: 8}
-	for {
-		start := r.pos
-		id, _ := r.byte()
-		size, _ := r.u32()
-		body := r.pos
-		r.pos += int(size)
-		if id != 4 {
-			continue
-		}
-		var sec []byte
-		copied := body
-		for _, t := range tables {
-			sec = append(sec, wasm[copied:t[0]]...)
-			lr := &creader{b: wasm[:t[1]], pos: t[0]}
-			flags, _ := lr.byte()
-			initial, _ := lr.u32()
-			maxEntries := uint32(maxTableEntries)
-			if flags == 1 {
-				m, _ := lr.u32()
-				maxEntries = min(m, maxEntries)
-			}
-			sec = appendU32(appendU32(append(sec, 1), initial), maxEntries)
-			copied = t[1]
-		}
-		sec = append(sec, wasm[copied:r.pos]...)
-		out = append(out, wasm[:start]...)
-		out = appendU32(append(out, 4), uint32(len(sec)))
-		out = append(out, sec...)
-		return append(out, wasm[r.pos:]...)
+// sectionSpan is where one section is in a module: its id byte, its body,
+// and the end of its body.
+type sectionSpan struct{ header, body, end int }
+
+// tableLimits is one table's limits as read (from flags at at, to end)
+// and the maximum it gets: the declared one, at most maxTableEntries.
+type tableLimits struct {
+	at, end      int
+	initial, max uint32
+}
+
+// capTables rewrites the limits of the tables of section sec to their
+// capped maxima. The section's size is re-encoded; nothing else moves.
+func capTables(wasm []byte, sec sectionSpan, tables []tableLimits) []byte {
+	var body []byte
+	copied := sec.body
+	for _, t := range tables {
+		body = append(body, wasm[copied:t.at]...)
+		body = appendU32(appendU32(append(body, 1), t.initial), t.max)
+		copied = t.end
 	}
+	body = append(body, wasm[copied:sec.end]...)
+	out := make([]byte, 0, len(wasm)+8*len(tables))
+	out = append(out, wasm[:sec.header]...)
+	out = appendU32(append(out, 4), uint32(len(body)))
+	out = append(out, body...)
+	return append(out, wasm[sec.end:]...)
 }
 
 // checkElements checks every segment's vector against the bytes left.

@@ -120,54 +120,56 @@ func (rt *Runtime) load(ctx context.Context, spec Spec) (*Plugin, error) {
 }
 
 func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plugin, error) {
+	// Grants first: a bad one is refused before any compiling.
+	hostGrants, err := parseHostGrants(spec.AllowedHosts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrSpec, spec.Name, err)
+	}
+	var gs grants
+	if len(spec.AllowedPaths) > 0 {
+		// Grants are os.Root-confined (rootfs.go), not wazero's DirFS,
+		// which follows symlinks out of the directory.
+		if gs, err = openGrants(spec.AllowedPaths); err != nil {
+			return nil, err
+		}
+	}
 	mod, err := rt.acquire(ctx, src.wasm, src.sha)
 	if err != nil {
+		gs.close()
 		return nil, err
 	}
 	src.wasm = nil
 	log := rt.log.Named(spec.Name)
 	p := &Plugin{
-		rt:   rt,
-		spec: spec,
-		src:  src,
-		mod:  mod,
-		log:  log,
-		sem:  make(chan struct{}, spec.Instances),
-		idle: make(chan *instance, spec.Instances),
-		done: make(chan struct{}),
+		rt:         rt,
+		spec:       spec,
+		src:        src,
+		mod:        mod,
+		log:        log,
+		hostGrants: hostGrants,
+		grants:     gs,
+		sem:        make(chan struct{}, spec.Instances),
+		idle:       make(chan *instance, spec.Instances),
+		done:       make(chan struct{}),
 	}
 	p.refs.Store(1)
-	if p.hostGrants, err = parseHostGrants(spec.AllowedHosts); err != nil {
-		rt.release(mod)
-		return nil, fmt.Errorf("%w: %s: %w", ErrSpec, spec.Name, err)
-	}
 	mc := defaultModuleConfig()
 	for k, v := range spec.Env {
 		mc = mc.WithEnv(k, v)
 	}
-	if len(spec.AllowedPaths) > 0 {
-		// Grants are os.Root-confined (rootfs.go), not wazero's DirFS,
-		// which follows symlinks out of the directory.
-		gs, err := openGrants(spec.AllowedPaths)
-		if err != nil {
-			rt.release(mod)
-			return nil, err
-		}
-		p.grants = gs
-	}
 	p.modCfg = mc
 
-	first, err := p.newInstance(ctx)
-	if err != nil {
+	var first *instance // nil once gone
+	fail := func(err error) (*Plugin, error) {
+		if first != nil {
+			first.close()
+		}
 		p.closeRoots()
 		rt.release(mod)
 		return nil, err
 	}
-	fail := func(err error) (*Plugin, error) {
-		first.close()
-		p.closeRoots()
-		rt.release(mod)
-		return nil, err
+	if first, err = p.newInstance(ctx); err != nil {
+		return fail(err)
 	}
 	exports := first.exports()
 	for name := range exports {
@@ -179,16 +181,14 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	}
 	out, keep, err := p.callInstance(ctx, first, "describe", abi.ExportDescribe, nil)
 	if err != nil {
-		if keep {
-			first.close()
+		if !keep {
+			first = nil // the call threw it away
 		}
 		var te *TrapError
 		if errors.As(err, &te) && te.Stderr != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
 		}
-		p.closeRoots()
-		rt.release(mod)
-		return nil, err
+		return fail(err)
 	}
 	desc, err := decodeDescribe(out, func(name string) bool { _, ok := exports[name]; return ok })
 	if err != nil {

@@ -87,18 +87,7 @@ func (gs grants) close() {
 	}
 }
 
-// openRootFS opens the host directory dir as a grant seen by one instance.
-func openRootFS(dir string, readOnly bool) (*rootFS, error) {
-	r, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	return &rootFS{grant: &grant{root: r, readOnly: readOnly}, files: &openFiles{}}, nil
-}
-
 func (r *rootFS) String() string { return r.root.Name() }
-
-func (r *rootFS) close() { r.root.Close() }
 
 // maxOpenFiles bounds the files and directories one instance holds open
 // through its grants; past it, opening answers EMFILE. Without a bound a
@@ -347,7 +336,7 @@ func (r *rootFS) Symlink(target, linkName string) experimentalsys.Errno {
 // rename or link, and a chain of such links only descends. Guests rarely
 // need "..": builtin:pin makes no links at all.
 func downwardTarget(target string) bool {
-	if target == "" || target[0] == '/' || badTargetChar(target) || len(target) > 4096 {
+	if target == "" || target[0] == '/' || strings.ContainsAny(target, "\x00\\") || len(target) > 4096 {
 		return false
 	}
 	for _, c := range strings.Split(target, "/") {
@@ -356,16 +345,6 @@ func downwardTarget(target string) bool {
 		}
 	}
 	return true
-}
-
-// badTargetChar: a NUL or a backslash (a separator on Windows).
-func badTargetChar(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 || s[i] == '\\' {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *rootFS) Utimens(name string, atim, mtim int64) experimentalsys.Errno {

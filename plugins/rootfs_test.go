@@ -520,3 +520,14 @@ func TestRootFSRewindReplacedDir(t *testing.T) {
 		t.Errorf("count %d, want 0", got)
 	}
 }
+
+// openRootFS opens the host directory dir as a grant seen by one instance.
+func openRootFS(dir string, readOnly bool) (*rootFS, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &rootFS{grant: &grant{root: r, readOnly: readOnly}, files: &openFiles{}}, nil
+}
+
+func (r *rootFS) close() { r.root.Close() }
