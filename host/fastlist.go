@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,20 +126,22 @@ func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Ha
 		if ok {
 			id, meta, ok = parseFastList(head)
 		}
-		caller := sessionCaller(e.ss, DownstreamHTTP)
 		// A request that names its protocol version in _meta may follow
 		// 2026-07-28, whose results the go-sdk annotates.
 		if ok && bytes.Contains(meta, []byte(mcp.MetaKeyProtocolVersion)) {
 			ok = false
 		}
+		var callerMeta json.RawMessage
 		if ok && meta != nil {
-			caller.Meta, ok = fastListMeta(meta)
+			callerMeta, ok = fastListMeta(meta)
 		}
 		if !ok {
 			r.Body = io.NopCloser(bytes.NewReader(head))
 			next.ServeHTTP(w, r)
 			return
 		}
+		caller := sessionCaller(e.ss, DownstreamHTTP)
+		caller.Meta = callerMeta
 		v, err := h.view(r.Context(), caller)
 		var listing []byte
 		if err == nil {
@@ -181,7 +181,7 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil
 	}
-	if !acceptsBoth(r.Header.Values("Accept")) || !hostMatchesListener(r) {
+	if !acceptsBoth(r.Header.Values("Accept")) { // the Host was checked in front (checkOrigin)
 		return nil
 	}
 	if auth.TokenInfoFromContext(r.Context()) != nil {
@@ -330,31 +330,6 @@ func acceptsBoth(values []string) bool {
 		}
 	}
 	return jsonOK && streamOK
-}
-
-// hostMatchesListener mirrors the go-sdk's DNS-rebinding check: a loopback
-// listener only answers requests for a loopback host. Requests it would
-// refuse are left to it, so it refuses them.
-func hostMatchesListener(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !isLoopback(local.String()) {
-		return true
-	}
-	return isLoopback(r.Host)
-}
-
-// isLoopback reads an address as the go-sdk does (netip, so an IPv4-mapped
-// IPv6 loopback is not one).
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // encoded returns the view's tools/list result as the go-sdk would encode

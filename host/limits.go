@@ -126,12 +126,17 @@ func writeUnavailable(w http.ResponseWriter, msg string) {
 
 const retryAfterSeconds = 5
 
-func unavailableBody(msg string) []byte {
+func unavailableBody(msg string) []byte { return errorBody(codeServerBusy, msg) }
+
+// errorBody is a JSON-RPC error response to no request (id null), as sent
+// for what never reaches the go-sdk: a refused connection or session, a
+// stdio line that is not a message.
+func errorBody(code int64, msg string) []byte {
 	b, _ := json.Marshal(struct {
 		JSONRPC string         `json:"jsonrpc"`
 		ID      any            `json:"id"`
 		Error   *jsonrpc.Error `json:"error"`
-	}{"2.0", nil, &jsonrpc.Error{Code: codeServerBusy, Message: msg}})
+	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: msg}})
 	return b
 }
 

@@ -35,24 +35,10 @@ func newStdioTransport(cfg ServerConfig, log hclog.Logger) *stdioTransport {
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
-	cmd.Dir = t.cfg.Cwd
-	cmd.Env = os.Environ()
-	for k, v := range t.cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
 	// The tag finds the server's descendants that leave its process group
 	// and tree (descendants_linux.go).
 	tag := newUpstreamTag()
-	cmd.Env = append(cmd.Env, upstreamTagEnv+"="+tag)
-	cmd.Stderr = t.stderr
-	// Setpgid puts the server and its children in a group we can end as one;
-	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
-	// Linux sends it when the *thread* that started the server exits, so no
-	// code in mcphost may end a goroutine still locked to its OS thread
-	// (which ends the thread): a reload that did so, to run at a lower
-	// priority, killed upstreams at random.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd := t.command(tag)
 	// A cgroup of its own, where this process's cgroup is writable, holds
 	// every process the server starts (cgroup_linux.go).
 	cg := newUpstreamCgroup(tag[strings.LastIndexByte(tag, '.')+1:])
@@ -64,10 +50,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		t.log.Debug("starting the server in a cgroup of its own failed; starting it without", "error", err)
 		cg.kill(0)
 		cg = nil
-		retry := exec.Command(cmd.Path, cmd.Args[1:]...)
-		retry.Dir, retry.Env, retry.Stderr = cmd.Dir, cmd.Env, cmd.Stderr
-		retry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd = retry
+		cmd = t.command(tag)
 		conn, err = t.start(ctx, cmd)
 	}
 	cg.started()
@@ -76,6 +59,26 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	return &groupConn{Connection: conn, pgid: cmd.Process.Pid, tag: tag, cgroup: cg}, nil
+}
+
+// command is the server's command, tagged with tag.
+func (t *stdioTransport) command(tag string) *exec.Cmd {
+	cmd := exec.Command(t.cfg.Command, t.cfg.Args...)
+	cmd.Dir = t.cfg.Cwd
+	cmd.Env = os.Environ()
+	for k, v := range t.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, upstreamTagEnv+"="+tag)
+	cmd.Stderr = t.stderr
+	// Setpgid puts the server and its children in a group we can end as one;
+	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
+	// Linux sends it when the *thread* that started the server exits, so no
+	// code in mcphost may end a goroutine still locked to its OS thread
+	// (which ends the thread): a reload that did so, to run at a lower
+	// priority, killed upstreams at random.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
 }
 
 // start starts cmd as the server, recorded as a child the subreaper (if

@@ -320,24 +320,17 @@ func policiesSeeAll(raw json.RawMessage) bool {
 			return false
 		}
 	}
-	var blocks []map[string]json.RawMessage
+	var each []json.RawMessage
 	if c, ok := top["content"]; ok {
-		if _, err := segjson.Parse(c, &blocks, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		if _, err := segjson.Parse(c, &each, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 			return false
 		}
 	}
-	if c, ok := top["content"]; ok && len(blocks) > 0 {
-		var each []json.RawMessage
-		if json.Unmarshal(c, &each) != nil || len(each) != len(blocks) {
+	for _, e := range each {
+		var b map[string]json.RawMessage
+		if _, err := segjson.Parse(e, &b, segjson.DontMatchCaseInsensitiveStructFields); err != nil || !uniqueMembers(e, len(b)) {
 			return false
 		}
-		for i := range each {
-			if !uniqueMembers(each[i], len(blocks[i])) {
-				return false
-			}
-		}
-	}
-	for _, b := range blocks {
 		var typ string
 		if json.Unmarshal(b["type"], &typ) != nil || !nestedTypes[typ] {
 			return false

@@ -73,9 +73,9 @@ func checkOrigin(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		local := false
 		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
-			local = isLoopbackHost(a.String())
+			local = isLoopback(a.String())
 		}
-		if local && !isLoopbackHost(r.Host) {
+		if local && !isLoopback(r.Host) {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q (this endpoint listens on loopback and answers only loopback host names)", r.Host), http.StatusForbidden)
 			return
 		}
@@ -102,7 +102,7 @@ func originAllowed(origin, host string, local bool, extra map[string]bool) bool 
 	if strings.EqualFold(u.Host, host) {
 		return true
 	}
-	return local && isLoopbackHost(u.Host)
+	return local && isLoopback(u.Host)
 }
 
 // ParseOrigin checks a web origin as browsers send it in the Origin
@@ -125,17 +125,18 @@ func ParseOrigin(origin string) (string, error) {
 	return scheme + "://" + host, nil
 }
 
-// isLoopbackHost is the go-sdk's test: host[:port] naming localhost or a
-// loopback IP.
-func isLoopbackHost(addr string) bool {
-	h, _, err := net.SplitHostPort(addr)
+// isLoopback reads an address as the go-sdk's DNS-rebinding check does
+// (exactly "localhost", or a loopback IP by netip, so an IPv4-mapped IPv6
+// loopback is not one).
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
-		h = strings.Trim(addr, "[]")
+		host = strings.Trim(hostport, "[]")
 	}
-	if strings.EqualFold(h, "localhost") {
+	if host == "localhost" {
 		return true
 	}
-	ip, err := netip.ParseAddr(h)
+	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
 

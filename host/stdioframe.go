@@ -107,45 +107,28 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 func checkFrame(line []byte, tooLong bool) []byte {
 	switch {
 	case tooLong:
-		return frameError(jsonrpc2ParseError, fmt.Sprintf("Parse error: line longer than %d bytes", maxStdioLine))
+		return frameError(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", maxStdioLine))
 	case !json.Valid(line):
-		return frameError(jsonrpc2ParseError, "Parse error: the line is not JSON; send one JSON-RPC message per line")
+		return frameError(jsonrpc.CodeParseError, "Parse error: the line is not JSON; send one JSON-RPC message per line")
 	}
 	if line[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
-			return frameError(jsonrpc2InvalidRequest, "Invalid Request: an empty batch")
+			return frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")
 		}
 		for _, m := range batch {
 			if _, err := jsonrpc.DecodeMessage(m); err != nil {
-				return frameError(jsonrpc2InvalidRequest, "Invalid Request: a batch member is not a JSON-RPC message")
+				return frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch member is not a JSON-RPC message")
 			}
 		}
 		return nil
 	}
 	if _, err := jsonrpc.DecodeMessage(line); err != nil {
-		return frameError(jsonrpc2InvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
+		return frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
 	}
 	return nil
 }
 
-// JSON-RPC 2.0 error codes for frames that never reach the go-sdk.
-const (
-	jsonrpc2ParseError     = -32700
-	jsonrpc2InvalidRequest = -32600
-)
-
-func frameError(code int, msg string) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      any    `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}})
-	return append(b, '\n')
+func frameError(code int64, msg string) []byte {
+	return append(errorBody(code, msg), '\n')
 }
