@@ -36,11 +36,8 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if !diags.HasErrors() {
 		checkPlugins(ctx, file, diags)
 	}
-	if len(diags.List) > 0 {
-		_ = diags.WriteText(stderr, 100, isTerminal(stderr))
-	}
-	if diags.HasErrors() {
-		return exitError(1)
+	if err := reportDiags(diags, stderr); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers), "server"), plural(len(file.Plugins), "plugin"))
 	return nil

@@ -105,13 +105,21 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 // diagnostic ends the command with exit status 1.
 func loadConfig(path string, stderr io.Writer) (*config.File, error) {
 	file, diags := config.Load(path)
+	if err := reportDiags(diags, stderr); err != nil {
+		return nil, err
+	}
+	return file, nil
+}
+
+// reportDiags prints diags; any error among them is exit status 1.
+func reportDiags(diags *config.Diagnostics, stderr io.Writer) error {
 	if len(diags.List) > 0 {
 		_ = diags.WriteText(stderr, 100, isTerminal(stderr))
 	}
 	if diags.HasErrors() {
-		return nil, exitError(1)
+		return exitError(1)
 	}
-	return file, nil
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -142,10 +150,6 @@ func (l *logFlags) logger(stderr io.Writer) (hclog.Logger, error) {
 	if l.format != "text" && l.format != "json" {
 		return nil, fmt.Errorf("unknown log format %q (want text or json)", l.format)
 	}
-	color := colorOption(stderr, l.format)
-	if color == hclog.AutoColor {
-		color = hclog.ForceColor // the redacting writer hides the terminal from hclog
-	}
 	// Every line goes through secrets.MaskURLs: errors quote upstream
 	// URLs, whose query may carry a token.
 	return hclog.New(&hclog.LoggerOptions{
@@ -153,13 +157,16 @@ func (l *logFlags) logger(stderr io.Writer) (hclog.Logger, error) {
 		Level:      level,
 		Output:     secrets.URLMaskingWriter(stderr),
 		JSONFormat: l.format == "json",
-		Color:      color,
+		Color:      colorOption(stderr, l.format),
 	}), nil
 }
 
+// colorOption colours text logs on a terminal, unless NO_COLOR is set.
+// It decides itself: hclog's AutoColor would look at the masking writer
+// in front of w, which is no terminal.
 func colorOption(w io.Writer, format string) hclog.ColorOption {
 	if format == "text" && isTerminal(w) && os.Getenv("NO_COLOR") == "" {
-		return hclog.AutoColor
+		return hclog.ForceColor
 	}
 	return hclog.ColorOff
 }

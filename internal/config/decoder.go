@@ -64,8 +64,9 @@ func (d *decoder) eval(attr *hcl.Attribute) (cty.Value, bool) {
 	}
 	d.evalSecrets = nil
 	val, diags := attr.Expr.Value(d.ctx)
-	val = d.unmark(attr, val, d.evalSecrets)
-	d.evalSecrets = nil
+	if len(d.evalSecrets) > 0 {
+		d.hidden = append(d.hidden, hiddenAttr{rng: attr.Range, secrets: d.evalSecrets})
+	}
 	fixEnvDiags(diags)
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() || !val.IsWhollyKnown() || val.IsNull() {

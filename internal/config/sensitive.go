@@ -12,14 +12,10 @@ import (
 
 // Values read with env() and file() are usually secrets (tokens, keys).
 // Written in the wrong field (a token as a timeout), the field's
-// diagnostic would print the value. Such values are marked sensitive
-// (a cty mark) when the function returns them; the decoder notes every
-// attribute whose value held one, and diagnostics about such an attribute
-// show "(sensitive value from env("NAME"))" instead of the value.
-
-// sensitiveMark marks a value read by env() or file(); from is the call,
-// like env("TOKEN").
-type sensitiveMark struct{ from string }
+// diagnostic would print the value. The functions note what they return
+// while an attribute is evaluated; the decoder notes every attribute whose
+// evaluation read one, and diagnostics about such an attribute show
+// "(sensitive value from env("NAME"))" instead of the value.
 
 // secret is one sensitive value and where it came from.
 type secret struct {
@@ -33,23 +29,11 @@ type hiddenAttr struct {
 	secrets []secret
 }
 
-// sensitive returns v marked as read by from, and remembers it for the
-// attribute being evaluated.
+// sensitive returns v, read by from (like env("TOKEN")), and remembers it
+// for the attribute being evaluated.
 func (d *decoder) sensitive(v, from string) cty.Value {
 	d.evalSecrets = append(d.evalSecrets, secret{value: v, from: from})
-	return cty.StringVal(v).Mark(sensitiveMark{from: from})
-}
-
-// unmark strips the marks off an attribute's value, for the decoders,
-// and records the attribute as hidden when it held secrets.
-func (d *decoder) unmark(attr *hcl.Attribute, val cty.Value, secrets []secret) cty.Value {
-	if val != cty.NilVal && val.ContainsMarked() {
-		val, _ = val.UnmarkDeep()
-	}
-	if len(secrets) > 0 {
-		d.hidden = append(d.hidden, hiddenAttr{rng: attr.Range, secrets: secrets})
-	}
-	return val
+	return cty.StringVal(v)
 }
 
 // hideSecrets rewrites every diagnostic about a hidden attribute so that
