@@ -12,24 +12,6 @@ import (
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
-// secretPattern is one kind of secret builtin:redact masks.
-type secretPattern struct {
-	name     string
-	re       *regexp.Regexp
-	keywords []string // the text must contain one of these for re to run; nil: always run
-}
-
-// builtinSecrets are the credentials masked by default, shared with the
-// host's own masker (internal/secrets).
-func builtinSecrets() []secretPattern {
-	ps := secrets.Credentials()
-	out := make([]secretPattern, len(ps))
-	for i, p := range ps {
-		out[i] = secretPattern{name: p.Name, re: p.RE, keywords: p.Keywords}
-	}
-	return out
-}
-
 // redact is builtin:redact: it masks secrets in results, and in arguments
 // if asked. Configuration:
 //
@@ -40,7 +22,7 @@ func builtinSecrets() []secretPattern {
 //	note      = true    # append a text block saying how many were masked
 //	mask      = "[REDACTED:{kind}]"
 type redact struct {
-	patterns  []secretPattern
+	patterns  []secrets.Pattern
 	arguments bool
 	note      bool
 	mask      string
@@ -80,7 +62,7 @@ func (r *redact) configure(cfg pdk.ConfigSource) error {
 	}
 	r.mask = cfg.String("mask", "[REDACTED:{kind}]")
 	if builtins {
-		r.patterns = append(r.patterns, builtinSecrets()...)
+		r.patterns = append(r.patterns, secrets.Credentials()...)
 	}
 	custom, err := parsePatterns(cfg)
 	if err != nil {
@@ -95,7 +77,7 @@ func (r *redact) configure(cfg pdk.ConfigSource) error {
 
 // parsePatterns reads "patterns": a list of regexes, a single regex, or an
 // object naming each.
-func parsePatterns(cfg pdk.ConfigSource) ([]secretPattern, error) {
+func parsePatterns(cfg pdk.ConfigSource) ([]secrets.Pattern, error) {
 	raw, ok := cfg.Lookup("patterns")
 	if !ok || raw == "" {
 		return nil, nil
@@ -123,7 +105,7 @@ func parsePatterns(cfg pdk.ConfigSource) ([]secretPattern, error) {
 			list = append(list, named{"custom", e})
 		}
 	}
-	out := make([]secretPattern, 0, len(list))
+	out := make([]secrets.Pattern, 0, len(list))
 	for _, n := range list {
 		switch {
 		case n.expr == "":
@@ -138,7 +120,7 @@ func parsePatterns(cfg pdk.ConfigSource) ([]secretPattern, error) {
 		if re.MatchString("") {
 			return nil, fmt.Errorf(`config "patterns": %q matches the empty string, so it would mask everywhere`, n.name)
 		}
-		out = append(out, secretPattern{name: n.name, re: re})
+		out = append(out, secrets.Pattern{Name: n.name, RE: re})
 	}
 	return out, nil
 }
@@ -183,12 +165,12 @@ func (c counts) String() string {
 func (r *redact) maskString(s string, n counts) (string, bool) {
 	changed := false
 	for _, p := range r.patterns {
-		if p.keywords != nil && !containsAny(s, p.keywords) {
+		if !p.MayMatch(s) {
 			continue
 		}
-		mask := strings.ReplaceAll(r.mask, "{kind}", p.name)
-		out := p.re.ReplaceAllStringFunc(s, func(secret string) string {
-			n.add(p.name, secret)
+		mask := strings.ReplaceAll(r.mask, "{kind}", p.Name)
+		out := p.RE.ReplaceAllStringFunc(s, func(secret string) string {
+			n.add(p.Name, secret)
 			return mask
 		})
 		if out != s {
@@ -203,21 +185,12 @@ func (r *redact) maskString(s string, n counts) (string, bool) {
 func (r *redact) keywords() []string {
 	var words []string
 	for _, p := range r.patterns {
-		if len(p.keywords) == 0 {
+		if len(p.Keywords) == 0 {
 			return nil
 		}
-		words = append(words, p.keywords...)
+		words = append(words, p.Keywords...)
 	}
 	return words
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *redact) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {

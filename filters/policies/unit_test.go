@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 func TestGlob(t *testing.T) {
@@ -111,7 +113,7 @@ func TestBuiltinSecrets(t *testing.T) {
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----",
 	}
 	no := []string{"ghp_short", "AKIA123", "sk-short", "eyJhbGciOiJIUzI1NiJ9", "skeleton-key", "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----"}
-	r := &redact{patterns: builtinSecrets(), mask: "[{kind}]"}
+	r := &redact{patterns: secrets.Credentials(), mask: "[{kind}]"}
 	for _, s := range yes {
 		n := counts{}
 		if out, _ := r.maskString("before "+s+" after", n); n.total() != 1 || strings.Contains(out, s) {

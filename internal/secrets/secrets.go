@@ -25,6 +25,20 @@ type Pattern struct {
 	Keywords []string
 }
 
+// MayMatch reports whether p's expression is worth running on s: s holds
+// one of its keywords, or it has none.
+func (p Pattern) MayMatch(s string) bool {
+	if p.Keywords == nil {
+		return true
+	}
+	for _, w := range p.Keywords {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // Credentials are the credentials builtin:redact masks by default. Order
 // matters where kinds overlap: Anthropic keys before OpenAI's, which share
 // "sk-".
@@ -70,7 +84,7 @@ var pemBegin = regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----`)
 // s holds only its start.
 func Mask(s string) string {
 	for _, p := range Credentials() {
-		if p.Keywords != nil && !containsAny(s, p.Keywords) {
+		if !p.MayMatch(s) {
 			continue
 		}
 		s = p.RE.ReplaceAllLiteralString(s, "[REDACTED:"+p.Name+"]")
@@ -79,7 +93,7 @@ func Mask(s string) string {
 		s = s[:loc[0]] + "[REDACTED:private_key]"
 	}
 	for _, p := range configPatterns() {
-		if p.Keywords != nil && !containsAny(s, p.Keywords) {
+		if !p.MayMatch(s) {
 			continue
 		}
 		s = replaceGroup(p.RE, s, "[REDACTED:"+p.Name+"]")
@@ -106,15 +120,6 @@ func replaceGroup(re *regexp.Regexp, s, mask string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
-}
-
-func containsAny(s string, words []string) bool {
-	for _, w := range words {
-		if strings.Contains(s, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // LineMasker masks a stream of lines, such as a process's stderr, where a
