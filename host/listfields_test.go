@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // listMethods are the list methods mcphost answers itself, with the member
@@ -88,7 +89,7 @@ func TestListResultsAt20260728(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	var log syncBuffer
+	var log testproc.Buffer
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "new"}, nil).Connect(context.Background(), &mcp.LoggingTransport{Transport: ct, Writer: &log}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 	if err != nil {
 		t.Fatal(err)
@@ -144,22 +145,4 @@ func TestListResultsAt20260728(t *testing.T) {
 			t.Errorf("no %s result in the log:\n%s", method, log.Bytes())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the transport's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
 }

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestOutboxSlowClient(t *testing.T) {
 	}
 	// From here on the client reads nothing.
 
-	logs := &syncWriter{w: &strings.Builder{}}
+	logs := &testproc.Buffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
 	s := outboxSender{ss: ss, id: "ds-test", stuckAfter: 2 * time.Second, log: log}
 	var o outbox
@@ -117,22 +116,4 @@ func TestOutboxSlowClient(t *testing.T) {
 	if !strings.Contains(out, "closing a downstream session that stopped reading") {
 		t.Errorf("no warning about closing the session:\n%s", out)
 	}
-}
-
-// syncWriter serialises writes from the outbox's goroutines.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // TestGoPDKHelpers runs a guest written only with the official go-pdk's
@@ -33,7 +34,7 @@ func TestGoPDKHelpers(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	var logs syncBuffer
+	var logs testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	rt := newRuntime(t, RuntimeOptions{Logger: log})
 	p := load(t, rt, Spec{Name: "gopdk", Source: guest(t, "gopdk"), Timeout: 10 * time.Second, Instances: 1,

@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 func callInput(t testing.TB, args string) []byte {
@@ -373,7 +374,7 @@ func TestSandboxGrants(t *testing.T) {
 }
 
 func TestGuestLogsGoToHostLogger(t *testing.T) {
-	var buf syncBuffer
+	var buf testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Trace})
 	rt := newRuntime(t, RuntimeOptions{Logger: log})
 	p := load(t, rt, policy(t, "chatty"))
@@ -388,23 +389,6 @@ func TestGuestLogsGoToHostLogger(t *testing.T) {
 	if !strings.Contains(s, "[WARN]  chatty: panic: boom from chatty: stream=stderr") {
 		t.Fatalf("guest stderr missing:\n%s", s)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestHammer runs many goroutines through a small pool and checks every

@@ -210,7 +210,7 @@ func TestPluginTestCLIStopped(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(wasm+"/"+sig.String(), func(t *testing.T) {
 				cmd := exec.Command(mcphostBin, "plugin", "test", recurseWasm(t, wasm), "--hook", "tool_call", "--input", input, "--timeout", "10m")
-				var stderr syncBuffer
+				var stderr testproc.Buffer
 				cmd.Stderr = &stderr
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)

@@ -117,7 +117,7 @@ func runCLI(t testing.TB, args ...string) (stdout, stderr string, code int) {
 type server struct {
 	cmd    *exec.Cmd
 	URL    string // http://ADDR
-	stderr *syncBuffer
+	stderr *testproc.Buffer
 	done   chan struct{}
 }
 
@@ -134,7 +134,7 @@ func startServer(t testing.TB, config string, extra ...string) *server {
 // /healthz.
 func launch(t testing.TB, cmd *exec.Cmd, addr string) *server {
 	t.Helper()
-	s := &server{cmd: cmd, URL: "http://" + addr, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s := &server{cmd: cmd, URL: "http://" + addr, stderr: &testproc.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // TestStdioNonJSONLine sends `mcphost run --stdio` a line that is not JSON
@@ -30,7 +32,7 @@ server "up" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &testproc.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

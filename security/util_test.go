@@ -1,9 +1,7 @@
 package security
 
 import (
-	"bytes"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -16,22 +14,4 @@ func healthy(base string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writer and a test's reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -186,26 +186,6 @@ func TestRunStdio(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu chan struct{}
-	b  bytes.Buffer
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{mu: make(chan struct{}, 1)} }
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu <- struct{}{}
-	defer func() { <-s.mu }()
-	return s.b.String()
-}
-
 // The HTTP endpoint end to end: a client lists and calls, an upstream is
 // killed and comes back, the config is edited and reloaded, and SIGTERM
 // ends everything cleanly.
@@ -213,7 +193,7 @@ func TestRunHTTP(t *testing.T) {
 	cfg := writeConfig(t, twoServers)
 	addr := testproc.FreeAddr(t)
 	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
-	logs := newSyncBuffer()
+	logs := &testproc.Buffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

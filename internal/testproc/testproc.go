@@ -4,6 +4,7 @@
 package testproc
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -144,4 +145,31 @@ func BuildWasm(cacheRoot string, hashGlobs []string, guests map[string]WasmGuest
 	}
 	wg.Wait()
 	return paths, errors.Join(errs...)
+}
+
+// Buffer is a bytes.Buffer safe for concurrent use: a process's or a
+// logger's writer and a test that reads what was written so far.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *Buffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +19,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/plugins"
 	"github.com/tetratelabs/wazero"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
+	"github.com/mcphost-project/mcphost/plugins"
 )
 
 // The plugin is built once per content of its sources (package.json, the
@@ -488,29 +489,10 @@ func bigCatalog(n int) []byte {
 }
 
 // captureLog returns an Info-level logger and what it wrote.
-func captureLog() (hclog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func captureLog() (hclog.Logger, *testproc.Buffer) {
+	buf := &testproc.Buffer{}
 	return hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Info}), buf
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
 
 // Benchmarks, through the real runtime with a warm pool of one instance.
 
