@@ -12,7 +12,7 @@ import "encoding/json"
 // Version is the ABI version this package describes. Plugins name the version
 // they were built for in their describe output; the host accepts any minor
 // version of the same major.
-const Version = "1.1"
+const Version = "1.2"
 
 // Major is the major ABI version; a plugin claiming another major is refused.
 const Major = 1
@@ -26,11 +26,15 @@ const ConfigABI = "mcphost.abi"
 // export call; a larger output is a plugin failure.
 const MaxOutputSize = 16 << 20
 
-// Hook names, as they appear in Describe.Hooks.
+// Hook names, as they appear in Describe.Hooks. The last three are new in
+// ABI 1.2 and govern every MCP method but tools (SPEC.md section 4.5).
 const (
 	HookToolsList  = "tools_list"
 	HookToolCall   = "tool_call"
 	HookToolResult = "tool_result"
+	HookList       = "list"
+	HookRequest    = "request"
+	HookMessage    = "message"
 )
 
 // Export names of the functions a plugin provides.
@@ -39,6 +43,38 @@ const (
 	ExportToolsList  = "mcphost_tools_list"
 	ExportToolCall   = "mcphost_tool_call"
 	ExportToolResult = "mcphost_tool_result"
+	ExportList       = "mcphost_list"
+	ExportRequest    = "mcphost_request"
+	ExportMessage    = "mcphost_message"
+)
+
+// HookMinor is the minor version of ABI 1 that added each hook.
+var HookMinor = map[string]int{
+	HookToolsList: 0, HookToolCall: 0, HookToolResult: 0,
+	HookList: 2, HookRequest: 2, HookMessage: 2,
+}
+
+// MCP methods the hooks of ABI 1.2 see, in the method field of their input.
+const (
+	// Listings, for the list hook.
+	MethodPromptsList           = "prompts/list"
+	MethodResourcesList         = "resources/list"
+	MethodResourceTemplatesList = "resources/templates/list"
+	// Client requests, for the request hook (admission) and the message
+	// hook (their results).
+	MethodPromptsGet         = "prompts/get"
+	MethodResourcesRead      = "resources/read"
+	MethodResourcesSubscribe = "resources/subscribe"
+	MethodComplete           = "completion/complete"
+	// Requests an upstream server sends to the client, for the request
+	// hook (admission) and the message hook (their params).
+	MethodCreateMessage = "sampling/createMessage"
+	MethodElicit        = "elicitation/create"
+	MethodRootsList     = "roots/list"
+	// Notifications an upstream sends, for the message hook (their params).
+	MethodLoggingMessage  = "notifications/message"
+	MethodProgress        = "notifications/progress"
+	MethodResourceUpdated = "notifications/resources/updated"
 )
 
 // ExportForHook maps a hook name to its export; ok is false for unknown hooks.
@@ -50,6 +86,12 @@ func ExportForHook(hook string) (export string, ok bool) {
 		return ExportToolCall, true
 	case HookToolResult:
 		return ExportToolResult, true
+	case HookList:
+		return ExportList, true
+	case HookRequest:
+		return ExportRequest, true
+	case HookMessage:
+		return ExportMessage, true
 	}
 	return "", false
 }
@@ -64,7 +106,18 @@ type Describe struct {
 	// reuse an earlier answer. A host that does not know them (ABI 1.0)
 	// ignores them, and calls every hook every time.
 	Hints *Hints `json:"hints,omitempty"`
+	// ConfigKeys, new in ABI 1.2, are the configuration keys the plugin
+	// reads, given its present configuration. When the field is present
+	// the host refuses a configuration with any other key (but the
+	// reserved mcphost.* ones), so a misspelt key is an error, not a
+	// setting silently ignored. A pointer, so that a plugin can declare
+	// that it reads none ([]) as well as say nothing (absent).
+	ConfigKeys *[]string `json:"configKeys,omitempty"`
 }
+
+// ConfigKeyPrefix is the reserved prefix of configuration keys the host
+// sets itself (ConfigABI, the built-in's name); no plugin declares them.
+const ConfigKeyPrefix = "mcphost."
 
 // Hints are promises a plugin makes about its hooks so that the host can
 // call them less often. Each is optional; a plugin that breaks one gets
@@ -96,12 +149,40 @@ type Hints struct {
 	// none of these strings occurs: not in the text of a text block, nor
 	// in any string or key of its other blocks or of its structuredContent.
 	ResultKeywords []string `json:"resultKeywords,omitempty"`
+	// Methods, new in ABI 1.2, names per hook (list, request, message) the
+	// MCP methods it acts on; the host calls the hook for no other method.
+	// A hook absent from the map acts on every method.
+	Methods map[string][]string `json:"methods,omitempty"`
+	// MessageKeywords, new in ABI 1.2: message returns unchanged every
+	// message in whose JSON none of these strings occurs.
+	MessageKeywords []string `json:"messageKeywords,omitempty"`
+	// MessageMinBytes, new in ABI 1.2: message returns unchanged every
+	// message whose JSON encoding is shorter than this many bytes.
+	MessageMinBytes int `json:"messageMinBytes,omitempty"`
 }
 
 // IsZero reports whether h promises nothing.
 func (h *Hints) IsZero() bool {
 	return !h.ListPerTool && !h.CallIgnoresArguments && !h.IgnoresCaller && h.ResultMinBytes == 0 &&
-		len(h.ResultTextPrefixes) == 0 && len(h.ResultKeywords) == 0
+		len(h.ResultTextPrefixes) == 0 && len(h.ResultKeywords) == 0 && len(h.Methods) == 0 &&
+		len(h.MessageKeywords) == 0 && h.MessageMinBytes == 0
+}
+
+// WantsMethod reports whether a plugin with hints h calls hook for method.
+func (h *Hints) WantsMethod(hook, method string) bool {
+	if h == nil || h.Methods == nil {
+		return true
+	}
+	ms, ok := h.Methods[hook]
+	if !ok {
+		return true
+	}
+	for _, m := range ms {
+		if m == method {
+			return true
+		}
+	}
+	return false
 }
 
 // Caller describes the downstream client on whose behalf a hook runs.
@@ -175,8 +256,12 @@ const (
 
 // CallDecision is the output of mcphost_tool_call.
 type CallDecision struct {
-	Action    string          `json:"action"`
-	Reason    string          `json:"reason,omitempty"`    // deny
+	Action string `json:"action"`
+	Reason string `json:"reason,omitempty"` // deny
+	// Hidden, new in ABI 1.2, with deny: answer the client as if the tool
+	// did not exist (JSON-RPC -32602 unknown tool) rather than with an
+	// error result giving the reason.
+	Hidden    bool            `json:"hidden,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"` // rewrite
 	Result    *CallToolResult `json:"result,omitempty"`    // respond
 }
@@ -226,4 +311,72 @@ type Content struct {
 	Size        *int64          `json:"size,omitempty"`
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Item is one entry of a prompts, resources or resource-templates listing,
+// as the list hook sees it. Server and Name identify it and are what the
+// host routes by: Name is the prompt's exposed name, the resource's URI or
+// the template's URI template. Item is the MCP object the client sees (a
+// Prompt, Resource or ResourceTemplate).
+type Item struct {
+	Server string          `json:"server"`
+	Name   string          `json:"name"`
+	Item   json.RawMessage `json:"item"`
+}
+
+// ListInput is the input of mcphost_list.
+type ListInput struct {
+	Caller Caller `json:"caller"`
+	Method string `json:"method"`
+	Items  []Item `json:"items"`
+}
+
+// ListOutput is the output of mcphost_list: the entries to expose, in order.
+type ListOutput struct {
+	Items []Item `json:"items"`
+}
+
+// RequestInput is the input of mcphost_request: a request other than
+// tools/call, before it is carried. For a client's request Server is the
+// upstream it goes to and Name what it names (the prompt's exposed name,
+// the resource's URI, the reference of a completion); for a request an
+// upstream sends to the client, Server is that upstream and Name is empty.
+// Params are the request's params as the client or upstream sent them.
+type RequestInput struct {
+	Caller Caller          `json:"caller"`
+	Method string          `json:"method"`
+	Server string          `json:"server"`
+	Name   string          `json:"name,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// RequestDecision is the output of mcphost_request: Action is ActionAllow
+// or ActionDeny, and Reason says why a request is denied.
+type RequestDecision struct {
+	Action string `json:"action"`
+	Reason string `json:"reason,omitempty"`
+	// Hidden, with deny, answers a client as if what it named did not
+	// exist (resource not found, unknown prompt) instead of with Reason.
+	Hidden bool `json:"hidden,omitempty"`
+}
+
+// MessageInput is the input of mcphost_message: something on its way to the
+// client that carries content. Message is the MCP result of a client's
+// request (prompts/get, resources/read, completion/complete), or the params
+// of a notification (notifications/message, notifications/progress,
+// notifications/resources/updated) or of a request an upstream sends to the
+// client (sampling/createMessage, elicitation/create).
+type MessageInput struct {
+	Caller  Caller          `json:"caller"`
+	Method  string          `json:"method"`
+	Server  string          `json:"server"`
+	Name    string          `json:"name,omitempty"`
+	Message json.RawMessage `json:"message"`
+}
+
+// MessageOutput is the output of mcphost_message: the message to send on,
+// which must be of the same MCP type as the input's, or Unchanged alone.
+type MessageOutput struct {
+	Message   json.RawMessage `json:"message,omitempty"`
+	Unchanged bool            `json:"unchanged,omitempty"`
 }

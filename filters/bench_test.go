@@ -46,6 +46,15 @@ func benchCases() []benchCase {
 		return abi.ToolResultInput{Name: call.Name, Server: call.Server, Tool: call.Tool, Arguments: call.Arguments,
 			Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: text}}}}
 	}
+	var items []abi.Item
+	for _, t := range list.Tools {
+		items = append(items, abi.Item{Server: t.Server, Name: t.Name, Item: json.RawMessage(`{"name":"` + t.Name + `","description":"` + t.Description + `"}`)})
+	}
+	prompts := abi.ListInput{Method: abi.MethodPromptsList, Items: items}
+	read := func(text string) abi.MessageInput {
+		return abi.MessageInput{Method: abi.MethodResourcesRead, Server: "notes", Name: "notes://1",
+			Message: mustMarshal(map[string]any{"contents": []any{map[string]any{"uri": "notes://1", "mimeType": "text/plain", "text": text}}})}
+	}
 	var rows []string
 	for i := 0; i < 40; i++ {
 		rows = append(rows, fmt.Sprintf(`{"id":%d,"name":"row %d","tags":["a","b"]}`, i, i))
@@ -75,6 +84,12 @@ func benchCases() []benchCase {
 		{"truncate", nil, abi.HookToolResult, result("short")},
 		{"redact", nil, abi.HookToolResult, result(prose + " ghp_" + strings.Repeat("a", 36) + " " + prose[:1000])},
 		{"redact", map[string]string{"arguments": "true"}, abi.HookToolCall, call},
+		// The hooks of ABI 1.2.
+		{"allow", map[string]string{"prompts": `["files__*"]`}, abi.HookList, prompts},
+		{"mentions", nil, abi.HookRequest, abi.RequestInput{Caller: abi.Caller{Meta: json.RawMessage(`{"mentions":["resource:notes://{id}"]}`)},
+			Method: abi.MethodResourcesRead, Server: "notes", Name: "notes://1", Params: json.RawMessage(`{"uri":"notes://1"}`)}},
+		{"redact", nil, abi.HookMessage, read(prose + " ghp_" + strings.Repeat("a", 36))},
+		{"truncate", nil, abi.HookMessage, read(prose + prose)},
 	}
 }
 
@@ -181,4 +196,12 @@ func BenchmarkReload(b *testing.B) {
 func named(name string, s plugins.Spec) plugins.Spec {
 	s.Name = name
 	return s
+}
+
+func mustMarshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/suggest"
 )
 
 // The decoders below are the only code that reads plugin output. Each
@@ -92,14 +94,27 @@ func decodeDescribe(data []byte, exported func(string) bool) (describeResult, er
 			}
 			return r, fmt.Errorf("%w: unknown hook %q", ErrInvalidDescribe, h)
 		}
+		if need := abi.HookMinor[h]; minor < need {
+			return r, fmt.Errorf("%w: hook %q is new in ABI 1.%d, but the plugin declares ABI %s", ErrInvalidDescribe, h, need, r.ABI)
+		}
 		if !exported(export) {
 			return r, fmt.Errorf("%w: hook %q is named but %s is not exported", ErrMissingExport, h, export)
 		}
 		hooks = append(hooks, h)
 	}
 	r.Hooks = hooks
-	if r.Hints != nil && r.Hints.ResultMinBytes < 0 {
-		return r, fmt.Errorf("%w: hints.resultMinBytes is %d, below 0", ErrInvalidDescribe, r.Hints.ResultMinBytes)
+	if h := r.Hints; h != nil {
+		if h.ResultMinBytes < 0 {
+			return r, fmt.Errorf("%w: hints.resultMinBytes is %d, below 0", ErrInvalidDescribe, h.ResultMinBytes)
+		}
+		if h.MessageMinBytes < 0 {
+			return r, fmt.Errorf("%w: hints.messageMinBytes is %d, below 0", ErrInvalidDescribe, h.MessageMinBytes)
+		}
+		for hook := range h.Methods {
+			if hook != abi.HookList && hook != abi.HookRequest && hook != abi.HookMessage {
+				return r, fmt.Errorf("%w: hints.methods names hook %q; only list, request and message take methods", ErrInvalidDescribe, hook)
+			}
+		}
 	}
 	return r, nil
 }
@@ -163,7 +178,7 @@ func decodeCallDecision(data []byte) (*abi.CallDecision, error) {
 	switch d.Action {
 	case abi.ActionAllow, abi.ActionDeny:
 	case abi.ActionRewrite:
-		if a := bytes.TrimSpace(d.Arguments); len(a) == 0 || a[0] != '{' {
+		if !isObject(d.Arguments) {
 			return nil, fmt.Errorf("%w: rewrite without an arguments object", ErrInvalidOutput)
 		}
 	case abi.ActionRespond:
@@ -215,4 +230,119 @@ func checkResult(r *abi.CallToolResult) error {
 		return fmt.Errorf("structuredContent is not an object")
 	}
 	return nil
+}
+
+type itemKey struct{ server, name string }
+
+// decodeList checks list output against the entries the plugin was given:
+// every entry keeps the server and name of an input entry, at most once,
+// and its item is a JSON object.
+func decodeList(data []byte, input []abi.Item) ([]abi.Item, error) {
+	var out struct {
+		Items *[]abi.Item `json:"items"`
+	}
+	if err := strictObject(data, &out); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	if out.Items == nil {
+		return nil, fmt.Errorf("%w: no \"items\" array", ErrInvalidOutput)
+	}
+	known := make(map[itemKey]bool, len(input))
+	for _, it := range input {
+		known[itemKey{it.Server, it.Name}] = true
+	}
+	seen := make(map[itemKey]bool, len(*out.Items))
+	for i, it := range *out.Items {
+		k := itemKey{it.Server, it.Name}
+		switch {
+		case !known[k]:
+			return nil, fmt.Errorf("%w: items[%d]: server %q name %q was not in the input", ErrInvalidOutput, i, it.Server, it.Name)
+		case seen[k]:
+			return nil, fmt.Errorf("%w: items[%d]: server %q name %q appears twice", ErrInvalidOutput, i, it.Server, it.Name)
+		case !isObject(it.Item):
+			return nil, fmt.Errorf("%w: items[%d]: item is not a JSON object", ErrInvalidOutput, i)
+		}
+		seen[k] = true
+	}
+	return *out.Items, nil
+}
+
+// decodeRequestDecision checks request output: allow, or deny with an
+// optional reason.
+func decodeRequestDecision(data []byte) (*abi.RequestDecision, error) {
+	var d abi.RequestDecision
+	if err := strictObject(data, &d); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	switch d.Action {
+	case abi.ActionAllow, abi.ActionDeny:
+	case "":
+		return nil, fmt.Errorf("%w: no \"action\"", ErrInvalidOutput)
+	default:
+		return nil, fmt.Errorf("%w: action %q is not allow or deny", ErrInvalidOutput, d.Action)
+	}
+	return &d, nil
+}
+
+// decodeMessage checks message output. A nil message without an error
+// means "unchanged". That the message decodes as the method's MCP type is
+// the host's to check, which knows the type.
+func decodeMessage(data []byte) (json.RawMessage, error) {
+	var out abi.MessageOutput
+	if err := strictObject(data, &out); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
+	if out.Unchanged {
+		if len(out.Message) > 0 {
+			return nil, fmt.Errorf("%w: both \"unchanged\" and a \"message\"", ErrInvalidOutput)
+		}
+		return nil, nil
+	}
+	if !isObject(out.Message) {
+		return nil, fmt.Errorf("%w: no \"message\" object", ErrInvalidOutput)
+	}
+	return out.Message, nil
+}
+
+func isObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// ConfigKeyError is a configuration key the plugin does not read, for a
+// plugin that declares the keys it reads (abi.Describe.ConfigKeys). It
+// wraps ErrConfig.
+type ConfigKeyError struct {
+	Key   string
+	Known []string // the keys the plugin reads, sorted
+}
+
+func (e *ConfigKeyError) Error() string {
+	known := "no configuration"
+	if len(e.Known) > 0 {
+		known = strings.Join(e.Known, ", ")
+	}
+	return fmt.Sprintf("config %q: the plugin reads no such key.%s It reads: %s", e.Key, suggest.DidYouMean(e.Key, e.Known), known)
+}
+
+func (e *ConfigKeyError) Unwrap() error { return ErrConfig }
+
+// checkConfigKeys refuses a key of config that a plugin declaring known
+// (nil: it declares nothing) does not read, the reserved ones aside.
+func checkConfigKeys(config map[string]string, declared *[]string) error {
+	if declared == nil {
+		return nil
+	}
+	known := *declared
+	var keys []string
+	for k := range config {
+		if !strings.HasPrefix(k, abi.ConfigKeyPrefix) && !slices.Contains(known, k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	return &ConfigKeyError{Key: keys[0], Known: known}
 }

@@ -18,6 +18,7 @@ var (
 	ErrMissingExport   = errors.New("plugins: missing export")
 	ErrABIVersion      = errors.New("plugins: unsupported ABI version")
 	ErrInvalidDescribe = errors.New("plugins: invalid describe output")
+	ErrConfig          = errors.New("plugins: invalid configuration")
 
 	// Call-time errors.
 	ErrNoHook         = errors.New("plugins: plugin does not implement hook")

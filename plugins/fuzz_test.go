@@ -172,3 +172,80 @@ func TestValidToolName(t *testing.T) {
 		t.Error("64 is the limit")
 	}
 }
+
+func FuzzDecodeList(f *testing.F) {
+	in := listing()
+	good, _ := json.Marshal(abi.ListOutput{Items: in})
+	f.Add(good)
+	for _, s := range []string{
+		`{"items":[]}`, `{"items":null}`, `{}`, `{"items":[{"server":"a","name":"a__p1","item":{}}]}`,
+		`{"items":[{"server":"a","name":"a__p1","item":{}},{"server":"a","name":"a__p1","item":{}}]}`,
+		`{"items":[{"server":"a","name":"a__p1","item":[1]}]}`, `{"items":[{"server":"a","name":"a__p1"}]}`,
+		`{"items":[{"server":"z","name":"a__p1","item":{}}]}`, `{"items":{}}`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		items, err := decodeList(data, in)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidOutput) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		known := map[itemKey]bool{}
+		for _, it := range in {
+			known[itemKey{it.Server, it.Name}] = true
+		}
+		seen := map[itemKey]bool{}
+		for _, it := range items {
+			k := itemKey{it.Server, it.Name}
+			if !known[k] || seen[k] || !json.Valid(it.Item) || !isObject(it.Item) {
+				t.Fatalf("accepted %+v", it)
+			}
+			seen[k] = true
+		}
+	})
+}
+
+func FuzzDecodeRequestDecision(f *testing.F) {
+	for _, s := range []string{
+		`{"action":"allow"}`, `{"action":"deny","reason":"no"}`, `{"action":"rewrite"}`, `{"action":""}`,
+		`{}`, `[]`, `{"action":"deny","reason":5}`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := decodeRequestDecision(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidOutput) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if d.Action != abi.ActionAllow && d.Action != abi.ActionDeny {
+			t.Fatalf("accepted %+v", d)
+		}
+	})
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"unchanged":true}`, `{"message":{"contents":[]}}`, `{"message":[1]}`, `{"message":"x"}`,
+		`{"unchanged":true,"message":{}}`, `{}`, `{"message":null}`, `[]`, `{"message":{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msg, err := decodeMessage(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidOutput) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if msg != nil && (!json.Valid(msg) || !isObject(msg)) {
+			t.Fatalf("accepted message %q", msg)
+		}
+	})
+}

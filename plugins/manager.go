@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,9 @@ type ManagerOptions struct {
 	BeforeSwap func(ctx context.Context, next *Chain)
 	// Watch reloads when a plugin's .wasm file changes.
 	Watch bool
+	// OnReload, if set, is told the outcome of every reload the watcher
+	// starts (nil: swapped in), so that a failed one shows in status.
+	OnReload func(err error)
 	// Debounce; 0 means DefaultDebounce.
 	Debounce time.Duration
 }
@@ -135,7 +139,11 @@ func (m *Manager) Stage(ctx context.Context, specs []Spec) (*Staged, error) {
 	next, err := m.rt.newChain(ctx, specs, prev)
 	if err != nil {
 		m.mu.Unlock()
-		m.log.Error("reload failed; the current generation keeps serving", "error", err)
+		if prev == nil {
+			m.log.Error("plugins cannot start", "error", err)
+		} else {
+			m.log.Error("reload failed; the current generation keeps serving", "error", err)
+		}
 		return nil, err
 	}
 	if m.opts.BeforeSwap != nil && prev != nil && !samePlugins(prev, next) {
@@ -243,43 +251,50 @@ func (m *Manager) Wants(hook string) bool {
 // changed are decoded into new values.
 func (m *Manager) KeepsResults() bool { return true }
 
-// ToolsList implements host.Policy.
-func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+// onCurrent runs fn on the current generation, holding a reference for
+// the call. Before the first generation it answers pass (everything goes
+// through); after Close it fails with ErrClosed.
+func onCurrent[T any](m *Manager, pass T, fn func(*Chain) (T, error)) (T, error) {
 	c := m.acquire()
 	if c == nil {
 		if m.shut.Load() {
-			return nil, ErrClosed
+			var zero T
+			return zero, ErrClosed
 		}
-		return nonNil(in.Tools), nil
+		return pass, nil
 	}
 	defer c.release()
-	return c.toolsList(ctx, in)
+	return fn(c)
+}
+
+// ToolsList implements host.Policy.
+func (m *Manager) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	return onCurrent(m, nonNil(in.Tools), func(c *Chain) ([]abi.Tool, error) { return c.toolsList(ctx, in) })
 }
 
 // ToolCall implements host.Policy.
 func (m *Manager) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
-	c := m.acquire()
-	if c == nil {
-		if m.shut.Load() {
-			return nil, ErrClosed
-		}
-		return &abi.CallDecision{Action: abi.ActionAllow}, nil
-	}
-	defer c.release()
-	return c.toolCall(ctx, in)
+	return onCurrent(m, &abi.CallDecision{Action: abi.ActionAllow}, func(c *Chain) (*abi.CallDecision, error) { return c.toolCall(ctx, in) })
 }
 
 // ToolResult implements host.Policy.
 func (m *Manager) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
-	c := m.acquire()
-	if c == nil {
-		if m.shut.Load() {
-			return nil, ErrClosed
-		}
-		return in.Result, nil
-	}
-	defer c.release()
-	return c.toolResult(ctx, in)
+	return onCurrent(m, in.Result, func(c *Chain) (*abi.CallToolResult, error) { return c.toolResult(ctx, in) })
+}
+
+// List implements host.Policy.
+func (m *Manager) List(ctx context.Context, in *abi.ListInput) ([]abi.Item, error) {
+	return onCurrent(m, in.Items, func(c *Chain) ([]abi.Item, error) { return c.list(ctx, in) })
+}
+
+// Request implements host.Policy.
+func (m *Manager) Request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error) {
+	return onCurrent(m, &abi.RequestDecision{Action: abi.ActionAllow}, func(c *Chain) (*abi.RequestDecision, error) { return c.request(ctx, in) })
+}
+
+// Message implements host.Policy.
+func (m *Manager) Message(ctx context.Context, in *abi.MessageInput) (json.RawMessage, error) {
+	return onCurrent(m, in.Message, func(c *Chain) (json.RawMessage, error) { return c.message(ctx, in) })
 }
 
 // Close stops watching, retires the current generation and waits for it to
@@ -392,10 +407,11 @@ func (m *Manager) watch() {
 			clear(changed)
 			m.log.Info("plugin files changed; reloading", "paths", paths)
 			specs := m.Specs()
-			if err := m.Reload(context.Background(), specs); err != nil {
-				// Logged by Reload with the plugin's path; the old
-				// generation keeps serving until the next change.
-				continue
+			// A failure is logged by Reload with the plugin's path; the
+			// old generation keeps serving until the next change.
+			err := m.Reload(context.Background(), specs)
+			if m.opts.OnReload != nil {
+				m.opts.OnReload(err)
 			}
 		}
 	}

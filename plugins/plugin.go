@@ -78,21 +78,21 @@ type Plugin struct {
 
 // Status is a snapshot of a plugin's health.
 type Status struct {
-	Name               string
-	Source             string
-	SHA256             string
-	ABI                string
-	Version            string
-	Hooks              []string
-	State              string // StateLoaded, StateFailed or StateClosed
-	Calls              uint64
-	Reused             uint64 // hook calls answered from the plugin's hints, without running it
-	Failures           uint64 // calls that returned an error, of any kind
-	Crashes            uint64 // instances thrown away (trap, timeout, exit)
-	ConsecutiveCrashes int
-	LastError          string
-	LastErrorAt        time.Time
-	RetryAt            time.Time // when failed: when calls are let through again
+	Name               string    `json:"name"`
+	Source             string    `json:"source"`
+	SHA256             string    `json:"sha256"`
+	ABI                string    `json:"abi"`
+	Version            string    `json:"version,omitempty"`
+	Hooks              []string  `json:"hooks"`
+	State              string    `json:"state"` // StateLoaded, StateFailed or StateClosed
+	Calls              uint64    `json:"calls"`
+	Reused             uint64    `json:"reused"`   // hook calls answered from the plugin's hints, without running it
+	Failures           uint64    `json:"failures"` // calls that returned an error, of any kind
+	Crashes            uint64    `json:"crashes"`  // instances thrown away (trap, timeout, exit)
+	ConsecutiveCrashes int       `json:"consecutiveCrashes"`
+	LastError          string    `json:"lastError,omitempty"`
+	LastErrorAt        time.Time `json:"lastErrorAt,omitzero"`
+	RetryAt            time.Time `json:"retryAt,omitzero"` // when failed: when calls are let through again
 }
 
 // Load loads one plugin: resolves and verifies its source, compiles it (or
@@ -196,6 +196,9 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	}
 	for _, w := range desc.warnings {
 		log.Warn(w)
+	}
+	if err := checkConfigKeys(spec.Config, desc.ConfigKeys); err != nil {
+		return fail(err)
 	}
 	p.desc = desc.Describe
 	if desc.Hints != nil && !rt.ignoreHints {
@@ -364,7 +367,7 @@ func (p *Plugin) call(ctx context.Context, hook, export string, input []byte) ([
 // thrown away (it has then been closed).
 func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export string, input []byte) (out []byte, keep bool, err error) {
 	timeout := p.spec.Timeout
-	if hook == abi.HookToolsList || export == abi.ExportDescribe {
+	if hook == abi.HookToolsList || hook == abi.HookList || export == abi.ExportDescribe {
 		timeout = p.spec.ListTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)

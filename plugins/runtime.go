@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/suggest"
 )
 
 // RuntimeOptions configures a Runtime. The zero value is usable.
@@ -33,6 +34,9 @@ type RuntimeOptions struct {
 	// The module's bytes must not change once returned: the runtime hashes
 	// a given slice once.
 	Builtin func(name string) (wasm []byte, config map[string]string, ok bool)
+	// BuiltinNames, if set, lists the names Builtin resolves, so that an
+	// unknown one gets a suggestion.
+	BuiltinNames []string
 	// CloseOnContextDone runs every guest under wazero's
 	// WithCloseOnContextDone, which checks for a done context at every loop
 	// header, instead of instrumenting guests' loops to check every few
@@ -71,6 +75,7 @@ type Runtime struct {
 	ignoreHints bool
 	log         hclog.Logger
 	builtin     func(string) ([]byte, map[string]string, bool)
+	builtins    []string
 	gen         atomic.Uint64
 	// guestLevel is what get_log_level tells guests: the Extism level
 	// (0 trace .. 4 error) of the lowest message the logger records.
@@ -153,6 +158,7 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		ignoreHints: opts.IgnoreHints,
 		log:         log,
 		builtin:     opts.Builtin,
+		builtins:    opts.BuiltinNames,
 		modules:     map[string]*module{},
 	}
 	rt.plugins = map[*Plugin]struct{}{}
@@ -239,7 +245,11 @@ func (rt *Runtime) resolve(spec Spec) (source, error) {
 		}
 		wasm, bcfg, ok := rt.builtin(name)
 		if !ok {
-			return src, fmt.Errorf("%w: unknown builtin %q", ErrSource, name)
+			known := ""
+			if len(rt.builtins) > 0 {
+				known = " (built-ins: " + strings.Join(rt.builtins, ", ") + ")"
+			}
+			return src, fmt.Errorf("%w: unknown builtin %q.%s%s", ErrSource, name, suggest.DidYouMean(name, rt.builtins), known)
 		}
 		src.wasm = wasm
 		src.config = make(map[string]string, len(bcfg)+len(spec.Config))

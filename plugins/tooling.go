@@ -38,24 +38,18 @@ func CheckHeader(head []byte) error {
 	return fmt.Errorf("%w: not a WebAssembly module (it starts with %q; a module starts with \"\\0asm\")", ErrCompile, head)
 }
 
-// Check loads spec's module as a reload would, short of running it: the
-// source is read and its sha256 checked, and the module must be
-// WebAssembly that compiles. It runs no guest code. A built-in is only
-// looked up: it ships compiled into mcphost and tested with it.
+// Check loads spec as a reload would, and closes it: the source is read
+// and its sha256 checked, the module compiled and instantiated, and
+// describe run with the plugin's configuration, so that a configuration
+// the plugin refuses (a bad value, a key it does not read) shows as well
+// as a module that does not load. Guest code runs only as far as describe.
 func Check(ctx context.Context, rt *Runtime, spec Spec) error {
-	src, err := rt.resolve(spec)
+	spec.Instances = 1
+	p, err := rt.Load(ctx, spec)
 	if err != nil {
 		return err
 	}
-	if src.path == "" {
-		return nil
-	}
-	mod, err := rt.acquire(ctx, src.wasm, src.sha)
-	if err != nil {
-		return err
-	}
-	rt.release(mod)
-	return nil
+	return p.Close(ctx)
 }
 
 // Info describes a plugin file, as `mcphost plugin inspect` shows it.

@@ -4,6 +4,7 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,8 @@ type Guest struct {
 	configErr  error
 	// unchanged: the host understands {"unchanged": true} (ABI 1.1).
 	unchanged bool
+	// configKeys are the keys Configure looked up, sorted (StrictConfig).
+	configKeys []string
 }
 
 // NewGuest returns a Guest for p reading its configuration from config,
@@ -56,9 +59,20 @@ func (g *Guest) Call(export string, input []byte) (out []byte, err error) {
 		g.configured = true
 		g.unchanged = hostHasMinor(g.config, 1)
 		if g.policy.Configure != nil {
-			if err := g.policy.Configure(g.config); err != nil {
+			read := map[string]bool{}
+			src := ConfigSource(func(key string) (string, bool) {
+				if !strings.HasPrefix(key, abi.ConfigKeyPrefix) {
+					read[key] = true
+				}
+				return g.config.Lookup(key)
+			})
+			if err := g.policy.Configure(src); err != nil {
 				g.configErr = fmt.Errorf("pdk: configuring %s: %w", g.policy.Name, err)
 			}
+			for k := range read {
+				g.configKeys = append(g.configKeys, k)
+			}
+			slices.Sort(g.configKeys)
 		}
 	}
 	if g.configErr != nil {
@@ -68,13 +82,19 @@ func (g *Guest) Call(export string, input []byte) (out []byte, err error) {
 	var v any
 	switch export {
 	case abi.ExportDescribe:
-		v = g.policy.Describe()
+		v = g.policy.describe(g.configKeys)
 	case abi.ExportToolsList:
 		v, err = g.toolsList(input)
 	case abi.ExportToolCall:
 		v, err = g.toolCall(input)
 	case abi.ExportToolResult:
 		v, err = g.toolResult(input)
+	case abi.ExportList:
+		v, err = g.list(input)
+	case abi.ExportRequest:
+		v, err = g.request(input)
+	case abi.ExportMessage:
+		v, err = g.message(input)
 	default:
 		return nil, fmt.Errorf("pdk: unknown export %q", export)
 	}
@@ -172,6 +192,74 @@ func (g *Guest) toolResult(input []byte) (*abi.ToolResultOutput, error) {
 	}
 	out.Unchanged = false
 	normalizeResult(out.Result)
+	return out, nil
+}
+
+func (g *Guest) list(input []byte) (*abi.ListOutput, error) {
+	h := g.policy.List
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, abi.HookList)
+	}
+	var in abi.ListInput
+	if err := decode(abi.HookList, input, &in); err != nil {
+		return nil, err
+	}
+	out, err := h(&in)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = &abi.ListOutput{Items: in.Items}
+	}
+	if out.Items == nil {
+		out.Items = []abi.Item{}
+	}
+	return out, nil
+}
+
+func (g *Guest) request(input []byte) (*abi.RequestDecision, error) {
+	h := g.policy.Request
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, abi.HookRequest)
+	}
+	var in abi.RequestInput
+	if err := decode(abi.HookRequest, input, &in); err != nil {
+		return nil, err
+	}
+	d, err := h(&in)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return &abi.RequestDecision{Action: abi.ActionAllow}, nil
+	}
+	switch d.Action {
+	case abi.ActionAllow, abi.ActionDeny:
+	default:
+		return nil, fmt.Errorf("pdk: request handler returned action %q; want allow or deny", d.Action)
+	}
+	return d, nil
+}
+
+func (g *Guest) message(input []byte) (*abi.MessageOutput, error) {
+	h := g.policy.Message
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, abi.HookMessage)
+	}
+	var in abi.MessageInput
+	if err := decode(abi.HookMessage, input, &in); err != nil {
+		return nil, err
+	}
+	out, err := h(&in)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil || out.Unchanged {
+		return &abi.MessageOutput{Unchanged: true}, nil
+	}
+	if !isObject(out.Message) {
+		return nil, errors.New("pdk: message handler returned a message that is not a JSON object")
+	}
 	return out, nil
 }
 

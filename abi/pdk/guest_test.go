@@ -24,7 +24,7 @@ func TestGuestCall(t *testing.T) {
 		wantErr string
 	}{
 		{name: "describe lists only handled hooks", policy: pdk.Policy{Name: "p", ToolResult: func(*abi.ToolResultInput) (*abi.ToolResultOutput, error) { return nil, nil }},
-			export: abi.ExportDescribe, want: `{"abi":"1.1","name":"p","hooks":["tool_result"]}`},
+			export: abi.ExportDescribe, want: `{"abi":"1.2","name":"p","hooks":["tool_result"]}`},
 		{name: "no name", policy: pdk.Policy{ToolCall: toolCall(nil, nil)}, export: abi.ExportDescribe, wantErr: "pdk: policy has no name"},
 		{name: "no handler at all", policy: pdk.Policy{Name: "p"}, export: abi.ExportDescribe, wantErr: `pdk: policy "p" has no hook handler`},
 		{name: "missing handler", policy: pdk.Policy{Name: "p", ToolCall: toolCall(nil, nil)}, export: abi.ExportToolsList, input: `{}`, wantErr: "hook not implemented by this plugin: tools_list"},
@@ -46,6 +46,27 @@ func TestGuestCall(t *testing.T) {
 			export: abi.ExportToolResult, input: `{"name":"a__b","server":"a","tool":"b","result":{"content":[{"type":"text","text":"hi"}]}}`, want: `{"result":{"content":[{"type":"text","text":"hi"}]}}`},
 		{name: "result output needs a result", policy: pdk.Policy{Name: "p", ToolResult: func(*abi.ToolResultInput) (*abi.ToolResultOutput, error) { return &abi.ToolResultOutput{}, nil }},
 			export: abi.ExportToolResult, input: `{"result":{"content":[]}}`, wantErr: "returned no result"},
+		{name: "describe names the 1.2 hooks", policy: pdk.Policy{Name: "p", List: func(*abi.ListInput) (*abi.ListOutput, error) { return nil, nil },
+			Request: func(*abi.RequestInput) (*abi.RequestDecision, error) { return nil, nil }, Message: func(*abi.MessageInput) (*abi.MessageOutput, error) { return nil, nil }},
+			export: abi.ExportDescribe, want: `{"abi":"1.2","name":"p","hooks":["list","request","message"]}`},
+		{name: "nil list output keeps the input", policy: pdk.Policy{Name: "p", List: func(*abi.ListInput) (*abi.ListOutput, error) { return nil, nil }},
+			export: abi.ExportList, input: `{"method":"prompts/list","items":[{"server":"a","name":"a__p","item":{"name":"a__p"}}]}`, want: `{"items":[{"server":"a","name":"a__p","item":{"name":"a__p"}}]}`},
+		{name: "empty list output is an array", policy: pdk.Policy{Name: "p", List: func(*abi.ListInput) (*abi.ListOutput, error) { return &abi.ListOutput{}, nil }},
+			export: abi.ExportList, input: `{"items":[]}`, want: `{"items":[]}`},
+		{name: "nil request decision allows", policy: pdk.Policy{Name: "p", Request: func(*abi.RequestInput) (*abi.RequestDecision, error) { return nil, nil }},
+			export: abi.ExportRequest, input: `{"method":"resources/read","server":"a","name":"x://y"}`, want: `{"action":"allow"}`},
+		{name: "request decisions are allow or deny", policy: pdk.Policy{Name: "p", Request: func(*abi.RequestInput) (*abi.RequestDecision, error) {
+			return &abi.RequestDecision{Action: abi.ActionRewrite}, nil
+		}},
+			export: abi.ExportRequest, input: `{}`, wantErr: `action "rewrite"; want allow or deny`},
+		{name: "nil message output is unchanged", policy: pdk.Policy{Name: "p", Message: func(*abi.MessageInput) (*abi.MessageOutput, error) { return nil, nil }},
+			export: abi.ExportMessage, input: `{"method":"notifications/message","message":{"level":"info","data":"x"}}`, want: `{"unchanged":true}`},
+		{name: "a changed message", policy: pdk.Policy{Name: "p", Message: func(*abi.MessageInput) (*abi.MessageOutput, error) {
+			return &abi.MessageOutput{Message: json.RawMessage(`{"level":"info","data":"y"}`)}, nil
+		}}, export: abi.ExportMessage, input: `{"message":{"level":"info","data":"x"}}`, want: `{"message":{"level":"info","data":"y"}}`},
+		{name: "a message is an object", policy: pdk.Policy{Name: "p", Message: func(*abi.MessageInput) (*abi.MessageOutput, error) {
+			return &abi.MessageOutput{Message: json.RawMessage(`"y"`)}, nil
+		}}, export: abi.ExportMessage, input: `{"message":{}}`, wantErr: "not a JSON object"},
 		{name: "oversized output", policy: pdk.Policy{Name: "p", ToolCall: toolCall(pdk.Deny(strings.Repeat("x", abi.MaxOutputSize)), nil)}, export: abi.ExportToolCall, input: callIn, wantErr: "over the limit"},
 	}
 	for _, tt := range tests {

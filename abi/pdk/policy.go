@@ -21,6 +21,17 @@ type ToolCallFunc func(in *abi.ToolCallInput) (*abi.CallDecision, error)
 // or later it is sent as {"unchanged":true} instead of the whole result.
 type ToolResultFunc func(in *abi.ToolResultInput) (*abi.ToolResultOutput, error)
 
+// ListFunc handles the list hook (ABI 1.2) for prompts/list, resources/list
+// and resources/templates/list. A nil output leaves the listing as it came.
+type ListFunc func(in *abi.ListInput) (*abi.ListOutput, error)
+
+// RequestFunc handles the request hook (ABI 1.2). A nil decision allows.
+type RequestFunc func(in *abi.RequestInput) (*abi.RequestDecision, error)
+
+// MessageFunc handles the message hook (ABI 1.2). A nil output leaves the
+// message as it came, and is the cheapest answer.
+type MessageFunc func(in *abi.MessageInput) (*abi.MessageOutput, error)
+
 // Policy is one plugin: its name and version, as reported by describe, and a
 // handler per hook it implements. A nil handler means the hook is not
 // implemented and not named in describe.
@@ -42,6 +53,20 @@ type Policy struct {
 	ToolCall   ToolCallFunc
 	ToolResult ToolResultFunc
 
+	// The hooks of ABI 1.2, on every MCP method but tools. A host of ABI
+	// 1.1 or earlier ignores them (with a warning) and never calls them.
+	List    ListFunc
+	Request RequestFunc
+	Message MessageFunc
+
+	// StrictConfig declares that Configure reads every key the policy
+	// takes: describe then names the keys it looked up (abi.Describe's
+	// ConfigKeys), and a host of ABI 1.2 or later refuses a configuration
+	// with any other key, naming the nearest one the policy reads. Errors
+	// about a key's value should start with config "KEY": (the
+	// ConfigSource methods' do), so that the host can point at it.
+	StrictConfig bool
+
 	// Hints, if set, returns the promises the policy makes about its hooks
 	// (abi.Hints), which let the host skip calls or reuse answers. It is
 	// called after Configure, so the promises may depend on configuration.
@@ -60,12 +85,31 @@ func (p *Policy) Hooks() []string {
 	if p.ToolResult != nil {
 		hooks = append(hooks, abi.HookToolResult)
 	}
+	if p.List != nil {
+		hooks = append(hooks, abi.HookList)
+	}
+	if p.Request != nil {
+		hooks = append(hooks, abi.HookRequest)
+	}
+	if p.Message != nil {
+		hooks = append(hooks, abi.HookMessage)
+	}
 	return hooks
 }
 
 // Describe returns p's describe output.
 func (p *Policy) Describe() abi.Describe {
+	return p.describe(nil)
+}
+
+// describe is Describe with the configuration keys Configure read, for a
+// StrictConfig policy.
+func (p *Policy) describe(configKeys []string) abi.Describe {
 	d := abi.Describe{ABI: abi.Version, Name: p.Name, Version: p.Version, Hooks: p.Hooks()}
+	if p.StrictConfig {
+		keys := append([]string{}, configKeys...)
+		d.ConfigKeys = &keys
+	}
 	if p.Hints != nil {
 		if h := p.Hints(); !h.IsZero() {
 			d.Hints = &h
@@ -92,6 +136,14 @@ func Allow() *abi.CallDecision { return &abi.CallDecision{Action: abi.ActionAllo
 // Deny returns a decision that refuses a call; reason is shown to the caller.
 func Deny(reason string) *abi.CallDecision {
 	return &abi.CallDecision{Action: abi.ActionDeny, Reason: reason}
+}
+
+// DenyHidden returns a decision that refuses a call as if the tool did not
+// exist: the client gets "unknown tool" (JSON-RPC -32602), not the reason,
+// which goes to the host's log only. Since ABI 1.2; a 1.1 host reads it as
+// Deny.
+func DenyHidden(reason string) *abi.CallDecision {
+	return &abi.CallDecision{Action: abi.ActionDeny, Reason: reason, Hidden: true}
 }
 
 // Denyf is Deny with a formatted reason.

@@ -104,3 +104,12 @@ func exportToolCall() int32 { return run(abi.ExportToolCall) }
 
 //go:wasmexport mcphost_tool_result
 func exportToolResult() int32 { return run(abi.ExportToolResult) }
+
+//go:wasmexport mcphost_list
+func exportList() int32 { return run(abi.ExportList) }
+
+//go:wasmexport mcphost_request
+func exportRequest() int32 { return run(abi.ExportRequest) }
+
+//go:wasmexport mcphost_message
+func exportMessage() int32 { return run(abi.ExportMessage) }

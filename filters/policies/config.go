@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/pdk"
 )
 
@@ -117,3 +118,28 @@ func runeCount(s string) int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// refusal is how a policy that hides tools, prompts or resources answers a
+// call of one it hides (config key "refusal"): "explain" (the default)
+// gives the client its reason, so a model or user can tell a policy from a
+// typo; "hide" answers as if it did not exist (unknown tool, resource not
+// found), as before ABI 1.2.
+type refusal struct{ hide bool }
+
+func (r *refusal) configure(cfg pdk.ConfigSource) error {
+	v, err := enum(cfg, "refusal", "explain", "hide")
+	r.hide = v == "hide"
+	return err
+}
+
+// refuseCall refuses a tool call with a formatted reason.
+func (r refusal) refuseCall(format string, args ...any) *abi.CallDecision {
+	d := pdk.Denyf(format, args...)
+	d.Hidden = r.hide
+	return d
+}
+
+// refuseRequest refuses a request with a formatted reason.
+func (r refusal) refuseRequest(format string, args ...any) *abi.RequestDecision {
+	return &abi.RequestDecision{Action: abi.ActionDeny, Reason: fmt.Sprintf(format, args...), Hidden: r.hide}
+}

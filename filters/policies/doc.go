@@ -54,7 +54,11 @@ func New(name string) (pdk.Policy, error) {
 	if !ok {
 		return pdk.Policy{}, fmt.Errorf("no built-in policy %q (have %v)", name, Names())
 	}
-	return f(), nil
+	// Every built-in reads its keys in Configure: describe names them, and
+	// the host refuses a key none reads (a misspelt one).
+	p := f()
+	p.StrictConfig = true
+	return p, nil
 }
 
 // Log receives the policies' log messages. The Wasm guest sets it to

@@ -6,11 +6,12 @@ import (
 	"unicode/utf8"
 )
 
-// A glob is a pattern over tool and server names: '*' matches any run of
-// characters (also none), '?' any one character, '\' makes the next
-// character literal; everything else matches itself. Names are matched
-// whole. There are no character classes: names are [A-Za-z0-9_-], so
-// operators list alternatives instead.
+// A glob is a pattern over names (of tools, prompts and servers), resource
+// URIs and URI templates, and MCP method names: '*' matches any run of
+// characters (also none, and '/' too), '?' any one character, '\' makes
+// the next character literal; everything else matches itself. Names are
+// matched whole. There are no character classes: operators list
+// alternatives instead.
 type glob struct {
 	src  string
 	toks []globTok

@@ -147,19 +147,62 @@ func mustJSON(v any) json.RawMessage {
 // keys) with f, keeping everything else, and reports whether anything
 // changed. Unchanged parts keep their bytes.
 func mapStrings(raw json.RawMessage, f func(string) (string, bool)) (json.RawMessage, bool, error) {
-	return walkStrings(raw, f, false)
+	return (&stringWalk{f: f}).walk(raw)
 }
 
 // mapStringsAndKeys is mapStrings that rewrites object keys too. A key
 // rewritten to one its object already has gets a suffix (" #2"), so no
 // member is lost.
 func mapStringsAndKeys(raw json.RawMessage, f func(string) (string, bool)) (json.RawMessage, bool, error) {
-	return walkStrings(raw, f, true)
+	return (&stringWalk{f: f, keys: true}).walk(raw)
 }
 
-func walkStrings(raw json.RawMessage, f func(string) (string, bool), keys bool) (json.RawMessage, bool, error) {
+// messageWalk returns the walk of mapStrings over an MCP message: it
+// leaves alone base64 payloads (the value of every "blob" member, and of
+// "data" in an object whose "type" is "image" or "audio") and the value of
+// every member named in keep. may is as in stringWalk.
+func messageWalk(f func(string) (string, bool), may func([]byte) bool, keep ...string) *stringWalk {
+	return &stringWalk{f: f, may: may, skip: func(o object, i int) bool {
+		for _, k := range keep {
+			if o[i].Key == k {
+				return true
+			}
+		}
+		return isBinaryMember(o, i)
+	}}
+}
+
+// isBinaryMember reports whether the i-th member of o holds base64 data.
+func isBinaryMember(o object, i int) bool {
+	switch o[i].Key {
+	case "blob":
+		return true
+	case "data":
+		var typ string
+		v, _ := o.get("type")
+		return json.Unmarshal(v, &typ) == nil && (typ == "image" || typ == "audio")
+	}
+	return false
+}
+
+// A stringWalk rewrites the strings of a JSON value with f; keys says
+// whether object keys are rewritten too.
+type stringWalk struct {
+	f    func(string) (string, bool)
+	keys bool
+	// skip, if set, says which members of an object to leave as they are,
+	// key and value.
+	skip func(o object, i int) bool
+	// may, if set, reports whether f could change a string inside a
+	// JSON value; a value for which it is false is left as it is, unread.
+	may func(raw []byte) bool
+}
+
+// walk rewrites raw, keeping the bytes of what it does not change, and
+// reports whether it changed anything.
+func (w *stringWalk) walk(raw json.RawMessage) (json.RawMessage, bool, error) {
 	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
+	if len(t) == 0 || (w.may != nil && !w.may(t)) {
 		return raw, false, nil
 	}
 	switch t[0] {
@@ -168,7 +211,7 @@ func walkStrings(raw json.RawMessage, f func(string) (string, bool), keys bool) 
 		if err := json.Unmarshal(t, &s); err != nil {
 			return nil, false, err
 		}
-		out, changed := f(s)
+		out, changed := w.f(s)
 		if !changed {
 			return raw, false, nil
 		}
@@ -178,24 +221,9 @@ func walkStrings(raw json.RawMessage, f func(string) (string, bool), keys bool) 
 		if err != nil {
 			return nil, false, err
 		}
-		any := false
-		for i := range o {
-			v, changed, err := walkStrings(o[i].Value, f, keys)
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				o[i].Value, any = v, true
-			}
-			if !keys {
-				continue
-			}
-			if k, changed := f(o[i].Key); changed {
-				o[i].Key, any = uniqueKey(o, i, k), true
-			}
-		}
-		if !any {
-			return raw, false, nil
+		changed, err := w.members(o)
+		if err != nil || !changed {
+			return raw, false, err
 		}
 		return o.raw(), true, nil
 	case '[':
@@ -205,7 +233,7 @@ func walkStrings(raw json.RawMessage, f func(string) (string, bool), keys bool) 
 		}
 		any := false
 		for i := range list {
-			v, changed, err := walkStrings(list[i], f, keys)
+			v, changed, err := w.walk(list[i])
 			if err != nil {
 				return nil, false, err
 			}
@@ -216,9 +244,55 @@ func walkStrings(raw json.RawMessage, f func(string) (string, bool), keys bool) 
 		if !any {
 			return raw, false, nil
 		}
-		return mustJSON(list), true, nil
+		return rawArray(list), true, nil
 	}
 	return raw, false, nil
+}
+
+// rawArray encodes a list of JSON values as they are: json.Marshal would
+// check and compact each again.
+func rawArray(list []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, v := range list {
+		n += len(v) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, v := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		b = append(b, v...)
+	}
+	return append(b, ']')
+}
+
+// members rewrites the members of o in place and reports whether it
+// changed any.
+func (w *stringWalk) members(o object) (bool, error) {
+	any := false
+	for i := range o {
+		if w.skip != nil && w.skip(o, i) {
+			continue
+		}
+		v, changed, err := w.walk(o[i].Value)
+		if err != nil {
+			return false, err
+		}
+		if changed {
+			o[i].Value, any = v, true
+		}
+		if !w.keys {
+			continue
+		}
+		if k, changed := w.f(o[i].Key); changed {
+			o[i].Key, any = uniqueKey(o, i, k), true
+		}
+	}
+	return any, nil
 }
 
 // uniqueKey returns k, or k with a suffix, so that no member of o other

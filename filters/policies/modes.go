@@ -20,6 +20,7 @@ const (
 //	meta_key = "mode"   # optional: a caller's _meta[meta_key] = "plan" narrows
 //	                    # act to plan for that request; it never widens plan
 type modes struct {
+	refusal
 	mode    string
 	metaKey string
 }
@@ -40,6 +41,9 @@ func newModes() pdk.Policy {
 }
 
 func (m *modes) configure(cfg pdk.ConfigSource) (err error) {
+	if err := m.refusal.configure(cfg); err != nil {
+		return err
+	}
 	m.metaKey = cfg.String("meta_key", "")
 	m.mode, err = enum(cfg, "mode", ModeAct, ModePlan)
 	return err
@@ -81,7 +85,7 @@ func (m *modes) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) 
 
 func (m *modes) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {
 	if m.modeFor(&in.Caller) == ModePlan && !readOnly(in.Annotations) {
-		return pdk.Denyf("%s is not available in plan mode: only tools annotated read-only (readOnlyHint) may run", in.Name), nil
+		return m.refuseCall("%s is not available in plan mode: only tools annotated read-only (readOnlyHint) may run", in.Name), nil
 	}
 	return pdk.Allow(), nil
 }

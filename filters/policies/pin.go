@@ -28,6 +28,7 @@ const DefaultPinFile = "/pins/pins.json"
 //
 //	allowed_paths = { "./pins" = "/pins" }
 type pin struct {
+	refusal
 	file string
 	now  func() time.Time
 
@@ -81,6 +82,9 @@ func newPin() pdk.Policy {
 }
 
 func (p *pin) configure(cfg pdk.ConfigSource) error {
+	if err := p.refusal.configure(cfg); err != nil {
+		return err
+	}
 	p.file = cfg.String("file", DefaultPinFile)
 	if p.file == "" {
 		p.file = DefaultPinFile
@@ -206,9 +210,9 @@ func (p *pin) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {
 	key := PinKey(in.Server, in.Tool)
 	switch e := f.Tools[key]; {
 	case e == nil:
-		return pdk.Denyf("%s has not been pinned yet: list the tools first", in.Name), nil
+		return p.refuseCall("%s has not been pinned yet: list the tools first", in.Name), nil
 	case e.Pending != nil:
-		return pdk.Denyf("the definition of %s changed since it was pinned; an operator must approve it (mcphost pins approve CONFIG %s)", in.Name, key), nil
+		return p.refuseCall("the definition of %s changed since it was pinned; an operator must approve it (mcphost pins approve CONFIG %s)", in.Name, key), nil
 	}
 	return pdk.Allow(), nil
 }

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -12,8 +13,9 @@ import (
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
-// redact is builtin:redact: it masks secrets in results, and in arguments
-// if asked. Configuration:
+// redact is builtin:redact: it masks secrets in results and in what else
+// carries content to the client (the message hook, on redactMethods), and
+// in arguments if asked. Configuration:
 //
 //	patterns  = ["acme_[0-9a-f]{32}"]   # extra regexes (RE2); or an object
 //	                                    # { name = "regex" } to name them
@@ -39,11 +41,17 @@ func newRedact() pdk.Policy {
 		Configure:  r.configure,
 		ToolCall:   r.toolCall,
 		ToolResult: r.toolResult,
+		Message:    r.message,
 		// Unless it masks arguments, tool_call allows everything. A
-		// result is looked at only if it holds a keyword of a pattern,
-		// when every pattern has keywords (custom ones have none).
+		// result or message is looked at only if it holds a keyword of
+		// a pattern, when every pattern has keywords (custom ones have
+		// none).
 		Hints: func() abi.Hints {
-			return abi.Hints{CallIgnoresArguments: !r.arguments, IgnoresCaller: !r.arguments, ResultKeywords: r.keywords()}
+			keywords := r.keywords()
+			return abi.Hints{
+				CallIgnoresArguments: !r.arguments, IgnoresCaller: !r.arguments, ResultKeywords: keywords,
+				Methods: map[string][]string{abi.HookMessage: redactMethods}, MessageKeywords: keywords,
+			}
 		},
 	}
 }
@@ -276,6 +284,79 @@ func (r *redact) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, err
 			Text: fmt.Sprintf("[mcphost: %d %s masked in this result (%s)]", total, word, n)})
 	}
 	return &abi.ToolResultOutput{Result: res}, nil
+}
+
+// redactMethods are the methods whose messages redact masks: every one
+// that carries content to the client but notifications/resources/updated,
+// which holds only a URI the client subscribed to.
+var redactMethods = []string{
+	abi.MethodPromptsGet, abi.MethodResourcesRead, abi.MethodComplete,
+	abi.MethodLoggingMessage, abi.MethodProgress, abi.MethodCreateMessage, abi.MethodElicit,
+}
+
+// message masks every string value of a message (never an object key, nor
+// base64 data, nor what routes the message: a progress token, the URIs of
+// a resource's contents), and records the count in its _meta.
+func (r *redact) message(in *abi.MessageInput) (*abi.MessageOutput, error) {
+	if !contains(redactMethods, in.Method) {
+		return nil, nil
+	}
+	o, err := parseObject(in.Message)
+	if err != nil {
+		// Every message of these methods is an object: passing on
+		// anything else unexamined would fail open.
+		return nil, fmt.Errorf("%s: the message is not a JSON object: %v", in.Method, err)
+	}
+	keep := []string{"progressToken"}
+	if in.Method == abi.MethodResourcesRead {
+		keep = append(keep, "uri")
+	}
+	n := counts{}
+	w := messageWalk(func(s string) (string, bool) { return r.maskString(s, n) }, r.mayMatch, keep...)
+	changed, err := w.members(o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", in.Method, err)
+	}
+	if !changed {
+		return nil, nil
+	}
+	logf(pdk.LevelInfo, "masked %s in %s from %s", n, in.Method, in.Server)
+	v, _ := o.get("_meta")
+	if meta, err := parseObject(v); err == nil {
+		meta.set("mcphost/redacted", mustJSON(n.total()))
+		o.set("_meta", meta.raw())
+	}
+	msg := o.raw()
+	return &abi.MessageOutput{Message: msg}, nil
+}
+
+// mayMatch reports whether a pattern could match a string inside raw
+// JSON: raw holds a keyword of each pattern that needs one, or an escape
+// sequence, which could spell a keyword.
+func (r *redact) mayMatch(raw []byte) bool {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return true
+	}
+	for _, p := range r.patterns {
+		if len(p.Keywords) == 0 {
+			return true
+		}
+		for _, k := range p.Keywords {
+			if bytes.Contains(raw, []byte(k)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 // maskRaw masks the keys and values of a JSON value in place. A value

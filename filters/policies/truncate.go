@@ -19,8 +19,9 @@ const (
 // the rest of a result in further calls.
 var defaultPagingParams = []string{"offset", "cursor", "page", "page_token", "pageToken", "next_cursor", "nextCursor", "start", "skip", "start_line", "startLine"}
 
-// truncate is builtin:truncate: it caps the text of a result and removes
-// oversized binary content. Configuration:
+// truncate is builtin:truncate: it caps the text of a result, and of the
+// messages of truncateMethods (truncatemsg.go), and removes oversized
+// binary content. Configuration:
 //
 //	max_chars        = 20000      # text budget for the whole result, in characters
 //	max_binary_bytes = 1048576    # image/audio data or resource blob above this is removed
@@ -40,10 +41,18 @@ func newTruncate() pdk.Policy {
 		Version:    Version,
 		Configure:  t.configure,
 		ToolResult: t.toolResult,
-		// A result encoded in fewer bytes than both limits has fewer
-		// characters of text and fewer bytes of binary data than either:
-		// nothing to cut.
-		Hints: func() abi.Hints { return abi.Hints{ResultMinBytes: min(t.maxChars, t.maxBinary) + 1} },
+		Message:    t.message,
+		// A result or message encoded in fewer bytes than both limits
+		// has fewer characters of text and fewer bytes of binary data
+		// than either: nothing to cut.
+		Hints: func() abi.Hints {
+			minBytes := min(t.maxChars, t.maxBinary) + 1
+			return abi.Hints{
+				ResultMinBytes:  minBytes,
+				Methods:         map[string][]string{abi.HookMessage: truncateMethodList()},
+				MessageMinBytes: minBytes,
+			}
+		},
 	}
 }
 
@@ -217,13 +226,7 @@ func binarySize(c *abi.Content) (int, string, string) {
 		if json.Unmarshal(c.Resource, &res) != nil || res.Blob == "" {
 			return 0, "", ""
 		}
-		n := len(res.Blob) / 4 * 3
-		if strings.HasSuffix(res.Blob, "==") {
-			n -= 2
-		} else if strings.HasSuffix(res.Blob, "=") {
-			n--
-		}
-		return n, "resource blob", res.MimeType
+		return base64Size(res.Blob), "resource blob", res.MimeType
 	}
 	return 0, "", ""
 }

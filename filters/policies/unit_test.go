@@ -200,3 +200,74 @@ func FuzzParseObject(f *testing.F) {
 		}
 	})
 }
+
+// TestFilterMethods checks the methods allow and deny ask the host for:
+// every method whose answer a configuration may change, and no other.
+func TestFilterMethods(t *testing.T) {
+	all := append(append([]string{}, clientRequests...), upstreamRequests...)
+	tests := []struct {
+		policy        string
+		config        map[string]string
+		list, request []string
+	}{
+		{"allow", map[string]string{"tools": `["*"]`}, listMethods, clientRequests},
+		{"allow", map[string]string{"methods": `[]`}, listMethods, all},
+		{"deny", map[string]string{"tools": `["*"]`}, nil, nil},
+		{"deny", map[string]string{"servers": `[]`}, nil, nil},
+		{"deny", map[string]string{"servers": `["shell"]`}, listMethods, all},
+		{"deny", map[string]string{"prompts": `["*"]`}, []string{"prompts/list"}, []string{"prompts/get", "completion/complete"}},
+		{"deny", map[string]string{"resources": `["*"]`}, []string{"resources/list", "resources/templates/list"},
+			[]string{"resources/read", "resources/subscribe", "completion/complete"}},
+		{"deny", map[string]string{"methods": `["sampling/*", "resources/templates/*"]`}, []string{"resources/templates/list"}, []string{"sampling/createMessage"}},
+		{"deny", map[string]string{"methods": `["*"]`}, listMethods, all},
+	}
+	for _, tt := range tests {
+		p, err := New(tt.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Configure(func(k string) (string, bool) { v, ok := tt.config[k]; return v, ok }); err != nil {
+			t.Fatalf("%s %v: %v", tt.policy, tt.config, err)
+		}
+		h := p.Hints()
+		if got := h.Methods["list"]; strings.Join(got, ",") != strings.Join(tt.list, ",") {
+			t.Errorf("%s %v: list methods %v, want %v", tt.policy, tt.config, got, tt.list)
+		}
+		if got := h.Methods["request"]; strings.Join(got, ",") != strings.Join(tt.request, ",") {
+			t.Errorf("%s %v: request methods %v, want %v", tt.policy, tt.config, got, tt.request)
+		}
+	}
+}
+
+func TestTemplateGlob(t *testing.T) {
+	tests := []struct {
+		tmpl, uri string
+		want      bool
+	}{
+		{"notes://inbox/{id}", "notes://inbox/42", true},
+		{"notes://inbox/{id}", "notes://inbox/", true}, // loosely: an expression may expand to nothing
+		{"notes://inbox/{id}", "notes://archive/42", false},
+		{"notes://inbox/{id}", "notes://inbox/{id}", true},
+		{"file:///srv/{+path}{?q}", "file:///srv/a/b.txt?q=1", true},
+		{"db://{schema}/tables/{table}", "db://public/tables/users", true},
+		{"db://{schema}/tables/{table}", "db://public/views/users", false},
+		{"a{b", "a{b", false}, // no closed expression: not a template
+		{"notes://inbox/1", "notes://inbox/1", false},
+	}
+	for _, tt := range tests {
+		g, ok := templateGlob(tt.tmpl)
+		if got := ok && g.match(tt.uri); got != tt.want {
+			t.Errorf("template %q on %q = %v, want %v", tt.tmpl, tt.uri, got, tt.want)
+		}
+	}
+}
+
+// TestBase64Size checks the decoded size truncate reads from
+// base64 text, which decides what it removes.
+func TestBase64Size(t *testing.T) {
+	for s, want := range map[string]int{"": 0, "aGk=": 2, "aGVsbG8gd29ybGQ=": 11, "aGVsbG8=": 5, "aGVs": 3, "==": 0, "=": 0} {
+		if got := base64Size(s); got != want {
+			t.Errorf("base64Size(%q) = %d, want %d", s, got, want)
+		}
+	}
+}

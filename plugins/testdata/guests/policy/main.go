@@ -120,6 +120,12 @@ func describe() int32 {
 		hooks = strings.Split(h, ",")
 	}
 	d := abi.Describe{ABI: cfg("abi", abi.Version), Name: name(), Version: version(), Hooks: hooks}
+	if h := cfg("hints", ""); h != "" {
+		d.Hints = new(abi.Hints)
+		if err := json.Unmarshal([]byte(h), d.Hints); err != nil {
+			return fail(err)
+		}
+	}
 	if err := pdk.OutputJSON(d); err != nil {
 		return fail(err)
 	}
@@ -265,6 +271,102 @@ func toolResult() int32 {
 			out.Result = &abi.CallToolResult{}
 		}
 		out.Result.Content = append(out.Result.Content, abi.Content{Type: "text", Text: name() + "@" + version()})
+	}
+	if err := pdk.OutputJSON(out); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+//go:wasmexport mcphost_list
+func list() int32 {
+	m := mode("list")
+	if rc, ok := hostile(m); ok {
+		return rc
+	}
+	var in abi.ListInput
+	if err := json.Unmarshal(pdk.Input(), &in); err != nil {
+		return fail(err)
+	}
+	drop := map[string]bool{}
+	for _, n := range strings.Split(cfg("drop", ""), ",") {
+		drop[n] = true
+	}
+	out := abi.ListOutput{Items: []abi.Item{}}
+	for _, it := range in.Items {
+		if drop[it.Name] {
+			continue
+		}
+		if m == "tag" {
+			var v map[string]any
+			if err := json.Unmarshal(it.Item, &v); err != nil {
+				return fail(err)
+			}
+			v["description"] = name() + "@" + version() + " " + in.Method
+			it.Item, _ = json.Marshal(v)
+		}
+		out.Items = append(out.Items, it)
+	}
+	switch m {
+	case "foreign":
+		out.Items = append(out.Items, abi.Item{Server: "nowhere", Name: "smuggled", Item: json.RawMessage(`{}`)})
+	case "twice":
+		out.Items = append(out.Items, out.Items...)
+	case "reverse":
+		for i, j := 0, len(out.Items)-1; i < j; i, j = i+1, j-1 {
+			out.Items[i], out.Items[j] = out.Items[j], out.Items[i]
+		}
+	}
+	if err := pdk.OutputJSON(out); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+//go:wasmexport mcphost_request
+func request() int32 {
+	m := mode("request")
+	if rc, ok := hostile(m); ok {
+		return rc
+	}
+	var in abi.RequestInput
+	if err := json.Unmarshal(pdk.Input(), &in); err != nil {
+		return fail(err)
+	}
+	d := abi.RequestDecision{Action: abi.ActionAllow}
+	switch {
+	case m == "deny", m == "deny-name" && in.Name == cfg("name.deny", ""):
+		d = abi.RequestDecision{Action: abi.ActionDeny, Reason: cfg("reason", "denied "+in.Method+" "+in.Name+" by "+name())}
+	case m == "badaction":
+		d.Action = "rewrite"
+	}
+	if err := pdk.OutputJSON(d); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+//go:wasmexport mcphost_message
+func message() int32 {
+	m := mode("message")
+	if rc, ok := hostile(m); ok {
+		return rc
+	}
+	var in abi.MessageInput
+	if err := json.Unmarshal(pdk.Input(), &in); err != nil {
+		return fail(err)
+	}
+	var out abi.MessageOutput
+	switch m {
+	case "unchanged":
+		out.Unchanged = true
+	case "notobject":
+		out.Message = json.RawMessage(`[1]`)
+	case "both":
+		out.Message, out.Unchanged = in.Message, true
+	default:
+		// Replaces the word "secret" wherever it is, and says who did.
+		out.Message = bytes.ReplaceAll(in.Message, []byte("secret"), []byte(name()+"@"+version()))
 	}
 	if err := pdk.OutputJSON(out); err != nil {
 		return fail(err)
