@@ -86,6 +86,10 @@ type Listen struct {
 	// may call besides the defaults: the request's own host, and loopback
 	// origins on a loopback listener. See ParseOrigin.
 	AllowedOrigins []string
+
+	// TLSCert and TLSKey, both set, serve HTTPS with this certificate and
+	// key (PEM files), which are read again when they change.
+	TLSCert, TLSKey string
 }
 
 // ServerConfig describes one upstream MCP server.
@@ -187,6 +191,9 @@ func (c Config) WithDefaults() Config {
 // positions before a Config is ever built.)
 func (c Config) Validate() error {
 	var errs []error
+	if (c.Listen.TLSCert == "") != (c.Listen.TLSKey == "") {
+		errs = append(errs, errors.New("host: listen: set both tls_cert and tls_key, or neither"))
+	}
 	for _, o := range c.Listen.AllowedOrigins {
 		if _, err := ParseOrigin(o); err != nil {
 			errs = append(errs, fmt.Errorf("host: listen: allowed_origins: %w", err))

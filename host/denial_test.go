@@ -15,7 +15,7 @@ import (
 
 // rudePolicy denies echo with a reason full of raw bytes and fails every
 // other call with an engine-style error that carries a stack trace.
-type rudePolicy struct{}
+type rudePolicy struct{ ToolsOnly }
 
 func (rudePolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	return in.Tools, nil

@@ -24,7 +24,7 @@ import (
 // callerPolicy is a native Go policy whose listing depends on the caller:
 // it hides echo from every client but "alice" and titles each tool with the
 // caller's session, so a view served to the wrong caller shows.
-type callerPolicy struct{}
+type callerPolicy struct{ ToolsOnly }
 
 func (callerPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	var out []abi.Tool
@@ -301,7 +301,10 @@ func TestParseFastList(t *testing.T) {
 // metaPolicy titles every tool with the caller's _meta and counts its
 // listings, so a view served for the wrong _meta, or computed again,
 // shows.
-type metaPolicy struct{ lists *atomic.Int64 }
+type metaPolicy struct {
+	ToolsOnly
+	lists *atomic.Int64
+}
 
 func (p metaPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	p.lists.Add(1)
@@ -327,7 +330,7 @@ func (metaPolicy) Generation() uint64 { return 1 }
 // policies run once per distinct _meta (the progress token aside).
 func TestFastListWithMeta(t *testing.T) {
 	var lists atomic.Int64
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: metaPolicy{&lists}})
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: metaPolicy{lists: &lists}})
 	url := httptestServer(t, h) + "/mcp"
 	_, s := connectAs(t, url, "c")
 	for i, meta := range []string{`{"trace":"t1"}`, `{"progressToken":5,"trace":"t1"}`, `{"progressToken":"x","trace":"t1"}`, `{"trace":"t2","n":1.50}`, `{}`, `null`} {

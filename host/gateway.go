@@ -125,12 +125,11 @@ func (h *Host) send() mcp.Middleware {
 				}
 				out.Meta[k] = v
 			}
-			req = &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: &out}
 			// The go-sdk writes an update to each subscribed session in
 			// turn, on the upstream's notification handler: queued here, a
 			// client that stopped reading holds up neither (outbox.go).
-			h.notify(ss, note{kind: noteResourceUpdated, ctx: context.Background(), send: func(ctx context.Context) error {
-				_, err := next(ctx, method, req)
+			h.notify(ss, note{kind: noteResourceUpdated, ctx: context.Background(), server: h.resourceOwner(p.URI), updated: &out, send: func(ctx context.Context, n note) error {
+				_, err := next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: n.updated})
 				return err
 			}})
 			return nil, nil
@@ -213,24 +212,34 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 			r.Capabilities = h.capabilities()
 		}
 		return res, err
-	case "prompts/list":
-		return listAnswer(req, h.listPrompts(), false), nil
+	case "prompts/list", "resources/list", "resources/templates/list":
+		var res mcp.Result
+		var err error
+		caller := callerOf(req, transport)
+		switch method {
+		case "prompts/list":
+			res, err = h.listPrompts(ctx, caller)
+		case "resources/list":
+			res, err = h.listResources(ctx, caller)
+		default:
+			res, err = h.listResourceTemplates(ctx, caller)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return listAnswer(req, res, h.wantsMethod(abi.HookList, method)), nil
 	case "prompts/get":
 		r, ok := req.(*mcp.GetPromptRequest)
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
 		}
-		return h.getPrompt(ctx, ss, r.Params)
-	case "resources/list":
-		return listAnswer(req, h.listResources(), false), nil
-	case "resources/templates/list":
-		return listAnswer(req, h.listResourceTemplates(), false), nil
+		return h.getPrompt(ctx, callerOf(req, transport), ss, r.Params)
 	case "resources/read":
 		r, ok := req.(*mcp.ReadResourceRequest)
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
 		}
-		return h.readResource(ctx, ss, r.Params)
+		return h.readResource(ctx, callerOf(req, transport), ss, r.Params)
 	case "logging/setLevel":
 		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
 			h.setLevel(ctx, ss, r.Params.Level)
@@ -271,6 +280,23 @@ func callerOf(req mcp.Request, transport string) abi.Caller {
 		c.Identity = id
 	}
 	return c
+}
+
+// requestCaller is callerOf for a request the go-sdk hands to a handler
+// (completion, subscriptions), which does not say the transport: the
+// session table does.
+func (h *Host) requestCaller(req mcp.Request) abi.Caller {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return callerOf(req, h.transportOf(ss))
+}
+
+// transportOf returns the transport of a downstream session, or
+// DownstreamEmbedded for one the host does not track.
+func (h *Host) transportOf(ss *mcp.ServerSession) string {
+	if d, _ := h.sessions.lookup(ss); d != nil {
+		return d.transport
+	}
+	return DownstreamEmbedded
 }
 
 // sessionCaller describes the client of a downstream session (nil: none)

@@ -69,6 +69,12 @@ type Host struct {
 	servers        serverSet
 	closeOnce      sync.Once
 	closed         atomic.Bool
+	namingLog      conditionLog // tool naming problems, said once
+	featuresLog    conditionLog // prompt and resource problems, said once
+	refusedLog     conditionLog // kinds of server-to-client requests refused, said once
+	lists          listCache    // answers of the list hook
+	reloadMu       sync.Mutex
+	reload         *ReloadStatus // the latest, for GET /status
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -197,7 +203,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	}
 	r, ok := v.routes[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+		return h.hiddenCall(ctx, caller, name, args)
 	}
 	u := h.upstreamNamed(r.server)
 	if u == nil { // removed by a reload since the view was built
@@ -215,6 +221,9 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		switch d.Action {
 		case abi.ActionAllow, "":
 		case abi.ActionDeny:
+			if d.Hidden {
+				return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+			}
 			reason := d.Reason
 			if reason == "" {
 				reason = "denied by policy"
@@ -340,9 +349,7 @@ func (h *Host) toolsChanged(string) {
 	}
 	h.catPrint = print
 	h.cat.Store(next)
-	for _, p := range next.issues {
-		h.log.Warn("tool naming", "server", p.Server, "tool", p.Tool, "problem", p.Err)
-	}
+	logProblems(&h.namingLog, h.log, "tool naming", next.issues)
 	h.log.Debug("catalog rebuilt", "version", next.version, "tools", len(next.tools))
 	h.servers.toolsChanged()
 }
@@ -354,19 +361,29 @@ func fingerprint(tools []abi.Tool) [32]byte {
 
 // NotifyPolicyChanged tells the host that its Policy's behaviour changed
 // (a plugin was swapped): cached views are dropped and clients are sent
-// notifications/tools/list_changed.
+// notifications/tools/list_changed, and the prompts and resources ones
+// where the gateway offers them.
 func (h *Host) NotifyPolicyChanged() {
 	var gen uint64
 	if h.policy != nil {
 		gen = h.policy.Generation()
 	}
 	h.views.clear(gen)
+	h.lists.clear()
 	h.servers.toolsChanged()
+	// The list hook may now show other prompts and resources.
+	caps := h.capabilities()
+	if caps.Prompts != nil {
+		h.servers.promptsChanged()
+	}
+	if caps.Resources != nil {
+		h.servers.resourcesChanged()
+	}
 }
 
 // progress routes an upstream's progress notification to the downstream
 // request it belongs to.
-func (h *Host) upstreamProgress(_ context.Context, p *mcp.ProgressNotificationParams) {
+func (h *Host) upstreamProgress(_ context.Context, u *upstream, p *mcp.ProgressNotificationParams) {
 	t, ok := h.progressRoutes.lookup(p.ProgressToken)
 	if !ok {
 		return
@@ -374,7 +391,7 @@ func (h *Host) upstreamProgress(_ context.Context, p *mcp.ProgressNotificationPa
 	out := *p
 	out.ProgressToken = t.token
 	out.Meta = nil
-	h.notify(t.session, note{kind: noteProgress, ctx: t.ctx, progress: &out})
+	h.notify(t.session, note{kind: noteProgress, ctx: t.ctx, server: u.cfg.Name, progress: &out})
 }
 
 // Close ends every upstream session and process and waits for them.

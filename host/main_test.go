@@ -60,7 +60,7 @@ func stdioServer(name string, args ...string) ServerConfig {
 }
 
 // startHost builds and starts a host and closes it when the test ends.
-func startHost(t *testing.T, cfg Config, opts *Options) *Host {
+func startHost(t testing.TB, cfg Config, opts *Options) *Host {
 	t.Helper()
 	if opts == nil {
 		opts = &Options{}

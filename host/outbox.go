@@ -71,11 +71,14 @@ func (k noteKind) String() string {
 type note struct {
 	kind     noteKind
 	ctx      context.Context
+	server   string // the upstream it came from, for policies; "" if unknown
 	log      *mcp.LoggingMessageParams
 	progress *mcp.ProgressNotificationParams
+	updated  *mcp.ResourceUpdatedNotificationParams
 	// send writes the other kinds (their go-sdk calls differ: a resource
-	// update is written by the sending middleware's next handler).
-	send func(context.Context) error
+	// update is written by the sending middleware's next handler), with
+	// the note as governed (its updated params possibly replaced).
+	send func(context.Context, note) error
 }
 
 type outboxWaiter struct {
@@ -97,6 +100,9 @@ type outboxSender struct {
 	id         string
 	stuckAfter time.Duration
 	log        hclog.Logger
+	// govern runs the policy's message hook over a note on the writer
+	// goroutine, off the upstream's read loop; false drops the note.
+	govern func(note) (note, bool)
 }
 
 // push queues n, or drops or coalesces it when the queue is full. It never
@@ -212,6 +218,12 @@ func (o *outbox) send(s outboxSender, n note) error {
 	// call's, which may have passed while the note waited, and the call's
 	// response waits for it (flush), so the stream is still open.
 	ctx := context.WithoutCancel(n.ctx)
+	if s.govern != nil {
+		var ok bool
+		if n, ok = s.govern(n); !ok {
+			return nil
+		}
+	}
 	var err error
 	switch n.kind {
 	case noteLog:
@@ -219,7 +231,7 @@ func (o *outbox) send(s outboxSender, n note) error {
 	case noteProgress:
 		err = s.ss.NotifyProgress(ctx, n.progress)
 	default:
-		err = n.send(ctx)
+		err = n.send(ctx, n)
 	}
 	if err != nil {
 		s.log.Debug("forwarding a notification failed", "session", s.id, "kind", n.kind.String(), "error", err)

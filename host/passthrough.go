@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
 )
 
 // Everything but tools passes through here: prompts and resources are
@@ -33,10 +37,33 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 		defer h.calls.enter(cs, ss, ctx)()
 	}
 	err = fn(ctx, cs)
-	if errors.Is(err, mcp.ErrConnectionClosed) {
+	if transportFailed(err) {
 		u.lost(cs, err) // do not hand the dead session to the next call
 	}
 	return err
+}
+
+// codeRejectedByTransport is the go-sdk's JSON-RPC code for a message its
+// transport could not deliver.
+const codeRejectedByTransport = -32005
+
+// transportFailed reports whether err says the connection to an upstream
+// is gone, rather than that the server answered with an error or the call
+// ran out of time: a closed connection, or, over HTTP, a request that
+// could not reach the server at all.
+func transportFailed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		// The go-sdk's HTTP client reports a request it could not deliver
+		// (connection refused, session gone) as this code.
+		return werr.Code == codeRejectedByTransport
+	}
+	var op *net.OpError
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &op) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a
@@ -72,15 +99,27 @@ func rpcError(server string, err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %s", server, errorText(err))}
 }
 
-func (h *Host) listPrompts() *mcp.ListPromptsResult {
-	return &mcp.ListPromptsResult{Prompts: h.feats.Load().prompts}
+// listPrompts is prompts/list: the snapshot, through the list hook.
+func (h *Host) listPrompts(ctx context.Context, caller abi.Caller) (*mcp.ListPromptsResult, error) {
+	f := h.feats.Load()
+	prompts, err := governList(ctx, h, caller, abi.MethodPromptsList, f.promptPrint, f.prompts,
+		func(p *mcp.Prompt) string { return f.promptRoutes[p.Name].server },
+		func(p *mcp.Prompt) string { return p.Name },
+		func(p *mcp.Prompt, name string) { p.Name = name })
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListPromptsResult{Prompts: prompts}, nil
 }
 
-func (h *Host) getPrompt(ctx context.Context, ss *mcp.ServerSession, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+func (h *Host) getPrompt(ctx context.Context, caller abi.Caller, ss *mcp.ServerSession, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	r, ok := h.feats.Load().promptRoutes[p.Name]
 	u := h.upstreamNamed(r.server)
 	if !ok || u == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", p.Name)}
+		return nil, unknownPrompt(p.Name)
+	}
+	if err := h.admit(ctx, caller, abi.MethodPromptsGet, r.server, p.Name, p, unknownPrompt(p.Name)); err != nil {
+		return nil, err
 	}
 	params := *p
 	params.Name = r.tool
@@ -95,15 +134,38 @@ func (h *Host) getPrompt(ctx context.Context, ss *mcp.ServerSession, p *mcp.GetP
 	if err != nil {
 		return nil, rpcError(r.server, err)
 	}
-	return res, nil
+	return governMessage(ctx, h, caller, abi.MethodPromptsGet, r.server, p.Name, res)
 }
 
-func (h *Host) listResources() *mcp.ListResourcesResult {
-	return &mcp.ListResourcesResult{Resources: h.feats.Load().resources}
+// unknownPrompt is the answer for a prompt name nothing serves.
+func unknownPrompt(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
 }
 
-func (h *Host) listResourceTemplates() *mcp.ListResourceTemplatesResult {
-	return &mcp.ListResourceTemplatesResult{ResourceTemplates: h.feats.Load().templates}
+// listResources is resources/list: the snapshot, through the list hook.
+func (h *Host) listResources(ctx context.Context, caller abi.Caller) (*mcp.ListResourcesResult, error) {
+	f := h.feats.Load()
+	res, err := governList(ctx, h, caller, abi.MethodResourcesList, f.resPrint, f.resources,
+		func(r *mcp.Resource) string { return f.byURI[r.URI] },
+		func(r *mcp.Resource) string { return r.URI },
+		func(r *mcp.Resource, uri string) { r.URI = uri })
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListResourcesResult{Resources: res}, nil
+}
+
+// listResourceTemplates is resources/templates/list, through the list hook.
+func (h *Host) listResourceTemplates(ctx context.Context, caller abi.Caller) (*mcp.ListResourceTemplatesResult, error) {
+	f := h.feats.Load()
+	ts, err := governList(ctx, h, caller, abi.MethodResourceTemplatesList, f.resPrint, f.templates,
+		func(t *mcp.ResourceTemplate) string { return f.templateOwner[t.URITemplate] },
+		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
+		func(t *mcp.ResourceTemplate, tmpl string) { t.URITemplate = tmpl })
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts}, nil
 }
 
 // resourceUpstream routes a URI to its server.
@@ -119,9 +181,13 @@ func (h *Host) resourceUpstream(uri string) (*upstream, error) {
 	return u, nil
 }
 
-func (h *Host) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+func (h *Host) readResource(ctx context.Context, caller abi.Caller, ss *mcp.ServerSession, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	u, err := h.resourceUpstream(p.URI)
 	if err != nil {
+		return nil, err
+	}
+	server := u.cfg.Name
+	if err := h.admit(ctx, caller, abi.MethodResourcesRead, server, p.URI, p, mcp.ResourceNotFoundError(p.URI)); err != nil {
 		return nil, err
 	}
 	params := *p
@@ -134,9 +200,9 @@ func (h *Host) readResource(ctx context.Context, ss *mcp.ServerSession, p *mcp.R
 		return err
 	})
 	if err != nil {
-		return nil, rpcError(u.cfg.Name, err)
+		return nil, rpcError(server, err)
 	}
-	return res, nil
+	return governMessage(ctx, h, caller, abi.MethodResourcesRead, server, p.URI, res)
 }
 
 // subscribe forwards resources/subscribe. A shared session is subscribed
@@ -150,6 +216,9 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		return err
 	}
 	ss := req.Session
+	if err := h.admit(ctx, h.requestCaller(req), abi.MethodResourcesSubscribe, u.cfg.Name, uri, req.Params, mcp.ResourceNotFoundError(uri)); err != nil {
+		return err
+	}
 	if u.cfg.Sessions == SessionsPerClient {
 		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
 			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
@@ -223,11 +292,13 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	p.Ref = &ref
 	f := h.feats.Load()
 	var u *upstream
+	name := ref.Name
+	notFound := unknownPrompt(ref.Name)
 	switch ref.Type {
 	case "ref/prompt":
 		r, ok := f.promptRoutes[ref.Name]
 		if u = h.upstreamNamed(r.server); !ok || u == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+			return nil, notFound
 		}
 		ref.Name = r.tool
 	case "ref/resource":
@@ -241,8 +312,13 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 		if u = h.upstreamNamed(server); u == nil {
 			return nil, mcp.ResourceNotFoundError(ref.URI)
 		}
+		name, notFound = ref.URI, mcp.ResourceNotFoundError(ref.URI)
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
+	}
+	caller := h.requestCaller(req)
+	if err := h.admit(ctx, caller, abi.MethodComplete, u.cfg.Name, name, req.Params, notFound); err != nil {
+		return nil, err
 	}
 	meta, done := h.upstreamMeta(ctx, req.Session, p.Meta)
 	defer done()
@@ -255,7 +331,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	if err != nil {
 		return nil, rpcError(u.cfg.Name, err)
 	}
-	return res, nil
+	return governMessage(ctx, h, caller, abi.MethodComplete, u.cfg.Name, name, res)
 }
 
 // setLevel forwards logging/setLevel. A per-client session gets its
@@ -336,9 +412,7 @@ func (h *Host) featuresChanged(string) {
 	old := h.feats.Load()
 	next := buildFeatures(tcfg, rcfg, sfs)
 	h.feats.Store(next)
-	for _, p := range next.issues {
-		h.log.Warn("prompts and resources", "server", p.Server, "item", p.Tool, "problem", p.Err)
-	}
+	logProblems(&h.featuresLog, h.log, "prompts and resources", next.issues)
 	if next.promptPrint != old.promptPrint {
 		h.servers.promptsChanged()
 	}
@@ -462,8 +536,22 @@ func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.
 func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error) {
 	ss, callCtx, err := h.clientFor(u, cs, method)
 	if err != nil {
-		h.log.Warn("server-to-client request refused", "server", u.cfg.Name, "method", method, "error", err)
+		// Servers ask at every connect (roots/list, before any client
+		// call): said once per server and method, then at debug.
+		if h.refusedLog.once(u.cfg.Name + "\x00" + method) {
+			h.log.Warn("server-to-client request refused (said once per server and method)", "server", u.cfg.Name, "method", method, "error", err)
+		} else {
+			h.log.Debug("server-to-client request refused", "server", u.cfg.Name, "method", method, "error", err)
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	// What an upstream asks of a client goes through the request hook (a
+	// policy may refuse it) and, where it carries text the client shows or
+	// hands to its model, the message hook.
+	caller, server := sessionCaller(ss, h.transportOf(ss)), u.cfg.Name
+	if err := h.admit(ctx, caller, method, server, "", req.GetParams(), nil); err != nil {
+		h.log.Info("server-to-client request refused by policy", "server", server, "method", method, "error", err)
+		return nil, err
 	}
 	// The downstream request ends when the upstream cancels its request too.
 	dctx, cancel := context.WithCancel(callCtx)
@@ -472,12 +560,20 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 	var res mcp.Result
 	switch r := req.(type) {
 	case *mcp.CreateMessageWithToolsRequest:
-		res, err = ss.CreateMessageWithTools(dctx, r.Params)
-	case *mcp.ElicitRequest:
-		if r.Params != nil && r.Params.ElicitationID != "" {
-			h.elicitations.put(r.Params.ElicitationID, ss)
+		p, gerr := governMessage(ctx, h, caller, method, server, "", r.Params)
+		if gerr != nil {
+			return nil, gerr
 		}
-		res, err = ss.Elicit(dctx, r.Params)
+		res, err = ss.CreateMessageWithTools(dctx, p)
+	case *mcp.ElicitRequest:
+		p, gerr := governMessage(ctx, h, caller, method, server, "", r.Params)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if p != nil && p.ElicitationID != "" {
+			h.elicitations.put(p.ElicitationID, ss)
+		}
+		res, err = ss.Elicit(dctx, p)
 	case *mcp.ListRootsRequest:
 		res, err = ss.ListRoots(dctx, r.Params)
 	default:
@@ -505,11 +601,11 @@ func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMes
 	// Queued, never written here: this runs on the upstream's read loop,
 	// which a client that does not read must not hold up (outbox.go).
 	if ss, ctx, err := h.clientFor(u, cs, "a log message"); err == nil {
-		h.notify(ss, note{kind: noteLog, ctx: ctx, log: &out})
+		h.notify(ss, note{kind: noteLog, ctx: ctx, server: u.cfg.Name, log: &out})
 		return
 	}
 	for _, ss := range h.sessions.logging() {
-		h.notify(ss, note{kind: noteLog, ctx: context.Background(), log: &out})
+		h.notify(ss, note{kind: noteLog, ctx: context.Background(), server: u.cfg.Name, log: &out})
 	}
 }
 
@@ -539,7 +635,7 @@ func (h *Host) elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.El
 		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.cfg.Name, "id", p.ElicitationID)
 		return
 	}
-	h.notify(ss, note{kind: noteElicitationComplete, ctx: context.Background(), send: func(ctx context.Context) error {
+	h.notify(ss, note{kind: noteElicitationComplete, ctx: context.Background(), send: func(ctx context.Context, _ note) error {
 		return ss.NotifyElicitationComplete(ctx, p)
 	}})
 }

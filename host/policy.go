@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -19,6 +20,16 @@ type Policy interface {
 	ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error)
 	// ToolResult transforms an upstream result before the caller sees it.
 	ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error)
+	// List returns the prompts, resources or resource templates (in.Method
+	// says which) the caller sees, in order.
+	List(ctx context.Context, in *abi.ListInput) ([]abi.Item, error)
+	// Request admits or denies a request other than tools/call: a
+	// client's to an upstream, or an upstream's to a client.
+	Request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error)
+	// Message transforms content on its way to the client: a result, a
+	// notification's params, or an upstream request's params, as JSON. It
+	// returns in.Message itself (the same slice) when it left it as it was.
+	Message(ctx context.Context, in *abi.MessageInput) (json.RawMessage, error)
 	// Generation changes whenever the policy's behaviour may have changed,
 	// so cached tools/list answers can be told apart.
 	Generation() uint64
@@ -30,6 +41,13 @@ type Policy interface {
 // input, which for results means encoding and decoding the whole result.
 type hookWanter interface {
 	Wants(hook string) bool
+}
+
+// methodWanter is implemented by policies that can tell whether they would
+// run one of the hooks of every other method (list, request, message) for
+// a method; the host then skips encoding what it would pass.
+type methodWanter interface {
+	WantsMethod(hook, method string) bool
 }
 
 // resultKeeper is implemented by policies whose ToolResult never modifies
@@ -48,6 +66,17 @@ func (h *Host) keepsResults() bool {
 	return ok && k.KeepsResults()
 }
 
+// wantsMethod reports whether the policy may act on hook for method.
+func (h *Host) wantsMethod(hook, method string) bool {
+	if h.policy == nil {
+		return false
+	}
+	if w, ok := h.policy.(methodWanter); ok {
+		return w.WantsMethod(hook, method)
+	}
+	return true
+}
+
 // wants reports whether the policy may act on hook.
 func (h *Host) wants(hook string) bool {
 	if h.policy == nil {
@@ -58,3 +87,24 @@ func (h *Host) wants(hook string) bool {
 	}
 	return true
 }
+
+// ToolsOnly, embedded in a Policy that governs tools alone, lets every
+// other method through unchanged, at no cost: the host sees that it wants
+// none of them.
+type ToolsOnly struct{}
+
+// List passes a listing through.
+func (ToolsOnly) List(_ context.Context, in *abi.ListInput) ([]abi.Item, error) { return in.Items, nil }
+
+// Request allows every request.
+func (ToolsOnly) Request(context.Context, *abi.RequestInput) (*abi.RequestDecision, error) {
+	return &abi.RequestDecision{Action: abi.ActionAllow}, nil
+}
+
+// Message passes a message through.
+func (ToolsOnly) Message(_ context.Context, in *abi.MessageInput) (json.RawMessage, error) {
+	return in.Message, nil
+}
+
+// WantsMethod is false: no hook of another method runs.
+func (ToolsOnly) WantsMethod(string, string) bool { return false }

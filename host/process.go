@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,8 +19,12 @@ import (
 )
 
 // stdioGrace is how long an upstream process has to exit on its own once its
-// stdin is closed, before it is signalled.
-const stdioGrace = 2 * time.Second
+// stdin is closed, before it is signalled (SIGTERM, then as long again
+// before SIGKILL). Many servers never exit when stdin closes, and a stdio
+// client that closes mcphost's stdin kills it soon after (the Python SDK
+// after 2 s): shutdown must be done by then, or the upstream's children
+// outlive it.
+const stdioGrace = 400 * time.Millisecond
 
 // stdioTransport starts an upstream server as a child process in its own
 // process group, so that closing the connection ends the server and every
@@ -28,6 +33,7 @@ type stdioTransport struct {
 	cfg    ServerConfig
 	log    hclog.Logger
 	stderr *tailWriter
+	pid    atomic.Int64 // the latest server process started, for status
 }
 
 func newStdioTransport(cfg ServerConfig, log hclog.Logger) *stdioTransport {
@@ -58,6 +64,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		cg.kill(0)
 		return nil, err
 	}
+	t.pid.Store(int64(cmd.Process.Pid))
 	return &groupConn{Connection: conn, pgid: cmd.Process.Pid, tag: tag, cgroup: cg}, nil
 }
 

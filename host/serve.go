@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ func (h *Host) Handler() http.Handler {
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		doc := StatusDocument{Servers: h.Statuses()}
+		doc := StatusDocument{Servers: h.Statuses(), Reload: h.reloadStatus()}
 		if h.policyStatus != nil {
 			doc.Plugins = h.policyStatus()
 		}
@@ -202,6 +203,14 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 	l := h.cfg.Listen
 	limited := newConnLimiter(ln, l.MaxConnections, h.log)
 	ln = limited
+	if l.TLSCert != "" {
+		certs, err := newCertReloader(l.TLSCert, l.TLSKey, h.log)
+		if err != nil {
+			limited.Close()
+			return err
+		}
+		ln = tls.NewListener(ln, &tls.Config{GetCertificate: certs.getCertificate, MinVersion: tls.VersionTLS12})
+	}
 	// Body reads and writes have per-request deadlines (limits.go); the
 	// server's own ReadTimeout and WriteTimeout would cut streams.
 	srv := &http.Server{
@@ -239,7 +248,7 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	srv := h.MCPServer(DownstreamStdio)
 	lw := &lockedWriter{w: w}
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: stdioFrames(r, lw), Writer: lw})
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: stdioFrames(ctx, r, lw), Writer: lw})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -250,4 +259,43 @@ func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser
 type StatusDocument struct {
 	Servers []Status `json:"servers"`
 	Plugins any      `json:"plugins,omitempty"`
+	// Reload is the latest reload, if there has been one.
+	Reload *ReloadStatus `json:"reload,omitempty"`
+}
+
+// ReloadStatus is the outcome of the latest reload, which the embedder
+// reports with NoteReload.
+type ReloadStatus struct {
+	At       time.Time `json:"at"`
+	Trigger  string    `json:"trigger"` // what started it: "config", "plugin files", ...
+	OK       bool      `json:"ok"`
+	Error    string    `json:"error,omitempty"`
+	LastOKAt time.Time `json:"lastOkAt,omitzero"`
+	// Failures counts the reloads that failed since the last that did not.
+	Failures int `json:"failures"`
+}
+
+// NoteReload records the outcome of a reload (err nil: it succeeded) for
+// GET /status, where a failed one stays until a later one succeeds.
+func (h *Host) NoteReload(trigger string, err error) {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	prev := h.reload
+	r := ReloadStatus{At: time.Now(), Trigger: trigger, OK: err == nil}
+	if prev != nil {
+		r.LastOKAt, r.Failures = prev.LastOKAt, prev.Failures
+	}
+	if err != nil {
+		r.Error = errorText(err)
+		r.Failures++
+	} else {
+		r.LastOKAt, r.Failures = r.At, 0
+	}
+	h.reload = &r
+}
+
+func (h *Host) reloadStatus() *ReloadStatus {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
+	return h.reload
 }

@@ -21,16 +21,19 @@ type sessionTable struct {
 }
 
 type downstream struct {
-	id    string
-	sse   bool // a legacy SSE session
-	level mcp.LoggingLevel
-	subs  map[string]string // URI -> server, on shared sessions; nil until the first
-	out   outbox            // notifications on their way to the client (outbox.go)
+	id        string
+	transport string // DownstreamHTTP, DownstreamSSE, ...
+	level     mcp.LoggingLevel
+	subs      map[string]string // URI -> server, on shared sessions; nil until the first
+	out       outbox            // notifications on their way to the client (outbox.go)
 }
+
+// sse reports whether d is a legacy SSE session.
+func (d *downstream) sse() bool { return d.transport == DownstreamSSE }
 
 // track registers ss the first time it is seen; it returns its entry and
 // whether it was new.
-func (t *sessionTable) track(ss *mcp.ServerSession, sse bool) (*downstream, bool) {
+func (t *sessionTable) track(ss *mcp.ServerSession, transport string) (*downstream, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -40,9 +43,9 @@ func (t *sessionTable) track(ss *mcp.ServerSession, sse bool) (*downstream, bool
 		return d, false
 	}
 	t.next++
-	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10), sse: sse}
+	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10), transport: transport}
 	t.m[ss] = d
-	if sse {
+	if d.sse() {
 		t.sse++
 	}
 	return d, true
@@ -64,7 +67,7 @@ func (t *sessionTable) remove(ss *mcp.ServerSession) *downstream {
 	defer t.mu.Unlock()
 	d := t.m[ss]
 	delete(t.m, ss)
-	if d != nil && d.sse {
+	if d != nil && d.sse() {
 		t.sse--
 	}
 	return d
@@ -178,7 +181,7 @@ func (h *Host) trackSession(ss *mcp.ServerSession, transport string) *downstream
 	if ss == nil {
 		return nil
 	}
-	d, isNew := h.sessions.track(ss, transport == DownstreamSSE)
+	d, isNew := h.sessions.track(ss, transport)
 	if isNew {
 		// A stdio client is the only one: when it stops reading, its
 		// notifications are dropped but its session is not closed.
@@ -210,7 +213,7 @@ func (h *Host) outboxSender(ss *mcp.ServerSession, d *downstream) outboxSender {
 	if stuck <= 0 {
 		stuck = defaultStuckAfter
 	}
-	return outboxSender{ss: ss, id: d.id, stuckAfter: stuck, log: h.log}
+	return outboxSender{ss: ss, id: d.id, stuckAfter: stuck, log: h.log, govern: h.governNote(ss, d.transport)}
 }
 
 // levelAllows reports whether a client that set level wants a message at

@@ -3,10 +3,12 @@ package host
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,16 +26,22 @@ import (
 const maxStdioLine = mcp.DefaultMaxLineLength
 
 // lockedWriter serialises whole-message writes from the go-sdk (one Write
-// per message) and from stdioFrames' error answers.
+// per message) and from stdioFrames' error answers, and tells calls which
+// of the client's requests have been answered.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	mu    sync.Mutex
+	w     io.WriteCloser
+	calls *pendingCalls
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	l.mu.Unlock()
+	if err == nil && l.calls != nil {
+		l.calls.answered(p)
+	}
+	return n, err
 }
 
 func (l *lockedWriter) Close() error { return l.w.Close() }
@@ -41,44 +49,215 @@ func (l *lockedWriter) Close() error { return l.w.Close() }
 // stdioFrames returns the reader the go-sdk should read: the lines of r
 // that are JSON-RPC messages (or batches of them), one per line. Other
 // lines are answered on w and dropped. The returned reader ends when r
-// does; closing it stops the copy at the next line.
-func stdioFrames(r io.ReadCloser, w io.Writer) io.ReadCloser {
+// does, once every request read has been answered on w (or ctx ends): the
+// go-sdk ends the session at the end of its input, and a client that
+// writes its requests and closes its end must still get the answers.
+// Closing the reader stops the copy at the next line.
+func stdioFrames(ctx context.Context, r io.ReadCloser, w *lockedWriter) io.ReadCloser {
 	pr, pw := io.Pipe()
+	w.calls = newPendingCalls()
+	f := &frameReader{PipeReader: pr, src: r, closed: make(chan struct{})}
 	go func() {
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
 			line, tooLong, err := readLine(br, maxStdioLine)
 			if len(line) > 0 || tooLong {
-				if ans := checkFrame(line, tooLong); ans != nil {
+				msgs, ans := checkFrame(line, tooLong)
+				if ans != nil {
 					if _, werr := w.Write(ans); werr != nil {
 						pw.CloseWithError(werr)
 						return
 					}
-				} else if _, werr := pw.Write(append(line, '\n')); werr != nil {
-					return // the session ended
+				} else {
+					w.calls.read(msgs)
+					if _, werr := pw.Write(append(line, '\n')); werr != nil {
+						return // the session ended
+					}
 				}
 			}
 			if err != nil {
 				if errors.Is(err, io.EOF) {
 					err = nil
+					w.calls.wait(ctx, f.closed)
 				}
 				pw.CloseWithError(err) // nil: EOF for the go-sdk
 				return
 			}
 		}
 	}()
-	return &frameReader{PipeReader: pr, src: r}
+	return f
 }
 
 // frameReader closes the client's stream too, so that the copy ends.
 type frameReader struct {
 	*io.PipeReader
-	src io.Closer
+	src       io.Closer
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 func (f *frameReader) Close() error {
+	f.closeOnce.Do(func() { close(f.closed) })
 	f.PipeReader.Close()
 	return f.src.Close()
+}
+
+// pendingCalls is the set of a stdio client's requests not yet answered,
+// by ID.
+type pendingCalls struct {
+	mu   sync.Mutex
+	ids  map[string]bool
+	idle chan struct{} // closed when ids becomes empty; nil when nobody waits
+}
+
+func newPendingCalls() *pendingCalls { return &pendingCalls{ids: make(map[string]bool)} }
+
+// idKey is the key of a JSON-RPC ID: "n:" and the number, or "s:" and the
+// string.
+func idKey(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case int64:
+		return "n:" + strconv.FormatInt(v, 10)
+	case string:
+		return "s:" + v
+	}
+	return ""
+}
+
+// read records the requests among msgs, and forgets those the client
+// cancelled (the go-sdk does not answer them).
+func (c *pendingCalls) read(msgs []jsonrpc.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		if req.IsCall() {
+			c.ids[idKey(req.ID)] = true
+			continue
+		}
+		if req.Method == "notifications/cancelled" {
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					c.doneLocked(idKey(id))
+				}
+			}
+		}
+	}
+}
+
+// answered forgets the requests a message written to the client answers:
+// one response, or a batch of them.
+func (c *pendingCalls) answered(p []byte) {
+	var keys []string
+	if t := bytes.TrimSpace(p); len(t) > 0 && t[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(t, &batch) != nil {
+			return
+		}
+		for _, m := range batch {
+			if k, ok := decodedResponseID(m); ok {
+				keys = append(keys, k)
+			}
+		}
+	} else if k, ok := responseID(p); ok {
+		keys = append(keys, k)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		c.doneLocked(k)
+	}
+}
+
+func (c *pendingCalls) doneLocked(key string) {
+	delete(c.ids, key)
+	if len(c.ids) == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// wait returns once every request read has been answered, or ctx ends,
+// or stop is closed.
+func (c *pendingCalls) wait(ctx context.Context, stop <-chan struct{}) {
+	c.mu.Lock()
+	if len(c.ids) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+
+	c.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-stop:
+	}
+}
+
+// responseID returns the key of the request a message the go-sdk writes
+// answers; ok is false for anything but a response. The go-sdk writes
+// {"jsonrpc":"2.0","id":ID,"result"|"error":...}, which is read without
+// decoding the result; anything else is decoded.
+func responseID(p []byte) (key string, ok bool) {
+	const prefix = `{"jsonrpc":"2.0","id":`
+	rest, found := bytes.CutPrefix(bytes.TrimSpace(p), []byte(prefix))
+	if !found {
+		return decodedResponseID(p)
+	}
+	end := bytes.IndexByte(rest, ',')
+	if len(rest) > 0 && rest[0] == '"' {
+		end = -1
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\\' {
+				i++
+			} else if rest[i] == '"' {
+				end = i + 1
+				break
+			}
+		}
+	}
+	if end <= 0 {
+		return decodedResponseID(p)
+	}
+	raw, after := rest[:end], rest[end:]
+	if !bytes.HasPrefix(after, []byte(`,"result"`)) && !bytes.HasPrefix(after, []byte(`,"error"`)) {
+		if bytes.HasPrefix(after, []byte(`,"method"`)) {
+			return "", false
+		}
+		return decodedResponseID(p)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", false
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return "", false
+	}
+	return idKey(id), true
+}
+
+// decodedResponseID is responseID the slow way.
+func decodedResponseID(p []byte) (string, bool) {
+	m, err := jsonrpc.DecodeMessage(bytes.TrimSpace(p))
+	if err != nil {
+		return "", false
+	}
+	r, ok := m.(*jsonrpc.Response)
+	if !ok || !r.ID.IsValid() {
+		return "", false
+	}
+	return idKey(r.ID), true
 }
 
 // readLine reads one line without its end (\n or \r\n) and with spaces
@@ -102,31 +281,35 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 	}
 }
 
-// checkFrame returns the JSON-RPC error to answer a line with, or nil when
-// the line is a message (or a batch of messages) the go-sdk can read.
-func checkFrame(line []byte, tooLong bool) []byte {
+// checkFrame returns the messages of a line (one, or a batch), or the
+// JSON-RPC error to answer the line with when it is not a message (or a
+// batch of messages) the go-sdk can read.
+func checkFrame(line []byte, tooLong bool) ([]jsonrpc.Message, []byte) {
 	switch {
 	case tooLong:
-		return frameError(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", maxStdioLine))
+		return nil, frameError(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", maxStdioLine))
 	case !json.Valid(line):
-		return frameError(jsonrpc.CodeParseError, "Parse error: the line is not JSON; send one JSON-RPC message per line")
+		return nil, frameError(jsonrpc.CodeParseError, "Parse error: the line is not JSON; send one JSON-RPC message per line")
 	}
 	if line[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
-			return frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")
+			return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")
 		}
-		for _, m := range batch {
-			if _, err := jsonrpc.DecodeMessage(m); err != nil {
-				return frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch member is not a JSON-RPC message")
+		msgs := make([]jsonrpc.Message, len(batch))
+		for i, m := range batch {
+			var err error
+			if msgs[i], err = jsonrpc.DecodeMessage(m); err != nil {
+				return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch member is not a JSON-RPC message")
 			}
 		}
-		return nil
+		return msgs, nil
 	}
-	if _, err := jsonrpc.DecodeMessage(line); err != nil {
-		return frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
+	m, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
 	}
-	return nil
+	return []jsonrpc.Message{m}, nil
 }
 
 func frameError(code int64, msg string) []byte {

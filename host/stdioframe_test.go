@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -96,12 +97,85 @@ func FuzzCheckFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		ans := checkFrame(line, false)
-		if ans == nil && !json.Valid(line) {
+		msgs, ans := checkFrame(line, false)
+		if ans == nil && (!json.Valid(line) || len(msgs) == 0) {
 			t.Fatalf("passed invalid JSON %q", line)
 		}
 		if ans != nil && !json.Valid(ans) {
 			t.Fatalf("answer %q is not JSON", ans)
 		}
 	})
+}
+
+// FuzzResponseID checks the quick reading of the messages the go-sdk writes
+// against a full decode: the same answer for every JSON text (the go-sdk
+// writes nothing else; the quick reading does not validate what it skips).
+func FuzzResponseID(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":"a\\\"b,","error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"sampling/createMessage","params":{}}`, `{"jsonrpc":"2.0","method":"notifications/message"}`,
+		`{"jsonrpc":"2.0","id":-7,"result":{"content":[]}}`, `{"jsonrpc":"2.0","id":1.5,"result":{}}`, `{"jsonrpc":"2.0","id":"x"}`, `[]`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		if !json.Valid(p) {
+			return
+		}
+		got, ok := responseID(p)
+		want, wantOK := decodedResponseID(p)
+		if ok && (!wantOK || got != want) {
+			t.Fatalf("responseID(%q) = %q, %v; a full decode says %q, %v", p, got, ok, want, wantOK)
+		}
+	})
+}
+
+// TestServeStdioAnswersBeforeEOF pipes requests and closes the input at
+// once, as a client that sends its requests and closes stdin does: every
+// request is still answered, and ServeStdio then ends.
+func TestServeStdioAnswersBeforeEOF(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__sleep","arguments":{"millis":300}}}`,
+		`{"jsonrpc":"2.0","id":"three","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"a__sleep","arguments":{"millis":60000}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`,
+	}, "\n") + "\n"
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- h.ServeStdio(context.Background(), io.NopCloser(strings.NewReader(in)), outW) }()
+	answered := map[string]bool{}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	for !answered["1"] || !answered["2"] || !answered["three"] {
+		select {
+		case l := <-lines:
+			var r struct{ ID any }
+			if err := json.Unmarshal([]byte(l), &r); err == nil && r.ID != nil {
+				answered[fmt.Sprint(r.ID)] = true
+			}
+		case err := <-done:
+			t.Fatalf("ServeStdio ended (%v) with answers to %v only", err, answered)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("answers to %v only", answered)
+		}
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ServeStdio did not end after answering (the cancelled call 4 is not waited for)")
+	}
+	outW.Close()
 }

@@ -88,7 +88,7 @@ func (u *upstream) tap(cs *mcp.ClientSession, method string, params json.RawMess
 		if err != nil {
 			return false
 		}
-		u.events.upstreamProgress(context.Background(), p)
+		u.events.upstreamProgress(context.Background(), u, p)
 		return true
 	case "notifications/message":
 		if cs == nil {

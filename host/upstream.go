@@ -29,14 +29,17 @@ const (
 
 // Status is an upstream server's state as the CLI and the Go API show it.
 type Status struct {
-	Name       string    `json:"name"`
-	Transport  string    `json:"transport"`
-	State      State     `json:"state"`
-	Error      string    `json:"error,omitempty"` // the last error, if any
-	Tools      int       `json:"tools"`
-	Since      time.Time `json:"since"` // when State was entered
-	Reconnects int       `json:"reconnects"`
-	InFlight   int       `json:"inFlight"`
+	Name      string    `json:"name"`
+	Transport string    `json:"transport"`
+	State     State     `json:"state"`
+	Error     string    `json:"error,omitempty"` // the last error, if any
+	Tools     int       `json:"tools"`
+	Since     time.Time `json:"since"` // when State was entered
+	// PID is the process of a connected stdio server (the leader of its
+	// process group, which mcphost ends with it).
+	PID        int `json:"pid,omitempty"`
+	Reconnects int `json:"reconnects"`
+	InFlight   int `json:"inFlight"`
 	// ClientSessions counts the upstream sessions held for single clients
 	// (sessions = "per_client"), besides the shared one.
 	ClientSessions int `json:"clientSessions,omitempty"`
@@ -96,7 +99,7 @@ type upstream struct {
 type upstreamEvents interface {
 	toolsChanged(server string)
 	featuresChanged(server string)
-	upstreamProgress(ctx context.Context, p *mcp.ProgressNotificationParams)
+	upstreamProgress(ctx context.Context, u *upstream, p *mcp.ProgressNotificationParams)
 	upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMessageParams)
 	resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams)
 	elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams)
@@ -139,9 +142,26 @@ var serverToClient = map[string]bool{"sampling/createMessage": true, "elicitatio
 // taken by a receiving middleware before the go-sdk's own handlers, so they
 // go downstream untouched (the client would otherwise validate and reject
 // some valid elicitation schemas).
+// Over HTTP nothing tells a client that its server went away until a
+// request fails: a ping every keepAlive marks an idle HTTP or SSE upstream
+// that stopped answering within a few seconds. Two must fail in a row, so
+// one slow answer does not tear a session down. A stdio server's exit is
+// seen at once, and a sequential one must not lose its session for being
+// busy, so it is not pinged.
+const (
+	keepAlive         = 3 * time.Second
+	keepAliveFailures = 2
+)
+
 func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
+	var ping time.Duration
+	if u.cfg.Transport != TransportStdio {
+		ping = keepAlive
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
-		Capabilities: caps,
+		Capabilities:              caps,
+		KeepAlive:                 ping,
+		KeepAliveFailureThreshold: keepAliveFailures,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			u.log.Debug("upstream tools changed")
 			u.background(u.refreshTools)
@@ -158,7 +178,7 @@ func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 			u.events.resourceUpdated(u, req.Session, req.Params)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			u.events.upstreamProgress(ctx, req.Params)
+			u.events.upstreamProgress(ctx, u, req.Params)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			u.logUpstreamLog(req.Params)
@@ -475,6 +495,9 @@ func (u *upstream) lost(cs *mcp.ClientSession, err error) {
 	u.setStateLocked(StateDisconnected, cause)
 	u.log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
 	u.scheduleRetryLocked()
+	// A failed call may see the loss first: end the session, so that its
+	// watcher and keepalive stop (over HTTP nothing else would end it).
+	go cs.Close()
 }
 
 func (u *upstream) scheduleRetryLocked() {
@@ -665,6 +688,9 @@ func (u *upstream) status() Status {
 		InFlight:   u.inflight,
 
 		ClientSessions: len(u.clients),
+	}
+	if u.stdio != nil && u.sess != nil {
+		st.PID = int(u.stdio.pid.Load())
 	}
 	if u.lastErr != nil {
 		st.Error = errorText(u.lastErr)

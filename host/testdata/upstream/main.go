@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,6 +62,8 @@ func main() {
 	name := flag.String("name", "upstream", "server name")
 	echoDesc := flag.String("echo-description", "Echoes text.", "the echo tool's description (tests change it to test pinning)")
 	subscribable := flag.Bool("subscribable", false, "serve the resource "+tickerURI+", which clients may subscribe to, and the tool update_burst")
+	linger := flag.Bool("linger", false, "keep running after stdin closes, as many servers do, until signalled")
+	secrets := flag.Bool("secrets", false, "serve $HOSTILE_SECRET through every method but tools too: resources secret://note and secret://{name}, the prompt secret_prompt, and tools elicit and progress_message")
 	flag.Parse()
 	// A server that starts once and then fails every restart, saying why
 	// on stderr (tests put secrets there): HOSTILE_FAIL_IF_EXISTS names
@@ -267,6 +270,10 @@ func main() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("logged %d", in.Count)}}}, nil, nil
 		})
 
+	if *secrets {
+		addSecretFeatures(srv, secretOr)
+	}
+
 	if *httpAddr != "" {
 		ln, err := net.Listen("tcp", *httpAddr)
 		if err != nil {
@@ -282,4 +289,44 @@ func main() {
 	if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Print(err)
 	}
+	if *linger {
+		select {}
+	}
+}
+
+// addSecretFeatures puts secret(""), $HOSTILE_SECRET unless a test gives
+// text, where the methods other than tools carry content to a client.
+func addSecretFeatures(srv *mcp.Server, secret func(string) string) {
+	srv.AddResource(&mcp.Resource{Name: "note", URI: "secret://note", MIMEType: "text/plain"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "secret://note", MIMEType: "text/plain", Text: "key: " + secret("")}}}, nil
+		})
+	srv.AddResource(&mcp.Resource{Name: "public", URI: "public://readme", MIMEType: "text/plain"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "public://readme", Text: "nothing to hide"}}}, nil
+		})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{Name: "named", URITemplate: "secret://{name}"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: secret("")}}}, nil
+		})
+	srv.AddPrompt(&mcp.Prompt{Name: "secret_prompt", Description: "A prompt holding the secret."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "use " + secret("")}}}}, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "elicit", Description: "Asks the client (elicitation) with a message holding text, and returns its action."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "paste " + secret(in.Text),
+				RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"ok": {Type: "boolean"}}}})
+			if err != nil {
+				return nil, nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "progress_message", Description: "Reports progress whose message holds text."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "at " + secret(in.Text)})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
 }

@@ -1,0 +1,64 @@
+package host
+
+import (
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// conditionLog says each of a set of conditions (a naming problem, a
+// resource conflict, a kind of refused request) once, and again only after
+// it went away and came back: catalog rebuilds at every reconnect, and
+// every server that comes up, find the same problems, and an operator
+// reading the log wants them once.
+type conditionLog struct {
+	mu   sync.Mutex
+	last map[string]bool
+}
+
+// update makes keys the current conditions and returns, for each, whether
+// it is new since the previous update.
+func (c *conditionLog) update(keys []string) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fresh := make([]bool, len(keys))
+	next := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		fresh[i] = !c.last[k]
+		next[k] = true
+	}
+	c.last = next
+	return fresh
+}
+
+// once reports whether key is new, adding it: for conditions that are
+// seen one at a time and do not go away.
+func (c *conditionLog) once(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last[key] {
+		return false
+	}
+	if c.last == nil {
+		c.last = make(map[string]bool)
+	}
+	c.last[key] = true
+	return true
+}
+
+// logProblems logs each problem at warn when it is new, else at debug.
+func logProblems(c *conditionLog, log hclog.Logger, msg string, problems []catalogProblem) {
+	keys := make([]string, len(problems))
+	for i, p := range problems {
+		keys[i] = p.Server + "\x00" + p.Tool + "\x00" + p.Err.Error()
+	}
+	fresh := c.update(keys)
+	for i, p := range problems {
+		args := []any{"server", p.Server, "item", p.Tool, "problem", p.Err}
+		if fresh[i] {
+			log.Warn(msg, args...)
+		} else {
+			log.Debug(msg+" (still)", args...)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package host
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// TestProblemsLoggedOnce: the same naming problems found by rebuild after
+// rebuild (every reconnect) are warned about once; a new one is, and one
+// that went away and came back is again.
+func TestProblemsLoggedOnce(t *testing.T) {
+	var out testproc.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
+	var c conditionLog
+	clash := catalogProblem{Server: "a", Tool: "x", Err: errors.New("name clash")}
+	long := catalogProblem{Server: "b", Tool: "y", Err: errors.New("name too long")}
+	for _, round := range [][]catalogProblem{{clash}, {clash}, {clash, long}, {clash, long}, {long}, {clash, long}} {
+		logProblems(&c, log, "tool naming", round)
+	}
+	if n := strings.Count(out.String(), "name clash"); n != 2 {
+		t.Errorf("the clash was warned about %d times, want 2 (first seen, and back after it went):\n%s", n, out.String())
+	}
+	if n := strings.Count(out.String(), "name too long"); n != 1 {
+		t.Errorf("the long name was warned about %d times, want 1:\n%s", n, out.String())
+	}
+	if !c.once("s\x00roots/list") || c.once("s\x00roots/list") || !c.once("t\x00roots/list") {
+		t.Error("once does not say each key once")
+	}
+}
