@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +20,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/internal/suggest"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -43,14 +48,16 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// checkPlugins loads every plugin's module as a reload would, short of
-// running it (plugins.Check), and adds a diagnostic at its source for each
-// one that would not load.
+// checkPlugins loads every plugin as a reload would (plugins.Check: the
+// module, and describe with its configuration) and adds a diagnostic for
+// each one that would not load: at the config key a configuration error
+// names, at the config object for other configuration errors, else at its
+// source.
 func checkPlugins(ctx context.Context, file *config.File, diags *config.Diagnostics) {
 	if len(file.Plugins) == 0 {
 		return
 	}
-	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Builtin: builtinPolicy})
+	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Builtin: builtinPolicy, BuiltinNames: builtinNames})
 	if err != nil {
 		diags.Add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot check plugins",
 			Detail: fmt.Sprintf("Starting the plugin runtime failed: %s.", err)})
@@ -58,22 +65,44 @@ func checkPlugins(ctx context.Context, file *config.File, diags *config.Diagnost
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
 	for _, spec := range file.Plugins {
-		err := plugins.Check(ctx, rt, spec)
-		if err == nil {
-			continue
+		if err := plugins.Check(ctx, rt, spec); err != nil {
+			diags.Add(pluginDiagnostic(file, spec, err))
 		}
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plugin does not load",
-			Detail: fmt.Sprintf("Plugin %q: %s. Point source at a WebAssembly module built for mcphost (see mcphost plugin inspect FILE).", spec.Name, oneLine(err.Error()))}
-		if r, ok := file.SourceRange(spec.Name); ok {
-			d.Subject = r.Ptr()
-		}
-		diags.Add(d)
 	}
 }
 
-// connectOnce loads a config, connects every upstream, and reports the ones
-// that failed on stderr. The caller closes the engine.
-func connectOnce(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flagSetT)) (*engine, []string, error) {
+// configKeyInError finds the key a configuration error is about: errors
+// about a key start with config "KEY": (abi/pdk's, and the host's own).
+var configKeyInError = regexp.MustCompile(`config "([^"]+)":`)
+
+func pluginDiagnostic(file *config.File, spec plugins.Spec, err error) *hcl.Diagnostic {
+	// Whole: the suggestion and the list of what is valid come last.
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plugin does not load", Detail: fmt.Sprintf("Plugin %q: %s.", spec.Name, msg)}
+	configErr := errors.Is(err, plugins.ErrConfig) || strings.Contains(msg, "pdk: configuring ")
+	if configErr {
+		d.Summary = "Invalid plugin configuration"
+		key := ""
+		if m := configKeyInError.FindStringSubmatch(msg); m != nil {
+			key = m[1]
+		}
+		if r, ok := file.ConfigRange(spec.Name, key); ok {
+			d.Subject = r.Ptr()
+			return d
+		}
+	} else if !strings.HasPrefix(spec.Source, plugins.BuiltinPrefix) {
+		d.Detail += " Point source at a WebAssembly module built for mcphost (see mcphost plugin inspect FILE)."
+	}
+	if r, ok := file.SourceRange(spec.Name); ok {
+		d.Subject = r.Ptr()
+	}
+	return d
+}
+
+// connectOnce loads a config, connects its upstreams (those pick names, or
+// every one when pick is nil or names none), and reports the ones that
+// failed on stderr. The caller closes the engine.
+func connectOnce(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine, []string, error) {
 	fs := newFlagSet(name, stderr)
 	var lf logFlags
 	lf.register(fs, "warn")
@@ -95,6 +124,13 @@ func connectOnce(ctx context.Context, name string, args []string, stderr io.Writ
 	if err != nil {
 		return nil, nil, err
 	}
+	if pick != nil {
+		names, err := pick(file, pos[1:])
+		if err != nil {
+			return nil, nil, err
+		}
+		onlyServers(file, names)
+	}
 	e, err := startEngine(ctx, file, log, false)
 	if err != nil {
 		return nil, nil, err
@@ -107,10 +143,60 @@ func connectOnce(ctx context.Context, name string, args []string, stderr io.Writ
 	return e, pos[1:], nil
 }
 
+// onlyServers keeps the servers of file named in names; none keeps all.
+func onlyServers(file *config.File, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	keep := map[string]bool{}
+	for _, n := range names {
+		keep[n] = true
+	}
+	var servers []host.ServerConfig
+	for _, sc := range file.Host.Servers {
+		if keep[sc.Name] {
+			servers = append(servers, sc)
+		}
+	}
+	file.Host.Servers = servers
+}
+
+// serversNamed checks that every name is a server of file.
+func serversNamed(file *config.File, names []string) ([]string, error) {
+	known := make([]string, 0, len(file.Host.Servers))
+	for _, sc := range file.Host.Servers {
+		known = append(known, sc.Name)
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("no server %q in the config.%s Servers: %s", n, suggest.DidYouMean(n, known), strings.Join(known, ", "))
+		}
+	}
+	return names, nil
+}
+
+// serversFor returns the servers a call of the exposed name can be served
+// by: those whose prefix it carries, when every name carries one. A name
+// whose server part was shortened (long names) matches none, and then
+// every server starts.
+func serversFor(file *config.File, name string) []string {
+	tc := file.Host.WithDefaults().Tools
+	if tc.Prefix != host.PrefixAlways {
+		return nil
+	}
+	var names []string
+	for _, sc := range file.Host.Servers {
+		if strings.HasPrefix(name, sc.Name+tc.Separator) {
+			names = append(names, sc.Name)
+		}
+	}
+	return names
+}
+
 func errUsageFor(name string, stderr io.Writer) error {
 	switch name {
 	case "tools":
-		fmt.Fprintln(stderr, "usage: mcphost tools CONFIG [--json]")
+		fmt.Fprintln(stderr, "usage: mcphost tools CONFIG [SERVER...] [--json]")
 	case "call":
 		fmt.Fprintln(stderr, "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]")
 	}
@@ -119,16 +205,14 @@ func errUsageFor(name string, stderr io.Writer) error {
 
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
-	e, rest, err := connectOnce(ctx, "tools", args, stderr, func(fs *flagSetT) {
+	// Only the servers named, if any, are started.
+	e, _, err := connectOnce(ctx, "tools", args, stderr, func(fs *flagSetT) {
 		fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON")
-	})
+	}, serversNamed)
 	if err != nil {
 		return err
 	}
 	defer e.close()
-	if len(rest) != 0 {
-		return errUsageFor("tools", stderr)
-	}
 	tools, err := e.host.Tools(ctx, cliCaller)
 	if err != nil {
 		return err
@@ -155,16 +239,22 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
-	e, rest, err := connectOnce(ctx, "call", args, stderr, func(fs *flagSetT) {
-		fs.BoolVar(&asJSON, "json", false, "print the whole result as JSON")
+	flags := func(fs *flagSetT) { fs.BoolVar(&asJSON, "json", false, "print the whole result as JSON") }
+	// Only the servers whose prefix the name carries are started; should
+	// none of them serve it, every server is.
+	picked := false
+	e, rest, err := connectOnce(ctx, "call", args, stderr, flags, func(file *config.File, rest []string) ([]string, error) {
+		if len(rest) < 1 || len(rest) > 2 {
+			return nil, errUsageFor("call", stderr)
+		}
+		names := serversFor(file, rest[0])
+		picked = len(names) > 0
+		return names, nil
 	})
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	if len(rest) < 1 || len(rest) > 2 {
-		return errUsageFor("call", stderr)
-	}
+	defer func() { e.close() }()
 	var arguments json.RawMessage
 	if len(rest) == 2 {
 		arguments = json.RawMessage(rest[1])
@@ -174,6 +264,13 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	res, err := e.host.CallTool(ctx, cliCaller, rest[0], arguments)
+	if errors.Is(err, host.ErrUnknownTool) && picked {
+		e.close()
+		if e, _, err = connectOnce(ctx, "call", args, stderr, flags, nil); err != nil {
+			return err
+		}
+		res, err = e.host.CallTool(ctx, cliCaller, rest[0], arguments)
+	}
 	if err != nil {
 		return err
 	}
@@ -246,8 +343,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%s: %s", req.URL, resp.Status)
 	}
 	var doc struct {
-		Servers []host.Status    `json:"servers"`
-		Plugins []plugins.Status `json:"plugins"`
+		Servers []host.Status      `json:"servers"`
+		Plugins []plugins.Status   `json:"plugins,omitempty"`
+		Reload  *host.ReloadStatus `json:"reload,omitempty"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&doc); err != nil {
 		return fmt.Errorf("%s: bad status document: %w", req.URL, err)
@@ -259,9 +357,13 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	sts := doc.Servers
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS\tIN FLIGHT\tCLIENT SESSIONS\tRECONNECTS\tSINCE\tERROR")
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tPID\tTOOLS\tIN FLIGHT\tCLIENT SESSIONS\tRECONNECTS\tSINCE\tERROR")
 	for _, st := range sts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Transport, st.State, st.Tools, st.InFlight, st.ClientSessions, st.Reconnects,
+		pid := "-"
+		if st.PID > 0 {
+			pid = strconv.Itoa(st.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Transport, st.State, pid, st.Tools, st.InFlight, st.ClientSessions, st.Reconnects,
 			st.Since.Format(time.RFC3339), oneLine(st.Error))
 	}
 	if len(doc.Plugins) > 0 {
@@ -271,5 +373,15 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.State, strings.Join(p.Hooks, ","), p.Calls, p.Reused, p.Failures, p.Crashes, oneLine(p.LastError))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r := doc.Reload; r != nil {
+		if r.OK {
+			fmt.Fprintf(stdout, "\nlast reload (%s): ok at %s\n", r.Trigger, r.At.Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(stdout, "\nlast reload (%s): FAILED at %s (%d in a row; the running config stays): %s\n", r.Trigger, r.At.Format(time.RFC3339), r.Failures, oneLine(r.Error))
+		}
+	}
+	return nil
 }

@@ -33,7 +33,7 @@ func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch
 			e = nil
 		}
 	}()
-	e.rt, err = plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Logger: log.Named("plugins"), Builtin: builtinPolicy})
+	e.rt, err = plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Logger: log.Named("plugins"), Builtin: builtinPolicy, BuiltinNames: builtinNames})
 	if err != nil {
 		return e, fmt.Errorf("starting the plugin runtime: %w", err)
 	}
@@ -41,6 +41,10 @@ func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch
 	e.mgr, err = plugins.NewManager(e.rt, &plugins.ManagerOptions{Watch: watch, OnSwap: func() {
 		if e.host != nil {
 			e.host.NotifyPolicyChanged()
+		}
+	}, OnReload: func(err error) {
+		if e.host != nil {
+			e.host.NoteReload("plugin files", err)
 		}
 	}, BeforeSwap: func(ctx context.Context, next *plugins.Chain) {
 		if e.host != nil {

@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,6 +151,34 @@ func TestToolsAndCall(t *testing.T) {
 	}
 }
 
+// mcphost call and mcphost tools SERVER... start only the servers they
+// need: a broken server elsewhere in the config is never started.
+func TestCLIStartsOnlyNeededServers(t *testing.T) {
+	cfg := writeConfig(t, twoServers+`
+server "broken" {
+  command = "UPSTREAM"
+  args    = ["-fail", "broken on purpose"]
+}
+`)
+	out, errs, code := mcphost(t, "call", cfg, "up__echo", `{"text":"only up"}`)
+	if code != 0 || strings.TrimSpace(out) != "only up" || strings.Contains(errs, "broken") {
+		t.Errorf("call: exit %d, out %q, stderr %q; want only up started", code, out, errs)
+	}
+	out, errs, code = mcphost(t, "tools", cfg, "clock")
+	if code != 0 || !strings.Contains(out, "clock__current_time") || strings.Contains(out, "up__") || strings.Contains(errs, "broken") {
+		t.Errorf("tools clock: exit %d\n%s%s", code, out, errs)
+	}
+	_, errs, code = mcphost(t, "tools", cfg, "clocck")
+	if code == 0 || !strings.Contains(errs, `no server "clocck" in the config. Did you mean "clock"? Servers: `) {
+		t.Errorf("tools clocck: exit %d, %s", code, errs)
+	}
+	// Without servers named, tools starts every one and says which failed.
+	_, errs, _ = mcphost(t, "tools", cfg)
+	if !strings.Contains(errs, "server broken: failed") {
+		t.Errorf("tools: the broken server is not reported: %s", errs)
+	}
+}
+
 // mcphost run --stdio speaks MCP on stdout and logs only to stderr.
 func TestRunStdio(t *testing.T) {
 	cfg := writeConfig(t, twoServers)
@@ -249,10 +279,43 @@ func TestRunHTTP(t *testing.T) {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
 
-	// Remove the "up" server from the config: its process ends and its
-	// tools go, announced by tools/list_changed.
+	// status --json: camelCase throughout, no zero times, the pid that
+	// the README tells operators to kill.
 	pidText, _ = callText("up__pid", nil)
 	pid2, _ := strconv.Atoi(pidText)
+	statusJSON := func() (string, map[string]any) {
+		t.Helper()
+		out, _, code := mcphost(t, "status", "http://"+addr, "--json")
+		var doc map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+			t.Fatalf("status --json: exit %d\n%s", code, out)
+		}
+		return out, doc
+	}
+	out, doc := statusJSON()
+	if strings.Contains(out, "0001-01-01") || regexp.MustCompile(`"[A-Z][A-Za-z0-9]*":`).MatchString(out) {
+		t.Errorf("status --json has zero times or keys not in camelCase:\n%s", out)
+	}
+	for _, st := range doc["servers"].([]any) {
+		if st := st.(map[string]any); st["name"] == "up" && st["pid"] != float64(pid2) {
+			t.Errorf("status gives up's pid as %v, want %d", st["pid"], pid2)
+		}
+	}
+	// A reload that fails shows in status until one succeeds.
+	if err := os.WriteFile(cfg, []byte("server \"clock\" {\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitFor(t, "the failed reload in status", 15*time.Second, func() bool {
+		_, doc := statusJSON()
+		r, _ := doc["reload"].(map[string]any)
+		return r != nil && r["ok"] == false && strings.Contains(fmt.Sprint(r["error"]), "config.hcl")
+	})
+	if out, _, _ := mcphost(t, "status", "http://"+addr); !strings.Contains(out, "last reload (config): FAILED") {
+		t.Errorf("status does not show the failed reload:\n%s", out)
+	}
+
+	// Remove the "up" server from the config: its process ends and its
+	// tools go, announced by tools/list_changed.
 	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll("server \"clock\" {\n  command = \"CLOCK\"\n}\n", "CLOCK", clockBin)), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // output to stderr.
 func pluginRuntime(ctx context.Context, stderr io.Writer, level string) (*plugins.Runtime, error) {
 	log := hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.LevelFromString(level), Output: stderr})
-	return plugins.NewRuntime(ctx, plugins.RuntimeOptions{Logger: log, Builtin: builtinPolicy})
+	return plugins.NewRuntime(ctx, plugins.RuntimeOptions{Logger: log, Builtin: builtinPolicy, BuiltinNames: builtinNames})
 }
 
 func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {

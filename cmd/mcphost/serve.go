@@ -82,7 +82,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		addr = host.DefaultListenHTTP
 	}
 	err = e.host.ListenAndServe(ctx, addr, func(a net.Addr) {
-		log.Info("serving", "mcp", fmt.Sprintf("http://%s/mcp", a), "sse", fmt.Sprintf("http://%s/sse", a),
+		scheme := "http"
+		if file.Host.Listen.TLSCert != "" {
+			scheme = "https"
+		}
+		log.Info("serving", "mcp", fmt.Sprintf("%s://%s/mcp", scheme, a), "sse", fmt.Sprintf("%s://%s/sse", scheme, a),
 			"auth", file.Host.Listen.AuthToken != "", "ready_in", time.Since(started).Round(time.Millisecond))
 	})
 	if err != nil {
@@ -130,6 +134,7 @@ func (r *reloader) reload(ctx context.Context) {
 	file, diags := config.Load(r.path)
 	if diags.HasErrors() {
 		r.log.Error("reload refused: the config has errors; the running config stays", "path", r.path, "error", diags.Err())
+		r.engine.host.NoteReload("config", diags.Err())
 		return
 	}
 	// The new plugins are built whole first, then swapped in together with
@@ -138,12 +143,14 @@ func (r *reloader) reload(ctx context.Context) {
 	staged, err := r.engine.mgr.Stage(ctx, file.Plugins)
 	if err != nil {
 		r.log.Error("reload refused: plugins failed to load; the running config stays", "error", err)
+		r.engine.host.NoteReload("config", err)
 		return
 	}
 	err = r.engine.host.Reconfigure(ctx, file.Host, staged.Commit)
 	staged.Close()
 	if err != nil {
 		r.log.Error("reconfiguring upstreams failed", "error", err)
+		r.engine.host.NoteReload("config", err)
 		return
 	}
 	// Plugins whose files did not change keep their generation, but what
@@ -151,6 +158,7 @@ func (r *reloader) reload(ctx context.Context) {
 	// are recomputed and clients told, on every reload.
 	r.engine.host.NotifyPolicyChanged()
 	r.file = file
+	r.engine.host.NoteReload("config", nil)
 	r.log.Info("reloaded", "servers", len(file.Host.Servers), "plugins", len(file.Plugins))
 }
 

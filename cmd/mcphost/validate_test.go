@@ -30,6 +30,7 @@ plugin "p" {
 
 plugin "ok" {
   source = "builtin:deny"
+  config = { tools = ["x"] }
 }
 `)
 			if err := os.WriteFile(filepath.Join(filepath.Dir(cfg), tc.file), []byte(tc.body), 0o644); err != nil {
@@ -48,5 +49,60 @@ plugin "ok" {
 				t.Errorf("unexpected diagnostics:\n%q", errs)
 			}
 		})
+	}
+}
+
+// TestValidateChecksPolicyConfig: validate runs every plugin's describe
+// with its configuration, as run would, so that policy mistakes are found
+// before run: an unknown built-in, a value a built-in refuses, a bad
+// regular expression, a misspelt key; each at its line, with a suggestion
+// where there is one.
+func TestValidateChecksPolicyConfig(t *testing.T) {
+	cfg := writeConfig(t, `
+server "up" {
+  command = "UPSTREAM"
+}
+
+plugin "t" {
+  source = "builtin:tittles"
+}
+
+plugin "tr" {
+  source = "builtin:truncate"
+  config = { max_chars = "lots" }
+}
+
+plugin "d" {
+  source = "builtin:deny"
+  config = { tools = ["y"], toolz = ["x"] }
+}
+
+plugin "r" {
+  source = "builtin:redact"
+  config = { patterns = ["(unclosed"] }
+}
+
+plugin "fine" {
+  source = "builtin:modes"
+  config = { mode = "plan" }
+}
+`)
+	_, errs, code := mcphost(t, "validate", cfg)
+	if code != 1 {
+		t.Fatalf("validate: exit %d, want 1; stderr:\n%s", code, errs)
+	}
+	for _, want := range []string{
+		"config.hcl:7:12: error", `unknown builtin "tittles". Did you mean "titles"?`,
+		"config.hcl:12:14: error", `config "max_chars"`,
+		"config.hcl:17:29: error", `config "toolz": the plugin reads no such key. Did you mean "tools"?`,
+		"config.hcl:22:14: error", "(unclosed",
+	} {
+		// The renderer wraps long lines.
+		if !strings.Contains(strings.Join(strings.Fields(errs), " "), want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, `"fine"`) {
+		t.Errorf("a good plugin is reported:\n%s", errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/plugins"
@@ -30,6 +31,39 @@ type File struct {
 	Sources []string
 
 	sourceRanges map[string]hcl.Range // plugin name -> its source expression
+	configRanges map[string]configRange
+}
+
+// configRange is where a plugin's config object is written, and each of
+// its keys when it is written as an object literal.
+type configRange struct {
+	whole hcl.Range
+	keys  map[string]hcl.Range
+}
+
+func configRangeOf(attr *hcl.Attribute) configRange {
+	r := configRange{whole: attr.Expr.Range(), keys: map[string]hcl.Range{}}
+	if obj, ok := attr.Expr.(*hclsyntax.ObjectConsExpr); ok {
+		for _, item := range obj.Items {
+			if k, diags := item.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String {
+				r.keys[k.AsString()] = item.KeyExpr.Range()
+			}
+		}
+	}
+	return r
+}
+
+// ConfigRange returns where key of plugin's config is written, or the
+// whole config object when key is "" or not written as such.
+func (f *File) ConfigRange(plugin, key string) (hcl.Range, bool) {
+	c, ok := f.configRanges[plugin]
+	if !ok {
+		return hcl.Range{}, false
+	}
+	if r, ok := c.keys[key]; ok && key != "" {
+		return r, true
+	}
+	return c.whole, true
 }
 
 // SourceRange returns where plugin's source is written, for a diagnostic
@@ -101,7 +135,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 		}
 	}
 
-	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}}
+	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	d.ctx = d.evalContext()
 	file := d.decodeFile(f.Body)
 	hideSecrets(d.diags, d.hidden)
@@ -113,6 +147,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	file.Path = abs
 	file.Sources = append([]string{abs}, d.sources...)
 	file.sourceRanges = d.sourceRanges
+	file.configRanges = d.configRanges
 	return file, out
 }
 

@@ -99,7 +99,13 @@ func TestLoadFullConfig(t *testing.T) {
 	if r, ok := f.SourceRange("no-destructive"); !ok || r.Start.Line != 44 {
 		t.Errorf("SourceRange(no-destructive) = %v, %v; want line 44", r, ok)
 	}
-	f.sourceRanges = nil
+	if r, ok := f.ConfigRange("no-destructive", "limit"); !ok || r.Start.Line != 49 || r.Start.Column != 5 {
+		t.Errorf("ConfigRange(no-destructive, limit) = %v, %v; want line 49 column 5", r, ok)
+	}
+	if r, ok := f.ConfigRange("no-destructive", "missing"); !ok || r.Start.Line != 47 {
+		t.Errorf("ConfigRange(no-destructive, missing) = %v, %v; want the config object, line 47", r, ok)
+	}
+	f.sourceRanges, f.configRanges = nil, nil
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("Load(%s) =\n%+v\nwant\n%+v", path, f, want)
 	}
@@ -202,6 +208,8 @@ func TestErrorSummaries(t *testing.T) {
 		{"negative idle timeout", "listen {\n  idle_timeout = \"-1m\"\n}", `Invalid duration for "idle_timeout"`, 2},
 		{"zero max connections", "listen {\n  max_connections = 0\n}", `Invalid value for "max_connections"`, 2},
 		{"origin with a path", "listen {\n  allowed_origins = [\"https://ok.example\", \"https://app.example.com/ui\"]\n}", "Invalid origin in allowed_origins", 2},
+		{"tls cert without key", "listen {\n  tls_cert = \"cert.pem\"\n}", "Incomplete TLS settings", 1},
+		{"tls files missing", "listen {\n  tls_cert = \"/nonexistent/cert.pem\"\n  tls_key = \"/nonexistent/key.pem\"\n}", "Cannot load the TLS certificate", 2},
 		{"fractional max sessions", "listen {\n  max_sessions = 1.5\n}", `Invalid value for "max_sessions"`, 2},
 		{"bad port", "listen {\n  http = \"127.0.0.1:http\"\n}", `Invalid address for "http"`, 2},
 		{"object for string", "server \"s\" {\n  command = { a = 1 }\n}", `Invalid value for "command"`, 2},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
@@ -60,6 +61,7 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 		}
 		l.AllowedOrigins = origins
 	}
+	d.decodeTLS(block, attrs, &l)
 	if l.AuthToken == "" && l.HTTP != "" && !isLoopback(l.HTTP) {
 		d.warnf(attrs["http"].Expr.Range(), "Listening beyond this machine without a token",
 			"%s accepts connections from other machines and no auth_token is set, so anyone who can reach it can call every tool. "+
@@ -95,4 +97,25 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// decodeTLS reads tls_cert and tls_key (paths relative to the config),
+// which come together, and checks that they load as a pair now rather
+// than when mcphost starts to listen.
+func (d *decoder) decodeTLS(block *hcl.Block, attrs hcl.Attributes, l *host.Listen) {
+	cert, haveCert := d.string(attrs["tls_cert"])
+	key, haveKey := d.string(attrs["tls_key"])
+	switch {
+	case !haveCert && !haveKey:
+		return
+	case !haveCert || !haveKey:
+		d.errorf(block.DefRange, "Incomplete TLS settings",
+			"Set both tls_cert (the certificate chain, PEM) and tls_key (its private key, PEM), or neither for plain HTTP.")
+		return
+	}
+	l.TLSCert, l.TLSKey = d.path(cert), d.path(key)
+	if _, err := tls.LoadX509KeyPair(l.TLSCert, l.TLSKey); err != nil {
+		d.errorf(attrs["tls_cert"].Expr.Range(), "Cannot load the TLS certificate",
+			"%v. tls_cert must name a PEM certificate (chain) and tls_key its PEM private key.", err)
+	}
 }

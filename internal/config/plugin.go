@@ -62,6 +62,7 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 	}
 	if v, ok := d.pluginConfig(attrs["config"]); ok {
 		p.Config = v
+		d.configRanges[p.Name] = configRangeOf(attrs["config"])
 	}
 	if v, ok := d.duration(attrs["timeout"], false); ok {
 		p.Timeout = v

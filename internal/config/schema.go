@@ -29,6 +29,8 @@ var listenSchema = &hcl.BodySchema{
 		{Name: "max_connections"},
 		{Name: "max_sessions"},
 		{Name: "allowed_origins"},
+		{Name: "tls_cert"},
+		{Name: "tls_key"},
 	},
 }
 

@@ -1,34 +1,15 @@
 package config
 
 import (
-	"fmt"
-
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/mcphost-project/mcphost/internal/suggest"
 )
 
-// didYouMean returns ` Did you mean "x"?` for the candidate nearest to given,
-// or "" when none is close enough to be a plausible typo. The threshold is
-// the one HCL uses for its own suggestions, so all hints feel alike.
 func didYouMean(given string, candidates []string) string {
-	if best := nearest(given, candidates); best != "" {
-		return fmt.Sprintf(" Did you mean %q?", best)
-	}
-	return ""
+	return suggest.DidYouMean(given, candidates)
 }
-
-func nearest(given string, candidates []string) string {
-	best, bestDist := "", typoDistance
-	for _, c := range candidates {
-		if dist := levenshtein.Distance(given, c, nil); dist < bestDist {
-			best, bestDist = c, dist
-		}
-	}
-	return best
-}
-
-const typoDistance = 3
 
 // misspelled reports whether block has an argument outside schema whose
 // nearest valid name is want. HCL already reports that argument with the
@@ -44,7 +25,7 @@ func misspelled(block *hcl.Block, schema *hcl.BodySchema, want string) bool {
 		valid[i] = a.Name
 	}
 	for name := range body.Attributes {
-		if nearest(name, valid) == want && name != want {
+		if suggest.Nearest(name, valid) == want && name != want {
 			return true
 		}
 	}
