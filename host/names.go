@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/mcphost-project/mcphost/abi"
 )
 
 // hashLen is the number of hex digits of the stable suffix that keeps cut or
@@ -11,27 +13,10 @@ import (
 // an accidental second collision in one catalog vanishingly rare.
 const hashLen = 8
 
-// validName reports whether s is a name every client and LLM API accepts:
-// ^[A-Za-z_][A-Za-z0-9_-]*$ within max characters.
+// validName reports whether s is a valid tool name (abi.ValidToolName)
+// within max characters.
 func validName(s string, max int) bool {
-	if s == "" || len(s) > max {
-		return false
-	}
-	if c := s[0]; !(c == '_' || isLetter(c)) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if !isNameByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
-
-func isNameByte(c byte) bool {
-	return isLetter(c) || c >= '0' && c <= '9' || c == '_' || c == '-'
+	return len(s) <= max && abi.ValidToolName(s)
 }
 
 // sanitize maps every byte outside [A-Za-z0-9_-] to '_', folding runs of
@@ -42,7 +27,7 @@ func sanitize(s string) string {
 	replaced := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if isNameByte(c) {
+		if abi.IsToolNameByte(c) {
 			b.WriteByte(c)
 			replaced = false
 			continue
@@ -96,7 +81,7 @@ func (nb nameBuilder) plain(server, tool string) string {
 }
 
 func leadingLetter(name string) string {
-	if name == "" || !(name[0] == '_' || isLetter(name[0])) {
+	if name == "" || !abi.ValidToolName(name[:1]) { // a digit or '-' first
 		return "_" + name
 	}
 	return name

@@ -246,7 +246,7 @@ func newView(cat *catalog, tools []abi.Tool) (*view, error) {
 		if _, ok := cat.byTool[r]; !ok {
 			return nil, fmt.Errorf("tool %q names server %q tool %q, which the catalog does not have", t.Name, t.Server, t.Tool)
 		}
-		if !validName(t.Name, 128) {
+		if !abi.ValidToolName(t.Name) {
 			return nil, fmt.Errorf("tool name %q is not valid (want [A-Za-z_][A-Za-z0-9_-]*)", t.Name)
 		}
 		if _, dup := v.routes[t.Name]; dup {

@@ -16,28 +16,6 @@ import (
 // returns an error wrapping ErrInvalidDescribe or ErrInvalidOutput with the
 // exact cause, never a zero value standing for "nothing".
 
-// MaxToolNameLength is the longest tool name a plugin may return.
-const MaxToolNameLength = 64
-
-// ValidToolName reports whether name is 1 to 64 characters of
-// [A-Za-z0-9_-] starting with a letter or an underscore: what MCP clients
-// and LLM APIs accept.
-func ValidToolName(name string) bool {
-	if len(name) == 0 || len(name) > MaxToolNameLength {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', c == '_':
-		case ('0' <= c && c <= '9' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 type describeResult struct {
 	abi.Describe
 	warnings []string
@@ -159,8 +137,8 @@ func decodeToolsList(data []byte, input []abi.Tool, reserved map[string]bool) ([
 		switch {
 		case !known[toolKey{t.Server, t.Tool}]:
 			return nil, fmt.Errorf("%w: tools[%d] %q: server %q tool %q was not in the input", ErrInvalidOutput, i, t.Name, t.Server, t.Tool)
-		case !ValidToolName(t.Name):
-			return nil, fmt.Errorf("%w: tools[%d]: invalid name %q (want 1..64 of [A-Za-z0-9_-], starting with a letter or _)", ErrInvalidOutput, i, t.Name)
+		case !abi.ValidToolName(t.Name):
+			return nil, fmt.Errorf("%w: tools[%d]: invalid name %q (want 1..%d of [A-Za-z0-9_-], starting with a letter or _)", ErrInvalidOutput, i, t.Name, abi.MaxToolNameLength)
 		case names[t.Name] || reserved[t.Name]:
 			return nil, fmt.Errorf("%w: tools[%d]: duplicate name %q", ErrInvalidOutput, i, t.Name)
 		}

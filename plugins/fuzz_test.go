@@ -76,7 +76,7 @@ func FuzzDecodeToolsList(f *testing.F) {
 		}
 		names := map[string]bool{}
 		for _, tool := range tools {
-			if !ValidToolName(tool.Name) || names[tool.Name] || reserved[tool.Name] || !known[toolKey{tool.Server, tool.Tool}] {
+			if !abi.ValidToolName(tool.Name) || names[tool.Name] || reserved[tool.Name] || !known[toolKey{tool.Server, tool.Tool}] {
 				t.Fatalf("accepted %+v", tool)
 			}
 			names[tool.Name] = true
@@ -152,25 +152,6 @@ func FuzzDecodeToolResult(f *testing.F) {
 			t.Fatalf("accepted a result that does not encode: %v", err)
 		}
 	})
-}
-
-func TestValidToolName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"a": true, "_": true, "A-b_9": true, "a__b": true,
-		"": false, "9a": false, "-a": false, "a b": false, "a.b": false, "é": false,
-		string(make([]byte, 65)): false,
-	} {
-		if got := ValidToolName(name); got != want {
-			t.Errorf("ValidToolName(%q) = %v", name, got)
-		}
-	}
-	long := make([]byte, 64)
-	for i := range long {
-		long[i] = 'x'
-	}
-	if !ValidToolName(string(long)) || ValidToolName(string(long)+"x") {
-		t.Error("64 is the limit")
-	}
 }
 
 func FuzzDecodeList(f *testing.F) {

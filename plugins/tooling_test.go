@@ -67,17 +67,6 @@ func TestRunHook(t *testing.T) {
 	waitFor(t, func() bool { return rt.Modules() == 0 })
 }
 
-func ExampleValidToolName() {
-	for _, name := range []string{"github__create_issue", "9lives", "has space", "x-y"} {
-		fmt.Println(name, ValidToolName(name))
-	}
-	// Output:
-	// github__create_issue true
-	// 9lives false
-	// has space false
-	// x-y true
-}
-
 func ExampleErrTimeout() {
 	// Callers branch on the kind of failure with errors.Is and errors.As.
 	err := fmt.Errorf("checking call: %w", &TrapError{Plugin: "p", Hook: abi.HookToolCall, ExitCode: 2, Memory: true})

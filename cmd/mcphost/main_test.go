@@ -151,6 +151,32 @@ func TestToolsAndCall(t *testing.T) {
 	}
 }
 
+// One name rule (abi.ValidToolName) for config, host and plugins: a name
+// of 65 to 128 characters, allowed by max_name_length, passes a listing
+// policy too. It was refused by the plugins' check (64), so no client saw
+// any tool.
+func TestLongNamesPassPolicies(t *testing.T) {
+	const server = "a_really_long_server_name_for_the_test_of_names"
+	cfg := writeConfig(t, `
+server "`+server+`" {
+  command = "UPSTREAM"
+  args    = ["-secrets"]
+}
+
+tools {
+  max_name_length = 100
+}
+
+plugin "titles" {
+  source = "builtin:titles"
+}
+`)
+	out, errs, code := mcphost(t, "tools", cfg)
+	if name := server + "__progress_message"; code != 0 || !strings.Contains(out, name+" ") {
+		t.Fatalf("tools: exit %d, %s not listed:\n%s%s", code, name, out, errs)
+	}
+}
+
 // mcphost call and mcphost tools SERVER... start only the servers they
 // need: a broken server elsewhere in the config is never started.
 func TestCLIStartsOnlyNeededServers(t *testing.T) {

@@ -3,6 +3,7 @@ package config
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
 )
 
@@ -10,7 +11,7 @@ import (
 // its collision hash, and MCP clients are asked to accept up to 128.
 const (
 	minToolNameLength = 16
-	maxToolNameLength = 128
+	maxToolNameLength = abi.MaxToolNameLength
 )
 
 // decodeTools decodes how upstream tools are named downstream.
@@ -53,10 +54,8 @@ func (d *decoder) decodeResources(block *hcl.Block) host.ResourcesConfig {
 // the host keeps in exposed tool names (it replaces others with '_'). Server
 // names and the separator end up in those names, so they are held to it.
 func isToolNameText(s string) bool {
-	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			r == '_' || r == '-'
-		if !ok {
+	for i := 0; i < len(s); i++ {
+		if !abi.IsToolNameByte(s[i]) {
 			return false
 		}
 	}
