@@ -54,7 +54,7 @@ const (
 )
 
 // Config is everything the host needs, as a Go value. The CLI decodes it from
-// HCL (internal/config); embedders build it directly.
+// HCL (host/config); embedders build it directly.
 type Config struct {
 	Listen    Listen
 	Servers   []ServerConfig // in config order, which is also tools/list order

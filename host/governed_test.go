@@ -295,6 +295,14 @@ func (planPolicy) ToolCall(_ context.Context, in *abi.ToolCallInput) (*abi.CallD
 func TestHiddenToolRefusalSaysWhy(t *testing.T) {
 	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("s")}}, &Options{Policy: planPolicy{}})
 	ctx := context.Background()
+	pid := func() string {
+		res, err := h.CallTool(ctx, abi.Caller{}, "s__pid", nil)
+		if err != nil || res.IsError {
+			t.Fatalf("s__pid: %v %+v", err, res)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	before := pid()
 	res, err := h.CallTool(ctx, abi.Caller{ClientName: "claude"}, "s__crash", nil)
 	if err != nil {
 		t.Fatalf("a hidden tool's call: %v, want an error result", err)
@@ -307,9 +315,9 @@ func TestHiddenToolRefusalSaysWhy(t *testing.T) {
 			t.Errorf("%s calling %s: err = %v, want ErrUnknownTool", tt.client, tt.name, err)
 		}
 	}
-	// The upstream was never called: crash would have ended it.
-	time.Sleep(200 * time.Millisecond)
-	if st := h.Statuses()[0]; st.State != StateConnected || st.Reconnects != 0 {
-		t.Fatalf("the upstream after the refusals: %+v", st)
+	// The upstream was never called: crash would have ended its process
+	// before answering, and the next call would meet another.
+	if after := pid(); after != before {
+		t.Fatalf("the upstream's pid went from %s to %s: the hidden tool ran", before, after)
 	}
 }

@@ -306,7 +306,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
-		return &rawToolResult{raw: rawRes}, nil // unchanged (resultKeeper)
+		return &rawToolResult{raw: rawRes}, nil // unchanged (ResultKeeper)
 	}
 	return fromABIResult(out)
 }

@@ -35,34 +35,38 @@ type Policy interface {
 	Generation() uint64
 }
 
-// hookWanter is implemented by policies that can tell whether they would
-// run a hook at all (plugins.Manager does: whether any plugin of the
-// current generation has it). The host then skips preparing the hook's
-// input, which for results means encoding and decoding the whole result.
-type hookWanter interface {
+// A Policy may also implement the interfaces below, which let the host skip
+// work; plugins.Manager implements all three. Without them the host asks
+// every hook of every method.
+
+// HookWanter is implemented by policies that can tell whether they would
+// run a hook at all (plugins.Manager: whether any plugin of the current
+// generation has it). The host then skips preparing the hook's input,
+// which for results means encoding and decoding the whole result.
+type HookWanter interface {
 	Wants(hook string) bool
 }
 
-// methodWanter is implemented by policies that can tell whether they would
+// MethodWanter is implemented by policies that can tell whether they would
 // run one of the hooks of every other method (list, request, message) for
 // a method; the host then skips encoding what it would pass.
-type methodWanter interface {
+type MethodWanter interface {
 	WantsMethod(hook, method string) bool
 }
 
-// resultKeeper is implemented by policies whose ToolResult never modifies
+// ResultKeeper is implemented by policies whose ToolResult never modifies
 // the result it is given and returns that same pointer when it leaves the
-// result as it was (plugins.Manager does: guests' answers are decoded into
-// new values). The host may then send the upstream's own bytes instead of
+// result as it was (plugins.Manager: guests' answers are decoded into new
+// values). The host may then send the upstream's own bytes instead of
 // re-encoding the result.
-type resultKeeper interface {
+type ResultKeeper interface {
 	KeepsResults() bool
 }
 
 // keepsResults reports whether ToolResult returning its input means the
 // result is unchanged.
 func (h *Host) keepsResults() bool {
-	k, ok := h.policy.(resultKeeper)
+	k, ok := h.policy.(ResultKeeper)
 	return ok && k.KeepsResults()
 }
 
@@ -71,7 +75,7 @@ func (h *Host) wantsMethod(hook, method string) bool {
 	if h.policy == nil {
 		return false
 	}
-	if w, ok := h.policy.(methodWanter); ok {
+	if w, ok := h.policy.(MethodWanter); ok {
 		return w.WantsMethod(hook, method)
 	}
 	return true
@@ -82,7 +86,7 @@ func (h *Host) wants(hook string) bool {
 	if h.policy == nil {
 		return false
 	}
-	if w, ok := h.policy.(hookWanter); ok {
+	if w, ok := h.policy.(HookWanter); ok {
 		return w.Wants(hook)
 	}
 	return true

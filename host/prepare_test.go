@@ -19,11 +19,7 @@ func TestPrepareViewsBeforeSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(ctx) })
-	var h *Host
-	mgr, err := plugins.NewManager(rt, &plugins.ManagerOptions{
-		OnSwap:     func() { h.NotifyPolicyChanged() },
-		BeforeSwap: func(ctx context.Context, next *plugins.Chain) { h.PrepareViews(ctx, next) },
-	})
+	mgr, err := plugins.NewManager(rt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +30,8 @@ func TestPrepareViewsBeforeSwap(t *testing.T) {
 	if err := mgr.Reload(ctx, titles("First")); err != nil {
 		t.Fatal(err)
 	}
-	h = startHost(t, Config{Servers: []ServerConfig{stdioServer("s")}}, &Options{Policy: mgr})
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("s")}}, &Options{Policy: mgr})
+	mgr.Attach(hostListener{h})
 	caller := abi.Caller{ClientName: "prepared"}
 	title := func() string {
 		t.Helper()
@@ -68,3 +65,12 @@ func TestPrepareViewsBeforeSwap(t *testing.T) {
 		t.Fatalf("the listing after the swap ran the plugin again (%d calls): the prepared view was not used", n)
 	}
 }
+
+// hostListener tells h of a manager's swaps, as host/engine does.
+type hostListener struct{ h *Host }
+
+func (l hostListener) BeforeSwap(ctx context.Context, next *plugins.Chain) {
+	l.h.PrepareViews(ctx, next)
+}
+func (l hostListener) Swapped()            { l.h.NotifyPolicyChanged() }
+func (l hostListener) WatchReloaded(error) {}

@@ -217,7 +217,7 @@ func TestRawToolResultMergesMeta(t *testing.T) {
 	}
 }
 
-// maskPolicy replaces results that mention "secret". As a resultKeeper it
+// maskPolicy replaces results that mention "secret". As a ResultKeeper it
 // returns the result it was given when it leaves it alone; inPlace makes it
 // edit the result it was given instead, as a policy that is not one may.
 type maskPolicy struct {
@@ -249,7 +249,7 @@ func (maskPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.To
 }
 
 // With result hooks, a raw call's result reaches policies, and goes
-// downstream as sent only when a resultKeeper left it unchanged.
+// downstream as sent only when a ResultKeeper left it unchanged.
 func TestRawCallsThroughResultPolicies(t *testing.T) {
 	for _, p := range []maskPolicy{{keeps: true}, {inPlace: true}} {
 		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: p})

@@ -160,12 +160,12 @@ const maxPrepared = 32
 // have one now, so that calls arriving after the swap find their listing
 // ready instead of waiting for the new policies to run. Callers whose
 // views fail to compute get them on demand. plugins.Manager calls it
-// through ManagerOptions.BeforeSwap; it is safe to call at any time.
+// through plugins.Listener.BeforeSwap; it is safe to call at any time.
 func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 	if h.policy == nil || next == nil {
 		return
 	}
-	if w, ok := next.(hookWanter); ok && !w.Wants(abi.HookToolsList) {
+	if w, ok := next.(HookWanter); ok && !w.Wants(abi.HookToolsList) {
 		return // view will not ask it for listings either
 	}
 	cat := h.cat.Load()

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 func newChain(t *testing.T, rt *Runtime, specs ...Spec) *Chain {
@@ -238,5 +240,5 @@ func TestChainLoadFailureClosesTheRest(t *testing.T) {
 	if _, err := rt.NewChain(context.Background(), []Spec{policy(t, "twin"), policy(t, "twin")}); !errors.Is(err, ErrSpec) {
 		t.Fatalf("duplicate names: %v", err)
 	}
-	waitFor(t, func() bool { return rt.Modules() == 0 })
+	testproc.WaitFor(t, "the compiled modules to be released", 10*time.Second, func() bool { return rt.Modules() == 0 })
 }

@@ -152,6 +152,11 @@ func TestLoopTimeoutModes(t *testing.T) {
 // TestInstrumentDifferential: the same guests, instrumented and not, give
 // the same outputs and errors for the same calls.
 func TestInstrumentDifferential(t *testing.T) {
+	if raceEnabled {
+		// The original module, without the loop countdown, runs its
+		// 50 MB output past the 5 s timeout under the race detector.
+		t.Skip("compares outcomes that include timeouts, which the race detector's slowdown changes")
+	}
 	type call struct {
 		hook  string
 		input []byte

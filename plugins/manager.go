@@ -23,21 +23,29 @@ const DefaultDebounce = 250 * time.Millisecond
 type ManagerOptions struct {
 	// Logger; nil means the runtime's.
 	Logger hclog.Logger
-	// OnSwap is called after every successful swap to a new generation
-	// (so the host can send notifications/tools/list_changed).
-	OnSwap func()
-	// BeforeSwap, if set, is called with a new generation, loaded and
-	// ready, just before it replaces the current one, so that the host can
-	// compute what calls will need from it (tool listings) while the
-	// current generation still serves them. A reload waits for it.
-	BeforeSwap func(ctx context.Context, next *Chain)
 	// Watch reloads when a plugin's .wasm file changes.
 	Watch bool
-	// OnReload, if set, is told the outcome of every reload the watcher
-	// starts (nil: swapped in), so that a failed one shows in status.
-	OnReload func(err error)
 	// Debounce; 0 means DefaultDebounce.
 	Debounce time.Duration
+}
+
+// Listener is told of a Manager's generations: what a host serving the
+// Manager as its policy must hear (host.Host has a method for each; see
+// the engine package). Attach it once the host exists: a Manager has
+// nobody to tell before, and a host built after the first Reload computes
+// its listings from the generation it finds.
+type Listener interface {
+	// BeforeSwap is called with a new generation, loaded and ready, just
+	// before it replaces the current one, so that the host can compute
+	// what calls will need from it (tool listings) while the current one
+	// still serves them. A reload waits for it.
+	BeforeSwap(ctx context.Context, next *Chain)
+	// Swapped is called after every swap to a new generation (so the host
+	// can send notifications/tools/list_changed).
+	Swapped()
+	// WatchReloaded is told the outcome of every reload the file watcher
+	// starts (nil: swapped in or unchanged), so that a failed one shows.
+	WatchReloaded(err error)
 }
 
 // Manager holds the current Chain and swaps generations atomically: a new
@@ -54,8 +62,9 @@ type Manager struct {
 	opts ManagerOptions
 	log  hclog.Logger
 
-	cur  atomic.Pointer[Chain]
-	shut atomic.Bool // Close was called: hooks fail closed
+	cur      atomic.Pointer[Chain]
+	shut     atomic.Bool // Close was called: hooks fail closed
+	listener atomic.Pointer[Listener]
 
 	mu     sync.Mutex // serialises reloads
 	specs  []Spec     // of the current generation
@@ -96,6 +105,23 @@ func NewManager(rt *Runtime, opts *ManagerOptions) (*Manager, error) {
 	return m, nil
 }
 
+// Attach makes l the Manager's listener (nil: none), from the next event on.
+func (m *Manager) Attach(l Listener) {
+	if l == nil {
+		m.listener.Store(nil)
+		return
+	}
+	m.listener.Store(&l)
+}
+
+// tell returns the listener, or nil.
+func (m *Manager) tell() Listener {
+	if l := m.listener.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
 // Reload builds a generation from specs and swaps it in. On error the
 // current generation keeps serving and the error (a *LoadError naming the
 // plugin and its source) is returned and logged.
@@ -111,7 +137,7 @@ func (m *Manager) Reload(ctx context.Context, specs []Spec) error {
 
 // Staged is a generation built whole (loaded, described, pools warmed) and
 // not yet serving. Commit swaps it in; Close discards it unless committed
-// and then reports the swap (ManagerOptions.OnSwap). Other reloads wait
+// and then reports the swap (Listener.Swapped). Other reloads wait
 // from Stage until Commit or Close, so a caller can swap plugins together
 // with something else, such as a host's server set. A Staged belongs to
 // one goroutine.
@@ -146,8 +172,8 @@ func (m *Manager) Stage(ctx context.Context, specs []Spec) (*Staged, error) {
 		}
 		return nil, err
 	}
-	if m.opts.BeforeSwap != nil && prev != nil && !samePlugins(prev, next) {
-		m.opts.BeforeSwap(ctx, next)
+	if l := m.tell(); l != nil && prev != nil && !samePlugins(prev, next) {
+		l.BeforeSwap(ctx, next)
 	}
 	return &Staged{m: m, prev: prev, next: next, specs: append([]Spec(nil), specs...), start: start}, nil
 }
@@ -177,7 +203,8 @@ func (s *Staged) Commit() {
 }
 
 // Close discards the generation if it was not committed, or else reports
-// the swap to ManagerOptions.OnSwap. Calling it again does nothing.
+// the swap to the listener (Listener.Swapped). Calling it again does
+// nothing.
 func (s *Staged) Close() {
 	if s.closed {
 		return
@@ -188,8 +215,8 @@ func (s *Staged) Close() {
 		s.m.mu.Unlock()
 		return
 	}
-	if s.swapped && s.m.opts.OnSwap != nil {
-		s.m.opts.OnSwap() // outside the lock: it may call back into m
+	if l := s.m.tell(); s.swapped && l != nil {
+		l.Swapped() // outside the lock: it may call back into m
 	}
 }
 
@@ -410,8 +437,8 @@ func (m *Manager) watch() {
 			// A failure is logged by Reload with the plugin's path; the
 			// old generation keeps serving until the next change.
 			err := m.Reload(context.Background(), specs)
-			if m.opts.OnReload != nil {
-				m.opts.OnReload(err)
+			if l := m.tell(); l != nil {
+				l.WatchReloaded(err)
 			}
 		}
 	}

@@ -12,20 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func newManager(t *testing.T, rt *Runtime, opts *ManagerOptions) *Manager {
 	t.Helper()
@@ -64,10 +56,39 @@ func TestManagerBeforeFirstReloadPassesThrough(t *testing.T) {
 	}
 }
 
+// swapCounter is a Listener that counts swaps and passes on the outcome
+// of each reload the watcher starts.
+type swapCounter struct {
+	atomic.Int64
+	watched chan error // nil: not passed on
+}
+
+func (c *swapCounter) BeforeSwap(context.Context, *Chain) {}
+func (c *swapCounter) Swapped()                           { c.Add(1) }
+func (c *swapCounter) WatchReloaded(err error) {
+	if c.watched != nil {
+		c.watched <- err
+	}
+}
+
+// nextWatchReload waits for the watcher's next reload and returns its
+// outcome.
+func (c *swapCounter) nextWatchReload(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-c.watched:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher did not reload within 10s")
+		return nil
+	}
+}
+
 func TestManagerReload(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{})
-	var swaps atomic.Int64
-	m := newManager(t, rt, &ManagerOptions{OnSwap: func() { swaps.Add(1) }})
+	var swaps swapCounter
+	m := newManager(t, rt, nil)
+	m.Attach(&swaps)
 	ctx := context.Background()
 	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond")}); err != nil {
 		t.Fatal(err)
@@ -230,7 +251,7 @@ func TestInFlightCallFinishesOnItsGeneration(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitFor(t, func() bool { return old.refs.Load() > 1 })
+	testproc.WaitFor(t, "the old generation to be in use", 10*time.Second, func() bool { return old.refs.Load() > 1 })
 	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond", "version", "v2")}); err != nil {
 		t.Fatal(err)
 	}
@@ -260,8 +281,11 @@ func TestManagerWatchesFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := newRuntime(t, RuntimeOptions{})
-	var swaps atomic.Int64
-	m := newManager(t, rt, &ManagerOptions{Watch: true, Debounce: 50 * time.Millisecond, OnSwap: func() { swaps.Add(1) }})
+	swaps := swapCounter{watched: make(chan error, 16)}
+	var logs testproc.Buffer
+	m := newManager(t, rt, &ManagerOptions{Watch: true, Debounce: 50 * time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})})
+	m.Attach(&swaps)
 	ctx := context.Background()
 	spec := Spec{Name: "p", Source: path, Config: map[string]string{"name": "p", "mode.tool_call": "respond"}, Timeout: 2 * time.Second}
 	if err := m.Reload(ctx, []Spec{spec}); err != nil {
@@ -283,7 +307,9 @@ func TestManagerWatchesFiles(t *testing.T) {
 	if err := os.WriteFile(path, v2[:len(v2)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	if err := swaps.nextWatchReload(t); err == nil {
+		t.Fatal("a half-written module loaded")
+	}
 	if v := version(); v != "p@v1:{}" || m.Generation() != g1 || swaps.Load() != 0 {
 		t.Fatalf("after a half write: %s, generation %d", v, m.Generation())
 	}
@@ -296,16 +322,27 @@ func TestManagerWatchesFiles(t *testing.T) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return swaps.Load() == 1 })
+	if err := swaps.nextWatchReload(t); err != nil || swaps.Load() != 1 {
+		t.Fatalf("the rename: %v, %d swaps", err, swaps.Load())
+	}
 	if v := version(); v != "p@v2:{}" || m.Generation() == g1 {
 		t.Fatalf("after the rename: %s", v)
 	}
 
-	// Other files in the directory do not trigger reloads.
+	// Other files in the directory do not trigger reloads: the next
+	// reload the watcher starts is for the module alone.
 	os.WriteFile(filepath.Join(dir, "other.txt"), []byte("x"), 0o644)
-	time.Sleep(300 * time.Millisecond)
-	if swaps.Load() != 1 {
-		t.Fatal("an unrelated file triggered a swap")
+	if err := os.WriteFile(tmp, v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := swaps.nextWatchReload(t); err != nil || swaps.Load() != 2 {
+		t.Fatalf("the second rename: %v, %d swaps", err, swaps.Load())
+	}
+	if strings.Contains(logs.String(), "other.txt") {
+		t.Fatalf("an unrelated file triggered a reload:\n%s", logs.String())
 	}
 }
 
@@ -323,7 +360,7 @@ func TestManagerClose(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { _, err := respondText(ctx, m, `{"_sleep_ms":200}`); done <- err }()
-	waitFor(t, func() bool { return c.refs.Load() > 1 })
+	testproc.WaitFor(t, "the chain to be in use", 10*time.Second, func() bool { return c.refs.Load() > 1 })
 	if err := m.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -387,11 +424,12 @@ func TestManagerWants(t *testing.T) {
 
 // TestManagerStage checks the two halves of a reload that a caller swaps
 // together with something else: a staged generation serves nothing until
-// Commit, a discarded one changes nothing, and OnSwap follows the commit.
+// Commit, a discarded one changes nothing, and Swapped follows the commit.
 func TestManagerStage(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{})
-	var swaps atomic.Int64
-	m := newManager(t, rt, &ManagerOptions{OnSwap: func() { swaps.Add(1) }})
+	var swaps swapCounter
+	m := newManager(t, rt, nil)
+	m.Attach(&swaps)
 	ctx := context.Background()
 	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond")}); err != nil {
 		t.Fatal(err)
@@ -420,12 +458,12 @@ func TestManagerStage(t *testing.T) {
 		t.Fatalf("after Commit: %q %v", s, err)
 	}
 	if swaps.Load() != 0 {
-		t.Fatal("OnSwap ran before Close")
+		t.Fatal("Swapped ran before Close")
 	}
 	st.Close()
 	st.Close()
 	if swaps.Load() != 1 {
-		t.Fatalf("OnSwap ran %d times, want 1", swaps.Load())
+		t.Fatalf("Swapped ran %d times, want 1", swaps.Load())
 	}
 	// The manager's lock was handed back: another reload runs.
 	if err := m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond")}); err != nil {

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 func TestInspect(t *testing.T) {
@@ -64,7 +66,7 @@ func TestRunHook(t *testing.T) {
 	if _, err := RunHook(ctx, rt, policy(t, "p"), "nope", nil); !errors.Is(err, ErrNoHook) {
 		t.Fatalf("unknown hook: %v", err)
 	}
-	waitFor(t, func() bool { return rt.Modules() == 0 })
+	testproc.WaitFor(t, "the compiled modules to be released", 10*time.Second, func() bool { return rt.Modules() == 0 })
 }
 
 func ExampleErrTimeout() {

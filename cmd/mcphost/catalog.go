@@ -19,7 +19,8 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
-	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/internal/suggest"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -102,7 +103,7 @@ func pluginDiagnostic(file *config.File, spec plugins.Spec, err error) *hcl.Diag
 // connectOnce loads a config, connects its upstreams (those pick names, or
 // every one when pick is nil or names none), and reports the ones that
 // failed on stderr. The caller closes the engine.
-func connectOnce(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine, []string, error) {
+func connectOnce(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine.Engine, []string, error) {
 	fs := newFlagSet(name, stderr)
 	var lf logFlags
 	lf.register(fs, "warn")
@@ -135,7 +136,7 @@ func connectOnce(ctx context.Context, name string, args []string, stderr io.Writ
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, st := range e.host.Statuses() {
+	for _, st := range e.Host().Statuses() {
 		if st.State != host.StateConnected {
 			fmt.Fprintf(stderr, "server %s: %s: %s\n", st.Name, st.State, oneLine(st.Error))
 		}
@@ -212,8 +213,8 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer e.close()
-	tools, err := e.host.Tools(ctx, cliCaller)
+	defer e.Close()
+	tools, err := e.Host().Tools(ctx, cliCaller)
 	if err != nil {
 		return err
 	}
@@ -223,7 +224,7 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return enc.Encode(struct {
 			Tools   []abi.Tool    `json:"tools"`
 			Servers []host.Status `json:"servers"`
-		}{tools, e.host.Statuses()})
+		}{tools, e.Host().Statuses()})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTITLE\tSERVER\tTOOL")
@@ -254,7 +255,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer func() { e.close() }()
+	defer func() { e.Close() }()
 	var arguments json.RawMessage
 	if len(rest) == 2 {
 		arguments = json.RawMessage(rest[1])
@@ -263,13 +264,13 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("arguments must be a JSON object: %w", err)
 		}
 	}
-	res, err := e.host.CallTool(ctx, cliCaller, rest[0], arguments)
+	res, err := e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
 	if errors.Is(err, host.ErrUnknownTool) && picked {
-		e.close()
+		e.Close()
 		if e, _, err = connectOnce(ctx, "call", args, stderr, flags, nil); err != nil {
 			return err
 		}
-		res, err = e.host.CallTool(ctx, cliCaller, rest[0], arguments)
+		res, err = e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
 	}
 	if err != nil {
 		return err

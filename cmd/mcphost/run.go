@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
-	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 

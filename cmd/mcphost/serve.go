@@ -13,7 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host"
-	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/internal/gctune"
 )
 
@@ -57,14 +58,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Shutdown never waits on a guest: shutdownDrain after the signal, the
 	// plugin calls still running are stopped, whatever their timeouts, so
 	// the requests waiting on them end while HTTP drains.
-	context.AfterFunc(ctx, func() { time.AfterFunc(shutdownDrain, e.rt.Halt) })
+	context.AfterFunc(ctx, func() { time.AfterFunc(engine.ShutdownDrain, e.Halt) })
 	defer func() {
 		log.Info("shutting down")
-		if err := e.close(); err != nil {
+		if err := e.Close(); err != nil {
 			log.Warn("shutdown", "error", err)
 		}
 	}()
-	e.logStatuses()
+	logStatuses(e, log)
 
 	r := &reloader{path: pos[0], file: file, engine: e, log: log}
 	go r.run(ctx, watch)
@@ -72,7 +73,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *stdio {
 		log.Info("serving on stdio", "ready_in", time.Since(started).Round(time.Millisecond))
 		in, out := readCloser(stdin), writeCloser(stdout)
-		return e.host.ServeStdio(ctx, in, out)
+		return e.Host().ServeStdio(ctx, in, out)
 	}
 	addr := *httpAddr
 	if addr == "" {
@@ -81,7 +82,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if addr == "" {
 		addr = host.DefaultListenHTTP
 	}
-	err = e.host.ListenAndServe(ctx, addr, func(a net.Addr) {
+	err = e.Host().ListenAndServe(ctx, addr, func(a net.Addr) {
 		scheme := "http"
 		if file.Host.Listen.TLSCert != "" {
 			scheme = "https"
@@ -100,7 +101,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 type reloader struct {
 	path   string
 	file   *config.File
-	engine *engine
+	engine *engine.Engine
 	log    hclog.Logger
 }
 
@@ -134,31 +135,14 @@ func (r *reloader) reload(ctx context.Context) {
 	file, diags := config.Load(r.path)
 	if diags.HasErrors() {
 		r.log.Error("reload refused: the config has errors; the running config stays", "path", r.path, "error", diags.Err())
-		r.engine.host.NoteReload("config", diags.Err())
+		r.engine.Host().NoteReload("config", diags.Err())
 		return
 	}
-	// The new plugins are built whole first, then swapped in together with
-	// the new server set: policies in both configs never lapse, and no
-	// server is exposed under the other config's policies.
-	staged, err := r.engine.mgr.Stage(ctx, file.Plugins)
-	if err != nil {
-		r.log.Error("reload refused: plugins failed to load; the running config stays", "error", err)
-		r.engine.host.NoteReload("config", err)
+	if err := r.engine.Reload(ctx, file); err != nil {
+		r.log.Error("reload refused; the running config stays", "error", err)
 		return
 	}
-	err = r.engine.host.Reconfigure(ctx, file.Host, staged.Commit)
-	staged.Close()
-	if err != nil {
-		r.log.Error("reconfiguring upstreams failed", "error", err)
-		r.engine.host.NoteReload("config", err)
-		return
-	}
-	// Plugins whose files did not change keep their generation, but what
-	// they read (a pin file an operator just approved) may have: listings
-	// are recomputed and clients told, on every reload.
-	r.engine.host.NotifyPolicyChanged()
 	r.file = file
-	r.engine.host.NoteReload("config", nil)
 	r.log.Info("reloaded", "servers", len(file.Host.Servers), "plugins", len(file.Plugins))
 }
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/host"
-	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/internal/gctune"
 	"github.com/mcphost-project/mcphost/plugins"
 )

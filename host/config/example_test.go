@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mcphost-project/mcphost/internal/config"
+	"github.com/mcphost-project/mcphost/host/config"
 )
 
 // The CLI prints every diagnostic, in file order, and stops when any is an

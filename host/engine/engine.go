@@ -1,0 +1,188 @@
+// Package engine runs what `mcphost run` runs, from Go: the upstreams of a
+// configuration behind a host, and its plugins as the host's policy, with
+// reloads and a clean close. The CLI is a thin caller of it; a platform
+// embeds the same thing, from the HCL file (host/config) or from a
+// config.File built in Go.
+//
+//	file, diags := config.Load("mcphost.hcl")
+//	if diags.HasErrors() { ... }
+//	e, err := engine.Start(ctx, file, nil)
+//	if err != nil { ... }
+//	defer e.Close()
+//	res, err := e.Host().CallTool(ctx, caller, "clock__current_time", args)
+//
+// Serve it with e.Host().ListenAndServe or ServeStdio, or mount
+// e.Host().Handler() in a server of your own.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/plugins"
+)
+
+// Options tunes an Engine; the zero value (or nil) is what `mcphost run`
+// does, without watching files.
+type Options struct {
+	// Logger receives the host's and the plugins' logs; nil discards them.
+	Logger hclog.Logger
+	// WatchPlugins reloads the plugins when a plugin's .wasm file changes.
+	// (The config file is the caller's to watch: call Reload.)
+	WatchPlugins bool
+}
+
+// Engine is a running host with its plugin runtime and policy chain. It is
+// safe for concurrent use.
+type Engine struct {
+	log  hclog.Logger
+	rt   *plugins.Runtime
+	mgr  *plugins.Manager
+	host *host.Host
+
+	mu   sync.Mutex // serialises Reload
+	file *config.File
+}
+
+// ShutdownDrain bounds how long Close waits for plugin calls still in
+// flight once the upstreams are closed; then the guests are stopped.
+const ShutdownDrain = 2 * time.Second
+
+// Start compiles and loads file's plugins, builds the host with them as its
+// policy, and connects every upstream (waiting up to each one's connect
+// timeout; one that fails keeps retrying in the background). On error
+// everything started is closed again.
+func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, err error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	e := &Engine{log: log, file: file}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	e.rt, err = plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Logger: log.Named("plugins"),
+		Builtin: filters.Builtin, BuiltinNames: filters.Names()})
+	if err != nil {
+		return nil, fmt.Errorf("starting the plugin runtime: %w", err)
+	}
+	e.mgr, err = plugins.NewManager(e.rt, &plugins.ManagerOptions{Watch: opts.WatchPlugins})
+	if err != nil {
+		return nil, fmt.Errorf("starting the plugin manager: %w", err)
+	}
+	start := time.Now()
+	if err := e.mgr.Reload(ctx, file.Plugins); err != nil {
+		return nil, fmt.Errorf("loading plugins: %w", err)
+	}
+	if len(file.Plugins) > 0 {
+		log.Info("plugins loaded", "count", len(file.Plugins), "took", time.Since(start).Round(time.Millisecond))
+		// Compiling, or reading compiled code from the cache, leaves tens
+		// to hundreds of MB of garbage that the runtime would hand back to
+		// the OS only over minutes. Hand it back now, off the start-up path.
+		go debug.FreeOSMemory()
+	}
+	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() }})
+	if err != nil {
+		return nil, err
+	}
+	// The manager tells the host of its swaps from now on: the host, built
+	// on the generation just loaded, needs no word of it.
+	e.mgr.Attach(listener{e.host})
+	if err := e.host.Start(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// listener passes a Manager's events to the host that serves it.
+type listener struct{ h *host.Host }
+
+func (l listener) BeforeSwap(ctx context.Context, next *plugins.Chain) { l.h.PrepareViews(ctx, next) }
+func (l listener) Swapped()                                            { l.h.NotifyPolicyChanged() }
+func (l listener) WatchReloaded(err error)                             { l.h.NoteReload("plugin files", err) }
+
+// Host is the running host: call tools, list them, serve it.
+func (e *Engine) Host() *host.Host { return e.host }
+
+// Plugins is the policy chain's manager: its status, its generations.
+func (e *Engine) Plugins() *plugins.Manager { return e.mgr }
+
+// File is the configuration the engine runs, as of the last Reload that
+// took.
+func (e *Engine) File() *config.File {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.file
+}
+
+// Reload moves the engine to file, whole or not at all: the new plugins are
+// loaded first, then swapped in together with the new set of upstreams, so
+// policies in both never lapse and no upstream is served under the other
+// configuration's policies. Unchanged upstreams keep their sessions and
+// calls in flight. On error the running configuration stays, and the host's
+// status shows the failure until a reload succeeds.
+func (e *Engine) Reload(ctx context.Context, file *config.File) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	err := e.reload(ctx, file)
+	e.host.NoteReload("config", err)
+	return err
+}
+
+func (e *Engine) reload(ctx context.Context, file *config.File) error {
+	staged, err := e.mgr.Stage(ctx, file.Plugins)
+	if err != nil {
+		return fmt.Errorf("plugins failed to load: %w", err)
+	}
+	err = e.host.Reconfigure(ctx, file.Host, staged.Commit)
+	staged.Close()
+	if err != nil {
+		return fmt.Errorf("reconfiguring upstreams: %w", err)
+	}
+	// Plugins whose files did not change keep their generation, but what
+	// they read (a pin file an operator just approved) may have: listings
+	// are recomputed and clients told, on every reload.
+	e.host.NotifyPolicyChanged()
+	e.file = file
+	return nil
+}
+
+// Halt stops every plugin call still running, whatever its timeout: for a
+// shutdown that must not wait on a guest.
+func (e *Engine) Halt() {
+	if e.rt != nil {
+		e.rt.Halt()
+	}
+}
+
+// Close closes the upstreams (ending their processes), then waits up to
+// ShutdownDrain for plugin calls in flight, then stops the guests.
+func (e *Engine) Close() error {
+	var errs []error
+	if e.host != nil {
+		errs = append(errs, e.host.Close())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownDrain)
+	defer cancel()
+	if e.mgr != nil {
+		errs = append(errs, e.mgr.Close(ctx))
+	}
+	if e.rt != nil {
+		errs = append(errs, e.rt.Close(ctx))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package plugins
+
+const raceEnabled = false
