@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/toolformat"
 	"github.com/mcphost-project/mcphost/internal/suggest"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -197,7 +199,7 @@ func serversFor(file *config.File, name string) []string {
 func errUsageFor(name string, stderr io.Writer) error {
 	switch name {
 	case "tools":
-		fmt.Fprintln(stderr, "usage: mcphost tools CONFIG [SERVER...] [--json]")
+		fmt.Fprintln(stderr, "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]")
 	case "call":
 		fmt.Fprintln(stderr, "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]")
 	}
@@ -206,9 +208,11 @@ func errUsageFor(name string, stderr io.Writer) error {
 
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
+	var format string
 	// Only the servers named, if any, are started.
 	e, _, err := connectOnce(ctx, "tools", args, stderr, func(fs *flagSetT) {
 		fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON")
+		fs.StringVar(&format, "format", "", "print the catalog as a model API's tool definitions: mcp, openai, anthropic or gemini")
 	}, serversNamed)
 	if err != nil {
 		return err
@@ -217,6 +221,18 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tools, err := e.Host().Tools(ctx, cliCaller)
 	if err != nil {
 		return err
+	}
+	if format != "" {
+		set, err := toolformat.Convert(toolformat.Provider(format), tools)
+		if err != nil {
+			return err
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, set.Definitions, "", "  "); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, out.String())
+		return nil
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)

@@ -177,6 +177,22 @@ plugin "titles" {
 	}
 }
 
+// mcphost tools --format writes the catalog as a model API's tools.
+func TestToolsFormats(t *testing.T) {
+	cfg := writeConfig(t, twoServers)
+	for format, want := range map[string]string{
+		"openai": `"type": "function"`, "anthropic": `"input_schema"`, "gemini": `"functionDeclarations"`, "mcp": `"inputSchema"`,
+	} {
+		out, errs, code := mcphost(t, "tools", cfg, "--format", format)
+		if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "up__echo") || !json.Valid([]byte(out)) {
+			t.Errorf("--format %s: exit %d, want JSON with %s:\n%s%s", format, code, want, out, errs)
+		}
+	}
+	if _, errs, code := mcphost(t, "tools", cfg, "--format", "cohere"); code == 0 || !strings.Contains(errs, `unknown provider "cohere"`) {
+		t.Errorf("--format cohere: exit %d, %s", code, errs)
+	}
+}
+
 // mcphost call and mcphost tools SERVER... start only the servers they
 // need: a broken server elsewhere in the config is never started.
 func TestCLIStartsOnlyNeededServers(t *testing.T) {
