@@ -167,7 +167,7 @@ func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Ha
 // fastListSession returns the session r may be answered for from the
 // headers alone, or nil.
 func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *fastListSession {
-	if r.Method != http.MethodPost || r.Body == nil {
+	if h.noShortcuts || r.Method != http.MethodPost || r.Body == nil {
 		return nil
 	}
 	id := r.Header.Get("Mcp-Session-Id")

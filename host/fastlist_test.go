@@ -401,3 +401,43 @@ func FuzzParseFastList(f *testing.F) {
 		}
 	})
 }
+
+// TestShortcutsOff: with Options.NoShortcuts, tools/list and tools/call go
+// the go-sdk's typed way only, and clients get the same answers as with
+// the shortcuts (the cached listing written straight to HTTP, results as
+// the upstream's bytes): the same JSON values; key order may differ.
+func TestShortcutsOff(t *testing.T) {
+	answers := map[bool][]json.RawMessage{}
+	for _, off := range []bool{false, true} {
+		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{NoShortcuts: off})
+		_, s := connectAs(t, httptestServer(t, h)+"/mcp", "client")
+		for _, body := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"same <&> \u00e9"}}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"a__structured_key","arguments":{"text":"k"}}}`,
+		} {
+			msg, shortcut := message(t, s.post(body, nil))
+			if off && shortcut {
+				t.Fatalf("%s took the listing shortcut with NoShortcuts", body)
+			}
+			answers[off] = append(answers[off], msg.Result)
+		}
+		if !off && len(answers[off]) > 0 {
+			if _, shortcut := message(t, s.post(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, nil)); !shortcut {
+				t.Fatal("the listing shortcut is not taken by default")
+			}
+		}
+	}
+	for i := range answers[false] {
+		var a, b any
+		if err := json.Unmarshal(answers[false][i], &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(answers[true][i], &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("answer %d differs:\nshortcuts %s\ntyped     %s", i+1, answers[false][i], answers[true][i])
+		}
+	}
+}

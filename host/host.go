@@ -42,6 +42,12 @@ type Options struct {
 	// PolicyStatus, if set, reports the policy's own state (the plugins'
 	// load state, calls, crashes, last errors) in GET /status.
 	PolicyStatus func() any
+	// NoShortcuts serves tools/list and tools/call only the go-sdk's typed
+	// way: no cached listing written straight to HTTP clients (fastlist.go),
+	// no result passed on as the upstream's bytes (rawcall.go). Clients get
+	// the same answers, slower; it is there to tell a shortcut's fault from
+	// the rest.
+	NoShortcuts bool
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -50,6 +56,7 @@ type Host struct {
 	log          hclog.Logger
 	policyStatus func() any
 	policy       Policy
+	noShortcuts  bool
 
 	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
 	upstreams []*upstream          // config order
@@ -95,6 +102,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		log:          log,
 		policy:       opts.Policy,
 		policyStatus: opts.PolicyStatus,
+		noShortcuts:  opts.NoShortcuts,
 		byName:       make(map[string]*upstream, len(cfg.Servers)),
 	}
 	h.views.init()
@@ -258,7 +266,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by
 	// policies that say so when they leave it unchanged.
-	raw := plainResults(ss) && (!wantsResult || h.keepsResults())
+	raw := !h.noShortcuts && plainResults(ss) && (!wantsResult || h.keepsResults())
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
