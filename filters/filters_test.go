@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi/policytest"
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/plugins"
+	"github.com/mcphost-project/mcphost/plugins/compat"
 )
 
 // rt is one runtime for the whole test binary, so the embedded module is
@@ -94,36 +94,31 @@ func runGolden(t *testing.T, name, file string) {
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	ctx := context.Background()
-	var got []byte
-	var callErr error
-	if c.Hook == "describe" {
-		var p *plugins.Plugin
-		p, callErr = rt.Load(ctx, spec(name, c.Config))
-		if callErr == nil {
-			got, _ = json.Marshal(p.Describe())
-			p.Close(ctx)
-		}
-	} else {
-		got, callErr = plugins.RunHook(ctx, rt, spec(name, c.Config), c.Hook, c.Input)
+	if err := compat.RunCase(context.Background(), rt, spec(name, nil), c); err != nil {
+		t.Fatal(err)
 	}
-	switch {
-	case c.Error != "" && callErr == nil:
-		t.Fatalf("got output %s, want an error containing %q", got, c.Error)
-	case c.Error != "":
-		if !strings.Contains(callErr.Error(), c.Error) {
-			t.Fatalf("got error %q, want it to contain %q", callErr, c.Error)
-		}
-	case callErr != nil:
-		t.Fatalf("got error %v, want output %s", callErr, c.Output)
-	default:
-		eq, err := policytest.EqualJSON(got, c.Output)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !eq {
-			t.Fatalf("got %s\nwant %s", got, c.Output)
-		}
+}
+
+// TestCompatProbe holds every built-in to what the ABI asks of any plugin
+// (plugins/compat): valid answers to minimal inputs and to inputs full of
+// fields a later ABI may add, and the promises of its hints.
+func TestCompatProbe(t *testing.T) {
+	configs := map[string]map[string]string{
+		"allow": {"tools": `["a__*"]`, "resources": `["x://*"]`}, "deny": {"tools": `["*__write"]`, "methods": `["sampling/*"]`},
+		"arguments": {"defaults": `{"a__*":{"limit":5}}`}, "pin": {"file": filepath.Join(t.TempDir(), "pins.json")},
+	}
+	for _, name := range filters.Names() {
+		t.Run(name, func(t *testing.T) {
+			s := spec(name, configs[name])
+			if name == "pin" {
+				s.AllowedPaths = map[string]string{filepath.Dir(configs["pin"]["file"]): filepath.Dir(configs["pin"]["file"])}
+			}
+			for _, r := range compat.Probe(context.Background(), rt, s) {
+				if r.Err != nil {
+					t.Errorf("%s: %v", r.Name, r.Err)
+				}
+			}
+		})
 	}
 }
 

@@ -154,6 +154,16 @@ func RunHook(ctx context.Context, rt *Runtime, spec Spec, hook string, input []b
 		_, err = decodeToolsList(out, in.Tools, nil)
 	case abi.HookToolCall:
 		_, err = decodeCallDecision(out)
+	case abi.HookList:
+		var in abi.ListInput
+		if err := json.Unmarshal(input, &in); err != nil {
+			return out, fmt.Errorf("plugins: list input: %w", err)
+		}
+		_, err = decodeList(out, in.Items)
+	case abi.HookRequest:
+		_, err = decodeRequestDecision(out)
+	case abi.HookMessage:
+		_, err = decodeMessage(out)
 	case abi.HookToolResult:
 		var r *abi.CallToolResult
 		if r, err = decodeToolResult(out); err == nil && r == nil {

@@ -431,3 +431,36 @@ func TestPluginInspectAndTest(t *testing.T) {
 		t.Fatalf("plugin inspect of JSON: exit %d\n%s", code, errs)
 	}
 }
+
+// mcphost plugin check proves a .wasm keeps the ABI and its own cases,
+// whatever its language: here the Go example plugin with its golden cases,
+// a built-in, and a case that fails.
+func TestPluginCheck(t *testing.T) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	example := "../../examples/plugins/go-no-destructive"
+	wasm, err := testproc.BuildWasm(filepath.Join(base, "mcphost-test", "cmd-guests"),
+		[]string{example + "/*.go", "../../abi/*.go", "../../abi/pdk/*.go", "../../go.mod", "../../go.sum"},
+		map[string]testproc.WasmGuest{"nodestructive": {Pkg: example}})
+	if err != nil {
+		t.Skip("cannot build the example plugin:", err)
+	}
+	out, errs, code := mcphost(t, "plugin", "check", wasm["nodestructive"], example+"/testdata")
+	if code != 0 || !strings.Contains(out, "call_denied_pattern.txtar") || !strings.Contains(out, "checks passed") {
+		t.Fatalf("plugin check of the example: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = mcphost(t, "plugin", "check", "builtin:redact")
+	if code != 0 || !strings.Contains(out, "ok   message: a resource") || !strings.Contains(out, "ok   hints: messageKeywords") {
+		t.Fatalf("plugin check of builtin:redact: exit %d\n%s%s", code, out, errs)
+	}
+	wrong := filepath.Join(t.TempDir(), "wrong.txtar")
+	if err := os.WriteFile(wrong, []byte("hook: tool_call\n-- input.json --\n{\"name\":\"fs__read\",\"server\":\"fs\",\"tool\":\"read\",\"annotations\":{\"readOnlyHint\":true}}\n-- output.json --\n{\"action\":\"deny\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = mcphost(t, "plugin", "check", wasm["nodestructive"], wrong)
+	if code != 1 || !strings.Contains(out, "FAIL "+wrong) || !strings.Contains(out, "1 of ") {
+		t.Fatalf("plugin check with a failing case: exit %d\n%s", code, out)
+	}
+}

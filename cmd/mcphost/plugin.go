@@ -13,11 +13,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/plugins"
+	"github.com/mcphost-project/mcphost/plugins/compat"
 )
 
 func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mcphost plugin inspect|test FILE ...")
+		fmt.Fprintln(stderr, "usage: mcphost plugin inspect|test|check FILE ...")
 		return exitError(2)
 	}
 	switch args[0] {
@@ -25,8 +26,10 @@ func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return runPluginInspect(ctx, args[1:], stdout, stderr)
 	case "test":
 		return runPluginTest(ctx, args[1:], stdout, stderr)
+	case "check":
+		return runPluginCheck(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcphost plugin: unknown command %q (want inspect or test)\n", args[0])
+	fmt.Fprintf(stderr, "mcphost plugin: unknown command %q (want inspect, test or check)\n", args[0])
 	return exitError(2)
 }
 
@@ -149,5 +152,47 @@ func runPluginTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(stderr, "mcphost: hook %s failed: %v\n", *hook, err)
 		return exitError(1)
 	}
+	return nil
+}
+
+// runPluginCheck proves a plugin keeps the ABI (plugins/compat): what the
+// ABI asks of every plugin, then the plugin's own cases, if given.
+func runPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plugin check", stderr)
+	timeout := fs.Duration("timeout", 5*time.Second, "hook timeout")
+	cfg := configFlags{}
+	fs.Var(cfg, "config", "plugin config KEY=VALUE (repeatable), for the ABI's checks and under each case's own")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return exitError(2)
+	}
+	if len(pos) < 1 {
+		fmt.Fprintln(stderr, "usage: mcphost plugin check FILE [CASE.txtar | DIR ...] [--config KEY=VALUE ...]")
+		return exitError(2)
+	}
+	rt, err := pluginRuntime(ctx, stderr, "warn")
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+	spec := plugins.Spec{Name: "check", Source: pos[0], Config: cfg, Timeout: *timeout}.WithDefaults()
+	results := compat.Probe(ctx, rt, spec)
+	cases, err := compat.RunCases(ctx, rt, spec, pos[1:])
+	if err != nil {
+		return err
+	}
+	results = append(results, cases...)
+	for _, r := range results {
+		if r.Err != nil {
+			fmt.Fprintf(stdout, "FAIL %s\n     %s\n", r.Name, strings.ReplaceAll(r.Err.Error(), "\n", "\n     "))
+		} else {
+			fmt.Fprintf(stdout, "ok   %s\n", r.Name)
+		}
+	}
+	if n := compat.Failed(results); n > 0 {
+		fmt.Fprintf(stdout, "%d of %d checks failed\n", n, len(results))
+		return exitError(1)
+	}
+	fmt.Fprintf(stdout, "all %d checks passed\n", len(results))
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 	"github.com/mcphost-project/mcphost/plugins"
+	"github.com/mcphost-project/mcphost/plugins/compat"
 )
 
 // The plugin is built once per content of its sources (package.json, the
@@ -183,6 +184,22 @@ func TestDescribe(t *testing.T) {
 	}
 	t.Logf("tool-budget.wasm: %d bytes, sha256 %s, compile %v, instantiate+describe %v",
 		info.Size, info.SHA256[:12], info.CompileTime.Round(time.Microsecond), info.InstantiateTime.Round(time.Microsecond))
+}
+
+// TestCompat holds the plugin, an ABI 1.0 guest in AssemblyScript, to what
+// the ABI asks of every plugin (plugins/compat, which `mcphost plugin
+// check` runs): valid answers to minimal inputs and to inputs full of
+// fields later versions add.
+func TestCompat(t *testing.T) {
+	rs := compat.Probe(context.Background(), newRuntime(t, nil), spec(t, nil))
+	for _, r := range rs {
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.Name, r.Err)
+		}
+	}
+	if len(rs) < 4 {
+		t.Errorf("only %d checks ran", len(rs))
+	}
 }
 
 // TestImports checks the module imports only what ABI 1.0 allows (section
