@@ -228,29 +228,3 @@ func (h *Host) governNote(ss *mcp.ServerSession, transport string) func(note) (n
 		return n, true
 	}
 }
-
-// hiddenCall answers a call of a name the caller's listing does not show.
-// When it names a tool of the catalog, the policies' tool_call hooks are
-// asked about it, so that a tool hidden by a policy is refused with that
-// policy's reason (an error result, as for any denial), and a model or
-// user can tell a policy from a typo. A policy may ask to stay invisible
-// (a deny with hidden set), and a tool no policy refuses (hidden by a
-// listing alone) is not called either: both answer "unknown tool".
-func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage) (mcp.Result, error) {
-	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
-	cat := h.cat.Load()
-	r, ok := cat.routes[name]
-	if !ok || !h.wants(abi.HookToolCall) {
-		return nil, unknown
-	}
-	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
-	d, err := h.policy.ToolCall(ctx, in)
-	if err != nil || d.Action != abi.ActionDeny || d.Hidden {
-		return nil, unknown
-	}
-	reason := d.Reason
-	if reason == "" {
-		reason = "denied by policy"
-	}
-	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
-}

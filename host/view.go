@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -256,51 +255,4 @@ func newView(cat *catalog, tools []abi.Tool) (*view, error) {
 		v.result.Tools = append(v.result.Tools, toMCPTool(t))
 	}
 	return v, nil
-}
-
-// toABIResult converts an MCP result to the form policies see.
-func toABIResult(res *mcp.CallToolResult) (*abi.CallToolResult, error) {
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	var out abi.CallToolResult
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// rawABIResult reads a result an upstream sent (checked by
-// checkToolResult) straight into the policies' form. Member names match
-// exactly, as clients read them: a policy must not judge a "Content" that
-// no client shows while the "content" it shows goes out unexamined.
-func rawABIResult(raw json.RawMessage) (*abi.CallToolResult, error) {
-	var out abi.CallToolResult
-	if _, err := segjson.Parse(raw, &out, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		return nil, err
-	}
-	if out.Content == nil {
-		out.Content = []abi.Content{}
-	}
-	return &out, nil
-}
-
-// fromABIResult converts a policy's result back to MCP.
-func fromABIResult(res *abi.CallToolResult) (*mcp.CallToolResult, error) {
-	if res == nil {
-		return errorResult("policy returned no result"), nil
-	}
-	if res.Content == nil {
-		res.Content = []abi.Content{}
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return errorResult("policy result could not be encoded: %v", err), nil
-	}
-	var out mcp.CallToolResult
-	if err := json.Unmarshal(b, &out); err != nil {
-		return errorResult("policy result is not a valid MCP result: %v", err), nil
-	}
-	return &out, nil
 }

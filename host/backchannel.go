@@ -1,0 +1,243 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What upstreams send toward clients: requests (sampling, elicitation,
+// roots), log messages, resource updates and elicitation completions, each
+// routed to the downstream client it belongs to. Progress is in progress.go,
+// and everything is written through the session's outbox (outbox.go).
+
+// callRegistry records which downstream session each upstream request in
+// flight came from, per upstream session, so that what a server sends
+// during a call can be routed to the caller.
+type callRegistry struct {
+	mu sync.Mutex
+	m  map[*mcp.ClientSession][]*inflightCall
+}
+
+type inflightCall struct {
+	ss  *mcp.ServerSession
+	ctx context.Context // the downstream handler's: messages sent with it go on the call's stream
+}
+
+func (r *callRegistry) enter(cs *mcp.ClientSession, ss *mcp.ServerSession, ctx context.Context) func() {
+	c := &inflightCall{ss: ss, ctx: ctx}
+	r.mu.Lock()
+	if r.m == nil {
+		r.m = make(map[*mcp.ClientSession][]*inflightCall)
+	}
+	r.m[cs] = append(r.m[cs], c)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		calls := r.m[cs]
+		for i, c2 := range calls {
+			if c2 == c {
+				calls = append(calls[:i:i], calls[i+1:]...)
+				break
+			}
+		}
+		if len(calls) == 0 {
+			delete(r.m, cs)
+		} else {
+			r.m[cs] = calls
+		}
+	}
+}
+
+// caller returns the downstream session with calls in flight on cs and the
+// context of its latest call, when exactly one session has; n is how many
+// distinct sessions have.
+func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (ss *mcp.ServerSession, ctx context.Context, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[*mcp.ServerSession]bool{}
+	for _, c := range r.m[cs] {
+		if only != nil && c.ss != only {
+			continue
+		}
+		if !seen[c.ss] {
+			seen[c.ss] = true
+		}
+		ss, ctx = c.ss, c.ctx
+	}
+	if len(seen) != 1 {
+		return nil, nil, len(seen)
+	}
+	return ss, ctx, 1
+}
+
+// clientFor picks the downstream session (and the context to send with)
+// for something cs sent: a per-client session's owner, or in shared mode
+// the one client with calls in flight on it.
+func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.ServerSession, context.Context, error) {
+	if owner := u.ownerOf(cs); owner != nil {
+		if _, ctx, n := h.calls.caller(cs, owner); n == 1 {
+			return owner, ctx, nil
+		}
+		return owner, context.Background(), nil
+	}
+	ss, ctx, n := h.calls.caller(cs, nil)
+	switch n {
+	case 1:
+		return ss, ctx, nil
+	case 0:
+		return nil, nil, fmt.Errorf("mcphost: server %q sent %s with no downstream request in flight to answer it", u.cfg.Name, what)
+	}
+	return nil, nil, fmt.Errorf("mcphost: server %q sent %s while %d clients have requests in flight on its shared session, so which client it is for is ambiguous; set sessions = %q on the server to route it", u.cfg.Name, what, n, SessionsPerClient)
+}
+
+// serverRequest answers a server-to-client request by asking the
+// downstream client it belongs to, with the context of that client's call
+// in flight (so a streamable HTTP client gets it on the call's stream).
+func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error) {
+	ss, callCtx, err := h.clientFor(u, cs, method)
+	if err != nil {
+		// Servers ask at every connect (roots/list, before any client
+		// call): said once per server and method, then at debug.
+		if h.refusedLog.once(u.cfg.Name + "\x00" + method) {
+			h.log.Warn("server-to-client request refused (said once per server and method)", "server", u.cfg.Name, "method", method, "error", err)
+		} else {
+			h.log.Debug("server-to-client request refused", "server", u.cfg.Name, "method", method, "error", err)
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
+	}
+	// What an upstream asks of a client goes through the request hook (a
+	// policy may refuse it) and, where it carries text the client shows or
+	// hands to its model, the message hook.
+	caller, server := sessionCaller(ss, h.transportOf(ss)), u.cfg.Name
+	if err := h.admit(ctx, caller, method, server, "", req.GetParams(), nil); err != nil {
+		h.log.Info("server-to-client request refused by policy", "server", server, "method", method, "error", err)
+		return nil, err
+	}
+	// The downstream request ends when the upstream cancels its request too.
+	dctx, cancel := context.WithCancel(callCtx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	var res mcp.Result
+	switch r := req.(type) {
+	case *mcp.CreateMessageWithToolsRequest:
+		p, gerr := governMessage(ctx, h, caller, method, server, "", r.Params)
+		if gerr != nil {
+			return nil, gerr
+		}
+		res, err = ss.CreateMessageWithTools(dctx, p)
+	case *mcp.ElicitRequest:
+		p, gerr := governMessage(ctx, h, caller, method, server, "", r.Params)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if p != nil && p.ElicitationID != "" {
+			h.elicitations.put(p.ElicitationID, ss)
+		}
+		res, err = ss.Elicit(dctx, p)
+	case *mcp.ListRootsRequest:
+		res, err = ss.ListRoots(dctx, r.Params)
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("mcphost does not forward %s", method)}
+	}
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			return nil, werr
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("downstream client: %v", err)}
+	}
+	return res, nil
+}
+
+// upstreamLog forwards a server's log message to the client it belongs to:
+// a per-client session's owner; on a shared session the one client with a
+// call in flight, else every client that set a log level. Each client's own
+// level filters what it is sent.
+func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMessageParams) {
+	out := *p
+	if out.Logger == "" {
+		out.Logger = u.cfg.Name
+	}
+	// Queued, never written here: this runs on the upstream's read loop,
+	// which a client that does not read must not hold up (outbox.go).
+	if ss, ctx, err := h.clientFor(u, cs, "a log message"); err == nil {
+		h.notify(ss, note{kind: noteLog, ctx: ctx, server: u.cfg.Name, log: &out})
+		return
+	}
+	for _, ss := range h.sessions.logging() {
+		h.notify(ss, note{kind: noteLog, ctx: context.Background(), server: u.cfg.Name, log: &out})
+	}
+}
+
+// resourceUpdated forwards notifications/resources/updated to the clients
+// subscribed to the URI; from a per-client session, only to its owner.
+func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
+	out := *p
+	if owner := u.ownerOf(cs); owner != nil {
+		meta := make(mcp.Meta, len(p.Meta)+1)
+		for k, v := range p.Meta {
+			meta[k] = v
+		}
+		meta[deliverToKey] = h.sessions.id(owner)
+		out.Meta = meta
+	}
+	h.servers.resourceUpdated(&out)
+}
+
+// elicitationComplete forwards notifications/elicitation/complete to the
+// client that was sent the URL elicitation.
+func (h *Host) elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams) {
+	ss := h.elicitations.take(p.ElicitationID)
+	if ss == nil {
+		ss = u.ownerOf(cs)
+	}
+	if ss == nil {
+		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.cfg.Name, "id", p.ElicitationID)
+		return
+	}
+	h.notify(ss, note{kind: noteElicitationComplete, ctx: context.Background(), send: func(ctx context.Context, _ note) error {
+		return ss.NotifyElicitationComplete(ctx, p)
+	}})
+}
+
+// elicitationRoutes remembers which client was sent each URL elicitation,
+// until its completion arrives or the client goes away. It is bounded.
+type elicitationRoutes struct {
+	mu sync.Mutex
+	m  map[string]*mcp.ServerSession
+}
+
+const maxElicitations = 4096
+
+func (r *elicitationRoutes) put(id string, ss *mcp.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) >= maxElicitations {
+		r.m = make(map[string]*mcp.ServerSession)
+	}
+	r.m[id] = ss
+}
+
+func (r *elicitationRoutes) take(id string) *mcp.ServerSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ss := r.m[id]
+	delete(r.m, id)
+	return ss
+}
+
+func (r *elicitationRoutes) forget(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, s := range r.m {
+		if s == ss {
+			delete(r.m, id)
+		}
+	}
+}

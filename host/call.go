@@ -1,0 +1,207 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// A tools/call, one step after another in callTool: resolve the name in the
+// caller's view, admit (tool_call hooks), forward (forward.go), pick the
+// result path (the upstream's bytes, rawcall.go, or typed), transform
+// (tool_result hooks), answer.
+
+// CallTool calls a tool by its exposed name. A failure of the tool or its
+// upstream (down, timed out, closed mid-call) or a policy denial comes back
+// as a result with IsError set; the error is only for a name the caller
+// cannot see (ErrUnknownTool), a policy that fails closed on listing, or a
+// closed host.
+func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := h.callTool(ctx, caller, name, args, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r, nil
+	case *rawToolResult:
+		return r.typed()
+	}
+	return nil, fmt.Errorf("unexpected result type %T", res)
+}
+
+// callTool is the whole call path: resolve, admit, call, transform. The
+// result is a *mcp.CallToolResult, or a *rawToolResult for a downstream
+// session that takes results as sent (plainResults) when no policy reads
+// them.
+func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (mcp.Result, error) {
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := checkArguments(args); err != nil {
+		return nil, err
+	}
+	v, err := h.view(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := v.routes[name]
+	if !ok {
+		return h.hiddenCall(ctx, caller, name, args)
+	}
+	u := h.upstreamNamed(r.server)
+	if u == nil { // removed by a reload since the view was built
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+
+	annotations := h.cat.Load().annotations(r)
+	if h.wants(abi.HookToolCall) {
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
+		d, err := h.policy.ToolCall(ctx, in)
+		if err != nil {
+			h.log.Debug("policy failed on a call", "tool", name, "error", err)
+			return errorResult("call to %s refused: %s", name, policyMessage(err)), nil
+		}
+		switch d.Action {
+		case abi.ActionAllow, "":
+		case abi.ActionDeny:
+			if d.Hidden {
+				return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+			}
+			reason := d.Reason
+			if reason == "" {
+				reason = "denied by policy"
+			}
+			return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
+		case abi.ActionRewrite:
+			if err := checkArguments(d.Arguments); err != nil {
+				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
+			}
+			args = d.Arguments
+		case abi.ActionRespond:
+			return fromABIResult(d.Result)
+		default:
+			return errorResult("call to %s refused: policy returned unknown action %s", name, cleanText(strconv.Quote(d.Action))), nil
+		}
+	}
+
+	// A reload swaps servers and policies together (Reconfigure): a call
+	// whose server went or changed while it was being admitted may have
+	// been admitted by the new policies, which do not cover that server.
+	if h.upstreamNamed(r.server) != u {
+		return errorResult("call to %s refused: the config was reloaded during the call; call again", name), nil
+	}
+
+	params := &mcp.CallToolParams{Name: r.tool, Arguments: args}
+	if len(args) == 0 {
+		params.Arguments = nil
+	}
+	upMeta, done := h.upstreamMeta(ctx, ss, meta)
+	defer done()
+	params.Meta = upMeta
+	wantsResult := h.wants(abi.HookToolResult)
+	// Raw calls when the result can go downstream as sent, or be read by
+	// policies that say so when they leave it unchanged.
+	raw := !h.noShortcuts && plainResults(ss) && (!wantsResult || h.keepsResults())
+	var res *mcp.CallToolResult
+	var rawRes json.RawMessage
+	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
+			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			return err
+		}
+		res, err = cs.CallTool(ctx, params)
+		return err
+	})
+	if err != nil {
+		// A failed call becomes an error result whose text comes in part
+		// from the upstream (its JSON-RPC error message): it goes through
+		// the result policies like any result, so redact sees it.
+		res, rawRes = upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
+	}
+	// The result travels as the upstream's bytes when the go-sdk would accept
+	// them and, past policies, the policies saw every one of them; otherwise
+	// it is typed, and what goes out is encoded from what policies returned.
+	rawOK := rawRes != nil && checkToolResult(rawRes) == nil && (!wantsResult || policiesSeeAll(rawRes))
+	if rawRes != nil && !rawOK {
+		res = new(mcp.CallToolResult)
+		if err := json.Unmarshal(rawRes, res); err != nil {
+			res = upstreamErrorResult(r.server, u.cfg.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
+		}
+	}
+	if !wantsResult {
+		if rawOK {
+			return &rawToolResult{raw: rawRes}, nil
+		}
+		return res, nil
+	}
+	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
+	if rawOK {
+		in.Result, err = rawABIResult(rawRes)
+	} else {
+		in.Result, err = toABIResult(res)
+	}
+	if err != nil {
+		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
+	}
+	out, err := h.policy.ToolResult(ctx, in)
+	if err != nil {
+		h.log.Debug("policy failed on a result", "tool", name, "error", err)
+		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
+	}
+	if rawOK && out == in.Result {
+		return &rawToolResult{raw: rawRes}, nil // unchanged (ResultKeeper)
+	}
+	return fromABIResult(out)
+}
+
+// upstreamErrorResult turns a failed upstream call into a tool error that
+// names the server and the cause, as MCP asks for tool-level failures.
+func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.CallToolResult {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorResult("server %q: call timed out after %s", server, timeout)
+	case errors.Is(err, context.Canceled):
+		return errorResult("server %q: call cancelled", server)
+	case errors.Is(err, mcp.ErrConnectionClosed):
+		return errorResult("server %q: connection closed during the call: %s", server, errorText(err))
+	}
+	return errorResult("server %q: %s", server, errorText(err))
+}
+
+func errorResult(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// hiddenCall answers a call of a name the caller's listing does not show.
+// When it names a tool of the catalog, the policies' tool_call hooks are
+// asked about it, so that a tool hidden by a policy is refused with that
+// policy's reason (an error result, as for any denial), and a model or
+// user can tell a policy from a typo. A policy may ask to stay invisible
+// (a deny with hidden set), and a tool no policy refuses (hidden by a
+// listing alone) is not called either: both answer "unknown tool".
+func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage) (mcp.Result, error) {
+	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
+	cat := h.cat.Load()
+	r, ok := cat.routes[name]
+	if !ok || !h.wants(abi.HookToolCall) {
+		return nil, unknown
+	}
+	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
+	d, err := h.policy.ToolCall(ctx, in)
+	if err != nil || d.Action != abi.ActionDeny || d.Hidden {
+		return nil, unknown
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = "denied by policy"
+	}
+	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
+}

@@ -1,0 +1,96 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Forwarding a request to an upstream, for tools/call and every other
+// method alike: the session that serves the caller, the call timeout, the
+// caller's _meta with progress routed back, and what a failure means for
+// the connection.
+
+// codeRejectedByTransport is the go-sdk's JSON-RPC code for a message its
+// transport could not deliver.
+const codeRejectedByTransport = -32005
+
+// forward runs fn against the session that serves ss on u (shared, or ss's
+// own with sessions = "per_client"), under the server's call timeout, and
+// records the call so that what the server sends during it finds ss.
+func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, fn func(context.Context, *mcp.ClientSession) error) error {
+	u.acquire()
+	defer u.release()
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	cs, done, err := u.sessionFor(ctx, ss)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if ss != nil {
+		defer h.calls.enter(cs, ss, ctx)()
+	}
+	err = fn(ctx, cs)
+	if transportFailed(err) {
+		u.lost(cs, err) // do not hand the dead session to the next call
+	}
+	return err
+}
+
+// transportFailed reports whether err says the connection to an upstream
+// is gone, rather than that the server answered with an error or the call
+// ran out of time: a closed connection, or, over HTTP, a request that
+// could not reach the server at all.
+func transportFailed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		// The go-sdk's HTTP client reports a request it could not deliver
+		// (connection refused, session gone) as this code.
+		return werr.Code == codeRejectedByTransport
+	}
+	var op *net.OpError
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &op) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// upstreamMeta copies a request's _meta for the upstream, replacing a
+// progress token with one that routes progress back to ss.
+func (h *Host) upstreamMeta(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
+	if len(meta) == 0 {
+		return nil, func() {}
+	}
+	out := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		out[k] = v
+	}
+	token, ok := meta["progressToken"]
+	if !ok {
+		return out, func() {}
+	}
+	if ss == nil || token == nil {
+		delete(out, "progressToken")
+		return out, func() {}
+	}
+	up, done := h.progressRoutes.register(ctx, ss, token)
+	out["progressToken"] = up
+	return out, done
+}
+
+// rpcError turns a routing or upstream failure into the JSON-RPC error the
+// client sees; an upstream's own JSON-RPC error passes through as it is.
+func rpcError(server string, err error) error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %s", server, errorText(err))}
+}
