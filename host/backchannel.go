@@ -179,14 +179,15 @@ func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMes
 // subscribed to the URI; from a per-client session, only to its owner.
 func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
 	out := *p
-	if owner := u.ownerOf(cs); owner != nil {
-		meta := make(mcp.Meta, len(p.Meta)+1)
-		for k, v := range p.Meta {
-			meta[k] = v
-		}
-		meta[deliverToKey] = h.sessions.id(owner)
-		out.Meta = meta
+	meta := make(mcp.Meta, len(p.Meta)+2)
+	for k, v := range p.Meta {
+		meta[k] = v
 	}
+	meta[fromKey] = u.cfg.Name // for policies: who sent it
+	if owner := u.ownerOf(cs); owner != nil {
+		meta[deliverToKey] = h.sessions.id(owner)
+	}
+	out.Meta = meta
 	h.servers.resourceUpdated(&out)
 }
 

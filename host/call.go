@@ -73,6 +73,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		case abi.ActionAllow, "":
 		case abi.ActionDeny:
 			if d.Hidden {
+				h.log.Debug("call refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
 				return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 			}
 			reason := d.Reason
@@ -197,6 +198,9 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
 	d, err := h.policy.ToolCall(ctx, in)
 	if err != nil || d.Action != abi.ActionDeny || d.Hidden {
+		if d != nil && d.Hidden {
+			h.log.Debug("call of a hidden tool refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
+		}
 		return nil, unknown
 	}
 	reason := d.Reason

@@ -2,8 +2,13 @@ package host
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -54,5 +59,38 @@ func TestDownUpstreamReported(t *testing.T) {
 			st := h.Statuses()[0]
 			t.Logf("reported %s (%s) %v after the kill", st.State, st.Error, time.Since(st.Since))
 		})
+	}
+}
+
+// TestBusyUpstreamKeepsItsSession: an HTTP error status (503, 429) is
+// transient to the go-sdk, and must not cost the shared session (it did,
+// when every request the transport rejected counted as a lost connection).
+func TestBusyUpstreamKeepsItsSession(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "busy", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var busy atomic.Bool
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if busy.Load() {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close) // after the host's (cleanups run last first)
+	h := startHost(t, Config{Servers: []ServerConfig{{Name: "b", Transport: TransportStreamableHTTP, URL: up.URL}}}, nil)
+	busy.Store(true)
+	res, err := h.CallTool(context.Background(), abi.Caller{}, "b__echo", nil)
+	if err != nil || !res.IsError {
+		t.Fatalf("a call answered 503: %+v, %v; want an error result", res, err)
+	}
+	busy.Store(false)
+	if st := h.Statuses()[0]; st.State != StateConnected || st.Reconnects != 0 {
+		t.Fatalf("after one 503 the upstream is %+v", st)
+	}
+	if res, err := h.CallTool(context.Background(), abi.Caller{}, "b__echo", nil); err != nil || res.IsError {
+		t.Fatalf("the next call: %+v, %v", res, err)
 	}
 }

@@ -132,8 +132,14 @@ func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []serverFeatures)
 		}
 	}
 	f.resources = kept
-	f.promptPrint = jsonPrint(f.prompts)
-	f.resPrint = jsonPrint([]any{f.resources, f.templates})
+	// The prints cover which server serves each entry too: policies judge
+	// entries by server, and their answers are cached by print.
+	promptServers := make(map[string]string, len(f.promptRoutes))
+	for name, r := range f.promptRoutes {
+		promptServers[name] = r.server
+	}
+	f.promptPrint = jsonPrint([]any{f.prompts, promptServers})
+	f.resPrint = jsonPrint([]any{f.resources, f.templates, f.byURI, f.templateOwner})
 	return f
 }
 

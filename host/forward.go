@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,10 +16,6 @@ import (
 // method alike: the session that serves the caller, the call timeout, the
 // caller's _meta with progress routed back, and what a failure means for
 // the connection.
-
-// codeRejectedByTransport is the go-sdk's JSON-RPC code for a message its
-// transport could not deliver.
-const codeRejectedByTransport = -32005
 
 // forward runs fn against the session that serves ss on u (shared, or ss's
 // own with sessions = "per_client"), under the server's call timeout, and
@@ -45,20 +42,17 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 
 // transportFailed reports whether err says the connection to an upstream
 // is gone, rather than that the server answered with an error or the call
-// ran out of time: a closed connection, or, over HTTP, a request that
-// could not reach the server at all.
+// ran out of time: a closed connection, or, over HTTP, a request that got
+// no HTTP answer at all (refused, reset, cut: the go-sdk wraps the HTTP
+// client's *url.Error). An HTTP error status (502, 503, 429) is not: the
+// go-sdk calls those transient, and one must not cost a shared session.
 func transportFailed(err error) bool {
-	if err == nil {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
-		// The go-sdk's HTTP client reports a request it could not deliver
-		// (connection refused, session gone) as this code.
-		return werr.Code == codeRejectedByTransport
-	}
 	var op *net.OpError
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &op) ||
+	var ue *url.Error
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &op) || errors.As(err, &ue) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 

@@ -98,6 +98,10 @@ func noopResource(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceR
 // every other session and strips the key.
 const deliverToKey = "mcphost/deliverTo"
 
+// fromKey names the upstream that sent a resource update, for policies;
+// the sending middleware strips it too.
+const fromKey = "mcphost/from"
+
 func (h *Host) send() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -117,7 +121,7 @@ func (h *Host) send() mcp.Middleware {
 			out := *p
 			out.Meta = nil
 			for k, v := range p.Meta {
-				if k == deliverToKey {
+				if k == deliverToKey || k == fromKey {
 					continue
 				}
 				if out.Meta == nil {
@@ -128,7 +132,8 @@ func (h *Host) send() mcp.Middleware {
 			// The go-sdk writes an update to each subscribed session in
 			// turn, on the upstream's notification handler: queued here, a
 			// client that stopped reading holds up neither (outbox.go).
-			h.notify(ss, note{kind: noteResourceUpdated, ctx: context.Background(), server: h.resourceOwner(p.URI), updated: &out, send: func(ctx context.Context, n note) error {
+			from, _ := p.Meta[fromKey].(string)
+			h.notify(ss, note{kind: noteResourceUpdated, ctx: context.Background(), server: from, updated: &out, send: func(ctx context.Context, n note) error {
 				_, err := next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: n.updated})
 				return err
 			}})

@@ -58,6 +58,7 @@ func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, nam
 		return nil
 	}
 	if d.Hidden && notFound != nil {
+		h.log.Debug("request refused by policy, answered as for a name nothing serves", "method", method, "name", name, "reason", d.Reason)
 		return notFound // as if it did not exist
 	}
 	return &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s refused: %s", method, cleanText(d.Reason))}
@@ -193,12 +194,6 @@ func runList[T any](ctx context.Context, h *Host, caller abi.Caller, method stri
 		out = append(out, next)
 	}
 	return out, nil
-}
-
-// resourceOwner names the server a resource URI routes to, or "".
-func (h *Host) resourceOwner(uri string) string {
-	server, _ := h.feats.Load().resourceServer(uri)
-	return server
 }
 
 // governNote returns the outbox's hook for a session's notifications: the

@@ -321,3 +321,20 @@ func TestHiddenToolRefusalSaysWhy(t *testing.T) {
 		t.Fatalf("the upstream's pid went from %s to %s: the hidden tool ran", before, after)
 	}
 }
+
+// TestFeaturePrintCoversServers: listings are cached by the snapshot's
+// print, and policies judge entries by server, so an entry that moves to
+// another server with the same JSON must change the print.
+func TestFeaturePrintCoversServers(t *testing.T) {
+	res := []*mcp.Resource{{URI: "file:///x", Name: "x"}}
+	prompts := []*mcp.Prompt{{Name: "p"}}
+	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever}
+	onA := buildFeatures(cfg, ResourcesConfig{}, []serverFeatures{{server: "a", resources: res, prompts: prompts}, {server: "b"}})
+	onB := buildFeatures(cfg, ResourcesConfig{}, []serverFeatures{{server: "a"}, {server: "b", resources: res, prompts: prompts}})
+	if onA.resPrint == onB.resPrint {
+		t.Error("a resource that moved server kept the print")
+	}
+	if onA.promptPrint == onB.promptPrint {
+		t.Error("a prompt that moved server kept the print")
+	}
+}

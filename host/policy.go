@@ -21,14 +21,17 @@ type Policy interface {
 	// ToolResult transforms an upstream result before the caller sees it.
 	ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error)
 	// List returns the prompts, resources or resource templates (in.Method
-	// says which) the caller sees, in order.
+	// says which) the caller sees, in order. It must not modify the input's
+	// items in place: return changed entries in new slices.
 	List(ctx context.Context, in *abi.ListInput) ([]abi.Item, error)
 	// Request admits or denies a request other than tools/call: a
 	// client's to an upstream, or an upstream's to a client.
 	Request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error)
 	// Message transforms content on its way to the client: a result, a
 	// notification's params, or an upstream request's params, as JSON. It
-	// returns in.Message itself (the same slice) when it left it as it was.
+	// returns in.Message itself (the same slice) when it left it as it was,
+	// and a new slice otherwise: it must not modify in.Message in place,
+	// which the host would read as unchanged and deliver the original.
 	Message(ctx context.Context, in *abi.MessageInput) (json.RawMessage, error)
 	// Generation changes whenever the policy's behaviour may have changed,
 	// so cached tools/list answers can be told apart.

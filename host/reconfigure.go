@@ -10,7 +10,9 @@ import (
 // removed from it are closed and their processes ended, new servers are
 // started, changed servers are restarted, and a change of tool naming
 // rebuilds the catalog. Unchanged servers keep their sessions and calls in
-// flight. Listen settings take effect only on restart.
+// flight. Listen settings take effect only on restart. It waits, until ctx
+// ends, for new servers to connect; an error means cfg was refused and
+// nothing changed.
 //
 // swapPolicy, when not nil, swaps in the policies that go with cfg (built
 // whole beforehand, such as plugins.Staged.Commit). It runs once the new
@@ -68,11 +70,13 @@ func (h *Host) Reconfigure(ctx context.Context, cfg Config, swapPolicy func()) e
 	}
 	h.toolsChanged("") // removed servers' tools go, renamed tools are renamed
 	h.featuresChanged("")
+	// The new configuration has taken: new servers that are still
+	// connecting when ctx ends go on in the background (status shows them).
 	for _, w := range waits {
 		select {
 		case <-w:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 func (l *lockedWriter) Close() error { return l.w.Close() }
 
 // stdioFrames returns the reader the go-sdk should read: the lines of r
-// that are JSON-RPC messages (or batches of them), one per line. Other
+// that are JSON-RPC messages, one per line. Other
 // lines are answered on w and dropped. The returned reader ends when r
 // does, once every request read has been answered on w (or ctx ends): the
 // go-sdk ends the session at the end of its input, and a client that
@@ -281,9 +281,8 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 	}
 }
 
-// checkFrame returns the messages of a line (one, or a batch), or the
-// JSON-RPC error to answer the line with when it is not a message (or a
-// batch of messages) the go-sdk can read.
+// checkFrame returns the message of a line, or the JSON-RPC error to
+// answer the line with when it is not one message the go-sdk can read.
 func checkFrame(line []byte, tooLong bool) ([]jsonrpc.Message, []byte) {
 	switch {
 	case tooLong:
@@ -292,18 +291,9 @@ func checkFrame(line []byte, tooLong bool) ([]jsonrpc.Message, []byte) {
 		return nil, frameError(jsonrpc.CodeParseError, "Parse error: the line is not JSON; send one JSON-RPC message per line")
 	}
 	if line[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(line, &batch); err != nil || len(batch) == 0 {
-			return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: an empty batch")
-		}
-		msgs := make([]jsonrpc.Message, len(batch))
-		for i, m := range batch {
-			var err error
-			if msgs[i], err = jsonrpc.DecodeMessage(m); err != nil {
-				return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: a batch member is not a JSON-RPC message")
-			}
-		}
-		return msgs, nil
+		// MCP dropped JSON-RPC batches (2025-06-18), and the go-sdk ends
+		// a session that sends one: answered here, the session goes on.
+		return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: JSON-RPC batches are not supported (MCP 2025-06-18 removed them); send one message per line")
 	}
 	m, err := jsonrpc.DecodeMessage(line)
 	if err != nil {

@@ -61,6 +61,7 @@ func TestServeStdioSurvivesBadLines(t *testing.T) {
 		{`{}`, -32600},
 		{`42`, -32600},
 		{`[]`, -32600},
+		{`[{"jsonrpc":"2.0","id":9,"method":"ping"}]`, -32600},
 		{"\xff\xfe", -32700},
 	}
 	for _, b := range bad {

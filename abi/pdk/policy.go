@@ -140,7 +140,7 @@ func Deny(reason string) *abi.CallDecision {
 
 // DenyHidden returns a decision that refuses a call as if the tool did not
 // exist: the client gets "unknown tool" (JSON-RPC -32602), not the reason,
-// which goes to the host's log only. Since ABI 1.2; a 1.1 host reads it as
+// which goes to the host's log only (at debug level). Since ABI 1.2; a 1.1 host reads it as
 // Deny.
 func DenyHidden(reason string) *abi.CallDecision {
 	return &abi.CallDecision{Action: abi.ActionDeny, Reason: reason, Hidden: true}

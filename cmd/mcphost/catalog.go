@@ -271,7 +271,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	defer func() { e.Close() }()
+	defer func() { e.Close() }() // the retry below may replace e (nil if it fails: Close is nil-safe)
 	var arguments json.RawMessage
 	if len(rest) == 2 {
 		arguments = json.RawMessage(rest[1])

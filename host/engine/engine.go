@@ -172,6 +172,9 @@ func (e *Engine) Halt() {
 // Close closes the upstreams (ending their processes), then waits up to
 // ShutdownDrain for plugin calls in flight, then stops the guests.
 func (e *Engine) Close() error {
+	if e == nil {
+		return nil
+	}
 	var errs []error
 	if e.host != nil {
 		errs = append(errs, e.host.Close())

@@ -1,6 +1,7 @@
 package toolformat
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -143,15 +144,45 @@ func geminiNode(v any, defs map[string]any, depth int) (any, error) {
 		out["nullable"] = true
 	}
 	if e, ok := out["enum"].([]any); ok {
-		// Gemini's enums are strings.
-		strs := make([]any, len(e))
-		for i, x := range e {
-			strs[i] = fmt.Sprint(x)
-		}
-		out["enum"] = strs
-		if out["type"] == nil || out["type"] != "string" {
-			out["type"] = "string"
-		}
+		geminiEnum(out, e)
 	}
 	return out, nil
+}
+
+// geminiEnum rewrites an enum for Gemini, whose enums are of strings only:
+// a string enum stays; null members become nullable; any other value
+// cannot be written as Gemini wants without changing the argument's type
+// (the model would send "1" for 1), so the enum goes and the allowed
+// values are said in the description instead.
+func geminiEnum(out map[string]any, values []any) {
+	var strs, others []any
+	for _, v := range values {
+		switch v := v.(type) {
+		case nil:
+			out["nullable"] = true
+		case string:
+			strs = append(strs, v)
+		default:
+			others = append(others, v)
+		}
+	}
+	if len(others) == 0 && len(strs) > 0 {
+		out["enum"], out["type"] = strs, "string"
+		return
+	}
+	delete(out, "enum")
+	var said []string
+	for _, v := range values {
+		if v != nil {
+			b, _ := json.Marshal(v)
+			said = append(said, string(b))
+		}
+	}
+	if len(said) > 0 {
+		desc, _ := out["description"].(string)
+		if desc != "" {
+			desc += " "
+		}
+		out["description"] = desc + "One of: " + strings.Join(said, ", ") + "."
+	}
 }

@@ -63,6 +63,20 @@ func TestGeminiSchema(t *testing.T) {
 	}
 }
 
+// TestGeminiEnums: Gemini takes enums of strings only; others must not turn
+// into strings, which would change the arguments the model sends.
+func TestGeminiEnums(t *testing.T) {
+	s, err := Convert(Gemini, []abi.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"n":{"type":"integer","enum":[1,2]},"b":{"const":true,"description":"Flag."},"s":{"type":["string","null"],"enum":["a",null]}}}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"properties":{"b":{"description":"Flag. One of: true."},"n":{"description":"One of: 1, 2.","type":"integer"},"s":{"enum":["a"],"nullable":true,"type":"string"}}`
+	if !strings.Contains(string(s.Definitions), want) {
+		t.Fatalf("got %s\nwant it to contain %s", s.Definitions, want)
+	}
+}
+
 func TestConvertRefusals(t *testing.T) {
 	for name, schema := range map[string]string{
 		"not an object":   `[1]`,

@@ -55,6 +55,9 @@ func Probe(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec) []Result
 	rs := []Result{{Name: "describe"}}
 	for _, hook := range desc.Hooks {
 		for _, pr := range probes[hook] {
+			if pr.method != "" && !desc.Hints.WantsMethod(hook, pr.method) {
+				continue
+			}
 			_, err := plugins.RunHook(ctx, rt, spec, hook, []byte(pr.input))
 			rs = append(rs, Result{Name: hook + ": " + pr.name, Err: err})
 		}
@@ -65,7 +68,10 @@ func Probe(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec) []Result
 	return rs
 }
 
-type probe struct{ name, input string }
+// probe is an input for hook; method, for the hooks of ABI 1.2, is the
+// MCP method it carries: a plugin whose hints leave that method out is not
+// asked, as the host would not ask it.
+type probe struct{ name, method, input string }
 
 // unknown are fields no version of the ABI defines, put everywhere a later
 // minor version could add one.
@@ -74,32 +80,32 @@ const unknown = `"zzFuture":{"a":[1,"x",null]},"zzFlag":true`
 // probes are inputs every plugin must answer with valid output.
 var probes = map[string][]probe{
 	abi.HookToolsList: {
-		{"an empty list", `{"caller":{},"tools":[]}`},
-		{"one tool", `{"caller":{"transport":"http"},"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"}}]}`},
-		{"unknown fields", `{"caller":{"transport":"http",` + unknown + `},` + unknown + `,"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"},` + unknown + `}]}`},
+		{"an empty list", "", `{"caller":{},"tools":[]}`},
+		{"one tool", "", `{"caller":{"transport":"http"},"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"}}]}`},
+		{"unknown fields", "", `{"caller":{"transport":"http",` + unknown + `},` + unknown + `,"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"},` + unknown + `}]}`},
 	},
 	abi.HookToolCall: {
-		{"no arguments", `{"caller":{},"name":"s__t","server":"s","tool":"t"}`},
-		{"unknown fields", `{"caller":{` + unknown + `},"name":"s__t","server":"s","tool":"t","arguments":{"a":1},"annotations":{"readOnlyHint":true,` + unknown + `},` + unknown + `}`},
+		{"no arguments", "", `{"caller":{},"name":"s__t","server":"s","tool":"t"}`},
+		{"unknown fields", "", `{"caller":{` + unknown + `},"name":"s__t","server":"s","tool":"t","arguments":{"a":1},"annotations":{"readOnlyHint":true,` + unknown + `},` + unknown + `}`},
 	},
 	abi.HookToolResult: {
-		{"an empty result", `{"caller":{},"name":"s__t","server":"s","tool":"t","result":{"content":[]}}`},
-		{"every content type", `{"caller":{},"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi"},{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"audio","data":"aGk=","mimeType":"audio/wav"},{"type":"resource","resource":{"uri":"x://y","text":"t"}},{"type":"resource_link","uri":"x://y","name":"y"}],"structuredContent":{"a":1},"isError":true}}`},
-		{"unknown fields", `{"caller":{` + unknown + `},"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi",` + unknown + `}],` + unknown + `},` + unknown + `}`},
+		{"an empty result", "", `{"caller":{},"name":"s__t","server":"s","tool":"t","result":{"content":[]}}`},
+		{"every content type", "", `{"caller":{},"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi"},{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"audio","data":"aGk=","mimeType":"audio/wav"},{"type":"resource","resource":{"uri":"x://y","text":"t"}},{"type":"resource_link","uri":"x://y","name":"y"}],"structuredContent":{"a":1},"isError":true}}`},
+		{"unknown fields", "", `{"caller":{` + unknown + `},"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi",` + unknown + `}],` + unknown + `},` + unknown + `}`},
 	},
 	abi.HookList: {
-		{"an empty listing", `{"caller":{},"method":"resources/list","items":[]}`},
-		{"unknown fields", `{"caller":{` + unknown + `},"method":"prompts/list","items":[{"server":"s","name":"s__p","item":{"name":"s__p",` + unknown + `},` + unknown + `}],` + unknown + `}`},
+		{"an empty listing", "resources/list", `{"caller":{},"method":"resources/list","items":[]}`},
+		{"unknown fields", "prompts/list", `{"caller":{` + unknown + `},"method":"prompts/list","items":[{"server":"s","name":"s__p","item":{"name":"s__p",` + unknown + `},` + unknown + `}],` + unknown + `}`},
 	},
 	abi.HookRequest: {
-		{"a read", `{"caller":{},"method":"resources/read","server":"s","name":"x://y","params":{"uri":"x://y"}}`},
-		{"an upstream's sampling", `{"caller":{},"method":"sampling/createMessage","server":"s","params":{"messages":[],"maxTokens":1}}`},
-		{"unknown fields", `{"caller":{` + unknown + `},"method":"prompts/get","server":"s","name":"s__p","params":{"name":"p"},` + unknown + `}`},
+		{"a read", "resources/read", `{"caller":{},"method":"resources/read","server":"s","name":"x://y","params":{"uri":"x://y"}}`},
+		{"an upstream's sampling", "sampling/createMessage", `{"caller":{},"method":"sampling/createMessage","server":"s","params":{"messages":[],"maxTokens":1}}`},
+		{"unknown fields", "prompts/get", `{"caller":{` + unknown + `},"method":"prompts/get","server":"s","name":"s__p","params":{"name":"p"},` + unknown + `}`},
 	},
 	abi.HookMessage: {
-		{"a resource", `{"caller":{},"method":"resources/read","server":"s","name":"x://y","message":{"contents":[{"uri":"x://y","text":"hello"}]}}`},
-		{"a log message", `{"caller":{},"method":"notifications/message","server":"s","message":{"level":"info","data":{"k":["v"]}}}`},
-		{"unknown fields", `{"caller":{` + unknown + `},"method":"prompts/get","server":"s","name":"s__p","message":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],` + unknown + `},` + unknown + `}`},
+		{"a resource", "resources/read", `{"caller":{},"method":"resources/read","server":"s","name":"x://y","message":{"contents":[{"uri":"x://y","text":"hello"}]}}`},
+		{"a log message", "notifications/message", `{"caller":{},"method":"notifications/message","server":"s","message":{"level":"info","data":{"k":["v"]}}}`},
+		{"unknown fields", "prompts/get", `{"caller":{` + unknown + `},"method":"prompts/get","server":"s","name":"s__p","message":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],` + unknown + `},` + unknown + `}`},
 	},
 }
 
