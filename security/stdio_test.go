@@ -20,6 +20,9 @@ import (
 // own before the kill with the upstream and its children gone, though the
 // upstream, as many servers do, keeps running when its own stdin closes.
 func TestStdioClientClosesInput(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a 2 s wall-clock deadline, as the Python SDK's, does not hold under the race detector")
+	}
 	cfg := writeConfig(t, "", `
 server "up" {
   command = "UPSTREAM"
