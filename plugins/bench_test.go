@@ -13,7 +13,7 @@ import (
 
 // Benchmarks run real Go guests under the same engine settings as the host
 // (per-instance memory caps), each in both ways of stopping guests:
-// loops=instrumented (the default, instrument.go) and loops=closeondone
+// loops=instrumented (the default, internal/wasmrewrite) and loops=closeondone
 // (RuntimeOptions.CloseOnContextDone, wazero's check at every loop header).
 
 // benchModes runs f under each way of stopping guests.

@@ -5,7 +5,7 @@
 //
 // A Runtime holds the engine configuration (wazero with an on-disk
 // compilation cache; guests rewritten so that every loop, call and bulk
-// memory instruction counts towards a check of the context, instrument.go,
+// memory instruction counts towards a check of the context, internal/wasmrewrite,
 // or guarded by wazero where the rewriter cannot, guard.go, so a guest is
 // stopped by its timeout, whatever its control flow, instead of freezing
 // the host) and the compiled modules, shared by content: plugins whose .wasm has the same sha256 cost

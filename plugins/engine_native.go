@@ -25,6 +25,7 @@ import (
 	"math"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -64,20 +65,20 @@ func (rt *Runtime) initEngine() {
 	}
 }
 
-// compile compiles wasm with its data segments coalesced (dataseg.go) and
-// instrumented (instrument.go): loops and function entries count down to a
+// compile compiles wasm with its data segments coalesced (internal/wasmrewrite) and
+// instrumented (internal/wasmrewrite): loops and function entries count down to a
 // context check, with WithCloseOnContextDone off; or, under
 // RuntimeOptions.CloseOnContextDone, function entries only, with wazero
 // checking loops. A module the rewriter refuses runs as it is, guarded by
 // wazero at loops and by a listener at function entries (guard.go).
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
-	wasm = coalesceData(wasm)
+	wasm = wasmrewrite.CoalesceData(wasm)
 	cfg, compileCtx := rt.fastCfg, ctx
 	instrumented, guarded := rt.instrument, false
 	if !rt.instrument {
 		cfg = rt.cfg
 	}
-	if out, err := instrument(wasm, rt.instrument); err == nil {
+	if out, err := wasmrewrite.Instrument(wasm, rt.instrument); err == nil {
 		wasm = out
 	} else {
 		rt.log.Debug("guest not instrumented; running it guarded by wazero at every loop and function entry, slower", "error", err)

@@ -14,7 +14,7 @@ package plugins
 // guest never holds a core against the garbage collector.
 //
 // Bulk instructions (memory.fill and the like) need nothing more here,
-// unlike in the rewriter, which counts each by its size (instrument.go):
+// unlike in the rewriter, which counts each by its size (internal/wasmrewrite):
 // between two loop headers or function entries a guarded guest runs code
 // bounded by its size, so a bounded number of them, each bounded by the
 // capped memory or its table. Guarded, the loop of 33 MB fills of

@@ -16,19 +16,23 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite/wasmtest"
 )
 
 // TestInstrumentStopsLoop: an instrumented endless loop, compiled without
 // close on context done, stops with wazero's own exit codes when the
 // context's deadline passes or it is cancelled, through the real length.
 func TestInstrumentStopsLoop(t *testing.T) {
-	wasm := wmod(testTypes,
-		sec(2, 1, lengthImport),
-		sec(3, 1, []byte{tVoidI32}),
-		sec(7, 1, cat(wname("run"), []byte{0x00, 0x01})),
-		sec(10, 1, fbody([]byte{0}, 0x03, 0x40, 0x0C, 0x00, 0x0B, 0x41, 0x00, 0x0B)),
+	w := wasmtest.Name
+	wasm := wasmtest.Module(
+		wasmtest.Section(1, 2, []byte{0x60, 1, 0x7E, 1, 0x7E}, []byte{0x60, 0, 1, 0x7F}), // (i64) -> i64, () -> i32
+		wasmtest.Section(2, 1, wasmtest.Cat(w("extism:host/env"), w("length"), []byte{0x00, 0})),
+		wasmtest.Section(3, 1, []byte{1}),
+		wasmtest.Section(7, 1, wasmtest.Cat(w("run"), []byte{0x00, 0x01})),
+		wasmtest.Section(10, 1, wasmtest.Body([]byte{0}, 0x03, 0x40, 0x0C, 0x00, 0x0B, 0x41, 0x00, 0x0B)), // loop forever
 	)
-	out, err := instrument(wasm, true)
+	out, err := wasmrewrite.Instrument(wasm, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +90,7 @@ func TestGuestsInstrumented(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := instrument(wasm, true); err != nil {
+		if _, err := wasmrewrite.Instrument(wasm, true); err != nil {
 			t.Errorf("%s: %v", path, err)
 		}
 	}

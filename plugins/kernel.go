@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -231,11 +232,11 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 	def("alloc", func(k *kernel, s []uint64) { s[0] = k.alloc(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
 	def("free", func(k *kernel, s []uint64) { k.freeBlock(s[0]) }, []api.ValueType{i64}, none)
 	// length doubles as the loop check of instrumented guests
-	// (instrument.go): the argument loopCheckArg, never a block offset,
+	// (internal/wasmrewrite): the argument wasmrewrite.LoopCheckArg, never a block offset,
 	// asks whether the call may go on.
 	for _, name := range []string{"length", "length_unsafe"} {
 		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, s []uint64) {
-			if s[0] == loopCheckArg {
+			if s[0] == wasmrewrite.LoopCheckArg {
 				stopIfDone(ctx, mod)
 				s[0] = 0
 				return

@@ -114,7 +114,7 @@ func TestManagerReload(t *testing.T) {
 	if s, err := respondText(ctx, m, `{}`); err != nil || s != "p@v1:{}" {
 		t.Fatal(s, err)
 	}
-	// So does one with a module refused before compiling (loadcheck.go).
+	// So does one with a module refused before compiling (internal/wasmrewrite).
 	err = m.Reload(ctx, []Spec{policy(t, "p", "mode.tool_call", "respond", "version", "v9"), recurseGuest("q", "tablehuge.wasm")})
 	if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "table 0 starts with 100000000 entries") {
 		t.Fatalf("reload with a huge table: %v", err)

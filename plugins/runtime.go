@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/internal/suggest"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 )
 
 // RuntimeOptions configures a Runtime. The zero value is usable.
@@ -40,7 +41,7 @@ type RuntimeOptions struct {
 	// CloseOnContextDone runs every guest under wazero's
 	// WithCloseOnContextDone, which checks for a done context at every loop
 	// header, instead of instrumenting guests' loops to check every few
-	// thousand iterations (instrument.go); function entries are
+	// thousand iterations (internal/wasmrewrite); function entries are
 	// instrumented either way, as wazero does not check them. Slower; kept
 	// to compare. Modules the instrumentation does not understand run under
 	// WithCloseOnContextDone anyway, with a check at every function entry
@@ -113,7 +114,7 @@ type module struct {
 
 // NewRuntime returns a Runtime. A timed-out or cancelled call stops the
 // guest instead of the host: guests' loops and function entries are
-// instrumented to check the context (instrument.go), and guests the
+// instrumented to check the context (internal/wasmrewrite), and guests the
 // instrumentation does not understand run with wazero's
 // WithCloseOnContextDone and a check at every function entry (guard.go).
 func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
@@ -330,8 +331,8 @@ func (rt *Runtime) acquire(ctx context.Context, wasm []byte, sha string) (*modul
 
 	start := time.Now()
 	// Bound what the module may allocate before wazero reads it, and cap
-	// its tables (loadcheck.go).
-	wasm, err := checkModule(wasm)
+	// its tables (internal/wasmrewrite).
+	wasm, err := wasmrewrite.Check(wasm)
 	var cm *compiled
 	if err == nil {
 		cm, err = rt.compile(ctx, wasm)

@@ -13,20 +13,17 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 )
-
-// wasmHeader is the start of every WebAssembly binary module: the magic
-// number "\0asm" and version 1.
-var wasmHeader = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
 
 // CheckHeader reports whether head, the first bytes of a plugin file,
 // starts a WebAssembly binary module, with an error that says what the
 // file looks like instead. It wraps ErrCompile.
 func CheckHeader(head []byte) error {
-	if len(head) >= len(wasmHeader) && bytes.Equal(head[:len(wasmHeader)], wasmHeader) {
+	if len(head) >= len(wasmrewrite.Header) && bytes.Equal(head[:len(wasmrewrite.Header)], wasmrewrite.Header) {
 		return nil
 	}
-	if len(head) >= 4 && bytes.Equal(head[:4], wasmHeader[:4]) {
+	if len(head) >= 4 && bytes.Equal(head[:4], wasmrewrite.Header[:4]) {
 		return fmt.Errorf("%w: a WebAssembly module of version %x, want version 1 (binary, not a component)", ErrCompile, head[4:min(len(head), 8)])
 	}
 	if len(head) > 8 {

@@ -1,4 +1,10 @@
-package plugins
+// Package wasmrewrite reads and rewrites a plugin's WebAssembly binary
+// before it is compiled: Check refuses modules whose declared sizes would
+// exhaust the host and caps their tables (loadcheck.go), CoalesceData
+// merges data segments (dataseg.go), and Instrument inserts the countdown
+// that keeps guests stoppable (instrument.go). It knows nothing of
+// plugins, pools or the ABI beyond the one host import it calls.
+package wasmrewrite
 
 // Instrumentation: the cheap way to keep guests stoppable.
 //
@@ -54,13 +60,17 @@ import (
 	"fmt"
 )
 
+// Header is the start of every WebAssembly binary module: the magic number
+// "\0asm" and version 1.
+var Header = []byte{0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00}
+
 const (
 	// loopCheckEvery is how many loop iterations and calls of non-leaf
 	// functions pass between two checks.
 	loopCheckEvery = 1 << 14
 	// loopCheckArg is the length argument that means "check the context".
 	// It is never a block offset: the kernel's memory is capped far below.
-	loopCheckArg = ^uint64(0)
+	LoopCheckArg = ^uint64(0)
 	// loopCheckModule is the module of the imports a check may call.
 	loopCheckModule = "extism:host/env"
 	// bulkMemShift: a memory bulk instruction counts one more per 1 KiB.
@@ -264,10 +274,10 @@ type section struct {
 // for a module whose loops wazero checks (RuntimeOptions.CloseOnContextDone),
 // function entries and bulk instructions still count: a recursion that
 // fills memory at every call passes no loop header.
-func instrument(wasm []byte, loops bool) ([]byte, error) {
+func Instrument(wasm []byte, loops bool) ([]byte, error) {
 	r := &wreader{b: wasm}
 	hdr, err := r.bytes(8)
-	if err != nil || !bytes.Equal(hdr, wasmHeader) {
+	if err != nil || !bytes.Equal(hdr, Header) {
 		return nil, refuse("not a wasm 1 binary")
 	}
 	var (

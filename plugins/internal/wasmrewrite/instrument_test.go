@@ -1,4 +1,4 @@
-package plugins
+package wasmrewrite
 
 import (
 	"bytes"
@@ -8,39 +8,21 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite/wasmtest"
 )
 
 // Hand-assembled modules for the loop instrumentation (instrument.go).
 
-// wmod assembles a module from sections (id, body) in the given order.
-func wmod(sections ...[]byte) []byte {
-	b := []byte("\x00asm\x01\x00\x00\x00")
-	for _, s := range sections {
-		b = append(b, s[0])
-		b = appendU32(b, uint32(len(s)-1))
-		b = append(b, s[1:]...)
-	}
-	return b
-}
-
-// sec is a section with a vector body of n entries.
-func sec(id byte, n int, entries ...[]byte) []byte {
-	b := appendU32([]byte{id}, uint32(n))
-	for _, e := range entries {
-		b = append(b, e...)
-	}
-	return b
-}
-
-func wname(s string) []byte { return append(appendU32(nil, uint32(len(s))), s...) }
-
-func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-
-// fbody is a function body with no locals beyond locals (raw decls).
-func fbody(locals []byte, code ...byte) []byte {
-	b := append(append([]byte{}, locals...), code...)
-	return append(appendU32(nil, uint32(len(b))), b...)
-}
+// The assemblers of wasmtest, under short names: the modules below are
+// written with them by the hundred.
+var (
+	wmod  = wasmtest.Module
+	sec   = wasmtest.Section
+	wname = wasmtest.Name
+	cat   = wasmtest.Cat
+	fbody = wasmtest.Body
+)
 
 const (
 	tI64I64  = 0 // (i64) -> i64
@@ -77,7 +59,7 @@ func checkHost(t *testing.T, r wazero.Runtime, checks *int) {
 	b := r.NewHostModuleBuilder(loopCheckModule)
 	for _, name := range []string{"length", "length_unsafe", "alloc"} {
 		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, s []uint64) {
-			if s[0] == loopCheckArg {
+			if s[0] == LoopCheckArg {
 				*checks++
 			}
 			s[0] = 7
@@ -107,7 +89,7 @@ func runBothMode(t *testing.T, wasm []byte, loops bool, export string, params ..
 // instance of each.
 func compileBoth(t *testing.T, wasm []byte, loops bool) func(export string, params ...uint64) (orig, inst []uint64, checks int) {
 	t.Helper()
-	out, err := instrument(wasm, loops)
+	out, err := Instrument(wasm, loops)
 	if err != nil {
 		t.Fatalf("instrument: %v", err)
 	}
@@ -315,7 +297,7 @@ func TestInstrumentNested(t *testing.T) {
 	// Without exports and memory: appended at the end, before the code.
 	onlyCode := wmod(testTypes, sec(2, 1, cat(wname(loopCheckModule), wname("length_unsafe"), []byte{0x00, tI64I64})),
 		sec(3, 1, []byte{tI32I32}), sec(10, 1, countLoop))
-	if _, err := instrument(onlyCode, true); err != nil {
+	if _, err := Instrument(onlyCode, true); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -332,7 +314,7 @@ func TestInstrumentCheckImport(t *testing.T) {
 		sec(7, 2, cat(wname("run"), []byte{0x00, 0x03}), cat(wname("alloc"), []byte{0x00, 0x04})),
 		sec(10, 2, countLoop, fbody([]byte{0}, 0x42, 0x00, 0x10, 0x00, 0xA7, 0x0B)), // alloc(0) -> 7
 	)
-	out, err := instrument(wasm, true)
+	out, err := Instrument(wasm, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +472,7 @@ func TestInstrumentBulk(t *testing.T) {
 // counter, the host is asked before the instruction runs, so a call past
 // its deadline does not start it.
 func TestInstrumentBulkChecksFirst(t *testing.T) {
-	out, err := instrument(bulkModule, true)
+	out, err := Instrument(bulkModule, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +547,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		"counter export": wmod(testTypes, imp, sec(3, 1, []byte{tVoidI32}), sec(7, 1, cat(wname("n"), []byte{0x03, 0x00})),
 			sec(10, 1, fbody([]byte{0}, loopI32...))),
 	} {
-		if out, err := instrument(wasm, true); !errors.Is(err, errNotInstrumentable) {
+		if out, err := Instrument(wasm, true); !errors.Is(err, errNotInstrumentable) {
 			t.Errorf("%s: %v, %x", name, err, out)
 		}
 	}
@@ -638,12 +620,12 @@ func FuzzInstrument(f *testing.F) {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
 	defer r.Close(ctx)
 	f.Fuzz(func(t *testing.T, wasm []byte) {
-		out, err := instrument(wasm, true)
+		out, err := Instrument(wasm, true)
 		if err != nil {
 			if !errors.Is(err, errNotInstrumentable) {
 				t.Fatalf("untyped error %v", err)
 			}
-			if entries, err2 := instrument(wasm, false); err2 == nil {
+			if entries, err2 := Instrument(wasm, false); err2 == nil {
 				t.Fatalf("entries only accepts what loops refuse (%v): %x", err, entries)
 			}
 			return
@@ -656,7 +638,7 @@ func FuzzInstrument(f *testing.F) {
 			return err
 		}
 		origErr := compiles(wasm)
-		entries, err := instrument(wasm, false)
+		entries, err := Instrument(wasm, false)
 		if err != nil {
 			t.Fatalf("entries only refuses what loops accept: %v", err)
 		}

@@ -1,4 +1,4 @@
-package plugins
+package wasmrewrite
 
 // Load-time bounds: what a module may make the host allocate before any of
 // its code runs, and what its tables may grow to.
@@ -176,8 +176,8 @@ func (r *creader) constExpr() error {
 // checkModule returns wasm, or a copy with its tables' maxima capped at
 // maxTableEntries, or an error wrapping errModuleLimit. A module without
 // the wasm 1 header is returned as it is, for wazero to describe.
-func checkModule(wasm []byte) ([]byte, error) {
-	if !bytes.HasPrefix(wasm, wasmHeader) {
+func Check(wasm []byte) ([]byte, error) {
+	if !bytes.HasPrefix(wasm, Header) {
 		return wasm, nil
 	}
 	top := &creader{b: wasm, pos: 8, name: "module"}

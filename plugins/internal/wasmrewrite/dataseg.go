@@ -1,4 +1,4 @@
-package plugins
+package wasmrewrite
 
 // Data segment coalescing: a cheaper instantiation for Go-built guests.
 //
@@ -34,7 +34,7 @@ type dataSegment struct {
 
 // coalesceData returns wasm with its active data segments merged, or wasm
 // itself when there is nothing to merge or the module is not understood.
-func coalesceData(wasm []byte) []byte {
+func CoalesceData(wasm []byte) []byte {
 	r := &wreader{b: wasm}
 	if hdr, err := r.bytes(8); err != nil || string(hdr) != "\x00asm\x01\x00\x00\x00" {
 		return wasm
