@@ -37,7 +37,7 @@
 //
 // Guests get WASI with clocks and randomness only: no filesystem,
 // environment or network unless the spec grants them (AllowedPaths, Env,
-// AllowedHosts for Extism HTTP). A path grant is an os.Root (rootfs.go):
+// AllowedHosts for Extism HTTP). A path grant is an os.Root (internal/rootfs):
 // nothing the guest names, symlinks included, resolves outside it, and an
 // instance holds at most 256 files open through its grants. HTTP
 // (httpgrant.go) checks every redirect against AllowedHosts and every

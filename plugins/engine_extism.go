@@ -16,6 +16,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -61,7 +62,7 @@ func (in *instance) exports() map[string]bool {
 
 // files goes unused: the go-sdk instantiates WASI itself, so a guest past
 // maxOpenFiles sees EIO here, not EMFILE (wasi.go).
-func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, _ *openFiles) (*instance, error) {
+func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, _ *rootfs.OpenFiles) (*instance, error) {
 	ep, err := p.mod.cm.cp.Instance(experimental.WithMemoryAllocator(ctx, lim), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, err

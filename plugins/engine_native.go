@@ -25,6 +25,7 @@ import (
 	"math"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -126,7 +127,7 @@ func (in *instance) exports() map[string]bool {
 	return m
 }
 
-func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, files *openFiles) (*instance, error) {
+func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, files *rootfs.OpenFiles) (*instance, error) {
 	k := newKernel(p, lim)
 	k.files = files
 	// Start functions are not run at instantiation: the guest runtime is

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -43,7 +44,7 @@ type kernel struct {
 	errOff         uint64
 
 	callContext                   // the call's, for http_request and nanosleep
-	files       *openFiles        // the instance's count of open files, for path_open
+	files       *rootfs.OpenFiles // the instance's count of open files, for path_open
 	status      int               // the last http_request's status code
 	headers     map[string]string // and its headers; nil before one
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -49,7 +50,7 @@ type Plugin struct {
 	export []string   // sorted exported function names of the main module
 	log    hclog.Logger
 	modCfg wazero.ModuleConfig // without the grants, which each instance mounts afresh
-	grants grants              // allowed_paths, closed by Close
+	grants rootfs.Grants       // allowed_paths, closed by Close
 
 	hostGrants hostGrants                  // allowed_hosts, parsed
 	http       atomic.Pointer[http.Client] // for http_request, made on first use
@@ -125,17 +126,17 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrSpec, spec.Name, err)
 	}
-	var gs grants
+	var gs rootfs.Grants
 	if len(spec.AllowedPaths) > 0 {
-		// Grants are os.Root-confined (rootfs.go), not wazero's DirFS,
-		// which follows symlinks out of the directory.
-		if gs, err = openGrants(spec.AllowedPaths); err != nil {
-			return nil, err
+		// Grants are os.Root-confined (internal/rootfs), not wazero's
+		// DirFS, which follows symlinks out of the directory.
+		if gs, err = rootfs.Open(spec.AllowedPaths); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInstantiate, err)
 		}
 	}
 	mod, err := rt.acquire(ctx, src.wasm, src.sha)
 	if err != nil {
-		gs.close()
+		gs.Close()
 		return nil, err
 	}
 	src.wasm = nil
@@ -234,22 +235,15 @@ func defaultModuleConfig() wazero.ModuleConfig {
 		WithRandSource(rand.Reader)
 }
 
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return s, false
-}
-
 // newInstance instantiates the module with the plugin's grants and caps.
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	lim := &memLimiter{limit: p.spec.Memory}
 	stderr := &guestOutput{log: p.log, level: hclog.Warn, stream: "stderr"}
 	stdout := &guestOutput{log: p.log, level: hclog.Info, stream: "stdout"}
 	mc := p.modCfg.WithStderr(stderr).WithStdout(stdout)
-	files := &openFiles{}
+	files := &rootfs.OpenFiles{}
 	if len(p.grants) > 0 {
-		mc = mc.WithFSConfig(p.grants.fsConfig(files))
+		mc = mc.WithFSConfig(p.grants.FSConfig(files))
 	}
 	in, err := p.instantiate(ctx, lim, stderr, mc, files)
 	if err != nil {
@@ -679,7 +673,7 @@ wait:
 
 // closeRoots closes the directories of the plugin's filesystem grants.
 func (p *Plugin) closeRoots() {
-	p.grants.close()
+	p.grants.Close()
 	p.grants = nil
 }
 

@@ -20,7 +20,7 @@ const (
 
 // instantiateWASI instantiates wazero's WASI with one change: path_open
 // answers EMFILE when a grant refused the file because the instance holds
-// maxOpenFiles already (rootfs.go). The errnos a wazero FS may return
+// rootfs.MaxOpenFiles already (internal/rootfs). The errnos a wazero FS may return
 // have no EMFILE and wazero turns an unknown one into EIO, which would
 // read to the guest as a failing disk; so the grant answers EIO and notes
 // the refusal on the instance's count, and the wrapper turns that EIO
@@ -48,9 +48,9 @@ func instantiateWASI(ctx context.Context, r wazero.Runtime) error {
 				pathOpen.Call(ctx, mod, stack)
 				return
 			}
-			k.files.refused.Store(false)
+			k.files.ClearRefusal()
 			pathOpen.Call(ctx, mod, stack)
-			if k.files.refused.Swap(false) && stack[0] == wasiErrnoIO {
+			if k.files.TakeRefusal() && stack[0] == wasiErrnoIO {
 				stack[0] = wasiErrnoMFILE
 			}
 		}), def.ParamTypes(), def.ResultTypes()).

@@ -1,6 +1,8 @@
 // Package testproc holds what the end-to-end tests of several packages need
 // to run real server processes: building them once, free loopback ports,
-// process liveness, and waiting for a condition.
+// process liveness, waiting for a condition, and the fixtures of the
+// sandbox tests (a directory tree with links that lead out, the count of
+// open descriptors).
 package testproc
 
 import (
@@ -172,4 +174,37 @@ func (b *Buffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// EscapeTree lays out a grant g inside dir with a secret next to it and
+// links inside g that lead out: what a plugin must never reach.
+func EscapeTree(t testing.TB) (dir, grant string) {
+	t.Helper()
+	dir = t.TempDir()
+	grant = filepath.Join(dir, "g")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Mkdir(grant, 0o755))
+	must(os.WriteFile(filepath.Join(dir, "secret.txt"), []byte("host-secret"), 0o644))
+	must(os.WriteFile(filepath.Join(grant, "given.txt"), []byte("given"), 0o644))
+	must(os.Symlink("../secret.txt", filepath.Join(grant, "pre")))
+	must(os.Symlink(filepath.Join(dir, "secret.txt"), filepath.Join(grant, "pre-abs")))
+	must(os.Symlink("../written.txt", filepath.Join(grant, "wlink")))
+	must(os.Symlink(strings.Repeat("../", 32), filepath.Join(grant, "rootlink")))
+	must(os.Symlink("..", filepath.Join(grant, "dirlink")))
+	return dir, grant
+}
+
+// hostFDs counts this process's open descriptors, skipping without /proc.
+func HostFDs(t testing.TB) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("counting descriptors: %v", err)
+	}
+	return len(es)
 }

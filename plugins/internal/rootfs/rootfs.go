@@ -1,4 +1,9 @@
-package plugins
+// Package rootfs is a plugin's allowed_paths as the guest's WASI
+// filesystem: each grant an os.Root, so that no path, ".." or symlink the
+// guest names (or finds) leaves the granted directory, read-only grants
+// that refuse every change, and a cap on the files one instance holds
+// open.
+package rootfs
 
 import (
 	"errors"
@@ -33,11 +38,11 @@ import (
 //
 // Every file or directory the guest holds open is a host descriptor, so
 // the views of one instance share a count of them, capped at
-// maxOpenFiles (see openFiles).
+// MaxOpenFiles (see openFiles).
 type rootFS struct {
 	experimentalsys.UnimplementedFS
 	*grant
-	files *openFiles
+	files *OpenFiles
 	// dotOpen is set once wazero has opened the grant's directory itself
 	// (its preopen), which is counted but never refused.
 	dotOpen atomic.Bool
@@ -51,19 +56,19 @@ type grant struct {
 	mount    string // where the guest sees it
 }
 
-// grants are a plugin's allowed_paths, sorted by guest path.
-type grants []*grant
+// Grants are a plugin's allowed_paths, sorted by guest path.
+type Grants []*grant
 
-// openGrants opens a spec's allowed_paths; the caller closes them when
-// the plugin closes.
-func openGrants(paths map[string]string) (grants, error) {
-	var gs grants
+// Open opens allowed_paths (host directory, "ro:" first for read-only,
+// to guest path); the caller closes them when the plugin closes.
+func Open(paths map[string]string) (Grants, error) {
+	var gs Grants
 	for host, guest := range paths {
-		dir, ro := cutPrefix(host, "ro:")
+		dir, ro := strings.CutPrefix(host, "ro:")
 		r, err := os.OpenRoot(dir)
 		if err != nil {
-			gs.close()
-			return nil, fmt.Errorf("%w: allowed_paths %q: %w (the granted directory must exist)", ErrInstantiate, host, err)
+			gs.Close()
+			return nil, fmt.Errorf("allowed_paths %q: %w (the granted directory must exist)", host, err)
 		}
 		gs = append(gs, &grant{root: r, readOnly: ro, mount: guest})
 	}
@@ -71,9 +76,9 @@ func openGrants(paths map[string]string) (grants, error) {
 	return gs, nil
 }
 
-// fsConfig mounts the grants for one new instance, whose descriptors
+// FSConfig mounts the grants for one new instance, whose descriptors
 // files counts.
-func (gs grants) fsConfig(files *openFiles) wazero.FSConfig {
+func (gs Grants) FSConfig(files *OpenFiles) wazero.FSConfig {
 	cfg := wazero.NewFSConfig()
 	for _, g := range gs {
 		cfg = cfg.(sysfs.FSConfig).WithSysFSMount(&rootFS{grant: g, files: files}, g.mount)
@@ -81,7 +86,8 @@ func (gs grants) fsConfig(files *openFiles) wazero.FSConfig {
 	return cfg
 }
 
-func (gs grants) close() {
+// Close closes the granted directories.
+func (gs Grants) Close() {
 	for _, g := range gs {
 		g.root.Close()
 	}
@@ -89,7 +95,7 @@ func (gs grants) close() {
 
 func (r *rootFS) String() string { return r.root.Name() }
 
-// maxOpenFiles bounds the files and directories one instance holds open
+// MaxOpenFiles bounds the files and directories one instance holds open
 // through its grants; past it, opening answers EMFILE. Without a bound a
 // guest that opens in a loop (and a pooled instance keeps what it opened
 // from call to call) takes every descriptor the host process may have,
@@ -99,7 +105,7 @@ func (r *rootFS) String() string { return r.root.Name() }
 // sees EMFILE only for files it holds itself, whichever pooled instance
 // serves a call and however busy the others are, like the memory cap and
 // the timeout, which are per instance too. The host's exposure is
-// maxOpenFiles times the plugin's instances (1024 at the default of 4,
+// MaxOpenFiles times the plugin's instances (1024 at the default of 4,
 // 16384 at MaxInstances), and no more than that: a count lives and dies
 // with its instance, and closing an instance (a trap, a timeout, a
 // reload, a pool that shrinks) closes every file it held, since wazero
@@ -110,19 +116,19 @@ func (r *rootFS) String() string { return r.root.Name() }
 // open file and one while reading a directory (filepath.WalkDir closes
 // each before descending), other PDKs' standard libraries the same, and
 // builtin:pin holds at most two (its pin file and a temporary file).
-const maxOpenFiles = 256
+const MaxOpenFiles = 256
 
-// openFiles counts the descriptors held by the views of one instance.
-// refused notes a refusal for path_open (wasi.go), since the errnos a
+// OpenFiles counts the descriptors held by the views of one instance.
+// Its refusal note is for path_open (plugins' wasi.go), since the errnos a
 // wazero FS may answer have no EMFILE.
-type openFiles struct {
+type OpenFiles struct {
 	n       atomic.Int32
 	refused atomic.Bool
 }
 
 // take counts one more, unless the cap is reached and force is false.
-func (o *openFiles) take(force bool) bool {
-	if o.n.Add(1) > maxOpenFiles && !force {
+func (o *OpenFiles) take(force bool) bool {
+	if o.n.Add(1) > MaxOpenFiles && !force {
 		o.n.Add(-1)
 		o.refused.Store(true)
 		return false
@@ -130,7 +136,14 @@ func (o *openFiles) take(force bool) bool {
 	return true
 }
 
-func (o *openFiles) give() { o.n.Add(-1) }
+func (o *OpenFiles) give() { o.n.Add(-1) }
+
+// ClearRefusal forgets an earlier refusal, before a path_open.
+func (o *OpenFiles) ClearRefusal() { o.refused.Store(false) }
+
+// TakeRefusal reports, once, whether an open was refused for the cap since
+// ClearRefusal.
+func (o *OpenFiles) TakeRefusal() bool { return o.refused.Swap(false) }
 
 // errnoOf maps an error of os.Root to the errno the guest sees. What is
 // not an OS error is os.Root refusing a path that leaves the grant: EPERM.
@@ -370,13 +383,13 @@ type rootFile struct {
 	experimentalsys.File
 	src    *rootSource
 	flag   experimentalsys.Oflag
-	files  *openFiles // gets this file back when it closes
+	files  *OpenFiles // gets this file back when it closes
 	closed bool
 }
 
 // newRootFile wraps f, opened by root as name with flag and counted in
 // files.
-func newRootFile(root *os.Root, name string, flag experimentalsys.Oflag, f *os.File, files *openFiles) (*rootFile, experimentalsys.Errno) {
+func newRootFile(root *os.Root, name string, flag experimentalsys.Oflag, f *os.File, files *OpenFiles) (*rootFile, experimentalsys.Errno) {
 	src := &rootSource{root: root, cur: f, fresh: true}
 	af, errno := (&sysfs.AdaptFS{FS: src}).OpenFile(name, flag, 0)
 	if errno != 0 {
