@@ -72,15 +72,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		switch d.Action {
 		case abi.ActionAllow, "":
 		case abi.ActionDeny:
-			if d.Hidden {
-				h.log.Debug("call refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
-				return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
-			}
-			reason := d.Reason
-			if reason == "" {
-				reason = "denied by policy"
-			}
-			return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
+			return h.denied(name, d)
 		case abi.ActionRewrite:
 			if err := checkArguments(d.Arguments); err != nil {
 				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
@@ -197,11 +189,19 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	}
 	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
 	d, err := h.policy.ToolCall(ctx, in)
-	if err != nil || d.Action != abi.ActionDeny || d.Hidden {
-		if d != nil && d.Hidden {
-			h.log.Debug("call of a hidden tool refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
-		}
+	if err != nil || d.Action != abi.ActionDeny {
 		return nil, unknown
+	}
+	return h.denied(name, d)
+}
+
+// denied answers a call a policy denied: an error result with its reason,
+// or, for a denial that asks to stay hidden, "unknown tool" (the reason
+// goes to the log).
+func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
+	if d.Hidden {
+		h.log.Debug("call refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 	reason := d.Reason
 	if reason == "" {
