@@ -62,14 +62,14 @@ func stdioFrames(ctx context.Context, r io.ReadCloser, w *lockedWriter) io.ReadC
 		for {
 			line, tooLong, err := readLine(br, maxStdioLine)
 			if len(line) > 0 || tooLong {
-				msgs, ans := checkFrame(line, tooLong)
+				msg, ans := checkFrame(line, tooLong)
 				if ans != nil {
 					if _, werr := w.Write(ans); werr != nil {
 						pw.CloseWithError(werr)
 						return
 					}
 				} else {
-					w.calls.read(msgs)
+					w.calls.read(msg)
 					if _, werr := pw.Write(append(line, '\n')); werr != nil {
 						return // the session ended
 					}
@@ -124,55 +124,41 @@ func idKey(id jsonrpc.ID) string {
 	return ""
 }
 
-// read records the requests among msgs, and forgets those the client
-// cancelled (the go-sdk does not answer them).
-func (c *pendingCalls) read(msgs []jsonrpc.Message) {
+// read records m if it is a request, and forgets one the client cancelled
+// (the go-sdk does not answer it).
+func (c *pendingCalls) read(m jsonrpc.Message) {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range msgs {
-		req, ok := m.(*jsonrpc.Request)
-		if !ok {
-			continue
+	if req.IsCall() {
+		c.ids[idKey(req.ID)] = true
+		return
+	}
+	if req.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID any `json:"requestId"`
 		}
-		if req.IsCall() {
-			c.ids[idKey(req.ID)] = true
-			continue
-		}
-		if req.Method == "notifications/cancelled" {
-			var p struct {
-				RequestID any `json:"requestId"`
-			}
-			if json.Unmarshal(req.Params, &p) == nil {
-				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-					c.doneLocked(idKey(id))
-				}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.doneLocked(idKey(id))
 			}
 		}
 	}
 }
 
-// answered forgets the requests a message written to the client answers:
-// one response, or a batch of them.
+// answered forgets the request a message written to the client answers.
+// (Batches are refused on the way in, so none are answered.)
 func (c *pendingCalls) answered(p []byte) {
-	var keys []string
-	if t := bytes.TrimSpace(p); len(t) > 0 && t[0] == '[' {
-		var batch []json.RawMessage
-		if json.Unmarshal(t, &batch) != nil {
-			return
-		}
-		for _, m := range batch {
-			if k, ok := decodedResponseID(m); ok {
-				keys = append(keys, k)
-			}
-		}
-	} else if k, ok := responseID(p); ok {
-		keys = append(keys, k)
+	k, ok := responseID(p)
+	if !ok {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, k := range keys {
-		c.doneLocked(k)
-	}
+	c.doneLocked(k)
 }
 
 func (c *pendingCalls) doneLocked(key string) {
@@ -283,7 +269,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 
 // checkFrame returns the message of a line, or the JSON-RPC error to
 // answer the line with when it is not one message the go-sdk can read.
-func checkFrame(line []byte, tooLong bool) ([]jsonrpc.Message, []byte) {
+func checkFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
 	switch {
 	case tooLong:
 		return nil, frameError(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", maxStdioLine))
@@ -299,7 +285,7 @@ func checkFrame(line []byte, tooLong bool) ([]jsonrpc.Message, []byte) {
 	if err != nil {
 		return nil, frameError(jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message")
 	}
-	return []jsonrpc.Message{m}, nil
+	return m, nil
 }
 
 func frameError(code int64, msg string) []byte {

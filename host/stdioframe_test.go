@@ -98,8 +98,8 @@ func FuzzCheckFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		msgs, ans := checkFrame(line, false)
-		if ans == nil && (!json.Valid(line) || len(msgs) == 0) {
+		msg, ans := checkFrame(line, false)
+		if ans == nil && (!json.Valid(line) || msg == nil) {
 			t.Fatalf("passed invalid JSON %q", line)
 		}
 		if ans != nil && !json.Valid(ans) {
