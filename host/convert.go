@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -122,4 +123,17 @@ func toMCPTool(t *abi.Tool) *mcp.Tool {
 		}
 	}
 	return out
+}
+
+// encodeJSON encodes v as the go-sdk does, without HTML escaping, so that
+// text appears as written (keyword hints search it) and cached bytes match
+// what the go-sdk would send.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

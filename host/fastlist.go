@@ -336,14 +336,9 @@ func acceptsBoth(values []string) bool {
 // it (no HTML escaping), computed once per view.
 func (v *view) encoded() ([]byte, error) {
 	v.encOnce.Do(func() {
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
 		// The shortcut serves protocols before 2026-07-28 only, which do
 		// not define the cache hints.
-		if v.encErr = enc.Encode(&priorListTools{ListToolsResult: v.result}); v.encErr == nil {
-			v.enc = bytes.TrimRight(buf.Bytes(), "\n")
-		}
+		v.enc, v.encErr = encodeJSON(&priorListTools{ListToolsResult: v.result})
 	})
 	return v.enc, v.encErr
 }

@@ -26,18 +26,6 @@ import (
 // as a closing connection).
 const CodePolicyDenied = -32030
 
-// encodeMessage encodes v as JSON without HTML escaping, so that the text a
-// policy's keyword hints name appears in it as written.
-func encodeMessage(v any) (json.RawMessage, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 // admit runs the request hook on a request for method naming name on
 // server. A denial, or a policy failing closed, is the error to answer;
 // notFound, if not nil, is the answer to a denial that asks to stay hidden
@@ -46,7 +34,7 @@ func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, nam
 	if !h.wantsMethod(abi.HookRequest, method) {
 		return nil
 	}
-	raw, err := encodeMessage(params)
+	raw, err := encodeJSON(params)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", method, err)}
 	}
@@ -71,7 +59,7 @@ func governMessage[T any](ctx context.Context, h *Host, caller abi.Caller, metho
 	if v == nil || !h.wantsMethod(abi.HookMessage, method) {
 		return v, nil
 	}
-	raw, err := encodeMessage(v)
+	raw, err := encodeJSON(v)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +149,7 @@ func governList[T any](ctx context.Context, h *Host, caller abi.Caller, method s
 func runList[T any](ctx context.Context, h *Host, caller abi.Caller, method string, all []*T, server func(*T) string, key func(*T) string, restore func(*T, string)) ([]*T, error) {
 	items := make([]abi.Item, 0, len(all))
 	for _, v := range all {
-		raw, err := encodeMessage(v)
+		raw, err := encodeJSON(v)
 		if err != nil {
 			return nil, err
 		}
