@@ -159,6 +159,17 @@ func (c *Chain) acquire() bool {
 	}
 }
 
+// held runs fn holding a reference for one call; ErrClosed if the chain
+// is closing.
+func held[T any](c *Chain, fn func() (T, error)) (T, error) {
+	if !c.acquire() {
+		var zero T
+		return zero, ErrClosed
+	}
+	defer c.release()
+	return fn()
+}
+
 // release drops a reference; the last one releases the plugins, off the
 // caller's path.
 func (c *Chain) release() {
@@ -202,11 +213,7 @@ func (c *Chain) failure(p *Plugin, hook string, err error) error {
 // output. A plugin scoped to servers is given only their tools, and its
 // output replaces them where the first of them stood.
 func (c *Chain) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
-	if !c.acquire() {
-		return nil, ErrClosed
-	}
-	defer c.release()
-	return c.toolsList(ctx, in)
+	return held(c, func() ([]abi.Tool, error) { return c.toolsList(ctx, in) })
 }
 
 func (c *Chain) toolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
@@ -309,11 +316,7 @@ func nonNil(t []abi.Tool) []abi.Tool {
 // without the upstream. A plugin failing with on_error "deny" denies the
 // call, with a reason naming the plugin and the cause.
 func (c *Chain) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
-	if !c.acquire() {
-		return nil, ErrClosed
-	}
-	defer c.release()
-	return c.toolCall(ctx, in)
+	return held(c, func() (*abi.CallDecision, error) { return c.toolCall(ctx, in) })
 }
 
 func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
@@ -390,11 +393,7 @@ func (c *Chain) toolCallOne(ctx context.Context, p *Plugin, in *abi.ToolCallInpu
 // each on the previous result. A failing plugin with on_error "deny" fails
 // the call with an error.
 func (c *Chain) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
-	if !c.acquire() {
-		return nil, ErrClosed
-	}
-	defer c.release()
-	return c.toolResult(ctx, in)
+	return held(c, func() (*abi.CallToolResult, error) { return c.toolResult(ctx, in) })
 }
 
 func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {

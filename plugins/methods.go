@@ -34,11 +34,7 @@ func (c *Chain) WantsMethod(hook, method string) bool {
 // previous output. A plugin scoped to servers sees only their entries, and
 // the others keep their places.
 func (c *Chain) List(ctx context.Context, in *abi.ListInput) ([]abi.Item, error) {
-	if !c.acquire() {
-		return nil, ErrClosed
-	}
-	defer c.release()
-	return c.list(ctx, in)
+	return held(c, func() ([]abi.Item, error) { return c.list(ctx, in) })
 }
 
 func (c *Chain) list(ctx context.Context, in *abi.ListInput) ([]abi.Item, error) {
@@ -106,11 +102,7 @@ func (c *Chain) listOne(ctx context.Context, p *Plugin, caller abi.Caller, metho
 // scope of in.Server, in order; the first deny ends the chain. A plugin
 // failing with on_error "deny" denies the request, naming the plugin.
 func (c *Chain) Request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error) {
-	if !c.acquire() {
-		return nil, ErrClosed
-	}
-	defer c.release()
-	return c.request(ctx, in)
+	return held(c, func() (*abi.RequestDecision, error) { return c.request(ctx, in) })
 }
 
 func (c *Chain) request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error) {
@@ -162,11 +154,7 @@ func (c *Chain) requestOne(ctx context.Context, p *Plugin, input []byte) (*abi.R
 // caller can tell by identity; a failing plugin with on_error "deny" fails
 // with an error and the message must not be delivered.
 func (c *Chain) Message(ctx context.Context, in *abi.MessageInput) (json.RawMessage, error) {
-	if !c.acquire() {
-		return nil, ErrClosed
-	}
-	defer c.release()
-	return c.message(ctx, in)
+	return held(c, func() (json.RawMessage, error) { return c.message(ctx, in) })
 }
 
 func (c *Chain) message(ctx context.Context, in *abi.MessageInput) (json.RawMessage, error) {
