@@ -288,21 +288,13 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 	return errnoOf(r.root.Rename(from, to))
 }
 
-func (r *rootFS) Rmdir(name string) experimentalsys.Errno {
-	if r.readOnly {
-		return experimentalsys.EROFS
-	}
-	fi, err := r.root.Lstat(name)
-	switch {
-	case err != nil:
-		return errnoOf(err)
-	case !fi.IsDir():
-		return experimentalsys.ENOTDIR
-	}
-	return errnoOf(r.root.Remove(name))
-}
+func (r *rootFS) Rmdir(name string) experimentalsys.Errno { return r.remove(name, true) }
 
-func (r *rootFS) Unlink(name string) experimentalsys.Errno {
+func (r *rootFS) Unlink(name string) experimentalsys.Errno { return r.remove(name, false) }
+
+// remove removes name, which must be a directory (rmdir) or must not
+// (unlink).
+func (r *rootFS) remove(name string, dir bool) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
@@ -310,7 +302,9 @@ func (r *rootFS) Unlink(name string) experimentalsys.Errno {
 	switch {
 	case err != nil:
 		return errnoOf(err)
-	case fi.IsDir():
+	case dir && !fi.IsDir():
+		return experimentalsys.ENOTDIR
+	case !dir && fi.IsDir():
 		return experimentalsys.EISDIR
 	}
 	return errnoOf(r.root.Remove(name))
