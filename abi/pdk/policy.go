@@ -97,9 +97,13 @@ func (p *Policy) Hooks() []string {
 	return hooks
 }
 
-// Describe returns p's describe output.
+// Describe returns p's describe output as far as it is known before
+// Configure runs: without ConfigKeys, which a Guest's describe export
+// fills from the keys Configure read.
 func (p *Policy) Describe() abi.Describe {
-	return p.describe(nil)
+	d := p.describe(nil)
+	d.ConfigKeys = nil
+	return d
 }
 
 // describe is Describe with the configuration keys Configure read, for a

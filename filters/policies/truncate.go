@@ -103,11 +103,7 @@ func (t *truncate) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, e
 		removed++
 		changed = true
 		if !t.drop {
-			if mime == "" {
-				mime = "unknown type"
-			}
-			content = append(content, abi.Content{Type: "text", Text: fmt.Sprintf(
-				"[%s (%s, %d bytes) removed: larger than this gateway's limit of %d bytes]", kind, mime, size, t.maxBinary)})
+			content = append(content, abi.Content{Type: "text", Text: t.binaryNote(kind, mime, size)})
 		}
 	}
 	if removed > 0 {
@@ -157,8 +153,7 @@ func (t *truncate) toolResult(in *abi.ToolResultInput) (*abi.ToolResultOutput, e
 
 // note tells the model what was cut and, honestly, how it might get the rest.
 func (t *truncate) note(in *abi.ToolResultInput, total int) string {
-	cut := total - t.maxChars
-	msg := fmt.Sprintf("[mcphost: result cut to %d of %d characters; %d characters not shown.", t.maxChars, total, cut)
+	msg := t.cutNote("result", total)
 	var paging []string
 	if args, err := parseObject(in.Arguments); err == nil {
 		for _, p := range t.paging {
@@ -173,6 +168,20 @@ func (t *truncate) note(in *abi.ToolResultInput, total int) string {
 		msg += fmt.Sprintf(" If %s can return less (a narrower query, a range, a page), ask for the part you need.]", in.Name)
 	}
 	return msg
+}
+
+// cutNote is the start of the note on a cut: what was cut, from how much
+// to how much. The caller closes it with "]", after advice if it has any.
+func (t *truncate) cutNote(what string, total int) string {
+	return fmt.Sprintf("[mcphost: %s cut to %d of %d characters; %d characters not shown.", what, t.maxChars, total, total-t.maxChars)
+}
+
+// binaryNote stands in for binary data over the limit.
+func (t *truncate) binaryNote(kind, mime string, size int) string {
+	if mime == "" {
+		mime = "unknown type"
+	}
+	return fmt.Sprintf("[%s (%s, %d bytes) removed: larger than this gateway's limit of %d bytes]", kind, mime, size, t.maxBinary)
 }
 
 func quoteList(list []string) string {

@@ -263,18 +263,14 @@ func (c *cutter) cut(what string) bool {
 			p.remove()
 			continue
 		}
-		mime := p.mime
-		if mime == "" {
-			mime = "unknown type"
-		}
-		p.replace(fmt.Sprintf("[%s (%s, %d bytes) removed: larger than this gateway's limit of %d bytes]", p.kind, mime, size, c.t.maxBinary))
+		p.replace(c.t.binaryNote(p.kind, p.mime, size))
 	}
 	for _, p := range c.texts {
 		c.total += runeCount(p.holder[p.key].(string))
 	}
 	if c.total > c.t.maxChars {
 		changed, c.cutOff = true, true
-		note := fmt.Sprintf("[mcphost: %s cut to %d of %d characters; %d characters not shown.]", what, c.t.maxChars, c.total, c.total-c.t.maxChars)
+		note := c.t.cutNote(what, c.total) + "]"
 		left, noted := c.t.maxChars, false
 		for _, p := range c.texts {
 			s := p.holder[p.key].(string)
