@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,4 +173,46 @@ func (s *server) Stop(t testing.TB) {
 		s.cmd.Process.Kill()
 		<-s.done
 	}
+}
+
+// stdioServer is a running `mcphost run CONFIG --stdio`, with its pipes.
+type stdioServer struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Reader
+	stderr *testproc.Buffer
+	exited chan struct{} // closed once the process has been waited for
+}
+
+// startStdio runs `mcphost run CONFIG --stdio --no-watch`. When the test
+// ends its stdin is closed and it has 20 s to exit before SIGKILL; its
+// stderr is logged if the test failed.
+func startStdio(t testing.TB, config string) *stdioServer {
+	t.Helper()
+	s := &stdioServer{cmd: exec.Command(mcphostBin, "run", config, "--stdio", "--no-watch"), stderr: &testproc.Buffer{}, exited: make(chan struct{})}
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if s.stdout, err = s.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		s.stdin.Close()
+		select {
+		case <-s.exited:
+		case <-time.After(20 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("mcphost stderr:\n%s", s.stderr.String())
+		}
+	})
+	return s
 }

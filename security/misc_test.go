@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // TestStdioNonJSONLine sends `mcphost run --stdio` a line that is not JSON
@@ -23,37 +20,10 @@ server "up" {
   command = "UPSTREAM"
 }
 `)
-	cmd := exec.Command(mcphostBin, "run", cfg, "--stdio", "--no-watch")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &testproc.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("mcphost stderr:\n%s", stderr.String())
-		}
-	})
+	s := startStdio(t, cfg)
 	lines := make(chan string, 16)
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(s.stdout)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			lines <- sc.Text()
@@ -67,7 +37,7 @@ server "up" {
 	}
 	exchange := func(line string) reply {
 		t.Helper()
-		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+		if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
 			t.Fatalf("writing %q: %v", line, err)
 		}
 		select {
@@ -93,7 +63,7 @@ server "up" {
 	if r.Error != nil || r.ID != float64(1) {
 		t.Fatalf("initialize after a bad line: %+v", r)
 	}
-	io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	io.WriteString(s.stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	if r := exchange("{oops"); r.Error == nil || r.Error.Code != -32700 {
 		t.Fatalf("answer to a broken line: %+v", r)
 	}

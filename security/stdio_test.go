@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // TestStdioClientClosesInput is what the Python SDK's stdio client does at
@@ -29,33 +26,11 @@ server "up" {
   args    = ["-linger"]
 }
 `)
-	cmd := exec.Command(mcphostBin, "run", cfg, "--stdio")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &testproc.Buffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("mcphost stderr:\n%s", stderr.String())
-		}
-	})
-	out := bufio.NewScanner(stdout)
+	p := startStdio(t, cfg)
+	out := bufio.NewScanner(p.stdout)
 	send := func(line string) {
 		t.Helper()
-		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+		if _, err := io.WriteString(p.stdin, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,17 +73,17 @@ server "up" {
 	})
 
 	call(4, "sleep", `{"millis":300}`)
-	stdin.Close()
+	p.stdin.Close()
 	closed := time.Now()
 	if got := result(4); got == "" {
 		t.Fatalf("the call in flight at the close: %q", got)
 	}
 	select {
-	case <-exited:
+	case <-p.exited:
 		t.Logf("mcphost exited %v after its stdin closed (with a 300 ms call in flight)", time.Since(closed).Round(time.Millisecond))
 	case <-time.After(2*time.Second - time.Since(closed)):
 		t.Errorf("mcphost still running 2 s after its stdin closed, when the Python SDK kills it")
-		cmd.Process.Kill()
+		p.cmd.Process.Kill()
 	}
 	waitGone(t, "after the client closed stdin", pids, "pid", "spawn_child")
 }
