@@ -6,7 +6,7 @@
 // A Runtime holds the engine configuration (wazero with an on-disk
 // compilation cache; guests rewritten so that every loop, call and bulk
 // memory instruction counts towards a check of the context, internal/wasmrewrite,
-// or guarded by wazero where the rewriter cannot, guard.go, so a guest is
+// or guarded by wazero where the rewriter cannot, internal/extismhost, so a guest is
 // stopped by its timeout, whatever its control flow, instead of freezing
 // the host) and the compiled modules, shared by content: plugins whose .wasm has the same sha256 cost
 // one compile and one copy of machine code, which is how the built-in
@@ -40,7 +40,7 @@
 // AllowedHosts for Extism HTTP). A path grant is an os.Root (internal/rootfs):
 // nothing the guest names, symlinks included, resolves outside it, and an
 // instance holds at most 256 files open through its grants. HTTP
-// (httpgrant.go) checks every redirect against AllowedHosts and every
+// (internal/extismhost) checks every redirect against AllowedHosts and every
 // dialled address, after DNS, against loopback, private and other
 // non-public ranges, which only an entry naming the address opens. The
 // guest's linear memory is capped at
@@ -53,7 +53,7 @@
 //
 // The host side of the Extism ABI (the extism:host/env imports: kernel
 // memory, input and output, errors, config, vars, logging, HTTP) is
-// implemented in Go on raw wazero (engine_native.go, kernel.go), with the
+// implemented in Go on raw wazero (engine_native.go, internal/extismhost), with the
 // signatures and semantics of Extism's go-sdk v1.7.1, so modules built with
 // any Extism PDK run unchanged. The go-sdk itself costs tens of
 // microseconds and 130 KB per call; its engine is kept behind the

@@ -16,6 +16,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
@@ -31,10 +32,11 @@ func (rt *Runtime) initEngine() { setGuestLogLevel(rt.log) }
 
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
 	// Guarded as the native engine guards modules it cannot rewrite
-	// (guard.go): wazero checks loops, a listener function entries.
-	cp, err := extism.NewCompiledPlugin(withEntryGuard(ctx),
+	// (extismhost.WithEntryGuard): wazero checks loops, a listener function
+	// entries.
+	cp, err := extism.NewCompiledPlugin(extismhost.WithEntryGuard(ctx),
 		extism.Manifest{Wasm: []extism.Wasm{extism.WasmData{Data: wasm}}},
-		extism.PluginConfig{RuntimeConfig: rt.guardCfg, EnableWasi: true},
+		extism.PluginConfig{RuntimeConfig: rt.guardCfg, EnableWasi: true, EnableHttpResponseHeaders: true},
 		nil)
 	if err != nil {
 		return nil, err
@@ -61,7 +63,7 @@ func (in *instance) exports() map[string]bool {
 }
 
 // files goes unused: the go-sdk instantiates WASI itself, so a guest past
-// maxOpenFiles sees EIO here, not EMFILE (wasi.go).
+// rootfs.MaxOpenFiles sees EIO here, not EMFILE (extismhost/wasi.go).
 func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, _ *rootfs.OpenFiles) (*instance, error) {
 	ep, err := p.mod.cm.cp.Instance(experimental.WithMemoryAllocator(ctx, lim), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {

@@ -9,8 +9,8 @@ package plugins
 // new call engine (a fresh stack) and, under WithCloseOnContextDone, every
 // nested call starts a goroutine to watch the context. A guest built with
 // go-pdk makes several such calls per hook, so an empty hook cost tens of
-// microseconds and 130 KB. Here the kernel is a Go arena (kernel.go), the
-// host functions find it through one context value, and the export and
+// microseconds and 130 KB. Here the kernel is a Go arena (internal/extismhost),
+// the host functions find it through one context value, and the export and
 // start functions are looked up once per instance.
 //
 // Guests see the same imports, with the same signatures and semantics, as
@@ -22,9 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
@@ -33,45 +32,27 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// extismEnv is the module name of the Extism host functions.
-const extismEnv = "extism:host/env"
-
 // compiled is one compiled guest module in its own wazero runtime, which
 // also holds WASI and the Extism host functions it imports.
 type compiled struct {
 	rt           wazero.Runtime
 	cm           wazero.CompiledModule
 	instrumented bool // loops and calls check the context; compiled without close on context done
-	guarded      bool // not rewritten: a listener checks at function entries (guard.go)
+	guarded      bool // not rewritten: a listener checks at function entries (extismhost.WithEntryGuard)
 }
 
 func (c *compiled) close(ctx context.Context) error { return c.rt.Close(ctx) }
 
 // initEngine sets the level get_log_level reports: the lowest the logger
 // records.
-func (rt *Runtime) initEngine() {
-	switch l := rt.log.GetLevel(); {
-	case l == hclog.Off || l == hclog.NoLevel:
-		rt.guestLevel = math.MaxInt32
-	case l <= hclog.Trace:
-		rt.guestLevel = 0
-	case l == hclog.Debug:
-		rt.guestLevel = 1
-	case l == hclog.Info:
-		rt.guestLevel = 2
-	case l == hclog.Warn:
-		rt.guestLevel = 3
-	default:
-		rt.guestLevel = 4
-	}
-}
+func (rt *Runtime) initEngine() { rt.guestLevel = extismhost.LogLevel(rt.log.GetLevel()) }
 
 // compile compiles wasm with its data segments coalesced (internal/wasmrewrite) and
 // instrumented (internal/wasmrewrite): loops and function entries count down to a
 // context check, with WithCloseOnContextDone off; or, under
 // RuntimeOptions.CloseOnContextDone, function entries only, with wazero
 // checking loops. A module the rewriter refuses runs as it is, guarded by
-// wazero at loops and by a listener at function entries (guard.go).
+// wazero at loops and by a listener at function entries (extismhost.WithEntryGuard).
 func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) {
 	wasm = wasmrewrite.CoalesceData(wasm)
 	cfg, compileCtx := rt.fastCfg, ctx
@@ -83,17 +64,14 @@ func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) 
 		wasm = out
 	} else {
 		rt.log.Debug("guest not instrumented; running it guarded by wazero at every loop and function entry, slower", "error", err)
-		cfg, compileCtx, instrumented, guarded = rt.guardCfg, withEntryGuard(ctx), false, true
+		cfg, compileCtx, instrumented, guarded = rt.guardCfg, extismhost.WithEntryGuard(ctx), false, true
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
 	fail := func(err error) (*compiled, error) {
 		_ = r.Close(ctx)
 		return nil, err
 	}
-	if err := instantiateWASI(ctx, r); err != nil {
-		return fail(err)
-	}
-	if _, err := instantiateExtismEnv(ctx, r); err != nil {
+	if err := extismhost.Instantiate(ctx, r); err != nil {
 		return fail(err)
 	}
 	cm, err := r.CompileModule(compileCtx, wasm)
@@ -105,7 +83,7 @@ func (rt *Runtime) compile(ctx context.Context, wasm []byte) (*compiled, error) 
 
 type instance struct {
 	mod    api.Module
-	k      *kernel
+	k      *extismhost.Kernel
 	lim    *memLimiter
 	stderr *guestOutput
 
@@ -128,14 +106,13 @@ func (in *instance) exports() map[string]bool {
 }
 
 func (p *Plugin) instantiate(ctx context.Context, lim *memLimiter, stderr *guestOutput, mc wazero.ModuleConfig, files *rootfs.OpenFiles) (*instance, error) {
-	k := newKernel(p, lim)
-	k.files = files
+	k := extismhost.NewKernel(p.env, lim, files)
 	// Start functions are not run at instantiation: the guest runtime is
 	// initialised before the first call, under its timeout, as Extism does.
 	// Instances are anonymous, so one runtime holds many.
-	mc = mc.WithStartFunctions().WithName("").WithNanosleep(k.nanosleep)
+	mc = mc.WithStartFunctions().WithName("").WithNanosleep(k.Nanosleep)
 	ctx = experimental.WithMemoryAllocator(ctx, lim)
-	ctx = context.WithValue(ctx, kernelKey{}, k)
+	ctx = extismhost.WithKernel(ctx, k)
 	mod, err := p.mod.cm.rt.InstantiateModule(ctx, p.mod.cm.cm, mc)
 	if err != nil {
 		return nil, err
@@ -199,13 +176,11 @@ func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc
 		in.funcs[export] = f
 	}
 	k := in.k
-	k.reset()
-	if err := k.setInput(input); err != nil {
+	ctx, err = k.Begin(ctx, input)
+	if err != nil {
 		return 1, nil, "", false, err
 	}
-	ctx = context.WithValue(ctx, kernelKey{}, k)
-	k.ctx = ctx
-	defer func() { k.ctx = nil }()
+	defer k.End()
 	if !in.inited {
 		for i, f := range in.init {
 			if i == len(in.init)-1 && f.Definition().Name() == "hs_init" {
@@ -233,5 +208,5 @@ func (in *instance) invoke(ctx context.Context, export string, input []byte) (rc
 	if len(f.Definition().ResultTypes()) == 0 {
 		rc = 0
 	}
-	return rc, k.output(), k.errorMessage(), exited, nil
+	return rc, k.Output(), k.ErrorMessage(), exited, nil
 }

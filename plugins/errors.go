@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 )
 
 // Sentinel errors. Every error this package returns wraps one of these (or is
@@ -152,3 +154,7 @@ func failureKind(err error) string {
 	}
 	return "failed"
 }
+
+// ErrHTTPRefused marks a plugin's http_request that allowed_hosts or the
+// address rules refused.
+var ErrHTTPRefused = extismhost.ErrHTTPRefused

@@ -20,13 +20,6 @@ import (
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
-// recurseGuest returns the spec of a hand-written guest of testdata/recurse,
-// whose tool_call recurses without a loop (recurse*.wasm) or loops over
-// bulk memory instructions (bulk.wasm).
-func recurseGuest(name, file string) Spec {
-	return Spec{Name: name, Source: "testdata/recurse/" + file, Instances: 2, Timeout: 2 * time.Second}
-}
-
 // TestRecurseWasmMatchesWat: the committed .wasm files of testdata/recurse
 // are built from the .wat beside them. It skips without wat2wasm (wabt).
 func TestRecurseWasmMatchesWat(t *testing.T) {
@@ -129,28 +122,6 @@ func TestGuestsStopWhateverControlFlow(t *testing.T) {
 				})
 			}
 		})
-	}
-}
-
-// callBounded calls tool_call and fails the test if the call has not
-// returned within limit (a guest that cannot be stopped).
-func callBounded(t *testing.T, p *Plugin, in []byte, limit time.Duration) ([]byte, error) {
-	t.Helper()
-	type result struct {
-		out []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := p.Call(context.Background(), abi.HookToolCall, in)
-		done <- result{out, err}
-	}()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-time.After(limit):
-		t.Fatalf("the call was not stopped after %v", limit)
-		return nil, nil
 	}
 }
 

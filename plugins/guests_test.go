@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -131,4 +132,33 @@ func load(t testing.TB, rt *Runtime, spec Spec) *Plugin {
 	}
 	t.Cleanup(func() { p.Close(context.Background()) })
 	return p
+}
+
+// recurseGuest returns the spec of a hand-written guest of testdata/recurse,
+// whose tool_call recurses without a loop (recurse*.wasm) or loops over
+// bulk memory instructions (bulk.wasm).
+func recurseGuest(name, file string) Spec {
+	return Spec{Name: name, Source: "testdata/recurse/" + file, Instances: 2, Timeout: 2 * time.Second}
+}
+
+// callBounded calls tool_call and fails the test if the call has not
+// returned within limit (a guest that cannot be stopped).
+func callBounded(t *testing.T, p *Plugin, in []byte, limit time.Duration) ([]byte, error) {
+	t.Helper()
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := p.Call(context.Background(), abi.HookToolCall, in)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(limit):
+		t.Fatalf("the call was not stopped after %v", limit)
+		return nil, nil
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite/wasmtest"
 )
@@ -39,7 +40,7 @@ func TestInstrumentStopsLoop(t *testing.T) {
 	ctx := context.Background()
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(false))
 	defer r.Close(ctx)
-	if _, err := instantiateExtismEnv(ctx, r); err != nil {
+	if err := extismhost.Instantiate(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	cm, err := r.CompileModule(ctx, out)

@@ -34,6 +34,10 @@ type memLimiter struct {
 	freed   []func() // releases deferred until the running call returns
 }
 
+// Limit and Refuse make l the kernel's extismhost.Budget.
+func (l *memLimiter) Limit() uint64 { return l.limit }
+func (l *memLimiter) Refuse()       { l.refused.Store(true) }
+
 func (l *memLimiter) Allocate(_, max uint64) experimental.LinearMemory {
 	return &linearMemory{l: l, max: max}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
@@ -52,8 +52,7 @@ type Plugin struct {
 	modCfg wazero.ModuleConfig // without the grants, which each instance mounts afresh
 	grants rootfs.Grants       // allowed_paths, closed by Close
 
-	hostGrants hostGrants                  // allowed_hosts, parsed
-	http       atomic.Pointer[http.Client] // for http_request, made on first use
+	env *extismhost.Env // what the host functions read: config, logger, allowed_hosts
 
 	sem  chan struct{}  // one token per instance slot
 	idle chan *instance // warm instances
@@ -122,7 +121,7 @@ func (rt *Runtime) load(ctx context.Context, spec Spec) (*Plugin, error) {
 
 func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plugin, error) {
 	// Grants first: a bad one is refused before any compiling.
-	hostGrants, err := parseHostGrants(spec.AllowedHosts)
+	httpGate, err := extismhost.NewHTTP(spec.AllowedHosts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrSpec, spec.Name, err)
 	}
@@ -142,16 +141,16 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	src.wasm = nil
 	log := rt.log.Named(spec.Name)
 	p := &Plugin{
-		rt:         rt,
-		spec:       spec,
-		src:        src,
-		mod:        mod,
-		log:        log,
-		hostGrants: hostGrants,
-		grants:     gs,
-		sem:        make(chan struct{}, spec.Instances),
-		idle:       make(chan *instance, spec.Instances),
-		done:       make(chan struct{}),
+		rt:     rt,
+		spec:   spec,
+		src:    src,
+		mod:    mod,
+		log:    log,
+		env:    &extismhost.Env{Config: src.config, Log: log, LogLevel: rt.guestLevel, HTTP: httpGate},
+		grants: gs,
+		sem:    make(chan struct{}, spec.Instances),
+		idle:   make(chan *instance, spec.Instances),
+		done:   make(chan struct{}),
 	}
 	p.refs.Store(1)
 	mc := defaultModuleConfig()
@@ -666,7 +665,7 @@ wait:
 		<-p.sem
 	}
 	p.closeRoots()
-	p.closeHTTP()
+	p.env.HTTP.Close()
 	p.rt.release(p.mod)
 	return nil
 }

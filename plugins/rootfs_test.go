@@ -1,3 +1,9 @@
+//go:build !mcphost_extism
+
+// The hardening these tests check is the native engine's; the go-sdk engine
+// (mcphost_extism, kept for comparison benchmarks) has the go-sdk's own
+// http_request and WASI.
+
 package plugins
 
 import (

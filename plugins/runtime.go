@@ -45,7 +45,7 @@ type RuntimeOptions struct {
 	// instrumented either way, as wazero does not check them. Slower; kept
 	// to compare. Modules the instrumentation does not understand run under
 	// WithCloseOnContextDone anyway, with a check at every function entry
-	// (guard.go), as do all modules under the mcphost_extism engine.
+	// (extismhost.WithEntryGuard), as do all modules under the mcphost_extism engine.
 	CloseOnContextDone bool
 	// IgnoreHints calls every hook every time, as an ABI 1.0 host does,
 	// whatever the plugins' describe hints allow (abi.Hints). For
@@ -63,7 +63,7 @@ type Runtime struct {
 	cfg   wazero.RuntimeConfig    // WithCloseOnContextDone(true), for modules with function entries instrumented
 	cache wazero.CompilationCache // of cfg
 	// guardCfg compiles modules the rewriter refuses, as they are, with
-	// WithCloseOnContextDone(true) and a function listener (guard.go). Its
+	// WithCloseOnContextDone(true) and a function listener (extismhost.WithEntryGuard). Its
 	// cache is its own too: the listener is not in wazero's cache key.
 	guardCfg   wazero.RuntimeConfig
 	guardCache wazero.CompilationCache
@@ -116,7 +116,7 @@ type module struct {
 // guest instead of the host: guests' loops and function entries are
 // instrumented to check the context (internal/wasmrewrite), and guests the
 // instrumentation does not understand run with wazero's
-// WithCloseOnContextDone and a check at every function entry (guard.go).
+// WithCloseOnContextDone and a check at every function entry (extismhost.WithEntryGuard).
 func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	log := opts.Logger
 	if log == nil {

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 )
 
 // On-error modes for a plugin.
@@ -56,7 +58,7 @@ type Spec struct {
 	// globs like "*.example.com", IP addresses, each with an optional
 	// ":port". Loopback, private, link-local and other non-public
 	// addresses are reachable only when an entry names the address itself
-	// (or "localhost" for loopback); see httpgrant.go.
+	// (or "localhost" for loopback); see CheckAllowedHost.
 	AllowedHosts []string
 	AllowedPaths map[string]string // host path -> guest path; "ro:" before the host path mounts read-only
 	Env          map[string]string // environment variables visible to WASI
@@ -137,3 +139,8 @@ func isHex64(s string) bool {
 	}
 	return true
 }
+
+// CheckAllowedHost reports why an allowed_hosts entry is not valid, or nil:
+// an entry is a host name, an IP address or a glob over host names
+// ("*.example.com"), with an optional ":port".
+func CheckAllowedHost(entry string) error { return extismhost.CheckAllowedHost(entry) }

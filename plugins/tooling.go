@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 )
 
@@ -87,6 +88,7 @@ func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
 	p := &Plugin{rt: rt, spec: spec, mod: mod, log: rt.log.Named(spec.Name),
 		sem: make(chan struct{}, 1), idle: make(chan *instance, 1), done: make(chan struct{})}
 	p.src = source{sha: info.SHA256, config: map[string]string{}}
+	p.env = &extismhost.Env{Config: p.src.config, Log: p.log, LogLevel: rt.guestLevel} // no allowed_hosts
 	p.modCfg = defaultModuleConfig()
 	start := time.Now()
 	in, err := p.newInstance(ctx)

@@ -119,7 +119,7 @@ func (r *rootFS) String() string { return r.root.Name() }
 const MaxOpenFiles = 256
 
 // OpenFiles counts the descriptors held by the views of one instance.
-// Its refusal note is for path_open (plugins' wasi.go), since the errnos a
+// Its refusal note is for path_open (extismhost's wasi.go), since the errnos a
 // wazero FS may answer have no EMFILE.
 type OpenFiles struct {
 	n       atomic.Int32
@@ -215,7 +215,7 @@ func (r *rootFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileM
 	// count: refused, wazero would panic.
 	preopen := name == "." && flag == experimentalsys.O_RDONLY && !r.dotOpen.Load()
 	if !r.files.take(preopen) {
-		return nil, experimentalsys.EIO // EMFILE to the guest (wasi.go)
+		return nil, experimentalsys.EIO // EMFILE to the guest (extismhost/wasi.go)
 	}
 	f, err := r.root.OpenFile(name, of, perm)
 	if err != nil {

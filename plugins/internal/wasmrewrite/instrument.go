@@ -19,7 +19,7 @@ package wasmrewrite
 // the counter is zero (every loopCheckEvery loop iterations and calls,
 // summed over the instance) the guest resets it and calls an import it
 // already has, extism:host/env length (i64) -> i64, with the sentinel
-// argument loopCheckArg, dropping the result. The host's length (kernel.go)
+// argument loopCheckArg, dropping the result. The host's length (extismhost/kernel.go)
 // recognises the sentinel and, when the call's context is done, closes the
 // module with the exit code wazero itself would use, so callers see the
 // same ErrTimeout and the instance is thrown away. Such a module is
@@ -40,7 +40,7 @@ package wasmrewrite
 // instruction just after a check) plus code bounded by its size, not by
 // its input: straight-line code and calls to leaf functions. Host imports
 // that wait (http_request, WASI's poll_oneoff) watch the call's context
-// themselves (kernel.go, guard.go).
+// themselves (extismhost: kernel.go, guard.go).
 //
 // No index moves: no import is added (the check calls an existing one) and
 // the two globals are appended after every existing global, imported or
@@ -51,7 +51,7 @@ package wasmrewrite
 // multi-memory, a malformed or oddly ordered binary, no suitable import) is
 // refused, and the caller compiles the original with
 // WithCloseOnContextDone(true) for its loops and a function listener that
-// checks the context at every function entry (guard.go): slower, never
+// checks the context at every function entry (extismhost/guard.go): slower, never
 // unbounded.
 
 import (
@@ -270,7 +270,7 @@ type section struct {
 // instrument returns wasm with every loop body (when loops is set), the
 // entry of every function that calls, and every bulk instruction counting
 // down to a context check, or an error wrapping errNotInstrumentable when
-// the module must instead run guarded by wazero (guard.go). Without loops,
+// the module must instead run guarded by wazero (extismhost/guard.go). Without loops,
 // for a module whose loops wazero checks (RuntimeOptions.CloseOnContextDone),
 // function entries and bulk instructions still count: a recursion that
 // fills memory at every call passes no loop header.

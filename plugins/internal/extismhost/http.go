@@ -1,4 +1,4 @@
-package plugins
+package extismhost
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -253,51 +254,72 @@ func addrClass(a netip.Addr) string {
 	return ""
 }
 
-// httpClient returns the plugin's client for http_request: no proxy (the
+// HTTP is one plugin's http_request: its allowed_hosts and the client made
+// on first use. A nil *HTTP refuses every request.
+type HTTP struct {
+	grants hostGrants
+	made   atomic.Pointer[http.Client]
+}
+
+// NewHTTP parses allowedHosts (see CheckAllowedHost).
+func NewHTTP(allowedHosts []string) (*HTTP, error) {
+	gs, err := parseHostGrants(allowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	return &HTTP{grants: gs}, nil
+}
+
+func (h *HTTP) grantsOrNone() hostGrants {
+	if h == nil {
+		return nil
+	}
+	return h.grants
+}
+
+// client returns the plugin's client for http_request: no proxy (the
 // proxy would reach what the plugin may not), every redirect checked
 // against allowed_hosts, every address checked when it is dialled (after
 // DNS, so a name that rebinds to an internal address is refused), and
-// bounded headers.
-func (p *Plugin) httpClient() *http.Client {
-	if c := p.http.Load(); c != nil {
+// bounded headers. It is only called once allowURL passed, so h is not nil.
+func (h *HTTP) client() *http.Client {
+	if c := h.made.Load(); c != nil {
 		return c
 	}
-	{
-		grants := p.hostGrants
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.Proxy = nil
-		tr.MaxResponseHeaderBytes = maxHTTPHeaderBytes
-		tr.MaxIdleConnsPerHost = 2
-		tr.IdleConnTimeout = 30 * time.Second
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			named, loopback := grants.namedAddrs(strings.ToLower(host), port)
-			d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second,
-				Control: func(_, address string, _ syscall.RawConn) error {
-					return checkDialAddr(address, named, loopback)
-				}}
-			return d.DialContext(ctx, network, addr)
+	grants := h.grants
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxResponseHeaderBytes = maxHTTPHeaderBytes
+	tr.MaxIdleConnsPerHost = 2
+	tr.IdleConnTimeout = 30 * time.Second
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
 		}
-		c := &http.Client{
-			Transport: tr,
-			CheckRedirect: func(req *http.Request, via []*http.Request) error {
-				if len(via) > maxHTTPRedirects {
-					return fmt.Errorf("%w: more than %d redirects", ErrHTTPRefused, maxHTTPRedirects)
-				}
-				if err := grants.allowURL(req.URL); err != nil {
-					return fmt.Errorf("redirect from %q: %w", via[len(via)-1].URL.Redacted(), err)
-				}
-				return nil
-			},
-		}
-		if !p.http.CompareAndSwap(nil, c) {
-			tr.CloseIdleConnections()
-		}
+		named, loopback := grants.namedAddrs(strings.ToLower(host), port)
+		d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second,
+			Control: func(_, address string, _ syscall.RawConn) error {
+				return checkDialAddr(address, named, loopback)
+			}}
+		return d.DialContext(ctx, network, addr)
 	}
-	return p.http.Load()
+	c := &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > maxHTTPRedirects {
+				return fmt.Errorf("%w: more than %d redirects", ErrHTTPRefused, maxHTTPRedirects)
+			}
+			if err := grants.allowURL(req.URL); err != nil {
+				return fmt.Errorf("redirect from %q: %w", via[len(via)-1].URL.Redacted(), err)
+			}
+			return nil
+		},
+	}
+	if !h.made.CompareAndSwap(nil, c) {
+		tr.CloseIdleConnections()
+	}
+	return h.made.Load()
 }
 
 // checkDialAddr refuses an address that is not public unless named.
@@ -323,9 +345,12 @@ func checkDialAddr(address string, named []netip.Addr, loopback bool) error {
 		ErrHTTPRefused, a, class, a.String())
 }
 
-// closeHTTP drops the plugin's idle connections.
-func (p *Plugin) closeHTTP() {
-	if c := p.http.Load(); c != nil {
+// Close drops the plugin's idle connections.
+func (h *HTTP) Close() {
+	if h == nil {
+		return
+	}
+	if c := h.made.Load(); c != nil {
 		c.CloseIdleConnections()
 	}
 }

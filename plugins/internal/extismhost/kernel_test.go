@@ -1,12 +1,19 @@
-//go:build !mcphost_extism
-
-package plugins
+package extismhost
 
 import "testing"
 
+// budget is a Budget of limit bytes.
+type budget struct {
+	limit   uint64
+	refused bool
+}
+
+func (b *budget) Limit() uint64 { return b.limit }
+func (b *budget) Refuse()       { b.refused = true }
+
 func TestKernelMemory(t *testing.T) {
-	lim := &memLimiter{limit: 1 << 16}
-	k := newKernel(&Plugin{}, lim)
+	lim := &budget{limit: 1 << 16}
+	k := NewKernel(&Env{}, lim, nil)
 	if k.alloc(0) != 0 {
 		t.Fatal("alloc(0) is not 0")
 	}
@@ -44,7 +51,7 @@ func TestKernelMemory(t *testing.T) {
 	mustPanic("read past the end", func() { k.span(uint64(len(k.mem))-4, 8) })
 	mustPanic("huge offset", func() { k.span(^uint64(0)-2, 8) })
 	mustPanic("alloc past the cap", func() { k.alloc(1 << 16) })
-	if !lim.refused.Load() {
+	if !lim.refused {
 		t.Fatal("refused alloc not recorded")
 	}
 	mustPanic("alloc overflow", func() { k.alloc(^uint64(0) - 3) })
@@ -62,7 +69,7 @@ func TestKernelMemory(t *testing.T) {
 // relies on it: Send frees the request block, which the response may
 // reuse, before Body reads the response.
 func TestKernelFreedStaysReadable(t *testing.T) {
-	k := newKernel(&Plugin{}, &memLimiter{limit: 1 << 16})
+	k := NewKernel(&Env{}, &budget{limit: 1 << 16}, nil)
 	req := k.write([]byte("request"))
 	k.freeBlock(req) // the top block
 	resp := k.write([]byte("response"))

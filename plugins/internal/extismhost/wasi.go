@@ -1,6 +1,4 @@
-//go:build !mcphost_extism
-
-package plugins
+package extismhost
 
 import (
 	"context"
@@ -20,7 +18,7 @@ const (
 
 // instantiateWASI instantiates wazero's WASI with one change: path_open
 // answers EMFILE when a grant refused the file because the instance holds
-// rootfs.MaxOpenFiles already (internal/rootfs). The errnos a wazero FS may return
+// rootfs.MaxOpenFiles already (plugins/internal/rootfs). The errnos a wazero FS may return
 // have no EMFILE and wazero turns an unknown one into EIO, which would
 // read to the guest as a failing disk; so the grant answers EIO and notes
 // the refusal on the instance's count, and the wrapper turns that EIO
@@ -35,15 +33,15 @@ func instantiateWASI(ctx context.Context, r wazero.Runtime) error {
 	defer cm.Close(ctx)
 	def := cm.ExportedFunctions()["path_open"]
 	if def == nil {
-		return fmt.Errorf("plugins: wazero's WASI has no path_open")
+		return fmt.Errorf("extismhost: wazero's WASI has no path_open")
 	}
 	pathOpen, ok := def.GoFunction().(api.GoModuleFunction)
 	if !ok {
-		return fmt.Errorf("plugins: wazero's path_open is a %T, not a GoModuleFunction", def.GoFunction())
+		return fmt.Errorf("extismhost: wazero's path_open is a %T, not a GoModuleFunction", def.GoFunction())
 	}
 	b.NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
-			k, _ := ctx.Value(kernelKey{}).(*kernel)
+			k, _ := ctx.Value(kernelKey{}).(*Kernel)
 			if k == nil || k.files == nil {
 				pathOpen.Call(ctx, mod, stack)
 				return

@@ -1,4 +1,4 @@
-package plugins
+package extismhost
 
 // Guarding what the rewriter does not cover.
 //
@@ -23,7 +23,7 @@ package plugins
 //
 // wazero's compilation cache keys on the module's bytes alone, ignoring
 // listeners and WithCloseOnContextDone, so guarded modules have a cache
-// directory of their own (runtime.go).
+// directory of their own (plugins/runtime.go).
 
 import (
 	"context"
@@ -41,9 +41,9 @@ var guardEntries = experimental.FunctionListenerFunc(func(ctx context.Context, m
 	stopIfDone(ctx, mod)
 })
 
-// withEntryGuard returns ctx, for CompileModule, with a listener factory
+// WithEntryGuard returns ctx, for CompileModule, with a listener factory
 // that guards every function.
-func withEntryGuard(ctx context.Context) context.Context {
+func WithEntryGuard(ctx context.Context) context.Context {
 	return experimental.WithFunctionListenerFactory(ctx, experimental.FunctionListenerFactoryFunc(
 		func(api.FunctionDefinition) experimental.FunctionListener { return guardEntries }))
 }
@@ -73,12 +73,12 @@ func stopIfDone(ctx context.Context, mod api.Module) {
 // serves one call at a time.
 type callContext struct{ ctx context.Context }
 
-// nanosleep is WASI's sleep (poll_oneoff with a clock, which Go's
+// Nanosleep is WASI's sleep (poll_oneoff with a clock, which Go's
 // time.Sleep and idle scheduler reach): it waits for ns or until the
 // call's context is done, and then stops the guest. wazero's own sleeps
 // for the whole duration, whatever the context: a guest sleeping an hour
 // held its caller for an hour.
-func (c *callContext) nanosleep(ns int64) {
+func (c *callContext) Nanosleep(ns int64) {
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()

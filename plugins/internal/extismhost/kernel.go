@@ -1,6 +1,4 @@
-//go:build !mcphost_extism
-
-package plugins
+package extismhost
 
 import (
 	"bytes"
@@ -21,7 +19,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// kernel is the host side of the Extism memory model for one instance: the
+// Kernel is the host side of the Extism memory model for one instance: the
 // blocks a guest allocates with alloc, addressed by non-zero offsets, which
 // hold the input, the output, the error message, config and var values and
 // log messages. Extism keeps them in a separate wasm memory managed by its
@@ -29,9 +27,9 @@ import (
 // own memory at the spec's limit. Offsets are indexes into the slice, so a
 // guest can only reach its own kernel memory. An instance serves one call
 // at a time, so a kernel needs no lock.
-type kernel struct {
-	p   *Plugin
-	lim *memLimiter
+type Kernel struct {
+	env    *Env
+	budget Budget
 
 	mem    []byte            // readable up to len(mem); offsets below kernelBase are never allocated
 	top    uint64            // where the next new block goes; <= len(mem)
@@ -67,14 +65,40 @@ var errKernelMemory = errors.New("extism memory limit reached")
 
 type kernelKey struct{}
 
-func newKernel(p *Plugin, lim *memLimiter) *kernel {
-	k := &kernel{p: p, lim: lim, blocks: map[uint64]block{}, vars: map[string][]byte{}}
+// NewKernel returns the kernel of one instance of the plugin env describes.
+// Its allocations count against budget, which the instance's linear memory
+// shares; files is the instance's count of open files (nil without
+// allowed_paths).
+func NewKernel(env *Env, budget Budget, files *rootfs.OpenFiles) *Kernel {
+	k := &Kernel{env: env, budget: budget, files: files, blocks: map[uint64]block{}, vars: map[string][]byte{}}
 	k.reset()
 	return k
 }
 
+// WithKernel returns ctx carrying k, through which the host functions find
+// the calling instance's kernel.
+func WithKernel(ctx context.Context, k *Kernel) context.Context {
+	return context.WithValue(ctx, kernelKey{}, k)
+}
+
+// Begin readies k for one call of the guest: frees every block, writes the
+// input and binds ctx (returned carrying k) for the host functions that
+// need the call's context. End unbinds it.
+func (k *Kernel) Begin(ctx context.Context, input []byte) (context.Context, error) {
+	k.reset()
+	if err := k.setInput(input); err != nil {
+		return ctx, err
+	}
+	ctx = WithKernel(ctx, k)
+	k.ctx = ctx
+	return ctx, nil
+}
+
+// End forgets the call's context.
+func (k *Kernel) End() { k.ctx = nil }
+
 // reset frees every block, as Extism's kernel does before each call.
-func (k *kernel) reset() {
+func (k *Kernel) reset() {
 	if cap(k.mem) > kernelShrink || cap(k.mem) < kernelBase {
 		k.mem = make([]byte, kernelBase, 4096)
 	}
@@ -87,7 +111,7 @@ func (k *kernel) reset() {
 }
 
 // alloc returns the offset of a new block of n bytes; 0 for n == 0.
-func (k *kernel) alloc(n uint64) uint64 {
+func (k *Kernel) alloc(n uint64) uint64 {
 	if n == 0 {
 		return 0
 	}
@@ -105,13 +129,14 @@ func (k *kernel) alloc(n uint64) uint64 {
 	}
 	off := k.top
 	end := off + c
-	if end < off || end > k.lim.limit {
-		k.lim.refused.Store(true)
+	limit := k.budget.Limit()
+	if end < off || end > limit {
+		k.budget.Refuse()
 		panic(errKernelMemory)
 	}
 	switch {
 	case end > uint64(cap(k.mem)):
-		newCap := min(max(end, 2*uint64(cap(k.mem))), max(k.lim.limit, end))
+		newCap := min(max(end, 2*uint64(cap(k.mem))), max(limit, end))
 		mem := make([]byte, end, newCap)
 		copy(mem, k.mem)
 		k.mem = mem
@@ -124,7 +149,7 @@ func (k *kernel) alloc(n uint64) uint64 {
 	return off
 }
 
-func (k *kernel) freeBlock(off uint64) {
+func (k *Kernel) freeBlock(off uint64) {
 	b, ok := k.blocks[off]
 	if !ok {
 		return
@@ -143,13 +168,13 @@ func (k *kernel) freeBlock(off uint64) {
 }
 
 // length is the length of the live block at off, 0 if there is none.
-func (k *kernel) length(off uint64) uint64 {
+func (k *Kernel) length(off uint64) uint64 {
 	return k.blocks[off].used
 }
 
 // bytes returns the live block at off, nil if there is none. The slice is
 // the kernel's memory: copy what you keep.
-func (k *kernel) bytes(off uint64) []byte {
+func (k *Kernel) bytes(off uint64) []byte {
 	b, ok := k.blocks[off]
 	if !ok {
 		return nil
@@ -157,21 +182,21 @@ func (k *kernel) bytes(off uint64) []byte {
 	return k.mem[off : off+b.used]
 }
 
-func (k *kernel) write(data []byte) uint64 {
+func (k *Kernel) write(data []byte) uint64 {
 	off := k.alloc(uint64(len(data)))
 	copy(k.mem[off:], data)
 	return off
 }
 
 // span checks that [off, off+n) is inside the kernel's memory.
-func (k *kernel) span(off, n uint64) []byte {
+func (k *Kernel) span(off, n uint64) []byte {
 	if top := uint64(len(k.mem)); off > top || n > top-off {
 		panic(fmt.Errorf("extism memory access out of bounds: offset %d, %d bytes, memory %d bytes", off, n, top))
 	}
 	return k.mem[off : off+n]
 }
 
-func (k *kernel) setInput(input []byte) error {
+func (k *Kernel) setInput(input []byte) error {
 	if len(input) == 0 {
 		return nil
 	}
@@ -188,31 +213,32 @@ func (k *kernel) setInput(input []byte) error {
 	return err
 }
 
-// output returns a copy of the output the guest set.
-func (k *kernel) output() []byte {
+// Output returns a copy of the output the guest set.
+func (k *Kernel) Output() []byte {
 	if top := uint64(len(k.mem)); k.outLen == 0 || k.outOff > top || k.outLen > top-k.outOff {
 		return []byte{}
 	}
 	return bytes.Clone(k.mem[k.outOff : k.outOff+k.outLen])
 }
 
-func (k *kernel) errorMessage() string {
+// ErrorMessage is the message the guest set with error_set, "" for none.
+func (k *Kernel) ErrorMessage() string {
 	if k.errOff == 0 {
 		return ""
 	}
 	return string(k.bytes(k.errOff))
 }
 
-func (k *kernel) log(level hclog.Level, extismLevel int32, off uint64) {
-	if extismLevel >= k.p.rt.guestLevel {
-		k.p.log.Log(level, string(k.bytes(off)))
+func (k *Kernel) log(level hclog.Level, extismLevel int32, off uint64) {
+	if extismLevel >= k.env.LogLevel && k.env.Log != nil {
+		k.env.Log.Log(level, string(k.bytes(off)))
 	}
 	k.freeBlock(off)
 }
 
 // kernelOf returns the kernel of the calling instance.
-func kernelOf(ctx context.Context) *kernel {
-	k, ok := ctx.Value(kernelKey{}).(*kernel)
+func kernelOf(ctx context.Context) *Kernel {
+	k, ok := ctx.Value(kernelKey{}).(*Kernel)
 	if !ok {
 		panic("extism host function called outside a plugin call")
 	}
@@ -223,15 +249,15 @@ func kernelOf(ctx context.Context) *kernel {
 // extism:host/env, with the signatures and semantics of the go-sdk v1.7.1.
 func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, error) {
 	const i32, i64 = api.ValueTypeI32, api.ValueTypeI64
-	b := r.NewHostModuleBuilder(extismEnv)
-	def := func(name string, f func(k *kernel, stack []uint64), params, results []api.ValueType) {
+	b := r.NewHostModuleBuilder(ModuleName)
+	def := func(name string, f func(k *Kernel, stack []uint64), params, results []api.ValueType) {
 		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
 			f(kernelOf(ctx), stack)
 		}), params, results).Export(name)
 	}
 	none := []api.ValueType{}
-	def("alloc", func(k *kernel, s []uint64) { s[0] = k.alloc(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
-	def("free", func(k *kernel, s []uint64) { k.freeBlock(s[0]) }, []api.ValueType{i64}, none)
+	def("alloc", func(k *Kernel, s []uint64) { s[0] = k.alloc(s[0]) }, []api.ValueType{i64}, []api.ValueType{i64})
+	def("free", func(k *Kernel, s []uint64) { k.freeBlock(s[0]) }, []api.ValueType{i64}, none)
 	// length doubles as the loop check of instrumented guests
 	// (internal/wasmrewrite): the argument wasmrewrite.LoopCheckArg, never a block offset,
 	// asks whether the call may go on.
@@ -245,34 +271,34 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 			s[0] = kernelOf(ctx).length(s[0])
 		}), []api.ValueType{i64}, []api.ValueType{i64}).Export(name)
 	}
-	def("load_u8", func(k *kernel, s []uint64) { s[0] = uint64(k.span(s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
-	def("load_u64", func(k *kernel, s []uint64) { s[0] = binary.LittleEndian.Uint64(k.span(s[0], 8)) }, []api.ValueType{i64}, []api.ValueType{i64})
-	def("store_u8", func(k *kernel, s []uint64) { k.span(s[0], 1)[0] = byte(s[1]) }, []api.ValueType{i64, i32}, none)
-	def("store_u64", func(k *kernel, s []uint64) { binary.LittleEndian.PutUint64(k.span(s[0], 8), s[1]) }, []api.ValueType{i64, i64}, none)
-	def("input_load_u8", func(k *kernel, s []uint64) { s[0] = uint64(k.span(k.inOff+s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
-	def("input_load_u64", func(k *kernel, s []uint64) {
+	def("load_u8", func(k *Kernel, s []uint64) { s[0] = uint64(k.span(s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
+	def("load_u64", func(k *Kernel, s []uint64) { s[0] = binary.LittleEndian.Uint64(k.span(s[0], 8)) }, []api.ValueType{i64}, []api.ValueType{i64})
+	def("store_u8", func(k *Kernel, s []uint64) { k.span(s[0], 1)[0] = byte(s[1]) }, []api.ValueType{i64, i32}, none)
+	def("store_u64", func(k *Kernel, s []uint64) { binary.LittleEndian.PutUint64(k.span(s[0], 8), s[1]) }, []api.ValueType{i64, i64}, none)
+	def("input_load_u8", func(k *Kernel, s []uint64) { s[0] = uint64(k.span(k.inOff+s[0], 1)[0]) }, []api.ValueType{i64}, []api.ValueType{i32})
+	def("input_load_u64", func(k *Kernel, s []uint64) {
 		s[0] = binary.LittleEndian.Uint64(k.span(k.inOff+s[0], 8))
 	}, []api.ValueType{i64}, []api.ValueType{i64})
-	def("input_set", func(k *kernel, s []uint64) { k.inOff, k.inLen = s[0], s[1] }, []api.ValueType{i64, i64}, none)
-	def("output_set", func(k *kernel, s []uint64) { k.outOff, k.outLen = s[0], s[1] }, []api.ValueType{i64, i64}, none)
-	def("input_length", func(k *kernel, s []uint64) { s[0] = k.inLen }, none, []api.ValueType{i64})
-	def("input_offset", func(k *kernel, s []uint64) { s[0] = k.inOff }, none, []api.ValueType{i64})
-	def("output_length", func(k *kernel, s []uint64) { s[0] = k.outLen }, none, []api.ValueType{i64})
-	def("output_offset", func(k *kernel, s []uint64) { s[0] = k.outOff }, none, []api.ValueType{i64})
-	def("reset", func(k *kernel, s []uint64) { k.reset() }, none, none)
-	def("error_set", func(k *kernel, s []uint64) { k.errOff = s[0] }, []api.ValueType{i64}, none)
-	def("error_get", func(k *kernel, s []uint64) { s[0] = k.errOff }, none, []api.ValueType{i64})
-	def("memory_bytes", func(k *kernel, s []uint64) { s[0] = uint64(len(k.mem)) }, none, []api.ValueType{i64})
+	def("input_set", func(k *Kernel, s []uint64) { k.inOff, k.inLen = s[0], s[1] }, []api.ValueType{i64, i64}, none)
+	def("output_set", func(k *Kernel, s []uint64) { k.outOff, k.outLen = s[0], s[1] }, []api.ValueType{i64, i64}, none)
+	def("input_length", func(k *Kernel, s []uint64) { s[0] = k.inLen }, none, []api.ValueType{i64})
+	def("input_offset", func(k *Kernel, s []uint64) { s[0] = k.inOff }, none, []api.ValueType{i64})
+	def("output_length", func(k *Kernel, s []uint64) { s[0] = k.outLen }, none, []api.ValueType{i64})
+	def("output_offset", func(k *Kernel, s []uint64) { s[0] = k.outOff }, none, []api.ValueType{i64})
+	def("reset", func(k *Kernel, s []uint64) { k.reset() }, none, none)
+	def("error_set", func(k *Kernel, s []uint64) { k.errOff = s[0] }, []api.ValueType{i64}, none)
+	def("error_get", func(k *Kernel, s []uint64) { s[0] = k.errOff }, none, []api.ValueType{i64})
+	def("memory_bytes", func(k *Kernel, s []uint64) { s[0] = uint64(len(k.mem)) }, none, []api.ValueType{i64})
 
-	def("config_get", func(k *kernel, s []uint64) {
-		v, ok := k.p.src.config[string(k.bytes(s[0]))]
+	def("config_get", func(k *Kernel, s []uint64) {
+		v, ok := k.env.Config[string(k.bytes(s[0]))]
 		if !ok {
 			s[0] = 0
 			return
 		}
 		s[0] = k.write([]byte(v))
 	}, []api.ValueType{i64}, []api.ValueType{i64})
-	def("var_get", func(k *kernel, s []uint64) {
+	def("var_get", func(k *Kernel, s []uint64) {
 		name := string(k.bytes(s[0]))
 		k.freeBlock(s[0])
 		v, ok := k.vars[name]
@@ -282,7 +308,7 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 		}
 		s[0] = k.write(v)
 	}, []api.ValueType{i64}, []api.ValueType{i64})
-	def("var_set", func(k *kernel, s []uint64) {
+	def("var_set", func(k *Kernel, s []uint64) {
 		name := string(k.bytes(s[0]))
 		k.freeBlock(s[0])
 		if s[1] == 0 {
@@ -302,21 +328,21 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 		k.vars[name] = v
 	}, []api.ValueType{i64, i64}, none)
 
-	def("http_request", func(k *kernel, s []uint64) { s[0] = k.httpRequest(s[0], s[1]) }, []api.ValueType{i64, i64}, []api.ValueType{i64})
-	def("http_status_code", func(k *kernel, s []uint64) { s[0] = uint64(uint32(int32(k.status))) }, none, []api.ValueType{i32})
-	def("http_headers", func(k *kernel, s []uint64) { s[0] = k.httpHeaders() }, none, []api.ValueType{i64})
-	def("get_log_level", func(k *kernel, s []uint64) { s[0] = uint64(uint32(k.p.rt.guestLevel)) }, none, []api.ValueType{i32})
+	def("http_request", func(k *Kernel, s []uint64) { s[0] = k.httpRequest(s[0], s[1]) }, []api.ValueType{i64, i64}, []api.ValueType{i64})
+	def("http_status_code", func(k *Kernel, s []uint64) { s[0] = uint64(uint32(int32(k.status))) }, none, []api.ValueType{i32})
+	def("http_headers", func(k *Kernel, s []uint64) { s[0] = k.httpHeaders() }, none, []api.ValueType{i64})
+	def("get_log_level", func(k *Kernel, s []uint64) { s[0] = uint64(uint32(k.env.LogLevel)) }, none, []api.ValueType{i32})
 	for i, l := range []struct {
 		name  string
 		level hclog.Level
 	}{{"log_trace", hclog.Trace}, {"log_debug", hclog.Debug}, {"log_info", hclog.Info}, {"log_warn", hclog.Warn}, {"log_error", hclog.Error}} {
-		def(l.name, func(k *kernel, s []uint64) { k.log(l.level, int32(i), s[0]) }, []api.ValueType{i64}, none)
+		def(l.name, func(k *Kernel, s []uint64) { k.log(l.level, int32(i), s[0]) }, []api.ValueType{i64}, none)
 	}
 	return b.Instantiate(ctx)
 }
 
 // httpRequest performs an Extism http_request to the spec's allowed hosts,
-// as the go-sdk does, with the limits of httpgrant.go: every redirect is
+// as the go-sdk does, with the limits of http.go: every redirect is
 // checked against allowed_hosts, every dialled address against the
 // address rules, and sizes and time are bounded. A refused or failed
 // request traps the guest.
@@ -324,7 +350,7 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 // Unlike the go-sdk it leaves the request and body blocks to the guest,
 // which frees them (go-pdk does): freeing them here let the response
 // reuse the request's block, which the guest then freed under it.
-func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
+func (k *Kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 	k.status, k.headers = 0, nil
 	var req struct {
 		Url     string
@@ -342,7 +368,7 @@ func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 	if err != nil {
 		panic(fmt.Errorf("invalid url: %v", err))
 	}
-	if err := k.p.hostGrants.allowURL(u); err != nil {
+	if err := k.env.HTTP.grantsOrNone().allowURL(u); err != nil {
 		panic(err)
 	}
 	var body io.Reader
@@ -366,7 +392,7 @@ func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 	for key, v := range req.Headers {
 		hreq.Header.Set(key, v)
 	}
-	resp, err := k.p.httpClient().Do(hreq)
+	resp, err := k.env.HTTP.client().Do(hreq)
 	if err != nil {
 		panic(err)
 	}
@@ -392,7 +418,7 @@ func (k *kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 // httpHeaders returns the last response's headers as a JSON object of
 // lowercased names (values of repeated headers joined by ","), as the
 // go-sdk does with response headers enabled; 0 before any response.
-func (k *kernel) httpHeaders() uint64 {
+func (k *Kernel) httpHeaders() uint64 {
 	if k.headers == nil {
 		return 0
 	}
