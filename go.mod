@@ -18,6 +18,8 @@ require (
 	golang.org/x/tools v0.42.0
 )
 
+require github.com/go-jose/go-jose/v4 v4.1.9
+
 require (
 	github.com/apparentlymart/go-textseg/v15 v15.0.0 // indirect
 	github.com/apparentlymart/go-textseg/v17 v17.0.1 // indirect

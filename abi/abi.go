@@ -12,7 +12,7 @@ import "encoding/json"
 // Version is the ABI version this package describes. Plugins name the version
 // they were built for in their describe output; the host accepts any minor
 // version of the same major.
-const Version = "1.2"
+const Version = "1.3"
 
 // Major is the major ABI version; a plugin claiming another major is refused.
 const Major = 1
@@ -185,15 +185,39 @@ func (h *Hints) WantsMethod(hook, method string) bool {
 	return false
 }
 
+// Values of Caller.AuthMethod.
+const (
+	AuthKey    = "key"    // a listen.auth key (or the auth_token shorthand)
+	AuthOAuth  = "oauth"  // an OAuth 2.1 access token
+	AuthConfig = "config" // the identity configured for stdio (listen.auth.stdio_key)
+)
+
+// InGroup reports whether the caller is in group.
+func (c *Caller) InGroup(group string) bool {
+	for _, g := range c.Groups {
+		if g == group {
+			return true
+		}
+	}
+	return false
+}
+
 // Caller describes the downstream client on whose behalf a hook runs.
 type Caller struct {
 	SessionID     string `json:"sessionId,omitempty"`
 	Transport     string `json:"transport,omitempty"` // "stdio", "http", "sse" or "embedded"
 	ClientName    string `json:"clientName,omitempty"`
 	ClientVersion string `json:"clientVersion,omitempty"`
-	// Identity and Attributes are filled in by authentication, when configured.
-	Identity   string            `json:"identity,omitempty"`
+	// Subject, Groups, Attributes and AuthMethod (new in ABI 1.3) say who
+	// the caller is, as authentication established it: a listen.auth key,
+	// an OAuth access token's claims, or the identity configured for stdio.
+	// All are empty for an unauthenticated caller.
+	Subject    string            `json:"subject,omitempty"`
+	Groups     []string          `json:"groups,omitempty"`
 	Attributes map[string]string `json:"attributes,omitempty"`
+	AuthMethod string            `json:"authMethod,omitempty"` // AuthKey, AuthOAuth or AuthConfig
+	// Identity is the subject under its ABI 1.0 name; the host fills both.
+	Identity string `json:"identity,omitempty"`
 	// Meta is the _meta object of the request that caused the hook, if any.
 	Meta json.RawMessage `json:"_meta,omitempty"`
 }

@@ -114,7 +114,7 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 	// What an upstream asks of a client goes through the request hook (a
 	// policy may refuse it) and, where it carries text the client shows or
 	// hands to its model, the message hook.
-	caller, server := sessionCaller(ss, h.transportOf(ss)), u.cfg.Name
+	caller, server := h.sessionCaller(ss, h.transportOf(ss)), u.cfg.Name
 	if err := h.admit(ctx, caller, method, server, "", req.GetParams(), nil); err != nil {
 		h.log.Info("server-to-client request refused by policy", "server", server, "method", method, "error", err)
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // Transports an upstream server can be reached by.
@@ -71,7 +73,8 @@ type ResourcesConfig struct {
 // Listen configures the downstream HTTP endpoint.
 type Listen struct {
 	HTTP           string        // address for streamable HTTP (/mcp) and SSE (/sse)
-	AuthToken      string        // optional bearer token; empty disables auth
+	AuthToken      string        // optional bearer token; empty disables auth. Shorthand for one key of Auth (subject "token", group "admins")
+	Auth           *auth.Config  // API keys and OAuth; nil with AuthToken empty disables auth
 	SessionTimeout time.Duration // idle downstream sessions are closed after this
 	MaxBodyBytes   int64         // request body limit
 

@@ -140,7 +140,7 @@ func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
-		caller := sessionCaller(e.ss, DownstreamHTTP)
+		caller := h.sessionCaller(e.ss, DownstreamHTTP)
 		caller.Meta = callerMeta
 		v, err := h.view(r.Context(), caller)
 		var listing []byte

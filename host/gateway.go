@@ -190,7 +190,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			// ends with it: not worth tracking, nor counting against
 			// listen.max_sessions while it ends.
 			if method != "server/discover" {
-				d = h.trackSession(ss, transport)
+				d = h.trackSession(ss, transport, h.identityOf(ctx, req, transport))
 			}
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
@@ -220,7 +220,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 	case "prompts/list", "resources/list", "resources/templates/list":
 		var res mcp.Result
 		var err error
-		caller := callerOf(req, transport)
+		caller := h.callerOf(req, transport)
 		switch method {
 		case "prompts/list":
 			res, err = h.listPrompts(ctx, caller)
@@ -238,20 +238,20 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
 		}
-		return h.getPrompt(ctx, callerOf(req, transport), ss, r.Params)
+		return h.getPrompt(ctx, h.callerOf(req, transport), ss, r.Params)
 	case "resources/read":
 		r, ok := req.(*mcp.ReadResourceRequest)
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
 		}
-		return h.readResource(ctx, callerOf(req, transport), ss, r.Params)
+		return h.readResource(ctx, h.callerOf(req, transport), ss, r.Params)
 	case "logging/setLevel":
 		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
 			h.setLevel(ctx, ss, r.Params.Level)
 		}
 		return next(ctx, method, req)
 	case "tools/list":
-		v, err := h.view(ctx, callerOf(req, transport))
+		v, err := h.view(ctx, h.callerOf(req, transport))
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
 		}
@@ -261,7 +261,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 		}
-		res, err := h.callTool(ctx, callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		res, err := h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
 		if errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}
@@ -274,15 +274,16 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 }
 
 // callerOf describes the downstream client of a request for policies.
-func callerOf(req mcp.Request, transport string) abi.Caller {
+func (h *Host) callerOf(req mcp.Request, transport string) abi.Caller {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	c := sessionCaller(ss, transport)
+	c := h.sessionCaller(ss, transport)
 	// Params may be a typed nil (tools/list without params).
 	if p := req.GetParams(); !isNilParams(p) {
 		c.Meta = requestMeta(p.GetMeta())
 	}
-	if id, ok := ctxIdentity(req); ok {
-		c.Identity = id
+	if c.Subject == "" {
+		// A session the host does not track: what the request says.
+		h.identityOf(context.Background(), req, transport).Fill(&c)
 	}
 	return c
 }
@@ -292,7 +293,7 @@ func callerOf(req mcp.Request, transport string) abi.Caller {
 // session table does.
 func (h *Host) requestCaller(req mcp.Request) abi.Caller {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	return callerOf(req, h.transportOf(ss))
+	return h.callerOf(req, h.transportOf(ss))
 }
 
 // transportOf returns the transport of a downstream session, or
@@ -305,12 +306,16 @@ func (h *Host) transportOf(ss *mcp.ServerSession) string {
 }
 
 // sessionCaller describes the client of a downstream session (nil: none)
-// as far as the session itself tells: what a request adds is in callerOf.
-// The tools/list shortcut uses it alone, for requests that add nothing.
-func sessionCaller(ss *mcp.ServerSession, transport string) abi.Caller {
+// as far as the session itself tells, its identity included: what a
+// request adds is in callerOf. The tools/list shortcut uses it alone, for
+// requests that add nothing.
+func (h *Host) sessionCaller(ss *mcp.ServerSession, transport string) abi.Caller {
 	c := abi.Caller{Transport: transport}
 	if ss == nil {
 		return c
+	}
+	if d, _ := h.sessions.lookup(ss); d != nil {
+		d.identity.Fill(&c)
 	}
 	c.SessionID = ss.ID()
 	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
@@ -343,14 +348,4 @@ func requestMeta(m map[string]any) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// ctxIdentity returns the authenticated identity of an HTTP request, if the
-// endpoint authenticates callers.
-func ctxIdentity(req mcp.Request) (string, bool) {
-	extra := req.GetExtra()
-	if extra == nil || extra.TokenInfo == nil {
-		return "", false
-	}
-	return extra.TokenInfo.UserID, extra.TokenInfo.UserID != ""
 }

@@ -194,7 +194,7 @@ func (h *Host) governNote(ss *mcp.ServerSession, transport string) func(note) (n
 	}
 	return func(n note) (note, bool) {
 		var err error
-		caller := sessionCaller(ss, transport)
+		caller := h.sessionCaller(ss, transport)
 		ctx := context.WithoutCancel(n.ctx)
 		switch n.kind {
 		case noteLog:

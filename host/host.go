@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // Version is mcphost's version, reported to upstreams and downstream clients.
@@ -54,6 +55,8 @@ type Host struct {
 	policyStatus func() any
 	policy       Policy
 	noShortcuts  bool
+	authn        *auth.Authenticator // nil: the HTTP endpoint does not authenticate
+	owners       sessionOwners       // which identity each HTTP session belongs to (identity.go)
 
 	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
 	upstreams []*upstream          // config order
@@ -87,7 +90,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		opts = &Options{}
 	}
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err != nil {
 		return nil, err
 	}
 	log := opts.Logger
@@ -101,6 +105,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		policyStatus: opts.PolicyStatus,
 		noShortcuts:  opts.NoShortcuts,
 		byName:       make(map[string]*upstream, len(cfg.Servers)),
+	}
+	if h.authn, err = newAuthenticator(cfg.Listen, log.Named("auth")); err != nil {
+		return nil, err
 	}
 	h.views.init()
 	h.progressRoutes.init()

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -18,14 +17,17 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // Handler returns the downstream HTTP endpoint: streamable HTTP at /mcp,
 // legacy SSE at /sse, upstream statuses at /status and a liveness probe at
 // /healthz. DNS-rebinding protection is on, request bodies are limited, and
-// when Listen.AuthToken is set every path but /healthz needs it as a bearer
-// token.
+// when Listen.Auth or Listen.AuthToken is set every path but /healthz and
+// the OAuth metadata needs a credential (identity.go), sessions are bound
+// to the identity that opened them, and /status to listen.auth's admin
+// groups.
 func (h *Host) Handler() http.Handler {
 	streamable := mcp.NewStreamableHTTPHandler(h.serverFor(h.MCPServer(DownstreamHTTP)), &mcp.StreamableHTTPOptions{
 		SessionTimeout:      h.cfg.Listen.SessionTimeout,
@@ -37,6 +39,9 @@ func (h *Host) Handler() http.Handler {
 	mux.Handle("/mcp", h.fastList(streamable, h.cfg.Listen.SessionTimeout))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		if !h.mayAdminister(w, r) {
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		doc := StatusDocument{Servers: h.Statuses(), Reload: h.reloadStatus()}
 		if h.policyStatus != nil {
@@ -54,7 +59,11 @@ func (h *Host) Handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	l := h.cfg.Listen
-	return withDeadlines(checkOrigin(l.AllowedOrigins, requireToken(l.AuthToken, h.limitSessions(mux, l.MaxSessions))), l.ReadTimeout, l.WriteTimeout)
+	var handler http.Handler = h.limitSessions(mux, l.MaxSessions)
+	if h.authn != nil {
+		handler = h.authn.Middleware(h.bindSessions(handler))
+	}
+	return withDeadlines(checkOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
 
 // checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
@@ -160,37 +169,21 @@ func limitBody(next http.Handler, limit int64) http.Handler {
 	})
 }
 
-// requireToken checks a bearer token in constant time; an empty token
-// disables the check.
-func requireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
+// mayAdminister lets through a request to /status (and the management
+// endpoints) from an identity in listen.auth's admin groups, or any
+// request when the endpoint does not authenticate; it answers 403 to the
+// others.
+func (h *Host) mayAdminister(w http.ResponseWriter, r *http.Request) bool {
+	if h.authn == nil {
+		return true
 	}
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		got, ok := bearerToken(r.Header.Get("Authorization"))
-		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcphost"`)
-			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// bearerToken takes the token of an Authorization header with the Bearer
-// scheme, whose name is case-insensitive (RFC 9110 §11.1).
-func bearerToken(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+	id := auth.FromContext(r.Context())
+	if h.authn.IsAdmin(id) {
+		return true
 	}
-	token = strings.TrimLeft(token, " ")
-	return token, token != ""
+	h.log.Debug("refused an administration request", "caller", id.String(), "path", r.URL.Path)
+	http.Error(w, fmt.Sprintf("%s needs a caller in one of the admin groups %q (listen.auth.admin_groups)", r.URL.Path, h.authn.AdminGroups()), http.StatusForbidden)
+	return false
 }
 
 // ListenAndServe serves Handler on addr until ctx ends, then shuts down

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,7 +23,8 @@ type sessionTable struct {
 
 type downstream struct {
 	id        string
-	transport string // DownstreamHTTP, DownstreamSSE, ...
+	transport string         // DownstreamHTTP, DownstreamSSE, ...
+	identity  *auth.Identity // who opened it; nil when the endpoint does not authenticate
 	level     mcp.LoggingLevel
 	subs      map[string]string // URI -> server, on shared sessions; nil until the first
 	out       outbox            // notifications on their way to the client (outbox.go)
@@ -33,7 +35,7 @@ func (d *downstream) sse() bool { return d.transport == DownstreamSSE }
 
 // track registers ss the first time it is seen; it returns its entry and
 // whether it was new.
-func (t *sessionTable) track(ss *mcp.ServerSession, transport string) (*downstream, bool) {
+func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.Identity) (*downstream, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -43,7 +45,7 @@ func (t *sessionTable) track(ss *mcp.ServerSession, transport string) (*downstre
 		return d, false
 	}
 	t.next++
-	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10), transport: transport}
+	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10), transport: transport, identity: id}
 	t.m[ss] = d
 	if d.sse() {
 		t.sse++
@@ -177,11 +179,11 @@ func (t *sessionTable) countNotSSE() int {
 
 // trackSession starts watching a downstream session the first time a
 // request from it arrives, and returns its entry (nil for no session).
-func (h *Host) trackSession(ss *mcp.ServerSession, transport string) *downstream {
+func (h *Host) trackSession(ss *mcp.ServerSession, transport string, id *auth.Identity) *downstream {
 	if ss == nil {
 		return nil
 	}
-	d, isNew := h.sessions.track(ss, transport)
+	d, isNew := h.sessions.track(ss, transport, id)
 	if isNew {
 		// A stdio client is the only one: when it stops reading, its
 		// notifications are dropped but its session is not closed.
@@ -239,6 +241,9 @@ func levelAllows(level, msg mcp.LoggingLevel) bool {
 // client it served.
 func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	d := h.sessions.remove(ss)
+	if id := ss.ID(); id != "" {
+		h.owners.forget("mcp:" + id)
+	}
 	if d != nil {
 		d.out.closed(h.outboxSender(ss, d))
 	}

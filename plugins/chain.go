@@ -219,7 +219,7 @@ func (c *Chain) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.To
 func (c *Chain) toolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
 	tools := in.Tools
 	for _, p := range c.plugins {
-		if !p.HasHook(abi.HookToolsList) {
+		if !p.HasHook(abi.HookToolsList) || !p.ForCaller(&in.Caller) {
 			continue
 		}
 		next, err := c.toolsListOne(ctx, p, in.Caller, tools)
@@ -323,7 +323,7 @@ func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallD
 	cur := *in
 	rewritten := false
 	for _, p := range c.plugins {
-		if !p.HasHook(abi.HookToolCall) || !p.InScope(in.Server) {
+		if !p.HasHook(abi.HookToolCall) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
 			continue
 		}
 		d, err := c.toolCallOne(ctx, p, &cur)
@@ -399,7 +399,7 @@ func (c *Chain) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.C
 func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
 	cur := *in
 	for _, p := range c.plugins {
-		if !p.HasHook(abi.HookToolResult) || !p.InScope(in.Server) {
+		if !p.HasHook(abi.HookToolResult) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
 			continue
 		}
 		r, err := c.toolResultOne(ctx, p, &cur)

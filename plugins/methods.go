@@ -40,7 +40,7 @@ func (c *Chain) List(ctx context.Context, in *abi.ListInput) ([]abi.Item, error)
 func (c *Chain) list(ctx context.Context, in *abi.ListInput) ([]abi.Item, error) {
 	items := in.Items
 	for _, p := range c.plugins {
-		if !p.wantsMethod(abi.HookList, in.Method) {
+		if !p.wantsMethod(abi.HookList, in.Method) || !p.ForCaller(&in.Caller) {
 			continue
 		}
 		next, err := c.listOne(ctx, p, in.Caller, in.Method, items)
@@ -108,7 +108,7 @@ func (c *Chain) Request(ctx context.Context, in *abi.RequestInput) (*abi.Request
 func (c *Chain) request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error) {
 	var input []byte
 	for _, p := range c.plugins {
-		if !p.wantsMethod(abi.HookRequest, in.Method) || !p.InScope(in.Server) {
+		if !p.wantsMethod(abi.HookRequest, in.Method) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
 			continue
 		}
 		if input == nil {
@@ -160,7 +160,7 @@ func (c *Chain) Message(ctx context.Context, in *abi.MessageInput) (json.RawMess
 func (c *Chain) message(ctx context.Context, in *abi.MessageInput) (json.RawMessage, error) {
 	cur := *in
 	for _, p := range c.plugins {
-		if !p.wantsMethod(abi.HookMessage, in.Method) || !p.InScope(in.Server) {
+		if !p.wantsMethod(abi.HookMessage, in.Method) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
 			continue
 		}
 		if messageUnchanged(p.hints, cur.Message) {

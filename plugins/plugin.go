@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -296,6 +297,23 @@ func (p *Plugin) InScope(server string) bool {
 	}
 	for _, s := range p.spec.Servers {
 		if s == server {
+			return true
+		}
+	}
+	return false
+}
+
+// ForCaller reports whether the plugin runs for caller (Spec.Callers and
+// Spec.Groups).
+func (p *Plugin) ForCaller(caller *abi.Caller) bool {
+	if len(p.spec.Callers) == 0 && len(p.spec.Groups) == 0 {
+		return true
+	}
+	if caller.Subject != "" && slices.Contains(p.spec.Callers, caller.Subject) {
+		return true
+	}
+	for _, g := range p.spec.Groups {
+		if caller.InGroup(g) {
 			return true
 		}
 	}

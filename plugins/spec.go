@@ -42,9 +42,14 @@ const BuiltinPrefix = "builtin:"
 // Spec configures one plugin in the chain. Plugins run in the order given.
 type Spec struct {
 	Name    string
-	Source  string            // a path to a .wasm file, or "builtin:NAME"
-	SHA256  string            // optional hex digest; anything else is refused
-	Servers []string          // optional scope; empty means every server
+	Source  string   // a path to a .wasm file, or "builtin:NAME"
+	SHA256  string   // optional hex digest; anything else is refused
+	Servers []string // optional scope; empty means every server
+	// Callers and Groups scope the plugin to callers (abi.Caller.Subject,
+	// abi.Caller.Groups): with either set, the plugin runs only for a caller
+	// whose subject is in Callers or who is in one of Groups.
+	Callers []string
+	Groups  []string
 	Config  map[string]string // passed as Extism config
 	Timeout time.Duration     // per hook call
 	// ListTimeout bounds tools_list and describe; 0 means

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -88,7 +89,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			scheme = "https"
 		}
 		log.Info("serving", "mcp", fmt.Sprintf("%s://%s/mcp", scheme, a), "sse", fmt.Sprintf("%s://%s/sse", scheme, a),
-			"auth", file.Host.Listen.AuthToken != "", "ready_in", time.Since(started).Round(time.Millisecond))
+			"auth", authSummary(file.Host.Listen), "ready_in", time.Since(started).Round(time.Millisecond))
 	})
 	if err != nil {
 		return fmt.Errorf("serving HTTP on %s: %w", addr, err)
@@ -162,4 +163,26 @@ func writeCloser(w io.Writer) io.WriteCloser {
 		return wc
 	}
 	return nopWriteCloser{w}
+}
+
+// authSummary says how the HTTP endpoint authenticates, for the log.
+func authSummary(l host.Listen) string {
+	var ways []string
+	keys := 0
+	if l.Auth != nil {
+		keys = len(l.Auth.Keys)
+	}
+	if l.AuthToken != "" {
+		keys++
+	}
+	if keys > 0 {
+		ways = append(ways, fmt.Sprintf("%d keys", keys))
+	}
+	if l.Auth != nil && l.Auth.OAuth != nil {
+		ways = append(ways, "oauth "+l.Auth.OAuth.Issuer)
+	}
+	if len(ways) == 0 {
+		return "none"
+	}
+	return strings.Join(ways, ", ")
 }

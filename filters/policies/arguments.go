@@ -20,9 +20,12 @@ import (
 //	           # parameter; a call without it gets the default
 //
 // Only top-level parameters (properties of the input schema) are handled.
+// The caller condition (callerCondition) picks the callers whose listings
+// and calls are rewritten; others pass untouched.
 type arguments struct {
 	fixed    []paramRule
 	defaults []paramRule
+	callers  callerCondition
 }
 
 type paramRule struct {
@@ -38,12 +41,18 @@ func newArguments() pdk.Policy {
 		Configure: a.configure,
 		ToolsList: a.toolsList,
 		ToolCall:  a.toolCall,
-		// tool_call rewrites the arguments, so only listings are reused.
-		Hints: func() abi.Hints { return abi.Hints{ListPerTool: true, IgnoresCaller: true} },
+		// tool_call rewrites the arguments, so only listings are reused;
+		// across callers unless a caller condition is set.
+		Hints: func() abi.Hints {
+			return abi.Hints{ListPerTool: true, IgnoresCaller: !a.callers.dependsOnCaller()}
+		},
 	}
 }
 
 func (a *arguments) configure(cfg pdk.ConfigSource) error {
+	if err := a.callers.configure(cfg); err != nil {
+		return err
+	}
 	var err error
 	if a.fixed, err = paramRules(cfg, "fixed"); err != nil {
 		return err
@@ -91,6 +100,9 @@ func valuesFor(rules []paramRule, name string) object {
 }
 
 func (a *arguments) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) {
+	if !a.callers.applies(&in.Caller) {
+		return &abi.ToolsListOutput{Tools: in.Tools}, nil
+	}
 	for i := range in.Tools {
 		t := &in.Tools[i]
 		fixed, defaults := valuesFor(a.fixed, t.Name), valuesFor(a.defaults, t.Name)
@@ -159,6 +171,9 @@ func editSchema(raw json.RawMessage, fixed, defaults object) (json.RawMessage, e
 }
 
 func (a *arguments) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	if !a.callers.applies(&in.Caller) {
+		return pdk.Allow(), nil
+	}
 	fixed, defaults := valuesFor(a.fixed, in.Name), valuesFor(a.defaults, in.Name)
 	if len(fixed) == 0 && len(defaults) == 0 {
 		return pdk.Allow(), nil

@@ -18,6 +18,10 @@ import (
 //	servers   = ["clock"]          # globs over server names
 //	methods   = ["sampling/*"]     # globs over MCP method names
 //
+// and the caller condition (callerCondition: subjects, groups,
+// except_subjects, except_groups): a caller it does not apply to passes
+// untouched.
+//
 // Whatever the gateway carries has a method, a server and, unless it is a
 // request an upstream sends to the client, a name: the exposed name of a
 // tool or prompt, the URI of a resource or the URI template of a template.
@@ -32,6 +36,7 @@ type filter struct {
 	tools, prompts, resources, servers, methods globs
 	haveMethods                                 bool
 	refusal
+	callers callerCondition
 }
 
 // The keys of filter whose patterns match names, one per kind of thing.
@@ -68,9 +73,10 @@ func newFilter(name string, allow bool) pdk.Policy {
 		List:      f.list,
 		Request:   f.request,
 		// Decided by method, server and name alone (a completion's
-		// reference type picks which key its name is matched against).
+		// reference type picks which key its name is matched against),
+		// and by the caller when a caller condition is set.
 		Hints: func() abi.Hints {
-			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: true, Methods: map[string][]string{
+			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: !f.callers.dependsOnCaller(), Methods: map[string][]string{
 				abi.HookList:    f.governed(listMethods),
 				abi.HookRequest: f.governed(append(append([]string{}, clientRequests...), upstreamRequests...)),
 			}}
@@ -80,6 +86,9 @@ func newFilter(name string, allow bool) pdk.Policy {
 
 func (f *filter) configure(cfg pdk.ConfigSource) error {
 	if err := f.refusal.configure(cfg); err != nil {
+		return err
+	}
+	if err := f.callers.configure(cfg); err != nil {
 		return err
 	}
 	set := false
@@ -173,6 +182,9 @@ func (f *filter) governed(ms []string) []string {
 func requestFromUpstream(method string) bool { return contains(upstreamRequests, method) }
 
 func (f *filter) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) {
+	if !f.callers.applies(&in.Caller) {
+		return &abi.ToolsListOutput{Tools: in.Tools}, nil
+	}
 	out := &abi.ToolsListOutput{Tools: make([]abi.Tool, 0, len(in.Tools))}
 	for _, t := range in.Tools {
 		if f.keep(methodToolsList, t.Server, kindTools, t.Name) {
@@ -183,6 +195,9 @@ func (f *filter) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error)
 }
 
 func (f *filter) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	if !f.callers.applies(&in.Caller) {
+		return pdk.Allow(), nil
+	}
 	why, m := f.match(methodToolsCall, in.Server, kindTools, in.Name)
 	switch {
 	case f.allow && !m:
@@ -206,7 +221,7 @@ func listKind(method string) string {
 
 func (f *filter) list(in *abi.ListInput) (*abi.ListOutput, error) {
 	kind := listKind(in.Method)
-	if kind == "" {
+	if kind == "" || !f.callers.applies(&in.Caller) {
 		return nil, nil
 	}
 	out := &abi.ListOutput{Items: make([]abi.Item, 0, len(in.Items))}
@@ -254,6 +269,9 @@ func completionKind(params json.RawMessage) string {
 }
 
 func (f *filter) request(in *abi.RequestInput) (*abi.RequestDecision, error) {
+	if !f.callers.applies(&in.Caller) {
+		return nil, nil
+	}
 	kind := requestKind(in)
 	if f.allow && requestFromUpstream(in.Method) && !f.haveMethods {
 		return nil, nil // allow judges these only when methods is set

@@ -19,6 +19,7 @@ var configKeys = []string{
 	"array_key", "errors", "max_chars", "max_binary_bytes", "binary", "paging_params",
 	"patterns", "builtins", "arguments", "note", "mask", "fixed", "defaults",
 	"prompts", "resources", "methods",
+	"subjects", "groups", "except_subjects", "except_groups",
 }
 
 // FuzzPolicies configures a policy with one fuzzed value and runs every
@@ -251,6 +252,55 @@ func FuzzCompletionKind(f *testing.F) {
 		case "", kindPrompts, kindResources:
 		default:
 			t.Fatalf("completionKind(%s) = %q", params, k)
+		}
+	})
+}
+
+// FuzzCallerCondition configures one key of a caller condition with a
+// fuzzed value: an accepted value names at least one caller, every entry
+// trimmed and non-empty, and the condition applies to exactly what it
+// names (subjects, groups) or to everyone but what it names (except_*).
+func FuzzCallerCondition(f *testing.F) {
+	f.Add(uint8(0), "alice, bob")
+	f.Add(uint8(1), `["eng", " ops "]`)
+	f.Add(uint8(2), "a,,b")
+	f.Add(uint8(3), `[]`)
+	f.Add(uint8(1), `[1]`)
+	f.Add(uint8(0), " ")
+	keys := []string{keySubjects, keyGroups, keyExceptSubjects, keyExceptGroups}
+	f.Fuzz(func(t *testing.T, which uint8, value string) {
+		key := keys[int(which)%len(keys)]
+		var c callerCondition
+		err := c.configure(func(k string) (string, bool) { return value, k == key })
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "config \""+key+"\": ") {
+				t.Fatalf("%s = %q: error %q does not name the key", key, value, err)
+			}
+			return
+		}
+		if !c.dependsOnCaller() {
+			t.Fatalf("%s = %q accepted but the condition is not set", key, value)
+		}
+		entries := map[string][]string{keySubjects: c.subjects, keyGroups: c.groups,
+			keyExceptSubjects: c.exceptSubjects, keyExceptGroups: c.exceptGroups}[key]
+		if len(entries) == 0 {
+			t.Fatalf("%s = %q accepted with no entries", key, value)
+		}
+		except := strings.HasPrefix(key, "except_")
+		for _, e := range entries {
+			if e == "" || e != strings.TrimSpace(e) {
+				t.Fatalf("%s = %q: entry %q is empty or untrimmed", key, value, e)
+			}
+			caller := abi.Caller{Subject: e}
+			if key == keyGroups || key == keyExceptGroups {
+				caller = abi.Caller{Groups: []string{e}}
+			}
+			if c.applies(&caller) == except {
+				t.Fatalf("%s = %q: applies to %+v is %v", key, value, caller, !except)
+			}
+		}
+		if c.applies(&abi.Caller{}) != except {
+			t.Fatalf("%s = %q: applies to an anonymous caller is %v", key, value, !except)
 		}
 	})
 }

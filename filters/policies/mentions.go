@@ -41,8 +41,12 @@ type Mention struct {
 //	                               # the tools matching its globs (upstream or exposed
 //	                               # name); the prompts and resources of a listed
 //	                               # server are all allowed
+//
+// and the caller condition (callerCondition): a caller it does not apply to
+// passes untouched, seeing everything whatever it mentions.
 type mentions struct {
 	refusal
+	callers    callerCondition
 	metaKey    string
 	clients    map[string][]Mention
 	allowed    map[string]globs
@@ -75,6 +79,9 @@ func newMentions() pdk.Policy {
 
 func (m *mentions) configure(cfg pdk.ConfigSource) error {
 	if err := m.refusal.configure(cfg); err != nil {
+		return err
+	}
+	if err := m.callers.configure(cfg); err != nil {
 		return err
 	}
 	m.metaKey = cfg.String("meta_key", "mentions")
@@ -284,6 +291,9 @@ func (m *mentions) visible(s *selection, name, server, tool string) bool {
 }
 
 func (m *mentions) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, error) {
+	if !m.callers.applies(&in.Caller) {
+		return &abi.ToolsListOutput{Tools: in.Tools}, nil
+	}
 	s, err := m.selectionFor(&in.Caller)
 	if err != nil {
 		return nil, err
@@ -298,6 +308,9 @@ func (m *mentions) toolsList(in *abi.ToolsListInput) (*abi.ToolsListOutput, erro
 }
 
 func (m *mentions) toolCall(in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	if !m.callers.applies(&in.Caller) {
+		return pdk.Allow(), nil
+	}
 	s, err := m.selectionFor(&in.Caller)
 	if err != nil {
 		return pdk.Denyf("%s: %v", in.Name, err), nil
@@ -324,7 +337,7 @@ func mentionKind(kind string) string {
 
 func (m *mentions) list(in *abi.ListInput) (*abi.ListOutput, error) {
 	kind := mentionKind(listKind(in.Method))
-	if kind == "" {
+	if kind == "" || !m.callers.applies(&in.Caller) {
 		return nil, nil
 	}
 	s, err := m.selectionFor(&in.Caller)
@@ -342,8 +355,8 @@ func (m *mentions) list(in *abi.ListInput) (*abi.ListOutput, error) {
 
 func (m *mentions) request(in *abi.RequestInput) (*abi.RequestDecision, error) {
 	kind := mentionKind(requestKind(in))
-	if kind == "" {
-		return nil, nil // a request that names no prompt or resource
+	if kind == "" || !m.callers.applies(&in.Caller) {
+		return nil, nil // a request that names no prompt or resource, or a caller exempt
 	}
 	s, err := m.selectionFor(&in.Caller)
 	if err != nil {

@@ -19,8 +19,12 @@ const (
 //	mode     = "plan"   # or "act", the default: everything
 //	meta_key = "mode"   # optional: a caller's _meta[meta_key] = "plan" narrows
 //	                    # act to plan for that request; it never widens plan
+//
+// and the caller condition (callerCondition): a caller it does not apply to
+// passes untouched, whatever the mode.
 type modes struct {
 	refusal
+	callers callerCondition
 	mode    string
 	metaKey string
 }
@@ -33,9 +37,10 @@ func newModes() pdk.Policy {
 		Configure: m.configure,
 		ToolsList: m.toolsList,
 		ToolCall:  m.toolCall,
-		// The mode comes from the caller only when meta_key lets it.
+		// The mode comes from the caller only when meta_key lets it,
+		// and whether it applies only when a caller condition is set.
 		Hints: func() abi.Hints {
-			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: m.metaKey == ""}
+			return abi.Hints{ListPerTool: true, CallIgnoresArguments: true, IgnoresCaller: m.metaKey == "" && !m.callers.dependsOnCaller()}
 		},
 	}
 }
@@ -44,14 +49,21 @@ func (m *modes) configure(cfg pdk.ConfigSource) (err error) {
 	if err := m.refusal.configure(cfg); err != nil {
 		return err
 	}
+	if err := m.callers.configure(cfg); err != nil {
+		return err
+	}
 	m.metaKey = cfg.String("meta_key", "")
 	m.mode, err = enum(cfg, "mode", ModeAct, ModePlan)
 	return err
 }
 
-// modeFor returns the mode for a caller: the configured one, narrowed to
-// plan when the caller asks for it through _meta.
+// modeFor returns the mode for a caller: act for a caller the caller
+// condition exempts, else the configured one, narrowed to plan when the
+// caller asks for it through _meta.
 func (m *modes) modeFor(c *abi.Caller) string {
+	if !m.callers.applies(c) {
+		return ModeAct
+	}
 	if m.mode == ModePlan || m.metaKey == "" || len(c.Meta) == 0 {
 		return m.mode
 	}

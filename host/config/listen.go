@@ -62,10 +62,20 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 		l.AllowedOrigins = origins
 	}
 	d.decodeTLS(block, attrs, &l)
-	if l.AuthToken == "" && l.HTTP != "" && !isLoopback(l.HTTP) {
+	for _, b := range content.Blocks {
+		if b.Type != "auth" {
+			continue
+		}
+		if l.Auth != nil {
+			d.errorf(b.DefRange, "Duplicate auth block", "listen takes one auth block.")
+			continue
+		}
+		l.Auth = d.decodeAuth(b)
+	}
+	if l.AuthToken == "" && l.Auth == nil && l.HTTP != "" && !isLoopback(l.HTTP) {
 		d.warnf(attrs["http"].Expr.Range(), "Listening beyond this machine without a token",
 			"%s accepts connections from other machines and no auth_token is set, so anyone who can reach it can call every tool. "+
-				"Set auth_token (for example auth_token = env(\"MCPHOST_TOKEN\")), or listen on 127.0.0.1.", l.HTTP)
+				"Set auth_token (for example auth_token = env(\"MCPHOST_TOKEN\")) or a listen.auth block, or listen on 127.0.0.1.", l.HTTP)
 	}
 	return l
 }

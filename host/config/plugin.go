@@ -60,6 +60,12 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 			refs = append(refs, pluginRef{plugin: p.Name, name: n, rng: ranges[i]})
 		}
 	}
+	if names, _, ok := d.stringList(attrs["callers"]); ok {
+		p.Callers = names
+	}
+	if names, _, ok := d.stringList(attrs["groups"]); ok {
+		p.Groups = names
+	}
 	if v, ok := d.pluginConfig(attrs["config"]); ok {
 		p.Config = v
 		d.configRanges[p.Name] = configRangeOf(attrs["config"])

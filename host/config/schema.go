@@ -32,6 +32,44 @@ var listenSchema = &hcl.BodySchema{
 		{Name: "tls_cert"},
 		{Name: "tls_key"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "auth"},
+	},
+}
+
+var authSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "admin_groups"},
+		{Name: "stdio_key"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "key", LabelNames: []string{"name"}},
+		{Type: "oauth"},
+	},
+}
+
+var keySchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "sha256"},
+		{Name: "value"},
+		{Name: "subject"},
+		{Name: "groups"},
+		{Name: "attributes"},
+	},
+}
+
+var oauthSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "issuer", Required: true},
+		{Name: "audience", Required: true},
+		{Name: "scopes"},
+		{Name: "subject_claim"},
+		{Name: "groups_claim"},
+		{Name: "attributes"},
+		{Name: "jwks_url"},
+		{Name: "clock_skew"},
+		{Name: "algorithms"},
+	},
 }
 
 var serverSchema = &hcl.BodySchema{
@@ -71,6 +109,8 @@ var pluginSchema = &hcl.BodySchema{
 		{Name: "source"}, // required; checked in decodePlugin to avoid reporting a misspelling twice
 		{Name: "sha256"},
 		{Name: "servers"},
+		{Name: "callers"},
+		{Name: "groups"},
 		{Name: "config"},
 		{Name: "timeout"},
 		{Name: "memory"},

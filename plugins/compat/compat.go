@@ -78,32 +78,41 @@ type probe struct{ name, method, input string }
 const unknown = `"zzFuture":{"a":[1,"x",null]},"zzFlag":true`
 
 // probes are inputs every plugin must answer with valid output.
+// authenticated is a caller with every identity field of ABI 1.3.
+const authenticated = `{"sessionId":"s1","transport":"http","subject":"alice","groups":["eng","admins"],"attributes":{"team":"core"},"authMethod":"oauth","identity":"alice"}`
+
 var probes = map[string][]probe{
 	abi.HookToolsList: {
 		{"an empty list", "", `{"caller":{},"tools":[]}`},
 		{"one tool", "", `{"caller":{"transport":"http"},"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"}}]}`},
+		{"an authenticated caller (1.3)", "", `{"caller":` + authenticated + `,"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"}}]}`},
 		{"unknown fields", "", `{"caller":{"transport":"http",` + unknown + `},` + unknown + `,"tools":[{"name":"s__t","server":"s","tool":"t","inputSchema":{"type":"object"},` + unknown + `}]}`},
 	},
 	abi.HookToolCall: {
 		{"no arguments", "", `{"caller":{},"name":"s__t","server":"s","tool":"t"}`},
+		{"an authenticated caller (1.3)", "", `{"caller":` + authenticated + `,"name":"s__t","server":"s","tool":"t","arguments":{}}`},
 		{"unknown fields", "", `{"caller":{` + unknown + `},"name":"s__t","server":"s","tool":"t","arguments":{"a":1},"annotations":{"readOnlyHint":true,` + unknown + `},` + unknown + `}`},
 	},
 	abi.HookToolResult: {
 		{"an empty result", "", `{"caller":{},"name":"s__t","server":"s","tool":"t","result":{"content":[]}}`},
+		{"an authenticated caller (1.3)", "", `{"caller":` + authenticated + `,"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi"}]}}`},
 		{"every content type", "", `{"caller":{},"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi"},{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"audio","data":"aGk=","mimeType":"audio/wav"},{"type":"resource","resource":{"uri":"x://y","text":"t"}},{"type":"resource_link","uri":"x://y","name":"y"}],"structuredContent":{"a":1},"isError":true}}`},
 		{"unknown fields", "", `{"caller":{` + unknown + `},"name":"s__t","server":"s","tool":"t","result":{"content":[{"type":"text","text":"hi",` + unknown + `}],` + unknown + `},` + unknown + `}`},
 	},
 	abi.HookList: {
 		{"an empty listing", "resources/list", `{"caller":{},"method":"resources/list","items":[]}`},
+		{"an authenticated caller (1.3)", "prompts/list", `{"caller":` + authenticated + `,"method":"prompts/list","items":[{"server":"s","name":"s__p","item":{"name":"s__p"}}]}`},
 		{"unknown fields", "prompts/list", `{"caller":{` + unknown + `},"method":"prompts/list","items":[{"server":"s","name":"s__p","item":{"name":"s__p",` + unknown + `},` + unknown + `}],` + unknown + `}`},
 	},
 	abi.HookRequest: {
 		{"a read", "resources/read", `{"caller":{},"method":"resources/read","server":"s","name":"x://y","params":{"uri":"x://y"}}`},
+		{"an authenticated caller (1.3)", "resources/read", `{"caller":` + authenticated + `,"method":"resources/read","server":"s","name":"x://y","params":{"uri":"x://y"}}`},
 		{"an upstream's sampling", "sampling/createMessage", `{"caller":{},"method":"sampling/createMessage","server":"s","params":{"messages":[],"maxTokens":1}}`},
 		{"unknown fields", "prompts/get", `{"caller":{` + unknown + `},"method":"prompts/get","server":"s","name":"s__p","params":{"name":"p"},` + unknown + `}`},
 	},
 	abi.HookMessage: {
 		{"a resource", "resources/read", `{"caller":{},"method":"resources/read","server":"s","name":"x://y","message":{"contents":[{"uri":"x://y","text":"hello"}]}}`},
+		{"an authenticated caller (1.3)", "resources/read", `{"caller":` + authenticated + `,"method":"resources/read","server":"s","name":"x://y","message":{"contents":[{"uri":"x://y","text":"hello"}]}}`},
 		{"a log message", "notifications/message", `{"caller":{},"method":"notifications/message","server":"s","message":{"level":"info","data":{"k":["v"]}}}`},
 		{"unknown fields", "prompts/get", `{"caller":{` + unknown + `},"method":"prompts/get","server":"s","name":"s__p","message":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],` + unknown + `},` + unknown + `}`},
 	},

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+const (
+	aliceKey = "alice-key-0123456789abcdef"
+	bobKey   = "bob-key-0123456789abcdef"
+	adminKey = "admin-key-0123456789abcdef"
+)
+
+// twoUsers is the README's two-user config: alice (eng) sees everything;
+// bob (ops) does not get up__pid nor the secret resource; only the admin
+// key reads /status.
+const twoUsers = `
+listen {
+  auth {
+    key "alice" {
+      value   = "` + aliceKey + `"
+      subject = "alice"
+      groups  = ["eng"]
+      attributes = { team = "core" }
+    }
+    key "bob" {
+      value   = "` + bobKey + `"
+      subject = "bob"
+      groups  = ["ops"]
+    }
+    key "admin" {
+      value   = "` + adminKey + `"
+      subject = "root"
+      groups  = ["admins"]
+    }
+  }
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up", "-secrets"]
+}
+plugin "ops-limits" {
+  source = "builtin:deny"
+  groups = ["ops"]
+  config = { tools = "up__pid", resources = "secret://*" }
+}
+`
+
+// bearer is an http.RoundTripper that adds a token.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+// TestTwoUsers: two identities through one mcphost over real HTTP, each
+// seeing and calling what the policies give it, through tools, resources
+// and /status; a session id is useless to another identity; no key shows
+// in the debug log.
+func TestTwoUsers(t *testing.T) {
+	cfg := writeConfig(t, twoUsers)
+	addr := testproc.FreeAddr(t)
+	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr, "--log-level", "debug")
+	logs := &testproc.Buffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	connect := func(token string) *mcp.ClientSession {
+		t.Helper()
+		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "two-users"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice, bob := connect(aliceKey), connect(bobKey)
+	ctx := context.Background()
+	names := func(cs *mcp.ClientSession) []string {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	if n := names(alice); !slices.Contains(n, "up__pid") {
+		t.Errorf("alice's tools lack up__pid: %v", n)
+	}
+	if n := names(bob); slices.Contains(n, "up__pid") || !slices.Contains(n, "up__echo") {
+		t.Errorf("bob's tools: %v", n)
+	}
+	if res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "up__pid"}); err != nil || res.IsError {
+		t.Errorf("alice calling up__pid: %v %v", res, err)
+	}
+	if res, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "up__pid"}); err == nil && !res.IsError {
+		t.Errorf("bob called up__pid")
+	}
+	if _, err := alice.ReadResource(ctx, &mcp.ReadResourceParams{URI: "secret://note"}); err != nil {
+		t.Errorf("alice reading secret://note: %v", err)
+	}
+	if _, err := bob.ReadResource(ctx, &mcp.ReadResourceParams{URI: "secret://note"}); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("bob reading secret://note: %v", err)
+	}
+
+	// bob presents alice's session id: 404, as for a session that does not exist.
+	post := func(token, session string) int {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(bobKey, alice.ID()); code != http.StatusNotFound {
+		t.Errorf("bob with alice's session: %d, want 404", code)
+	}
+	if code := post("", alice.ID()); code != http.StatusUnauthorized {
+		t.Errorf("no token with alice's session: %d, want 401", code)
+	}
+	if code := post(aliceKey, alice.ID()); code != http.StatusOK {
+		t.Errorf("alice with her own session: %d, want 200", code)
+	}
+	if names(alice) == nil {
+		t.Error("alice's session broke")
+	}
+
+	// /status: admins only; /healthz open.
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {bobKey, 403}, {adminKey, 200}} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/status", nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("/status with %q: %d, want %d", tc.token, resp.StatusCode, tc.want)
+		}
+	}
+	if out, _, code := mcphost(t, "status", "http://"+addr, "--token", adminKey); code != 0 || !strings.Contains(out, "connected") {
+		t.Errorf("mcphost status --token: exit %d\n%s", code, out)
+	}
+
+	for _, k := range []string{aliceKey, bobKey, adminKey} {
+		if bytes.Contains([]byte(logs.String()), []byte(k)) {
+			t.Errorf("a key is in the debug log")
+		}
+	}
+	if !strings.Contains(logs.String(), "another identity's session") {
+		t.Errorf("the refused session is not logged:\n%s", logs.String())
+	}
+}

@@ -1,0 +1,124 @@
+// Package authtest runs a small OAuth 2.1 authorization server on
+// loopback for tests: RFC 8414 metadata, a JWKS endpoint, real signed
+// access tokens, and key rotation.
+package authtest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// Server is the authorization server. Its issuer is URL.
+type Server struct {
+	URL       string
+	srv       *httptest.Server
+	mu        sync.Mutex
+	keys      []jose.JSONWebKey // private, the current one first
+	jwksFetch atomic.Int32
+}
+
+// New starts a Server with one RSA key, "k1"; it stops with the test.
+func New(t testing.TB) *Server {
+	as := &Server{}
+	as.Rotate(t, "k1")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"issuer":                           as.URL,
+			"authorization_endpoint":           as.URL + "/authorize",
+			"token_endpoint":                   as.URL + "/token",
+			"jwks_uri":                         as.URL + "/jwks",
+			"response_types_supported":         []string{"code"},
+			"code_challenge_methods_supported": []string{"S256"},
+		})
+	})
+	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
+		as.jwksFetch.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		as.mu.Lock()
+		defer as.mu.Unlock()
+		var set jose.JSONWebKeySet
+		for _, k := range as.keys {
+			set.Keys = append(set.Keys, k.Public())
+		}
+		json.NewEncoder(w).Encode(set)
+	})
+	as.srv = httptest.NewServer(mux)
+	as.URL = as.srv.URL
+	t.Cleanup(as.srv.Close)
+	return as
+}
+
+// JWKSFetches counts the requests for the key set.
+func (as *Server) JWKSFetches() int32 { return as.jwksFetch.Load() }
+
+// Rotate makes a new RSA key named kid the signing key, keeping the old
+// ones published.
+func (as *Server) Rotate(t testing.TB, kid string) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.keys = append([]jose.JSONWebKey{{Key: k, KeyID: kid, Algorithm: "RS256", Use: "sig"}}, as.keys...)
+}
+
+// PublicKey is the current signing key's public half.
+func (as *Server) PublicKey() jose.JSONWebKey {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.keys[0].Public()
+}
+
+// Sign signs claims with the current key, or with key if not nil.
+func (as *Server) Sign(t testing.TB, claims map[string]any, key *jose.JSONWebKey) string {
+	as.mu.Lock()
+	k := as.keys[0]
+	as.mu.Unlock()
+	if key != nil {
+		k = *key
+	}
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(k.Algorithm), Key: k}, (&jose.SignerOptions{}).WithType("at+jwt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := jwt.Signed(sig).Claims(claims).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Claims are an access token's claims for sub and audience, valid for an
+// hour, with scope "mcp:tools openid", groups ["eng"] and team "platform";
+// extra overrides them (a nil value removes a claim).
+func (as *Server) Claims(sub, audience string, extra map[string]any) map[string]any {
+	now := time.Now()
+	c := map[string]any{"iss": as.URL, "aud": audience, "sub": sub, "exp": now.Add(time.Hour).Unix(),
+		"iat": now.Unix(), "scope": "mcp:tools openid", "groups": []string{"eng"}, "team": "platform"}
+	for k, v := range extra {
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// Token is a signed access token for sub and audience (see Claims).
+func (as *Server) Token(t testing.TB, sub, audience string, extra map[string]any) string {
+	return as.Sign(t, as.Claims(sub, audience, extra), nil)
+}

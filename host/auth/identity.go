@@ -1,0 +1,82 @@
+// Package auth authenticates mcphost's downstream HTTP clients: static API
+// keys, each an identity, and OAuth 2.1 access tokens (JWTs) validated as
+// the MCP authorization spec asks of a resource server (RFC 9728 metadata,
+// audience binding, signature from the issuer's JWKS, scopes). An
+// Authenticator turns a request into an Identity, or into the 401 or 403
+// the client must see.
+package auth
+
+import (
+	"context"
+	"strings"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// Identity is an authenticated caller.
+type Identity struct {
+	Subject    string
+	Groups     []string
+	Attributes map[string]string
+	Method     string // abi.AuthKey, abi.AuthOAuth or abi.AuthConfig
+}
+
+// Key is what binds a session: the method and the subject. Two requests
+// with the same key are the same caller.
+func (id *Identity) Key() string {
+	if id == nil {
+		return ""
+	}
+	return id.Method + ":" + id.Subject
+}
+
+// InAny reports whether the identity is in one of groups.
+func (id *Identity) InAny(groups []string) bool {
+	if id == nil {
+		return false
+	}
+	for _, g := range id.Groups {
+		for _, want := range groups {
+			if g == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Fill sets the identity fields of c (all of them cleared for nil).
+func (id *Identity) Fill(c *abi.Caller) {
+	c.Subject, c.Groups, c.Attributes, c.AuthMethod, c.Identity = "", nil, nil, "", ""
+	if id == nil {
+		return
+	}
+	c.Subject, c.Identity = id.Subject, id.Subject
+	c.Groups, c.Attributes, c.AuthMethod = id.Groups, id.Attributes, id.Method
+}
+
+// String is for logs: the method and subject, never a credential.
+func (id *Identity) String() string {
+	if id == nil {
+		return "anonymous"
+	}
+	var b strings.Builder
+	b.WriteString(id.Subject)
+	b.WriteString(" (")
+	b.WriteString(id.Method)
+	b.WriteString(")")
+	return b.String()
+}
+
+type identityKey struct{}
+
+// NewContext returns ctx carrying id.
+func NewContext(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// FromContext returns the identity NewContext stored in ctx, or nil.
+func FromContext(ctx context.Context) *Identity {
+	id, _ := ctx.Value(identityKey{}).(*Identity)
+	return id
+}

@@ -1,0 +1,183 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// keyCache holds an issuer's JSON Web Key Set: fetched on first use (after
+// discovering its URL from the issuer's metadata), used for jwksMaxAge,
+// and fetched again early when a token names a kid it lacks (key
+// rotation), at most once per jwksMinRefresh.
+type keyCache struct {
+	issuer string
+	client *http.Client
+
+	mu      sync.Mutex
+	url     string // the jwks_uri; "" until discovered
+	set     *jose.JSONWebKeySet
+	fetched time.Time // when set was fetched
+	tried   time.Time // when a fetch was last tried
+	lastErr error
+	now     func() time.Time
+}
+
+func newKeyCache(issuer, jwksURL string, client *http.Client) *keyCache {
+	return &keyCache{issuer: issuer, url: jwksURL, client: client, now: time.Now}
+}
+
+// key returns the verification key for kid and alg.
+func (c *keyCache) key(ctx context.Context, kid, alg string) (*jose.JSONWebKey, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	stale := c.set == nil || now.Sub(c.fetched) > jwksMaxAge
+	if !stale {
+		if k := pick(c.set, kid, alg); k != nil {
+			return k, nil
+		}
+	}
+	// Unknown kid or an old set: fetch, but not more often than
+	// jwksMinRefresh, whatever the tokens say.
+	if c.tried.IsZero() || now.Sub(c.tried) >= jwksMinRefresh {
+		c.tried = now
+		set, err := c.fetch(ctx)
+		c.lastErr = err
+		if err == nil {
+			c.set, c.fetched = set, now
+		}
+	}
+	if c.set == nil {
+		return nil, fmt.Errorf("the issuer's signing keys are not available: %v", c.lastErr)
+	}
+	if k := pick(c.set, kid, alg); k != nil {
+		return k, nil
+	}
+	if kid == "" {
+		return nil, fmt.Errorf("access token names no key (kid) and the issuer has no single %s key", alg)
+	}
+	return nil, fmt.Errorf("access token is signed with key %q, which the issuer does not publish", kid)
+}
+
+// pick finds the public key for kid usable with alg: a token's header may
+// name a key, never make an RSA key verify an HMAC.
+func pick(set *jose.JSONWebKeySet, kid, alg string) *jose.JSONWebKey {
+	var found *jose.JSONWebKey
+	n := 0
+	for i := range set.Keys {
+		k := &set.Keys[i]
+		if (kid != "" && k.KeyID != kid) || !k.IsPublic() || (k.Use != "" && k.Use != "sig") {
+			continue
+		}
+		if k.Algorithm != "" && k.Algorithm != alg {
+			continue
+		}
+		found = k
+		n++
+	}
+	if n != 1 {
+		return nil
+	}
+	return found
+}
+
+// fetch reads the key set, discovering its URL first if need be.
+func (c *keyCache) fetch(ctx context.Context) (*jose.JSONWebKeySet, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if c.url == "" {
+		u, err := discoverJWKS(ctx, c.issuer, c.client)
+		if err != nil {
+			return nil, err
+		}
+		c.url = u
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", c.url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching %s: %s", c.url, resp.Status)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
+		return nil, fmt.Errorf("reading the key set at %s: %w", c.url, err)
+	}
+	return &set, nil
+}
+
+// discoverJWKS finds the issuer's jwks_uri in its RFC 8414 metadata, or
+// else in its OpenID Connect discovery document, at the locations the MCP
+// authorization spec lists.
+func discoverJWKS(ctx context.Context, issuer string, client *http.Client) (string, error) {
+	var errs []error
+	for _, u := range metadataURLs(issuer) {
+		asm, err := oauthex.GetAuthServerMeta(ctx, u, issuer, client)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u, err))
+			continue
+		}
+		if asm == nil {
+			continue // 4xx: try the next location
+		}
+		if asm.JWKSURI == "" {
+			return "", fmt.Errorf("the metadata at %s has no jwks_uri; set oauth.jwks_url", u)
+		}
+		return asm.JWKSURI, nil
+	}
+	if len(errs) > 0 {
+		return "", fmt.Errorf("discovering the issuer's keys: %w", errors.Join(errs...))
+	}
+	return "", fmt.Errorf("no authorization server metadata found for issuer %s; set oauth.jwks_url", issuer)
+}
+
+// metadataURLs are the RFC 8414 and OpenID Connect metadata locations for
+// issuer, path-inserted first.
+func metadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	at := func(p string) string {
+		v := *u
+		v.Path, v.RawPath = p, ""
+		return v.String()
+	}
+	if path == "" {
+		return []string{at("/.well-known/oauth-authorization-server"), at("/.well-known/openid-configuration")}
+	}
+	return []string{
+		at("/.well-known/oauth-authorization-server" + path),
+		at("/.well-known/openid-configuration" + path),
+		at(path + "/.well-known/openid-configuration"),
+	}
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAuthBlock(t *testing.T) {
+	t.Setenv("CI_BOT_KEY", "ci-bot-key-0123456789")
+	sum := sha256.Sum256([]byte("alice-key-0123456789"))
+	src := `
+listen {
+  http = "0.0.0.0:7700"
+  auth {
+    admin_groups = ["ops"]
+    stdio_key    = "alice"
+    key "alice" {
+      sha256     = "sha256:` + hex.EncodeToString(sum[:]) + `"
+      subject    = "alice"
+      groups     = ["eng", "ops"]
+      attributes = { team = "core" }
+    }
+    key "ci-bot" {
+      value   = env("CI_BOT_KEY")
+      subject = "ci-bot"
+    }
+    oauth {
+      issuer        = "https://idp.example.com/realms/main"
+      audience      = "https://mcp.example.com/mcp"
+      scopes        = ["mcp:tools"]
+      subject_claim = "email"
+      groups_claim  = "roles"
+      attributes    = { tenant = "tid" }
+      clock_skew    = "10s"
+    }
+  }
+}
+`
+	f, diags := Parse([]byte(src), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	var text strings.Builder
+	diags.WriteText(&text, 0, false)
+	if strings.Contains(text.String(), "without a token") {
+		t.Errorf("warned of no token with an auth block:\n%s", text.String())
+	}
+	a := f.Host.Listen.Auth
+	if a == nil || len(a.Keys) != 2 || a.OAuth == nil || a.StdioKey != "alice" || a.AdminGroups[0] != "ops" {
+		t.Fatalf("auth = %+v", a)
+	}
+	if k := a.Keys[0]; k.SHA256 != sum || k.Subject != "alice" || len(k.Groups) != 2 || k.Attributes["team"] != "core" {
+		t.Errorf("key alice = %+v", k)
+	}
+	if k := a.Keys[1]; k.SHA256 != sha256.Sum256([]byte("ci-bot-key-0123456789")) {
+		t.Errorf("key ci-bot is not the hash of its value")
+	}
+	o := a.OAuth
+	if o.SubjectClaim != "email" || o.GroupsClaim != "roles" || o.Attributes["tenant"] != "tid" || o.ClockSkew != 10*time.Second || o.Scopes[0] != "mcp:tools" {
+		t.Errorf("oauth = %+v", o)
+	}
+	if id := a.StdioIdentity(); id == nil || id.Subject != "alice" || id.Method != "config" {
+		t.Errorf("stdio identity = %+v", id)
+	}
+}
+
+func TestAuthBlockErrors(t *testing.T) {
+	t.Setenv("SHORT", "abc")
+	for _, tc := range []struct{ body, want string }{
+		{`key "a" {
+subject = "a"
+}`, "needs sha256"},
+		{`key "a" {
+value = "0123456789abcdefgh"
+}`, "needs subject"},
+		{`key "a" {
+value = "0123456789abcdefgh"
+		            sha256 = "00"
+		            subject = "a"
+}`, "Both sha256 and value"},
+		{`key "a" {
+sha256 = "abc"
+		            subject = "a"
+}`, "not a SHA-256 digest"},
+		{`key "a" {
+value = env("SHORT")
+		            subject = "a"
+}`, "at least 16"},
+		{`key "a" {
+value = "0123456789abcdefgh"
+		            subject = "a"
+}
+		  key "b" {
+value = "0123456789abcdefgh"
+		            subject = "b"
+}`, "same key"},
+		{`key "a" {
+value = "0123456789abcdefgh"
+		            subject = "a"
+}
+		  stdio_key = "nobody"`, "names no key block"},
+		{``, "needs at least one key block or an oauth block"},
+		{`oauth {
+issuer = "idp.example.com"
+		          audience = "x"
+}`, "not an http(s) URL"},
+		{`oauth {
+issuer = "https://idp.example.com"
+}`, "audience"},
+		{`oauth {
+issuer = "https://idp.example.com"
+		          audience = "x"
+		          algorithms = ["HS256"]
+}`, "never are"},
+		{`kye "a" {}`, "Did you mean \"key\"?"},
+	} {
+		_, diags := Parse([]byte("listen {\n  auth {\n    "+tc.body+"\n  }\n}\n"), "t.hcl")
+		var text strings.Builder
+		diags.WriteText(&text, 0, false)
+		if !diags.HasErrors() || !strings.Contains(text.String(), tc.want) {
+			t.Errorf("%s:\n%s\nwant an error with %q", tc.body, text.String(), tc.want)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package host
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/auth/authtest"
+)
+
+// whoPolicy titles every tool with who listed it, and lets only alice
+// call.
+type whoPolicy struct{ ToolsOnly }
+
+func (whoPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	out := append([]abi.Tool(nil), in.Tools...)
+	for i := range out {
+		c := in.Caller
+		out[i].Title = c.Subject + "|" + strings.Join(c.Groups, ",") + "|" + c.AuthMethod + "|" + c.Attributes["team"] + "|" + c.Identity
+	}
+	return out, nil
+}
+
+func (whoPolicy) ToolCall(_ context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	if in.Caller.Subject != "alice" {
+		return &abi.CallDecision{Action: abi.ActionDeny, Reason: "only alice, not " + in.Caller.Subject}, nil
+	}
+	return &abi.CallDecision{Action: abi.ActionAllow}, nil
+}
+
+func (whoPolicy) ToolResult(_ context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	return in.Result, nil
+}
+
+func (whoPolicy) Generation() uint64 { return 1 }
+
+var testAuth = &auth.Config{
+	Keys: []auth.Key{
+		keyFor("alice", "alice-key-0123456789", []string{"eng"}, map[string]string{"team": "core"}),
+		keyFor("bob", "bob-key-0123456789", []string{"ops"}, nil),
+	},
+	StdioKey: "bob",
+}
+
+func keyFor(subject, value string, groups []string, attrs map[string]string) auth.Key {
+	k := auth.KeyFromValue(subject, value)
+	k.Subject, k.Groups, k.Attributes = subject, groups, attrs
+	return k
+}
+
+func authClient(token string) *http.Client {
+	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: map[string]string{"Authorization": "Bearer " + token}}}
+}
+
+// TestIdentityReachesPolicies: the identity a key gives reaches the
+// policies on every transport, the tools/list shortcut included, and
+// decides what each caller may do.
+func TestIdentityReachesPolicies(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close) // after the sessions close: an SSE stream holds its connection
+	ctx := context.Background()
+	check := func(name string, cs *mcp.ClientSession, wantTitle string, mayCall bool) {
+		t.Helper()
+		for range 2 { // the second listing takes the shortcut
+			res, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if got := res.Tools[0].Title; got != wantTitle {
+				t.Errorf("%s: the policy saw %q, want %q", name, got, wantTitle)
+			}
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: map[string]any{"text": "x"}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.IsError == mayCall {
+			t.Errorf("%s: call isError %v", name, res.IsError)
+		}
+	}
+	connect := func(tr mcp.Transport) *mcp.ClientSession {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "id"}, nil).Connect(ctx, tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice := "alice|eng|key|core|alice"
+	check("streamable alice", connect(&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("alice-key-0123456789")}), alice, true)
+	check("streamable bob", connect(&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("bob-key-0123456789")}), "bob|ops|key||bob", false)
+	check("sse alice", connect(&mcp.SSEClientTransport{Endpoint: srv.URL + "/sse", HTTPClient: authClient("alice-key-0123456789")}), alice, true)
+
+	// stdio: the identity of listen.auth.stdio_key.
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := h.MCPServer(DownstreamStdio).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	check("stdio", connect(ct), "bob|ops|config||bob", false)
+}
+
+// TestSSESessionBound: a legacy SSE session id is worth nothing to
+// another identity.
+func TestSSESessionBound(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/sse", nil)
+	req.Header.Set("Authorization", "Bearer alice-key-0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var endpoint string
+	sc := bufio.NewScanner(resp.Body)
+	for endpoint == "" && sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			endpoint = v
+		}
+	}
+	if !strings.Contains(endpoint, "sessionid=") {
+		t.Fatalf("no endpoint event: %q", endpoint)
+	}
+	post := func(token string) int {
+		req, _ := http.NewRequest("POST", srv.URL+endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("bob-key-0123456789"); code != http.StatusNotFound {
+		t.Errorf("bob posting to alice's SSE session: %d, want 404", code)
+	}
+	if code := post("alice-key-0123456789"); code != http.StatusAccepted {
+		t.Errorf("alice posting to her SSE session: %d, want 202", code)
+	}
+}
+
+func FuzzEndpointSessionID(f *testing.F) {
+	f.Add("event: endpoint\ndata: /sse?sessionid=ABC\n\n")
+	f.Add("data: /sse?x=1&sessionid=Z&y=2\n")
+	f.Add("data: nothing\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		id := endpointSessionID([]byte(s))
+		if strings.ContainsAny(id, "&#\n") {
+			t.Fatalf("%q from %q", id, s)
+		}
+	})
+}
+
+// TestOAuthThroughHost: a real MCP client with an access token from a real
+// authorization server on loopback: its claims reach the policies, and a
+// token for another resource, or without the scope, gets no session.
+func TestOAuthThroughHost(t *testing.T) {
+	as := authtest.New(t)
+	const aud = "https://mcp.example.com/mcp"
+	cfg := &auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: aud, Scopes: []string{"mcp:tools"}, Attributes: map[string]string{"team": "team"}}}
+	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	connect := func(token string) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+	}
+	cs, err := connect(as.Token(t, "alice", aud, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Tools[0].Title; got != "alice|eng|oauth|platform|alice" {
+		t.Errorf("the policy saw %q", got)
+	}
+	if call, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__echo", Arguments: map[string]any{"text": "x"}}); err != nil || call.IsError {
+		t.Errorf("alice's call: %v %v", call, err)
+	}
+	for name, tok := range map[string]string{
+		"another audience": as.Token(t, "alice", "https://other.example/mcp", nil),
+		"no scope":         as.Token(t, "alice", aud, map[string]any{"scope": "openid"}),
+		"expired":          as.Token(t, "alice", aud, map[string]any{"exp": 1}),
+	} {
+		if cs, err := connect(tok); err == nil {
+			cs.Close()
+			t.Errorf("%s: connected", name)
+		}
+	}
+}
