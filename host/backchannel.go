@@ -81,8 +81,10 @@ func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (s
 // the one client with calls in flight on it.
 func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.ServerSession, context.Context, error) {
 	if owner := u.ownerOf(cs); owner != nil {
-		if _, ctx, n := h.calls.caller(cs, owner); n == 1 {
-			return owner, ctx, nil
+		// A per-client session: its client's session with a call in
+		// flight on it, or the one that sent a request last.
+		if ss, ctx, n := h.calls.caller(cs, nil); n == 1 {
+			return ss, ctx, nil
 		}
 		return owner, context.Background(), nil
 	}
@@ -176,7 +178,8 @@ func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMes
 }
 
 // resourceUpdated forwards notifications/resources/updated to the clients
-// subscribed to the URI; from a per-client session, only to its owner.
+// subscribed to the URI; from a per-client session, only to the sessions it
+// serves.
 func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
 	out := *p
 	meta := make(mcp.Meta, len(p.Meta)+2)
@@ -184,8 +187,12 @@ func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.Resour
 		meta[k] = v
 	}
 	meta[fromKey] = u.cfg.Name // for policies: who sent it
-	if owner := u.ownerOf(cs); owner != nil {
-		meta[deliverToKey] = h.sessions.id(owner)
+	if owners := u.ownersOf(cs); owners != nil {
+		ids := make([]string, len(owners))
+		for i, o := range owners {
+			ids[i] = h.sessions.id(o)
+		}
+		meta[deliverToKey] = ids
 	}
 	out.Meta = meta
 	h.servers.resourceUpdated(&out)

@@ -14,18 +14,42 @@ import (
 var ErrTooManySessions = errors.New("too many client sessions")
 
 // clientConn is one per-client upstream session: its own connection (and,
-// for stdio, its own process) serving exactly one downstream session. It
-// ends with the downstream session, when idle for the server's idle
-// timeout, or when evicted to make room for another client.
+// for stdio, its own process) serving one client. With sessions =
+// "per_client" the client is an identity (every downstream session of one
+// authenticated caller shares it) or, for a caller without one, a
+// downstream session; with "per_session" always a downstream session. It
+// ends when its last downstream session does, when idle for the server's
+// idle timeout, or when evicted to make room for another client.
 type clientConn struct {
-	owner    *mcp.ServerSession
-	ready    chan struct{} // closed once the connect attempt ended
-	client   *mcp.Client   // mirrors the owner's capabilities
+	key      clientKey
+	owner    *mcp.ServerSession                     // the session that opened it, whose capabilities it mirrors
+	owners   map[*mcp.ServerSession]bool            // every downstream session it serves; owner among them while it lasts
+	last     *mcp.ServerSession                     // the one that sent a request last
+	subs     map[string]map[*mcp.ServerSession]bool // resource URI -> owners subscribed through it
+	ready    chan struct{}                          // closed once the connect attempt ended
+	client   *mcp.Client                            // mirrors the owner's capabilities
 	cs       *mcp.ClientSession
 	err      error
 	inflight int
 	lastUsed time.Time
 	idle     *time.Timer
+}
+
+// clientKey names the client a per-client session serves: an identity, or
+// a downstream session.
+type clientKey struct {
+	identity string             // auth.Identity.Key(); "" for a session's own
+	ss       *mcp.ServerSession // when identity is ""
+}
+
+// clientKeyOf returns the key of the per-client session that serves ss.
+func (u *upstream) clientKeyOf(ss *mcp.ServerSession) clientKey {
+	if u.cfg.Sessions == SessionsPerClient {
+		if id := u.events.identityKey(ss); id != "" {
+			return clientKey{identity: id}
+		}
+	}
+	return clientKey{ss: ss}
 }
 
 // clientCaps mirrors what the downstream client offers, so a per-client
@@ -48,19 +72,20 @@ func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 }
 
 // session returns the session to use for a request from ss: the shared one,
-// or with sessions = "per_client" ss's own, connecting it on demand. The
-// returned func marks the request done.
+// or with sessions = "per_client" or "per_session" its client's own,
+// connecting it on demand. The returned func marks the request done.
 func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, func(), error) {
-	if u.cfg.Sessions != SessionsPerClient || ss == nil {
+	if !u.perClient() || ss == nil {
 		cs, err := u.session(ctx)
 		return cs, func() {}, err
 	}
+	key := u.clientKeyOf(ss)
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
-	c := u.clients[ss]
+	c := u.clients[key]
 	var evicted *clientConn
 	if c == nil {
 		if len(u.clients) >= u.cfg.MaxSessions {
@@ -70,11 +95,13 @@ func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.
 				return nil, nil, fmt.Errorf("%w: server %q has %d per-client sessions, all busy (max_sessions)", ErrTooManySessions, u.cfg.Name, u.cfg.MaxSessions)
 			}
 		}
-		c = &clientConn{owner: ss, ready: make(chan struct{})}
-		u.clients[ss] = c
+		c = &clientConn{key: key, owner: ss, owners: map[*mcp.ServerSession]bool{}, subs: map[string]map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
+		u.clients[key] = c
 		u.wg.Add(1)
 		go u.connectClient(c)
 	}
+	c.owners[ss] = true
+	c.last = ss
 	c.inflight++
 	c.lastUsed = time.Now()
 	if c.idle != nil {
@@ -123,8 +150,8 @@ func (u *upstream) evictLocked() *clientConn {
 }
 
 func (u *upstream) forgetLocked(c *clientConn) {
-	if u.clients[c.owner] == c {
-		delete(u.clients, c.owner)
+	if u.clients[c.key] == c {
+		delete(u.clients, c.key)
 	}
 	if c.cs != nil {
 		delete(u.owners, c.cs)
@@ -139,7 +166,7 @@ func (u *upstream) releaseClient(c *clientConn) {
 	defer u.mu.Unlock()
 	c.inflight--
 	c.lastUsed = time.Now()
-	if c.inflight == 0 && u.clients[c.owner] == c && u.cfg.IdleTimeout > 0 {
+	if c.inflight == 0 && u.clients[c.key] == c && u.cfg.IdleTimeout > 0 {
 		if c.idle == nil {
 			c.idle = time.AfterFunc(u.cfg.IdleTimeout, func() { u.reapClient(c) })
 		} else {
@@ -151,7 +178,7 @@ func (u *upstream) releaseClient(c *clientConn) {
 // reapClient closes a per-client session left idle for the idle timeout.
 func (u *upstream) reapClient(c *clientConn) {
 	u.mu.Lock()
-	if c.inflight > 0 || u.clients[c.owner] != c || time.Since(c.lastUsed) < u.cfg.IdleTimeout {
+	if c.inflight > 0 || u.clients[c.key] != c || time.Since(c.lastUsed) < u.cfg.IdleTimeout {
 		u.mu.Unlock()
 		return
 	}
@@ -174,13 +201,13 @@ func (u *upstream) connectClient(c *clientConn) {
 	}
 	u.mu.Lock()
 	c.client, c.cs, c.err = client, cs, err
-	stale := u.clients[c.owner] != c || u.closed
+	stale := u.clients[c.key] != c || u.closed
 	if err != nil {
-		if u.clients[c.owner] == c {
-			delete(u.clients, c.owner) // the next request tries again
+		if u.clients[c.key] == c {
+			delete(u.clients, c.key) // the next request tries again
 		}
 	} else if !stale {
-		u.owners[cs] = c.owner
+		u.owners[cs] = c
 		u.wg.Add(1)
 		go u.watchClient(c)
 	}
@@ -211,7 +238,7 @@ func (u *upstream) watchClient(c *clientConn) {
 	defer u.wg.Done()
 	err := c.cs.Wait()
 	u.mu.Lock()
-	mine := u.clients[c.owner] == c
+	mine := u.clients[c.key] == c
 	if mine {
 		u.forgetLocked(c)
 	}
@@ -227,7 +254,8 @@ func (u *upstream) isClosed() bool {
 	return u.closed
 }
 
-// dropClient ends the per-client session of a downstream session that ended.
+// dropClient lets go of a downstream session that ended: the per-client
+// session serving it ends when no other session of its client is left.
 func (u *upstream) dropClient(ss *mcp.ServerSession) {
 	u.mu.Lock()
 	clients := u.takeClientsLocked(ss)
@@ -235,16 +263,56 @@ func (u *upstream) dropClient(ss *mcp.ServerSession) {
 	u.closeClients(clients)
 }
 
-// takeClientsLocked removes ss's per-client session, or every one when ss is nil.
+// takeClientsLocked removes ss from the per-client sessions it used and
+// takes those it was the last user of; every one when ss is nil.
 func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
 	var out []*clientConn
-	for owner, c := range u.clients {
-		if ss == nil || owner == ss {
-			u.forgetLocked(c)
-			out = append(out, c)
+	for _, c := range u.clients {
+		if ss != nil {
+			if !c.owners[ss] {
+				continue
+			}
+			delete(c.owners, ss)
+			var orphaned []string
+			for uri, subs := range c.subs {
+				if subs[ss] {
+					delete(subs, ss)
+					if len(subs) == 0 {
+						delete(c.subs, uri)
+						orphaned = append(orphaned, uri)
+					}
+				}
+			}
+			if len(orphaned) > 0 && len(c.owners) > 0 && c.cs != nil {
+				go u.unsubscribeAll(c.cs, orphaned)
+			}
+			if c.last == ss {
+				c.last = nil
+				for o := range c.owners {
+					c.last = o
+					break
+				}
+			}
+			if len(c.owners) > 0 {
+				continue
+			}
 		}
+		u.forgetLocked(c)
+		out = append(out, c)
 	}
 	return out
+}
+
+// unsubscribeAll ends the subscriptions of a per-client session that no
+// downstream session wants any more.
+func (u *upstream) unsubscribeAll(cs *mcp.ClientSession, uris []string) {
+	for _, uri := range uris {
+		ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+			u.log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", err)
+		}
+		cancel()
+	}
 }
 
 // closeClients closes sessions that were already forgotten; one still
@@ -262,19 +330,76 @@ func (u *upstream) closeClients(cs []*clientConn) {
 	}
 }
 
-// ownerOf returns the downstream session a per-client session serves, or
-// nil for the shared session.
+// ownerOf returns the downstream session a per-client session serves (the
+// one that sent a request last, when several share it), or nil for the
+// shared session.
 func (u *upstream) ownerOf(cs *mcp.ClientSession) *mcp.ServerSession {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.owners[cs]
+	if c := u.owners[cs]; c != nil {
+		return c.last
+	}
+	return nil
 }
 
-// clientOf returns ss's per-client session and its client if connected.
-func (u *upstream) clientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSession) {
+// ownersOf returns every downstream session a per-client session serves;
+// nil for the shared session.
+func (u *upstream) ownersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if c := u.clients[ss]; c != nil {
+	c := u.owners[cs]
+	if c == nil {
+		return nil
+	}
+	out := make([]*mcp.ServerSession, 0, len(c.owners))
+	for o := range c.owners {
+		out = append(out, o)
+	}
+	return out
+}
+
+// subscribed records ss's subscription to uri on its per-client session
+// and reports whether it is the first there (add), or takes it back and
+// reports whether it was the last (!add).
+func (u *upstream) subscribed(ss *mcp.ServerSession, uri string, add bool) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c := u.clients[u.clientKeyOf(ss)]
+	if c == nil {
+		return true
+	}
+	subs := c.subs[uri]
+	if add {
+		if subs == nil {
+			subs = map[*mcp.ServerSession]bool{}
+			c.subs[uri] = subs
+		}
+		subs[ss] = true
+		return len(subs) == 1
+	}
+	if !subs[ss] {
+		return len(subs) == 0
+	}
+	delete(subs, ss)
+	if len(subs) > 0 {
+		return false
+	}
+	delete(c.subs, uri)
+	return true
+}
+
+// perClient reports whether the server keeps upstream sessions per client.
+func (u *upstream) perClient() bool {
+	return u.cfg.Sessions == SessionsPerClient || u.cfg.Sessions == SessionsPerSession
+}
+
+// clientOf returns the per-client session serving ss and its client, if
+// connected.
+func (u *upstream) clientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSession) {
+	key := u.clientKeyOf(ss)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if c := u.clients[key]; c != nil {
 		select {
 		case <-c.ready:
 			return c.client, c.cs

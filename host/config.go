@@ -24,8 +24,9 @@ const (
 
 // Session modes for an upstream server.
 const (
-	SessionsShared    = "shared"     // one upstream session for all clients
-	SessionsPerClient = "per_client" // one upstream session per downstream session
+	SessionsShared     = "shared"      // one upstream session for all clients
+	SessionsPerClient  = "per_client"  // one upstream session per client: per identity when the caller has one, else per downstream session
+	SessionsPerSession = "per_session" // one upstream session per downstream session, whoever the caller
 )
 
 // What to do when two servers list the same resource URI (or templates that
@@ -113,7 +114,7 @@ type ServerConfig struct {
 	Timeout         time.Duration // per call; 0 means DefaultCallTimeout
 	IdleTimeout     time.Duration // disconnect when idle; negative means never
 	ConnectTimeout  time.Duration // 0 means DefaultConnectTimeout
-	Sessions        string        // SessionsShared (default) or SessionsPerClient
+	Sessions        string        // SessionsShared (default), SessionsPerClient or SessionsPerSession
 	MaxSessions     int           // per_client: most upstream sessions at once; 0 means DefaultMaxSessions
 	ProtocolVersion string        // pinned upstream protocol; "" means DefaultProtocolVersion
 }
@@ -224,8 +225,8 @@ func (c Config) Validate() error {
 		default:
 			errs = append(errs, fmt.Errorf("host: %s: unknown transport %q (want %q, %q or %q)", where, s.Transport, TransportStdio, TransportSSE, TransportStreamableHTTP))
 		}
-		if s.Sessions != SessionsShared && s.Sessions != SessionsPerClient {
-			errs = append(errs, fmt.Errorf("host: %s: unknown sessions mode %q (want %q or %q)", where, s.Sessions, SessionsShared, SessionsPerClient))
+		if s.Sessions != SessionsShared && s.Sessions != SessionsPerClient && s.Sessions != SessionsPerSession {
+			errs = append(errs, fmt.Errorf("host: %s: unknown sessions mode %q (want %q, %q or %q)", where, s.Sessions, SessionsShared, SessionsPerClient, SessionsPerSession))
 		}
 		if s.MaxSessions < 0 {
 			errs = append(errs, fmt.Errorf("host: %s: max_sessions must be positive", where))

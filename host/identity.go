@@ -75,6 +75,15 @@ func (h *Host) identityOf(ctx context.Context, req mcp.Request, transport string
 	return auth.FromContext(ctx)
 }
 
+// identityKey is the identity of a downstream session, "" for none
+// (upstreamEvents).
+func (h *Host) identityKey(ss *mcp.ServerSession) string {
+	if d, _ := h.sessions.lookup(ss); d != nil && d.identity != nil {
+		return d.identity.Key()
+	}
+	return ""
+}
+
 // sessionOwners maps HTTP session ids to the identity key that opened them.
 type sessionOwners struct {
 	mu sync.Mutex

@@ -6,13 +6,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // whoPolicy titles every tool with who listed it, and lets only alice
@@ -203,5 +206,104 @@ func TestOAuthThroughHost(t *testing.T) {
 			cs.Close()
 			t.Errorf("%s: connected", name)
 		}
+	}
+}
+
+// TestPerClientSessionsPerIdentity: with sessions = "per_client" an
+// identity's downstream sessions share one upstream session (one process
+// here), other identities get their own, and it ends with the identity's
+// last session; "per_session" keeps one per downstream session.
+func TestPerClientSessionsPerIdentity(t *testing.T) {
+	for _, mode := range []string{SessionsPerClient, SessionsPerSession} {
+		t.Run(mode, func(t *testing.T) {
+			sc := stdioServer("a")
+			sc.Sessions = mode
+			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{sc}}, nil)
+			srv := httptest.NewServer(h.Handler())
+			t.Cleanup(srv.Close)
+			ctx := context.Background()
+			connect := func(token string) *mcp.ClientSession {
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "pc"}, nil).Connect(ctx,
+					&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cs
+			}
+			pid := func(cs *mcp.ClientSession) string {
+				t.Helper()
+				got, isErr := callText(t, cs, "a__pid", nil)
+				if isErr {
+					t.Fatalf("a__pid: %s", got)
+				}
+				return got
+			}
+			alice1, alice2, bob := connect("alice-key-0123456789"), connect("alice-key-0123456789"), connect("bob-key-0123456789")
+			defer bob.Close()
+			p1, p2, pb := pid(alice1), pid(alice2), pid(bob)
+			if pb == p1 || pb == p2 {
+				t.Errorf("bob shares alice's upstream process %s", pb)
+			}
+			if (p1 == p2) != (mode == SessionsPerClient) {
+				t.Errorf("alice's two sessions: processes %s and %s", p1, p2)
+			}
+			alice1.Close()
+			testproc.WaitFor(t, "alice's first session to end", 10*time.Second, func() bool { return h.sessions.count() == 2 })
+			if p := pid(alice2); mode == SessionsPerClient && p != p1 {
+				t.Errorf("alice's second session moved from %s to %s when her first ended", p1, p)
+			}
+			alice2.Close()
+			testproc.WaitFor(t, "alice's upstream session to end", 10*time.Second, func() bool {
+				return h.upstreamNamed("a").status().ClientSessions == 1
+			})
+		})
+	}
+}
+
+// TestPerIdentitySubscriptions: two sessions of one identity share an
+// upstream session and its subscriptions; one unsubscribing leaves the
+// other's in place, and updates reach only the sessions that asked.
+func TestPerIdentitySubscriptions(t *testing.T) {
+	sc := stdioServer("a", "-subscribable")
+	sc.Sessions = SessionsPerClient
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{sc}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	var got [3]atomic.Int32
+	connect := func(i int, token string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "sub"}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { got[i].Add(1) },
+		}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice1, alice2, bob := connect(0, "alice-key-0123456789"), connect(1, "alice-key-0123456789"), connect(2, "bob-key-0123456789")
+	for _, cs := range []*mcp.ClientSession{alice1, alice2, bob} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://ticker"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := alice1.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://ticker"}); err != nil {
+		t.Fatal(err)
+	}
+	if txt, isErr := callText(t, alice2, "a__update_burst", map[string]any{"count": 3, "size": 1}); isErr {
+		t.Fatal(txt)
+	}
+	testproc.WaitFor(t, "alice's second session to get the updates", 10*time.Second, func() bool { return got[1].Load() == 3 })
+	// What alice's burst sent went out on her upstream session only: bob's
+	// is another process, and alice's first session unsubscribed.
+	if txt, isErr := callText(t, bob, "a__update_burst", map[string]any{"count": 2, "size": 1}); isErr {
+		t.Fatal(txt)
+	}
+	testproc.WaitFor(t, "bob to get his updates", 10*time.Second, func() bool { return got[2].Load() == 2 })
+	if n := got[0].Load(); n != 0 {
+		t.Errorf("alice's unsubscribed session got %d updates", n)
+	}
+	if n := got[1].Load(); n != 3 {
+		t.Errorf("alice's second session got %d updates, want 3 (bob's burst leaked?)", n)
 	}
 }

@@ -135,9 +135,18 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	if err := h.admit(ctx, h.requestCaller(req), abi.MethodResourcesSubscribe, u.cfg.Name, uri, req.Params, mcp.ResourceNotFoundError(uri)); err != nil {
 		return err
 	}
-	if u.cfg.Sessions == SessionsPerClient {
+	if u.perClient() {
+		// An identity's sessions share its upstream session: it is
+		// subscribed once per URI, and unsubscribed when the last leaves.
 		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			if !u.subscribed(ss, uri, true) {
+				return nil
+			}
+			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			if err != nil {
+				u.subscribed(ss, uri, false)
+			}
+			return err
 		})
 		if err != nil {
 			return rpcError(u.cfg.Name, err)
@@ -171,10 +180,13 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 	if err != nil {
 		return err
 	}
-	if u.cfg.Sessions != SessionsPerClient {
+	if !u.perClient() {
 		return nil // never subscribed
 	}
 	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+		if !u.subscribed(ss, uri, false) {
+			return nil // another session of the client still wants it
+		}
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 	if err != nil {
@@ -259,7 +271,7 @@ func (h *Host) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.Lo
 		if caps := u.capabilities(); caps == nil || caps.Logging == nil {
 			continue
 		}
-		if u.cfg.Sessions == SessionsPerClient {
+		if u.perClient() {
 			if _, cs := u.clientOf(ss); cs != nil {
 				h.setUpstreamLevel(ctx, u, cs, level)
 			}
@@ -299,7 +311,7 @@ func (h *Host) clientSessionStarted(ctx context.Context, u *upstream, owner *mcp
 // changed: its per-client sessions, and every shared session.
 func (h *Host) rootsChanged(ss *mcp.ServerSession) {
 	for _, u := range h.upstreamList() {
-		if u.cfg.Sessions == SessionsPerClient {
+		if u.perClient() {
 			if c, _ := u.clientOf(ss); c != nil {
 				c.AddRoots(markerRoot)
 			}

@@ -83,8 +83,8 @@ type upstream struct {
 	feats       serverFeatures          // prompts and resources, as last listed
 	logLevel    mcp.LoggingLevel        // the level set on the shared session
 	subs        map[string]int          // resource URI -> downstream subscribers on the shared session
-	clients     map[*mcp.ServerSession]*clientConn
-	owners      map[*mcp.ClientSession]*mcp.ServerSession // per-client session -> its downstream session
+	clients     map[clientKey]*clientConn
+	owners      map[*mcp.ClientSession]*clientConn // per-client session -> its bookkeeping
 	inflight    int
 	lastUsed    time.Time
 	reconnects  int
@@ -109,6 +109,10 @@ type upstreamEvents interface {
 	// clientSessionStarted prepares a new per-client session for its owner
 	// (log level) before it is used.
 	clientSessionStarted(ctx context.Context, u *upstream, owner *mcp.ServerSession, cs *mcp.ClientSession)
+	// identityKey is the identity of a downstream session (auth.Identity.Key),
+	// "" for none: with sessions = "per_client" an identity's sessions share
+	// one upstream session.
+	identityKey(ss *mcp.ServerSession) string
 }
 
 // sharedClientCaps is what a shared session offers upstream: everything a
@@ -124,7 +128,7 @@ func sharedClientCaps() *mcp.ClientCapabilities {
 
 func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *upstream {
 	u := &upstream{cfg: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff,
-		subs: make(map[string]int), clients: make(map[*mcp.ServerSession]*clientConn), owners: make(map[*mcp.ClientSession]*mcp.ServerSession)}
+		subs: make(map[string]int), clients: make(map[clientKey]*clientConn), owners: make(map[*mcp.ClientSession]*clientConn)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if cfg.Transport == TransportStdio {
 		u.stdio = newStdioTransport(cfg, log)

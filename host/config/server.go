@@ -68,7 +68,7 @@ func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
 	if v, ok := d.duration(attrs["connect_timeout"], false); ok {
 		s.ConnectTimeout = v
 	}
-	if v, ok := d.enum(attrs["sessions"], host.SessionsShared, host.SessionsPerClient); ok {
+	if v, ok := d.enum(attrs["sessions"], host.SessionsShared, host.SessionsPerClient, host.SessionsPerSession); ok {
 		s.Sessions = v
 	}
 	if n, ok := d.int(attrs["max_sessions"], 1, 100000); ok {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -157,6 +158,9 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	// they read (a pin file an operator just approved) may have: listings
 	// are recomputed and clients told, on every reload.
 	e.host.NotifyPolicyChanged()
+	if !reflect.DeepEqual(e.file.Host.Listen, file.Host.Listen) {
+		e.log.Warn("the listen block changed (address, auth, limits or TLS file paths); the running listener keeps its settings until mcphost restarts")
+	}
 	e.file = file
 	return nil
 }

@@ -1,0 +1,47 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// TestReloadSaysListenWaitsForRestart: a reload that changes listen (here
+// its auth) applies the rest and says, once, that the listener keeps its
+// settings until a restart.
+func TestReloadSaysListenWaitsForRestart(t *testing.T) {
+	up := demoServer()
+	defer up.Close()
+	ctx := context.Background()
+	servers := []host.ServerConfig{{Name: "demo", Transport: host.TransportStreamableHTTP, URL: up.URL}}
+	logs := &testproc.Buffer{}
+	e, err := engine.Start(ctx, &config.File{Host: host.Config{Servers: servers}}, &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	same := &config.File{Host: host.Config{Servers: servers}}
+	if err := e.Reload(ctx, same); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "listen block changed") {
+		t.Fatalf("warned with listen unchanged:\n%s", logs.String())
+	}
+	k := auth.KeyFromValue("a", "a-key-0123456789abcdef")
+	k.Subject = "a"
+	changed := &config.File{Host: host.Config{Servers: servers, Listen: host.Listen{Auth: &auth.Config{Keys: []auth.Key{k}}}}}
+	if err := e.Reload(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "listen block changed") {
+		t.Errorf("no warning that listen waits for a restart:\n%s", logs.String())
+	}
+}
