@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -182,7 +183,12 @@ func TestOAuthThroughHost(t *testing.T) {
 		return mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
 	}
-	cs, err := connect(as.Token(t, "alice", aud, nil))
+	// The client gets its token from the authorization server's token
+	// endpoint, as an OAuth client does (client_credentials).
+	as.AddClient("alice-app", authtest.Client{Secret: "s3cret", Subject: "alice", Audience: aud})
+	cc := clientcredentials.Config{ClientID: "alice-app", ClientSecret: "s3cret", TokenURL: as.URL + "/token"}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: cc.Client(ctx)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ server "up" {
 plugin "ops-limits" {
   source = "builtin:deny"
   groups = ["ops"]
-  config = { tools = "up__pid", resources = "secret://*" }
+  config = { tools = "up__pid", resources = "secret://*", prompts = "up__secret_prompt" }
 }
 `
 
@@ -131,6 +131,27 @@ func TestTwoUsers(t *testing.T) {
 	}
 	if _, err := bob.ReadResource(ctx, &mcp.ReadResourceParams{URI: "secret://note"}); err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Errorf("bob reading secret://note: %v", err)
+	}
+
+	if _, err := alice.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up__secret_prompt"}); err != nil {
+		t.Errorf("alice getting up__secret_prompt: %v", err)
+	}
+	if _, err := bob.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up__secret_prompt"}); err == nil {
+		t.Errorf("bob got up__secret_prompt")
+	}
+	promptNames := func(cs *mcp.ClientSession) string {
+		res, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range res.Prompts {
+			out = append(out, p.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if a, b := promptNames(alice), promptNames(bob); !strings.Contains(a, "up__secret_prompt") || strings.Contains(b, "up__secret_prompt") {
+		t.Errorf("prompts: alice %q, bob %q", a, b)
 	}
 
 	// bob presents alice's session id: 404, as for a session that does not exist.

@@ -1,11 +1,13 @@
 // Package authtest runs a small OAuth 2.1 authorization server on
-// loopback for tests: RFC 8414 metadata, a JWKS endpoint, real signed
-// access tokens, and key rotation.
+// loopback for tests: RFC 8414 metadata, a JWKS endpoint, a token endpoint
+// for the client_credentials grant, real signed access tokens (RS256, through
+// go-jose), and key rotation.
 package authtest
 
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -18,18 +20,36 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Server is the authorization server. Its issuer is URL.
+// Server is the authorization server. Its issuer is URL; its token
+// endpoint, URL+"/token", grants client_credentials to the clients added
+// with AddClient.
 type Server struct {
 	URL       string
 	srv       *httptest.Server
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey // private, the current one first
+	clients   map[string]Client // by client id
 	jwksFetch atomic.Int32
+}
+
+// Client is a registered OAuth client and the access tokens it gets.
+type Client struct {
+	Secret   string
+	Subject  string
+	Audience string
+	Extra    map[string]any // claims over Claims' defaults
+}
+
+// AddClient registers a client for the client_credentials grant.
+func (as *Server) AddClient(id string, c Client) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	as.clients[id] = c
 }
 
 // New starts a Server with one RSA key, "k1"; it stops with the test.
 func New(t testing.TB) *Server {
-	as := &Server{}
+	as := &Server{clients: map[string]Client{}}
 	as.Rotate(t, "k1")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +60,7 @@ func New(t testing.TB) *Server {
 			"token_endpoint":                   as.URL + "/token",
 			"jwks_uri":                         as.URL + "/jwks",
 			"response_types_supported":         []string{"code"},
+			"grant_types_supported":            []string{"client_credentials"},
 			"code_challenge_methods_supported": []string{"S256"},
 		})
 	})
@@ -53,6 +74,33 @@ func New(t testing.TB) *Server {
 			set.Keys = append(set.Keys, k.Public())
 		}
 		json.NewEncoder(w).Encode(set)
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		id, secret, ok := r.BasicAuth()
+		if !ok {
+			id, secret = r.PostFormValue("client_id"), r.PostFormValue("client_secret")
+		}
+		as.mu.Lock()
+		c, known := as.clients[id]
+		as.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.PostFormValue("grant_type") != "client_credentials" {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"error": "unsupported_grant_type"})
+			return
+		}
+		if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client"})
+			return
+		}
+		tok, err := as.sign(as.Claims(c.Subject, c.Audience, c.Extra), nil)
+		if err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
 	})
 	as.srv = httptest.NewServer(mux)
 	as.URL = as.srv.URL
@@ -84,6 +132,14 @@ func (as *Server) PublicKey() jose.JSONWebKey {
 
 // Sign signs claims with the current key, or with key if not nil.
 func (as *Server) Sign(t testing.TB, claims map[string]any, key *jose.JSONWebKey) string {
+	s, err := as.sign(claims, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (as *Server) sign(claims map[string]any, key *jose.JSONWebKey) (string, error) {
 	as.mu.Lock()
 	k := as.keys[0]
 	as.mu.Unlock()
@@ -92,13 +148,9 @@ func (as *Server) Sign(t testing.TB, claims map[string]any, key *jose.JSONWebKey
 	}
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(k.Algorithm), Key: k}, (&jose.SignerOptions{}).WithType("at+jwt"))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	s, err := jwt.Signed(sig).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return jwt.Signed(sig).Claims(claims).Serialize()
 }
 
 // Claims are an access token's claims for sub and audience, valid for an
