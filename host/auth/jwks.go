@@ -19,18 +19,21 @@ import (
 // keyCache holds an issuer's JSON Web Key Set: fetched on first use (after
 // discovering its URL from the issuer's metadata), used for jwksMaxAge,
 // and fetched again early when a token names a kid it lacks (key
-// rotation), at most once per jwksMinRefresh.
+// rotation), at most once per jwksMinRefresh. A fetch runs without the
+// lock: a token whose key is known never waits for one; a token whose key
+// is not waits for the fetch in flight, if any.
 type keyCache struct {
 	issuer string
 	client *http.Client
 
-	mu      sync.Mutex
-	url     string // the jwks_uri; "" until discovered
-	set     *jose.JSONWebKeySet
-	fetched time.Time // when set was fetched
-	tried   time.Time // when a fetch was last tried
-	lastErr error
-	now     func() time.Time
+	mu       sync.Mutex
+	url      string // the jwks_uri; "" until discovered
+	set      *jose.JSONWebKeySet
+	fetched  time.Time     // when set was fetched
+	tried    time.Time     // when a fetch was last started
+	inflight chan struct{} // closed when the fetch in flight ends; nil for none
+	lastErr  error
+	now      func() time.Time
 }
 
 func newKeyCache(issuer, jwksURL string, client *http.Client) *keyCache {
@@ -40,24 +43,33 @@ func newKeyCache(issuer, jwksURL string, client *http.Client) *keyCache {
 // key returns the verification key for kid and alg.
 func (c *keyCache) key(ctx context.Context, kid, alg string) (*jose.JSONWebKey, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.now()
-	stale := c.set == nil || now.Sub(c.fetched) > jwksMaxAge
-	if !stale {
+	if c.set != nil && now.Sub(c.fetched) <= jwksMaxAge {
 		if k := pick(c.set, kid, alg); k != nil {
+			c.mu.Unlock()
 			return k, nil
 		}
 	}
 	// Unknown kid or an old set: fetch, but not more often than
-	// jwksMinRefresh, whatever the tokens say.
-	if c.tried.IsZero() || now.Sub(c.tried) >= jwksMinRefresh {
+	// jwksMinRefresh, whatever the tokens say; or wait for the fetch in
+	// flight.
+	wait := c.inflight
+	if wait == nil && (c.tried.IsZero() || now.Sub(c.tried) >= jwksMinRefresh) {
 		c.tried = now
-		set, err := c.fetch(ctx)
-		c.lastErr = err
-		if err == nil {
-			c.set, c.fetched = set, now
+		done := make(chan struct{})
+		c.inflight, wait = done, done
+		go c.refresh(c.url, done)
+	}
+	c.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the issuer's signing keys: %w", ctx.Err())
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.set == nil {
 		return nil, fmt.Errorf("the issuer's signing keys are not available: %v", c.lastErr)
 	}
@@ -68,6 +80,23 @@ func (c *keyCache) key(ctx context.Context, kid, alg string) (*jose.JSONWebKey, 
 		return nil, fmt.Errorf("access token names no key (kid) and the issuer has no single %s key", alg)
 	}
 	return nil, fmt.Errorf("access token is signed with key %q, which the issuer does not publish", kid)
+}
+
+// refresh fetches the key set (discovering its URL first when url is "")
+// and closes done. It runs on its own, so that a request that stops
+// waiting does not cancel the fetch the others wait for.
+func (c *keyCache) refresh(url string, done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set, url, err := c.fetch(ctx, url)
+	c.mu.Lock()
+	c.lastErr = err
+	if err == nil {
+		c.set, c.fetched, c.url = set, c.now(), url
+	}
+	c.inflight = nil
+	c.mu.Unlock()
+	close(done)
 }
 
 // pick finds the public key for kid usable with alg: a token's header may
@@ -92,35 +121,34 @@ func pick(set *jose.JSONWebKeySet, kid, alg string) *jose.JSONWebKey {
 	return found
 }
 
-// fetch reads the key set, discovering its URL first if need be.
-func (c *keyCache) fetch(ctx context.Context) (*jose.JSONWebKeySet, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if c.url == "" {
+// fetch reads the key set from url, discovering it first when url is "";
+// it returns the URL it read.
+func (c *keyCache) fetch(ctx context.Context, url string) (*jose.JSONWebKeySet, string, error) {
+	if url == "" {
 		u, err := discoverJWKS(ctx, c.issuer, c.client)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		c.url = u
+		url = u
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return nil, url, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", c.url, err)
+		return nil, url, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching %s: %s", c.url, resp.Status)
+		return nil, url, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
 	var set jose.JSONWebKeySet
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&set); err != nil {
-		return nil, fmt.Errorf("reading the key set at %s: %w", c.url, err)
+		return nil, url, fmt.Errorf("reading the key set at %s: %w", url, err)
 	}
-	return &set, nil
+	return &set, url, nil
 }
 
 // discoverJWKS finds the issuer's jwks_uri in its RFC 8414 metadata, or

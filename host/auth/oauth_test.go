@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,37 @@ func TestRememberedTokenExpires(t *testing.T) {
 	now = now.Add(3 * time.Minute)
 	if _, f := a.Authenticate(context.Background(), tok); f == nil || !strings.Contains(f.Reason, "expired") {
 		t.Fatalf("expired remembered token: %+v", f)
+	}
+}
+
+// TestKnownKeysDoNotWaitForAFetch: while the key set is being fetched again
+// for a token with an unknown kid, a token signed with a known key
+// verifies without waiting for it; the first then gets its answer once the
+// fetch ends.
+func TestKnownKeysDoNotWaitForAFetch(t *testing.T) {
+	as := authtest.New(t)
+	a := newTestAuth(t, as)
+	ctx := context.Background()
+	if _, f := a.Authenticate(ctx, "Bearer "+as.Token(t, "alice", testAudience, nil)); f != nil {
+		t.Fatal(f)
+	}
+	now := time.Now().Add(jwksMinRefresh)
+	a.oa.keys.now = func() time.Time { return now }
+	release := as.HoldJWKS()
+	defer release()
+	unknown := make(chan *Failure, 1)
+	go func() {
+		_, f := a.Authenticate(ctx, "Bearer "+as.Sign(t, as.Claims("bob", testAudience, nil), &jose.JSONWebKey{Key: mustRSA(t), KeyID: "new", Algorithm: "RS256"}))
+		unknown <- f
+	}()
+	for as.JWKSFetches() < 2 { // the unknown kid's fetch is held
+		runtime.Gosched()
+	}
+	if _, f := a.Authenticate(ctx, "Bearer "+as.Token(t, "carol", testAudience, nil)); f != nil {
+		t.Fatalf("a token with a known key: %v", f)
+	}
+	release()
+	if f := <-unknown; f == nil || !strings.Contains(f.Reason, "does not publish") {
+		t.Fatalf("unknown kid: %+v", f)
 	}
 }

@@ -29,7 +29,25 @@ type Server struct {
 	mu        sync.Mutex
 	keys      []jose.JSONWebKey // private, the current one first
 	clients   map[string]Client // by client id
+	hold      chan struct{}     // while not nil, key set requests wait for it to close
 	jwksFetch atomic.Int32
+}
+
+// HoldJWKS makes key set requests wait until release is called.
+func (as *Server) HoldJWKS() (release func()) {
+	ch := make(chan struct{})
+	as.mu.Lock()
+	as.hold = ch
+	as.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			as.mu.Lock()
+			as.hold = nil
+			as.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 // Client is a registered OAuth client and the access tokens it gets.
@@ -66,6 +84,12 @@ func New(t testing.TB) *Server {
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		as.jwksFetch.Add(1)
+		as.mu.Lock()
+		hold := as.hold
+		as.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
 		w.Header().Set("Content-Type", "application/json")
 		as.mu.Lock()
 		defer as.mu.Unlock()
