@@ -88,6 +88,9 @@ func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.
 		}
 		return owner, context.Background(), nil
 	}
+	if u.isPerClientSession(cs) {
+		return nil, nil, fmt.Errorf("mcphost: server %q sent %s on a per-client session that serves no client now (starting or closing); dropped", u.cfg.Name, what)
+	}
 	ss, ctx, n := h.calls.caller(cs, nil)
 	switch n {
 	case 1:
@@ -172,6 +175,9 @@ func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMes
 		h.notify(ss, note{kind: noteLog, ctx: ctx, server: u.cfg.Name, log: &out})
 		return
 	}
+	if u.isPerClientSession(cs) {
+		return // one client's: never broadcast
+	}
 	for _, ss := range h.sessions.logging() {
 		h.notify(ss, note{kind: noteLog, ctx: context.Background(), server: u.cfg.Name, log: &out})
 	}
@@ -193,6 +199,8 @@ func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.Resour
 			ids[i] = h.sessions.id(o)
 		}
 		meta[deliverToKey] = ids
+	} else if u.isPerClientSession(cs) {
+		return // one client's, which is gone: never broadcast
 	}
 	out.Meta = meta
 	h.servers.resourceUpdated(&out)

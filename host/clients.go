@@ -87,6 +87,10 @@ func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.
 	}
 	c := u.clients[key]
 	var evicted *clientConn
+	if !u.events.sessionLive(ss) {
+		u.mu.Unlock()
+		return nil, nil, errors.New("the client's session ended")
+	}
 	if c == nil {
 		if len(u.clients) >= u.cfg.MaxSessions {
 			evicted = u.evictLocked()
@@ -196,9 +200,6 @@ func (u *upstream) connectClient(c *clientConn) {
 	defer cancel()
 	client := u.newClient(clientCaps(c.owner))
 	cs, err := u.dialClient(ctx, client)
-	if err == nil {
-		u.events.clientSessionStarted(ctx, u, c.owner, cs)
-	}
 	u.mu.Lock()
 	c.client, c.cs, c.err = client, cs, err
 	stale := u.clients[c.key] != c || u.closed
@@ -207,12 +208,17 @@ func (u *upstream) connectClient(c *clientConn) {
 			delete(u.clients, c.key) // the next request tries again
 		}
 	} else if !stale {
+		// Known as per-client before it is used: what the server sends
+		// from now on goes to this client's sessions only.
 		u.owners[cs] = c
 		u.wg.Add(1)
 		go u.watchClient(c)
 	}
-	close(c.ready)
 	u.mu.Unlock()
+	if err == nil && !stale {
+		u.events.clientSessionStarted(ctx, u, c.owner, cs)
+	}
+	close(c.ready)
 	if err != nil {
 		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
 		return
@@ -284,7 +290,11 @@ func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
 				}
 			}
 			if len(orphaned) > 0 && len(c.owners) > 0 && c.cs != nil {
-				go u.unsubscribeAll(c.cs, orphaned)
+				u.wg.Add(1)
+				go func(cs *mcp.ClientSession) {
+					defer u.wg.Done()
+					u.unsubscribeAll(cs, orphaned)
+				}(c.cs)
 			}
 			if c.last == ss {
 				c.last = nil
@@ -386,6 +396,18 @@ func (u *upstream) subscribed(ss *mcp.ServerSession, uri string, add bool) bool 
 	}
 	delete(c.subs, uri)
 	return true
+}
+
+// isPerClientSession reports whether cs is not the shared session of a
+// server that keeps per-client ones: what it sends is never for everyone,
+// even while it is being set up or closed and has no owner.
+func (u *upstream) isPerClientSession(cs *mcp.ClientSession) bool {
+	if !u.perClient() {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return cs != u.sess
 }
 
 // perClient reports whether the server keeps upstream sessions per client.

@@ -55,8 +55,8 @@ type Host struct {
 	policyStatus func() any
 	policy       Policy
 	noShortcuts  bool
-	authn        *auth.Authenticator // nil: the HTTP endpoint does not authenticate
-	owners       sessionOwners       // which identity each HTTP session belongs to (identity.go)
+	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
+	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
 
 	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
 	upstreams []*upstream          // config order
@@ -106,9 +106,11 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		noShortcuts:  opts.NoShortcuts,
 		byName:       make(map[string]*upstream, len(cfg.Servers)),
 	}
-	if h.authn, err = newAuthenticator(cfg.Listen, log.Named("auth")); err != nil {
+	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
+	if err != nil {
 		return nil, err
 	}
+	h.authn.Store(a)
 	h.views.init()
 	h.progressRoutes.init()
 	h.cat.Store(buildCatalog(0, cfg.Tools, nil))

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,8 +23,9 @@ import (
 // not exist, so a stolen id reveals nothing. A session's entry in the
 // session table keeps its identity, which every hook's Caller carries.
 
-// DefaultAdminGroup is the group that may read /status when listen.auth
-// names no admin_groups; the auth_token shorthand's key is in it.
+// DefaultAdminGroup is the group whose keys may read /status when
+// listen.auth names no admin_groups (OAuth tokens then never may); the
+// auth_token shorthand's key is in it.
 const DefaultAdminGroup = "admins"
 
 // newAuthenticator builds the endpoint's authenticator from l.Auth and the
@@ -42,17 +45,40 @@ func newAuthenticator(l Listen, log hclog.Logger) (*auth.Authenticator, error) {
 		return nil, nil
 	}
 	if len(cfg.AdminGroups) == 0 {
-		cfg.AdminGroups = []string{DefaultAdminGroup}
+		// The default group counts for keys only: an identity provider's
+		// groups claim could name "admins" for anyone.
+		cfg.AdminGroups, cfg.AdminKeysOnly = []string{DefaultAdminGroup}, true
 	}
 	return auth.New(cfg, log)
 }
 
 // stdioIdentity is the identity listen.auth gives a stdio client.
 func (h *Host) stdioIdentity() *auth.Identity {
-	if h.cfg.Listen.Auth == nil {
-		return nil
+	return h.authn.Load().StdioIdentity()
+}
+
+// authenticate runs the current authenticator (none: every request passes
+// as it is). Reconfigure replaces it, so a key removed from the config stops
+// working at the reload.
+func (h *Host) authenticate(next http.Handler) http.Handler {
+	type built struct {
+		a *auth.Authenticator
+		h http.Handler
 	}
-	return h.cfg.Listen.Auth.StdioIdentity()
+	var cur atomic.Pointer[built]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := h.authn.Load()
+		if a == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b := cur.Load()
+		if b == nil || b.a != a {
+			b = &built{a: a, h: a.Middleware(next)}
+			cur.Store(b)
+		}
+		b.h.ServeHTTP(w, r)
+	})
 }
 
 // identityOf returns the identity of the client behind req: the one the
@@ -84,26 +110,52 @@ func (h *Host) identityKey(ss *mcp.ServerSession) string {
 	return ""
 }
 
-// sessionOwners maps HTTP session ids to the identity key that opened them.
-type sessionOwners struct {
-	mu sync.Mutex
-	m  map[string]string // "mcp:" or "sse:" + session id -> Identity.Key()
+// sessionLive reports whether ss is tracked (upstreamEvents).
+func (h *Host) sessionLive(ss *mcp.ServerSession) bool {
+	d, _ := h.sessions.lookup(ss)
+	return d != nil
 }
 
-func (o *sessionOwners) set(sid, owner string) {
+// sessionOwners maps HTTP session ids to the identity key that opened them.
+// An entry goes when its session ends; one whose session never got going
+// (an initialize the go-sdk answered without the host seeing it) is pruned
+// once the map grows past a bound.
+type sessionOwners struct {
+	mu sync.Mutex
+	m  map[string]sessionOwner // "mcp:" or "sse:" + session id
+}
+
+type sessionOwner struct {
+	key string // Identity.Key()
+	at  time.Time
+}
+
+// ownersPruneAt is the size past which set prunes entries of sessions that
+// are not tracked.
+const ownersPruneAt = 1024
+
+func (o *sessionOwners) set(sid, owner string, live func() map[string]bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
-		o.m = map[string]string{}
+		o.m = map[string]sessionOwner{}
 	}
-	o.m[sid] = owner
+	if len(o.m) >= ownersPruneAt {
+		ids, old := live(), time.Now().Add(-time.Minute)
+		for k, v := range o.m {
+			if id, ok := strings.CutPrefix(k, "mcp:"); ok && !ids[id] && v.at.Before(old) {
+				delete(o.m, k)
+			}
+		}
+	}
+	o.m[sid] = sessionOwner{key: owner, at: time.Now()}
 }
 
 func (o *sessionOwners) get(sid string) (string, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	owner, ok := o.m[sid]
-	return owner, ok
+	return owner.key, ok
 }
 
 func (o *sessionOwners) forget(sid string) {
@@ -124,7 +176,7 @@ func (h *Host) bindSessions(next http.Handler) http.Handler {
 			if v := r.Header.Get("Mcp-Session-Id"); v != "" {
 				sid = "mcp:" + v
 			} else if r.Method == http.MethodPost {
-				w = &ownerRecorder{ResponseWriter: w, record: func(v string) { h.owners.set("mcp:"+v, id.Key()) }, fromHeader: "Mcp-Session-Id"}
+				w = &ownerRecorder{ResponseWriter: w, record: func(v string) { h.owners.set("mcp:"+v, id.Key(), h.sessions.ids) }, fromHeader: "Mcp-Session-Id"}
 			}
 		case "/sse":
 			switch r.Method {
@@ -134,7 +186,7 @@ func (h *Host) bindSessions(next http.Handler) http.Handler {
 				}
 			case http.MethodGet:
 				var opened string
-				w = &ownerRecorder{ResponseWriter: w, record: func(v string) { opened = "sse:" + v; h.owners.set(opened, id.Key()) }}
+				w = &ownerRecorder{ResponseWriter: w, record: func(v string) { opened = "sse:" + v; h.owners.set(opened, id.Key(), h.sessions.ids) }}
 				defer func() {
 					if opened != "" {
 						h.owners.forget(opened)
@@ -194,9 +246,7 @@ func (o *ownerRecorder) catchHeader() {
 
 func (o *ownerRecorder) Flush() {
 	o.catchHeader()
-	if f, ok := o.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(o.ResponseWriter).Flush()
 }
 
 func (o *ownerRecorder) Unwrap() http.ResponseWriter { return o.ResponseWriter }

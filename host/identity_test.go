@@ -313,3 +313,72 @@ func TestPerIdentitySubscriptions(t *testing.T) {
 		t.Errorf("alice's second session got %d updates, want 3 (bob's burst leaked?)", n)
 	}
 }
+
+// TestSessionNeedsTheSameRights: a key with the same subject but fewer
+// groups cannot use a session a stronger key opened.
+func TestSessionNeedsTheSameRights(t *testing.T) {
+	cfg := &auth.Config{Keys: []auth.Key{
+		keyFor("alice", "alice-admin-0123456789", []string{"admins"}, nil),
+		keyFor("alice", "alice-readonly-0123456789", []string{"readonly"}, nil),
+	}}
+	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rights"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("alice-admin-0123456789")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for token, want := range map[string]int{"alice-readonly-0123456789": http.StatusNotFound, "alice-admin-0123456789": http.StatusOK} {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s on the admin key's session: %d, want %d", token, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestKeysChangeAtReload: a key removed from the config stops working at
+// the reload, sessions included; a new one works at once.
+func TestKeysChangeAtReload(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	connect := func(token string) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "reload"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+	}
+	alice, err := connect("alice-key-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	carol := keyFor("carol", "carol-key-0123456789", nil, nil)
+	next := Config{Listen: Listen{Auth: &auth.Config{Keys: []auth.Key{testAuth.Keys[1], carol}}}, Servers: []ServerConfig{stdioServer("a")}}
+	if err := h.Reconfigure(ctx, next, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.ListTools(ctx, nil); err == nil {
+		t.Error("alice's session still works after her key was removed")
+	}
+	if cs, err := connect("alice-key-0123456789"); err == nil {
+		cs.Close()
+		t.Error("alice's removed key opened a session")
+	}
+	cs, err := connect("carol-key-0123456789")
+	if err != nil {
+		t.Fatalf("carol's new key: %v", err)
+	}
+	cs.Close()
+}

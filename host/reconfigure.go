@@ -10,7 +10,8 @@ import (
 // removed from it are closed and their processes ended, new servers are
 // started, changed servers are restarted, and a change of tool naming
 // rebuilds the catalog. Unchanged servers keep their sessions and calls in
-// flight. Listen settings take effect only on restart. It waits, until ctx
+// flight. listen.auth and auth_token take effect at once (a key removed
+// stops working); other listen settings only on restart. It waits, until ctx
 // ends, for new servers to connect; an error means cfg was refused and
 // nothing changed.
 //
@@ -23,6 +24,10 @@ import (
 func (h *Host) Reconfigure(ctx context.Context, cfg Config, swapPolicy func()) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	authn, err := newAuthenticator(cfg.Listen, h.log.Named("auth"))
+	if err != nil {
 		return err
 	}
 	h.upMu.Lock()
@@ -52,6 +57,8 @@ func (h *Host) Reconfigure(ctx context.Context, cfg Config, swapPolicy func()) e
 	}
 	h.upstreams, h.byName = next, byName
 	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources = cfg.Servers, cfg.Tools, cfg.Resources
+	h.cfg.Listen.Auth, h.cfg.Listen.AuthToken = cfg.Listen.Auth, cfg.Listen.AuthToken
+	h.authn.Store(authn) // keys and OAuth settings take effect now; sessions of identities no longer accepted get 401
 	if swapPolicy != nil {
 		swapPolicy()
 	}

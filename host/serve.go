@@ -60,9 +60,7 @@ func (h *Host) Handler() http.Handler {
 	})
 	l := h.cfg.Listen
 	var handler http.Handler = h.limitSessions(mux, l.MaxSessions)
-	if h.authn != nil {
-		handler = h.authn.Middleware(h.bindSessions(handler))
-	}
+	handler = h.authenticate(h.bindSessions(handler))
 	return withDeadlines(checkOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
 
@@ -174,15 +172,16 @@ func limitBody(next http.Handler, limit int64) http.Handler {
 // request when the endpoint does not authenticate; it answers 403 to the
 // others.
 func (h *Host) mayAdminister(w http.ResponseWriter, r *http.Request) bool {
-	if h.authn == nil {
+	a := h.authn.Load()
+	if a == nil {
 		return true
 	}
 	id := auth.FromContext(r.Context())
-	if h.authn.IsAdmin(id) {
+	if a.IsAdmin(id) {
 		return true
 	}
 	h.log.Debug("refused an administration request", "caller", id.String(), "path", r.URL.Path)
-	http.Error(w, fmt.Sprintf("%s needs a caller in one of the admin groups %q (listen.auth.admin_groups)", r.URL.Path, h.authn.AdminGroups()), http.StatusForbidden)
+	http.Error(w, fmt.Sprintf("%s needs a caller in one of the admin groups %q (listen.auth.admin_groups)", r.URL.Path, a.AdminGroups()), http.StatusForbidden)
 	return false
 }
 

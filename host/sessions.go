@@ -53,6 +53,20 @@ func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.I
 	return d, true
 }
 
+// ids returns the session ids of the tracked sessions that have one
+// (streamable HTTP's Mcp-Session-Id).
+func (t *sessionTable) ids() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]bool, len(t.m))
+	for ss := range t.m {
+		if id := ss.ID(); id != "" {
+			out[id] = true
+		}
+	}
+	return out
+}
+
 // lookup returns the entry of a tracked session and its log level.
 func (t *sessionTable) lookup(ss *mcp.ServerSession) (*downstream, mcp.LoggingLevel) {
 	t.mu.Lock()

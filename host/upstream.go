@@ -113,6 +113,10 @@ type upstreamEvents interface {
 	// "" for none: with sessions = "per_client" an identity's sessions share
 	// one upstream session.
 	identityKey(ss *mcp.ServerSession) string
+	// sessionLive reports whether a downstream session is still tracked: a
+	// request finishing after its session ended must not open a per-client
+	// session nobody will close.
+	sessionLive(ss *mcp.ServerSession) bool
 }
 
 // sharedClientCaps is what a shared session offers upstream: everything a

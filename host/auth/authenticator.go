@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcphost-project/mcphost/abi"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcphost-project/mcphost/abi"
 )
 
 // Config is listen.auth.
@@ -20,6 +22,9 @@ type Config struct {
 	// AdminGroups may read /status and the management endpoints; an
 	// authenticated caller in none of them is refused there.
 	AdminGroups []string
+	// AdminKeysOnly counts only API keys' groups for AdminGroups: the
+	// host's default admin group must not be one a token's claims can name.
+	AdminKeysOnly bool
 	// StdioKey names the key whose identity a stdio client has.
 	StdioKey string
 }
@@ -82,7 +87,7 @@ func New(cfg Config, log hclog.Logger) (*Authenticator, error) {
 	}
 	a := &Authenticator{cfg: cfg, keys: keySet(cfg.Keys), log: log}
 	if cfg.OAuth != nil {
-		v, err := newVerifier(*cfg.OAuth)
+		v, err := newVerifier(*cfg.OAuth, log)
 		if err != nil {
 			return nil, err
 		}
@@ -130,8 +135,22 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Ident
 	return id, nil
 }
 
+// StdioIdentity is the identity of a stdio client (Config.StdioKey); nil
+// for none, or for a nil Authenticator.
+func (a *Authenticator) StdioIdentity() *Identity {
+	if a == nil {
+		return nil
+	}
+	return a.cfg.StdioIdentity()
+}
+
 // IsAdmin reports whether id may use /status and the management endpoints.
-func (a *Authenticator) IsAdmin(id *Identity) bool { return id.InAny(a.cfg.AdminGroups) }
+func (a *Authenticator) IsAdmin(id *Identity) bool {
+	if id == nil || (a.cfg.AdminKeysOnly && id.Method != abi.AuthKey) {
+		return false
+	}
+	return id.InAny(a.cfg.AdminGroups)
+}
 
 // AdminGroups are the groups IsAdmin accepts.
 func (a *Authenticator) AdminGroups() []string { return a.cfg.AdminGroups }
@@ -197,8 +216,13 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failur
 	http.Error(w, f.Reason, f.Status)
 }
 
-// metadataURL is the absolute URL of the metadata for r's endpoint.
+// metadataURL is the absolute URL of the metadata for r's endpoint: for
+// the configured audience when it is a URL (what clients were told to use,
+// whatever proxy the request came through), else from the request.
 func (a *Authenticator) metadataURL(r *http.Request) string {
+	if u, err := url.Parse(a.oa.o.Audience); err == nil && u.IsAbs() && u.Host != "" {
+		return u.Scheme + "://" + u.Host + MetadataPath + strings.TrimSuffix(u.Path, "/")
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

@@ -58,3 +58,23 @@ func FuzzParseSHA256(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyBindsRights: identities that differ in groups or attributes have
+// different keys, whatever the order they were listed in.
+func TestKeyBindsRights(t *testing.T) {
+	base := &Identity{Method: "key", Subject: "alice", Groups: []string{"eng", "admins"}, Attributes: map[string]string{"team": "core"}}
+	same := &Identity{Method: "key", Subject: "alice", Groups: []string{"admins", "eng"}, Attributes: map[string]string{"team": "core"}}
+	if base.Key() != same.Key() {
+		t.Error("the order of groups changes the key")
+	}
+	for _, other := range []*Identity{
+		{Method: "key", Subject: "alice", Groups: []string{"eng"}, Attributes: map[string]string{"team": "core"}},
+		{Method: "key", Subject: "alice", Groups: []string{"eng", "admins"}},
+		{Method: "oauth", Subject: "alice", Groups: []string{"eng", "admins"}, Attributes: map[string]string{"team": "core"}},
+		{Method: "key", Subject: "alice", Groups: []string{"eng,admins"}, Attributes: map[string]string{"team": "core"}},
+	} {
+		if other.Key() == base.Key() {
+			t.Errorf("%+v has the key of %+v", other, base)
+		}
+	}
+}

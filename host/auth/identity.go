@@ -8,6 +8,11 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -21,13 +26,26 @@ type Identity struct {
 	Method     string // abi.AuthKey, abi.AuthOAuth or abi.AuthConfig
 }
 
-// Key is what binds a session: the method and the subject. Two requests
-// with the same key are the same caller.
+// Key is what binds a session: the method, the subject and a digest of
+// the groups and attributes. Two requests with the same key are the same
+// caller with the same rights: a weaker key with the same subject, or a
+// token issued after the subject left a group, does not get a session
+// opened with more.
 func (id *Identity) Key() string {
 	if id == nil {
 		return ""
 	}
-	return id.Method + ":" + id.Subject
+	h := sha256.New()
+	groups := slices.Clone(id.Groups)
+	slices.Sort(groups)
+	for _, g := range groups {
+		fmt.Fprintf(h, "g%d:%s", len(g), g)
+	}
+	for _, k := range slices.Sorted(maps.Keys(id.Attributes)) {
+		v := id.Attributes[k]
+		fmt.Fprintf(h, "a%d:%s%d:%s", len(k), k, len(v), v)
+	}
+	return id.Method + ":" + id.Subject + "#" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // InAny reports whether the identity is in one of groups.

@@ -7,14 +7,22 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
+
+// errKeysUnavailable is what a client is told when the key set could not be
+// fetched; the reason, which may name internal hosts, goes to the log.
+var errKeysUnavailable = errors.New("the authorization server's signing keys are unavailable; try again later")
 
 // keyCache holds an issuer's JSON Web Key Set: fetched on first use (after
 // discovering its URL from the issuer's metadata), used for jwksMaxAge,
@@ -34,18 +42,26 @@ type keyCache struct {
 	inflight chan struct{} // closed when the fetch in flight ends; nil for none
 	lastErr  error
 	now      func() time.Time
+	log      hclog.Logger
 }
 
-func newKeyCache(issuer, jwksURL string, client *http.Client) *keyCache {
-	return &keyCache{issuer: issuer, url: jwksURL, client: client, now: time.Now}
+func newKeyCache(issuer, jwksURL string, client *http.Client, log hclog.Logger) *keyCache {
+	return &keyCache{issuer: issuer, url: jwksURL, client: client, now: time.Now, log: log}
 }
 
 // key returns the verification key for kid and alg.
 func (c *keyCache) key(ctx context.Context, kid, alg string) (*jose.JSONWebKey, error) {
 	c.mu.Lock()
 	now := c.now()
-	if c.set != nil && now.Sub(c.fetched) <= jwksMaxAge {
+	if c.set != nil {
 		if k := pick(c.set, kid, alg); k != nil {
+			// An old set still serves the keys it has while a new one
+			// is fetched: an unreachable issuer does not stall tokens.
+			if now.Sub(c.fetched) > jwksMaxAge && c.inflight == nil && now.Sub(c.tried) >= jwksMinRefresh {
+				c.tried = now
+				c.inflight = make(chan struct{})
+				go c.refresh(c.url, c.inflight)
+			}
 			c.mu.Unlock()
 			return k, nil
 		}
@@ -71,7 +87,7 @@ func (c *keyCache) key(ctx context.Context, kid, alg string) (*jose.JSONWebKey, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.set == nil {
-		return nil, fmt.Errorf("the issuer's signing keys are not available: %v", c.lastErr)
+		return nil, errKeysUnavailable
 	}
 	if k := pick(c.set, kid, alg); k != nil {
 		return k, nil
@@ -89,6 +105,9 @@ func (c *keyCache) refresh(url string, done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	set, url, err := c.fetch(ctx, url)
+	if err != nil {
+		c.log.Warn("fetching the OAuth issuer's signing keys failed; tokens cannot be checked until a fetch succeeds", "issuer", c.issuer, "error", secrets.MaskURLs(err.Error()))
+	}
 	c.mu.Lock()
 	c.lastErr = err
 	if err == nil {
@@ -157,7 +176,7 @@ func (c *keyCache) fetch(ctx context.Context, url string) (*jose.JSONWebKeySet, 
 func discoverJWKS(ctx context.Context, issuer string, client *http.Client) (string, error) {
 	var errs []error
 	for _, u := range metadataURLs(issuer) {
-		asm, err := oauthex.GetAuthServerMeta(ctx, u, issuer, client)
+		asm, err := getMetadata(ctx, u, client)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", u, err))
 			continue
@@ -165,8 +184,14 @@ func discoverJWKS(ctx context.Context, issuer string, client *http.Client) (stri
 		if asm == nil {
 			continue // 4xx: try the next location
 		}
+		if strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+			return "", fmt.Errorf("the metadata at %s is for issuer %q, not %q", u, asm.Issuer, issuer)
+		}
 		if asm.JWKSURI == "" {
 			return "", fmt.Errorf("the metadata at %s has no jwks_uri; set oauth.jwks_url", u)
+		}
+		if err := checkHTTPSURL(asm.JWKSURI); err != nil {
+			return "", fmt.Errorf("the metadata at %s: jwks_uri: %w", u, err)
 		}
 		return asm.JWKSURI, nil
 	}
@@ -174,6 +199,33 @@ func discoverJWKS(ctx context.Context, issuer string, client *http.Client) (stri
 		return "", fmt.Errorf("discovering the issuer's keys: %w", errors.Join(errs...))
 	}
 	return "", fmt.Errorf("no authorization server metadata found for issuer %s; set oauth.jwks_url", issuer)
+}
+
+// getMetadata reads authorization server metadata; nil for a 4xx answer.
+// Unlike a client, a resource server needs only the issuer and the key
+// set's URL, so it asks nothing else of the metadata (PKCE support, say).
+func getMetadata(ctx context.Context, u string, client *http.Client) (*oauthex.AuthServerMeta, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		return nil, nil
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s", resp.Status)
+	}
+	var asm oauthex.AuthServerMeta
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&asm); err != nil {
+		return nil, fmt.Errorf("reading the metadata: %w", err)
+	}
+	return &asm, nil
 }
 
 // metadataURLs are the RFC 8414 and OpenID Connect metadata locations for
@@ -199,13 +251,27 @@ func metadataURLs(issuer string) []string {
 	}
 }
 
-func checkHTTPURL(s string) error {
+// checkHTTPSURL requires an https URL, or http to a loopback host (a
+// local identity provider in development): keys read over plain HTTP
+// from elsewhere could be anyone's.
+func checkHTTPSURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil {
 		return err
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", s)
+	switch {
+	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return fmt.Errorf("%q is not an https URL", s)
+	case u.Scheme == "http" && !isLoopbackHost(u.Hostname()):
+		return fmt.Errorf("%q uses plain http to a host that is not loopback: anyone on the way could hand out signing keys; use https", s)
 	}
 	return nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.IsLoopback()
 }

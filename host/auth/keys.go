@@ -32,7 +32,8 @@ func ParseSHA256(s string) ([32]byte, error) {
 	h := strings.TrimPrefix(strings.TrimSpace(s), "sha256:")
 	b, err := hex.DecodeString(h)
 	if err != nil || len(b) != len(d) {
-		return d, fmt.Errorf("%q is not a SHA-256 digest: want 64 hex digits (for example from `printf %%s \"$KEY\" | sha256sum`)", s)
+		// The value is not echoed: it may be the key itself, set by mistake.
+		return d, fmt.Errorf("this %d-character value is not a SHA-256 digest: want 64 hex digits, like the output of `printf %%s \"$KEY\" | sha256sum` (or set value = the key instead of sha256)", len(s))
 	}
 	copy(d[:], b)
 	return d, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -62,14 +63,14 @@ func (o *OAuth) Check() error {
 	if o.Issuer == "" {
 		return errors.New("issuer is required: the authorization server's issuer URL")
 	}
-	if err := checkHTTPURL(o.Issuer); err != nil {
+	if err := checkHTTPSURL(o.Issuer); err != nil {
 		return fmt.Errorf("issuer: %w", err)
 	}
 	if o.Audience == "" {
 		return errors.New("audience is required: this server's resource identifier, like \"https://mcp.example.com/mcp\"; tokens for other audiences are refused")
 	}
 	if o.JWKSURL != "" {
-		if err := checkHTTPURL(o.JWKSURL); err != nil {
+		if err := checkHTTPSURL(o.JWKSURL); err != nil {
 			return fmt.Errorf("jwks_url: %w", err)
 		}
 	}
@@ -148,7 +149,7 @@ func (v *verifier) remember(sum [32]byte, id *Identity, exp time.Time) {
 	v.seen[sum] = seenToken{id: id, until: until}
 }
 
-func newVerifier(o OAuth) (*verifier, error) {
+func newVerifier(o OAuth, log hclog.Logger) (*verifier, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func newVerifier(o OAuth) (*verifier, error) {
 	for _, a := range o.Algorithms {
 		v.algs = append(v.algs, jose.SignatureAlgorithm(a))
 	}
-	v.keys = newKeyCache(o.Issuer, o.JWKSURL, o.HTTPClient)
+	v.keys = newKeyCache(o.Issuer, o.JWKSURL, o.HTTPClient, log)
 	return v, nil
 }
 

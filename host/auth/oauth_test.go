@@ -140,7 +140,7 @@ func TestMiddleware(t *testing.T) {
 		return resp
 	}
 	resp := get("/mcp", "")
-	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="`+srv.URL+`/.well-known/oauth-protected-resource/mcp"`) {
+	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`) {
 		t.Errorf("no token: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 	resp = get("/mcp", "Bearer "+as.Token(t, "alice", testAudience, map[string]any{"scope": "openid"}))

@@ -106,7 +106,11 @@ value = "0123456789abcdefgh"
 		{`oauth {
 issuer = "idp.example.com"
 		          audience = "x"
-}`, "not an http(s) URL"},
+}`, "not an https URL"},
+		{`oauth {
+issuer = "http://idp.example.com"
+audience = "x"
+}`, "plain http"},
 		{`oauth {
 issuer = "https://idp.example.com"
 }`, "audience"},

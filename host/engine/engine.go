@@ -158,8 +158,8 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	// they read (a pin file an operator just approved) may have: listings
 	// are recomputed and clients told, on every reload.
 	e.host.NotifyPolicyChanged()
-	if !reflect.DeepEqual(e.file.Host.Listen, file.Host.Listen) {
-		e.log.Warn("the listen block changed (address, auth, limits or TLS file paths); the running listener keeps its settings until mcphost restarts")
+	if !sameListener(e.file.Host.Listen, file.Host.Listen) {
+		e.log.Warn("the listen block changed (address, limits or TLS file paths); the running listener keeps those settings until mcphost restarts (auth changes apply now)")
 	}
 	e.file = file
 	return nil
@@ -192,4 +192,11 @@ func (e *Engine) Close() error {
 		errs = append(errs, e.rt.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// sameListener reports whether a and b differ only in what a reload
+// applies (auth).
+func sameListener(a, b host.Listen) bool {
+	a.Auth, a.AuthToken, b.Auth, b.AuthToken = nil, "", nil, ""
+	return reflect.DeepEqual(a, b)
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
-// TestReloadSaysListenWaitsForRestart: a reload that changes listen (here
-// its auth) applies the rest and says, once, that the listener keeps its
-// settings until a restart.
+// TestReloadSaysListenWaitsForRestart: a reload that changes auth applies
+// it silently; one that changes another listen setting says the listener
+// keeps it until a restart.
 func TestReloadSaysListenWaitsForRestart(t *testing.T) {
 	up := demoServer()
 	defer up.Close()
@@ -39,6 +39,14 @@ func TestReloadSaysListenWaitsForRestart(t *testing.T) {
 	k.Subject = "a"
 	changed := &config.File{Host: host.Config{Servers: servers, Listen: host.Listen{Auth: &auth.Config{Keys: []auth.Key{k}}}}}
 	if err := e.Reload(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "listen block changed") {
+		t.Errorf("warned for an auth change, which applies at once:\n%s", logs.String())
+	}
+	limited := *changed
+	limited.Host.Listen.MaxSessions = 7
+	if err := e.Reload(ctx, &limited); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "listen block changed") {
