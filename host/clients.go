@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +27,7 @@ type clientConn struct {
 	owners   map[*mcp.ServerSession]bool            // every downstream session it serves; owner among them while it lasts
 	last     *mcp.ServerSession                     // the one that sent a request last
 	subs     map[string]map[*mcp.ServerSession]bool // resource URI -> owners subscribed through it
+	subMu    sync.Mutex                             // one subscribe or unsubscribe upstream at a time, with its count
 	ready    chan struct{}                          // closed once the connect attempt ended
 	client   *mcp.Client                            // mirrors the owner's capabilities
 	cs       *mcp.ClientSession
@@ -368,16 +370,12 @@ func (u *upstream) ownersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
 	return out
 }
 
-// subscribed records ss's subscription to uri on its per-client session
-// and reports whether it is the first there (add), or takes it back and
-// reports whether it was the last (!add).
-func (u *upstream) subscribed(ss *mcp.ServerSession, uri string, add bool) bool {
+// subscribed records ss's subscription to uri on c and reports whether it
+// is the first there (add), or takes it back and reports whether it was
+// the last (!add).
+func (u *upstream) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, add bool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	c := u.clients[u.clientKeyOf(ss)]
-	if c == nil {
-		return true
-	}
 	subs := c.subs[uri]
 	if add {
 		if subs == nil {
@@ -408,6 +406,39 @@ func (u *upstream) isPerClientSession(cs *mcp.ClientSession) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return cs != u.sess
+}
+
+// subscribeOn runs op (an upstream Subscribe or Unsubscribe of uri on cs)
+// when ss's subscription is the first (add) or the last (!add) of its
+// per-client session, rolling the count back if op fails. Serialised per
+// session, so a second subscriber waits for the first's answer instead of
+// taking a failed subscription for a live one.
+func (u *upstream) subscribeOn(cs *mcp.ClientSession, ss *mcp.ServerSession, uri string, add bool, op func() error) error {
+	u.mu.Lock()
+	c := u.owners[cs]
+	u.mu.Unlock()
+	if c == nil {
+		return op() // not a per-client session any more: nothing to count
+	}
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	u.mu.Lock()
+	was := c.subs[uri][ss]
+	u.mu.Unlock()
+	switch {
+	case add && was:
+		return nil // already subscribed
+	case !add && !was:
+		return op() // not counted here: forwarded as it is
+	}
+	if !u.subscribed(c, ss, uri, add) {
+		return nil
+	}
+	err := op()
+	if err != nil {
+		u.subscribed(c, ss, uri, !add)
+	}
+	return err
 }
 
 // perClient reports whether the server keeps upstream sessions per client.

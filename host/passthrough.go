@@ -139,14 +139,9 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		// An identity's sessions share its upstream session: it is
 		// subscribed once per URI, and unsubscribed when the last leaves.
 		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-			if !u.subscribed(ss, uri, true) {
-				return nil
-			}
-			err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-			if err != nil {
-				u.subscribed(ss, uri, false)
-			}
-			return err
+			return u.subscribeOn(cs, ss, uri, true, func() error {
+				return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			})
 		})
 		if err != nil {
 			return rpcError(u.cfg.Name, err)
@@ -184,10 +179,10 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 		return nil // never subscribed
 	}
 	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
-		if !u.subscribed(ss, uri, false) {
-			return nil // another session of the client still wants it
-		}
-		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		// Upstream only when no other session of the client still wants it.
+		return u.subscribeOn(cs, ss, uri, false, func() error {
+			return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		})
 	})
 	if err != nil {
 		return rpcError(u.cfg.Name, err)
