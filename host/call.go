@@ -41,7 +41,17 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 // result is a *mcp.CallToolResult, or a *rawToolResult for a downstream
 // session that takes results as sent (plainResults) when no policy reads
 // them.
-func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (mcp.Result, error) {
+func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
+	if h.observer == nil {
+		return h.call(ctx, caller, name, args, meta, ss, nil)
+	}
+	start, tr := time.Now(), &callTrace{}
+	defer func() { h.observeCall(tr, start, res, err) }()
+	return h.call(ctx, caller, name, args, meta, ss, tr)
+}
+
+// call is callTool; tr, when not nil, collects what the observer is told.
+func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -54,11 +64,18 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	}
 	r, ok := v.routes[name]
 	if !ok {
-		return h.hiddenCall(ctx, caller, name, args)
+		res, err := h.hiddenCall(ctx, caller, name, args)
+		if err == nil {
+			tr.set(CallDenied)
+		}
+		return res, err
 	}
 	u := h.upstreamNamed(r.server)
 	if u == nil { // removed by a reload since the view was built
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	if tr != nil {
+		tr.server, tr.tool = r.server, r.tool
 	}
 
 	annotations := h.cat.Load().annotations(r)
@@ -67,11 +84,13 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		d, err := h.policy.ToolCall(ctx, in)
 		if err != nil {
 			h.log.Debug("policy failed on a call", "tool", name, "error", err)
+			tr.set(CallDenied)
 			return errorResult("call to %s refused: %s", name, policyMessage(err)), nil
 		}
 		switch d.Action {
 		case abi.ActionAllow, "":
 		case abi.ActionDeny:
+			tr.set(CallDenied)
 			return h.denied(name, d)
 		case abi.ActionRewrite:
 			if err := checkArguments(d.Arguments); err != nil {
@@ -79,6 +98,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 			}
 			args = d.Arguments
 		case abi.ActionRespond:
+			tr.set(CallAnswered)
 			return fromABIResult(d.Result)
 		default:
 			return errorResult("call to %s refused: policy returned unknown action %s", name, cleanText(strconv.Quote(d.Action))), nil
@@ -89,6 +109,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	// whose server went or changed while it was being admitted may have
 	// been admitted by the new policies, which do not cover that server.
 	if h.upstreamNamed(r.server) != u {
+		tr.set(CallInvalid)
 		return errorResult("call to %s refused: the config was reloaded during the call; call again", name), nil
 	}
 
@@ -105,6 +126,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	raw := !h.noShortcuts && plainResults(ss) && (!wantsResult || h.keepsResults())
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
+	upStart := time.Now()
 	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
 			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
@@ -113,6 +135,12 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		res, err = cs.CallTool(ctx, params)
 		return err
 	})
+	if tr != nil {
+		tr.upstream = time.Since(upStart)
+		if err != nil {
+			tr.outcome = upstreamOutcome(err)
+		}
+	}
 	if err != nil {
 		// A failed call becomes an error result whose text comes in part
 		// from the upstream (its JSON-RPC error message): it goes through
@@ -142,11 +170,13 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		in.Result, err = toABIResult(res)
 	}
 	if err != nil {
+		tr.set(CallDenied)
 		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
 	}
 	out, err := h.policy.ToolResult(ctx, in)
 	if err != nil {
 		h.log.Debug("policy failed on a result", "tool", name, "error", err)
+		tr.set(CallDenied)
 		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {

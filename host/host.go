@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -46,6 +47,12 @@ type Options struct {
 	// the same answers, slower; it is there to tell a shortcut's fault from
 	// the rest.
 	NoShortcuts bool
+	// Observer, if set, hears of every tools/call (package host/metrics is
+	// one).
+	Observer Observer
+	// Metrics, if set, is served at GET /metrics, to the same callers as
+	// /status.
+	Metrics http.Handler
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -55,6 +62,8 @@ type Host struct {
 	policyStatus func() any
 	policy       Policy
 	noShortcuts  bool
+	observer     Observer
+	metrics      http.Handler
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
 	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
 
@@ -104,6 +113,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		policy:       opts.Policy,
 		policyStatus: opts.PolicyStatus,
 		noShortcuts:  opts.NoShortcuts,
+		observer:     opts.Observer,
+		metrics:      opts.Metrics,
 		byName:       make(map[string]*upstream, len(cfg.Servers)),
 	}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))

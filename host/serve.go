@@ -55,6 +55,13 @@ func (h *Host) Handler() http.Handler {
 		// Errors quote upstream URLs; the whole document is masked once.
 		_, _ = io.WriteString(w, secrets.MaskURLs(string(b))+"\n")
 	})
+	if h.metrics != nil {
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+			if h.mayAdminister(w, r) {
+				h.metrics.ServeHTTP(w, r)
+			}
+		})
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

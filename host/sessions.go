@@ -53,6 +53,18 @@ func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.I
 	return d, true
 }
 
+// SessionCounts returns how many downstream sessions the host tracks, by
+// transport (DownstreamHTTP, DownstreamSSE, DownstreamStdio, ...).
+func (h *Host) SessionCounts() map[string]int {
+	h.sessions.mu.Lock()
+	defer h.sessions.mu.Unlock()
+	out := map[string]int{}
+	for _, d := range h.sessions.m {
+		out[d.transport]++
+	}
+	return out
+}
+
 // ids returns the session ids of the tracked sessions that have one
 // (streamable HTTP's Mcp-Session-Id).
 func (t *sessionTable) ids() map[string]bool {

@@ -203,6 +203,38 @@ func TestTwoUsers(t *testing.T) {
 			t.Errorf("/status with %q: %d, want %d", tc.token, resp.StatusCode, tc.want)
 		}
 	}
+	// The metrics show the calls, each with its outcome; /metrics is for
+	// admins, as /status is.
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposition, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`mcphost_tool_calls_total{outcome="ok",server="up",tool="pid"} 1`,
+		`mcphost_tool_calls_total{outcome="denied",server="",tool=""} 1`,
+		`mcphost_upstream_connected{server="up",transport="stdio"} 1`,
+		`mcphost_downstream_sessions{transport="http"} 2`,
+		`mcphost_plugin_loaded{plugin="ops-limits"} 1`,
+	} {
+		if !strings.Contains(string(exposition), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", exposition)
+	}
+	req, _ = http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+bobKey)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/metrics for bob: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
 	if out, _, code := mcphost(t, "status", "http://"+addr, "--token", adminKey); code != 0 || !strings.Contains(out, "connected") {
 		t.Errorf("mcphost status --token: exit %d\n%s", code, out)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/metrics"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -45,10 +46,12 @@ type Options struct {
 // Engine is a running host with its plugin runtime and policy chain. It is
 // safe for concurrent use.
 type Engine struct {
-	log  hclog.Logger
-	rt   *plugins.Runtime
-	mgr  *plugins.Manager
-	host *host.Host
+	log hclog.Logger
+	// metrics is served at GET /metrics (host/metrics).
+	metrics *metrics.Metrics
+	rt      *plugins.Runtime
+	mgr     *plugins.Manager
+	host    *host.Host
 
 	mu   sync.Mutex // serialises Reload
 	file *config.File
@@ -96,10 +99,13 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		// the OS only over minutes. Hand it back now, off the start-up path.
 		go debug.FreeOSMemory()
 	}
-	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() }})
+	e.metrics = metrics.New()
+	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() },
+		Observer: e.metrics, Metrics: e.metrics.Handler()})
 	if err != nil {
 		return nil, err
 	}
+	e.metrics.Watch(metrics.Sources{Upstreams: e.host.Statuses, Sessions: e.host.SessionCounts, Plugins: e.pluginMetrics, Swaps: e.mgr.Generation})
 	// The manager tells the host of its swaps from now on: the host, built
 	// on the generation just loaded, needs no word of it.
 	e.mgr.Attach(listener{e.host})
@@ -200,3 +206,18 @@ func sameListener(a, b host.Listen) bool {
 	a.Auth, a.AuthToken, b.Auth, b.AuthToken = nil, "", nil, ""
 	return reflect.DeepEqual(a, b)
 }
+
+// pluginMetrics is what the metrics read of the plugins.
+func (e *Engine) pluginMetrics() []metrics.PluginStatus {
+	st := e.mgr.Status()
+	out := make([]metrics.PluginStatus, len(st))
+	for i, s := range st {
+		out[i] = metrics.PluginStatus{Name: s.Name, Loaded: s.State == plugins.StateLoaded,
+			Calls: s.Calls, Reused: s.Reused, Failures: s.Failures, Crashes: s.Crashes}
+	}
+	return out
+}
+
+// Metrics returns the engine's metrics (served at GET /metrics), for an
+// embedder that scrapes them elsewhere or adds its own.
+func (e *Engine) Metrics() *metrics.Metrics { return e.metrics }

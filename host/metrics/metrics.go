@@ -1,0 +1,180 @@
+// Package metrics exposes what an mcphost does as Prometheus metrics: every
+// tools/call by server, tool and outcome with its latency (as a
+// host.Observer), and, read at each scrape so that calls pay nothing for
+// them, the upstreams' state, the downstream sessions, the plugins'
+// counters, and the Go runtime and process. docs/metrics.md lists them.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcphost-project/mcphost/host"
+)
+
+// PluginStatus is what the metrics read of one plugin.
+type PluginStatus struct {
+	Name                             string
+	Loaded                           bool
+	Calls, Reused, Failures, Crashes uint64
+}
+
+// Sources are read at each scrape. Any may be nil.
+type Sources struct {
+	Upstreams func() []host.Status
+	Sessions  func() map[string]int // by transport
+	Plugins   func() []PluginStatus
+	Swaps     func() uint64 // plugin chain generations swapped in
+}
+
+// Metrics is a Prometheus registry with mcphost's metrics. It is a
+// host.Observer; Handler serves the exposition.
+type Metrics struct {
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	total    *prometheus.HistogramVec
+	upstream *prometheus.HistogramVec
+}
+
+// Buckets of the call latency histograms, in seconds: a gateway hop is
+// around a millisecond, a slow tool tens of seconds.
+var buckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// New returns the metrics; call Watch once the host exists.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcphost_tool_calls_total",
+			Help: "tools/call requests answered, by server, tool and outcome (ok, tool_error, upstream_error, timeout, denied, answered, unknown_tool, invalid).",
+		}, []string{"server", "tool", "outcome"}),
+		total: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcphost_tool_call_duration_seconds",
+			Help:    "Time from a tools/call's arrival in the host to its answer, policies and upstream included, by server.",
+			Buckets: buckets,
+		}, []string{"server"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcphost_upstream_call_duration_seconds",
+			Help:    "Time a tools/call waited on its server, by server.",
+			Buckets: buckets,
+		}, []string{"server"}),
+	}
+	m.reg.MustRegister(m.calls, m.total, m.upstream,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ToolCall implements host.Observer.
+func (m *Metrics) ToolCall(server, tool, outcome string, total, upstream time.Duration) {
+	m.calls.WithLabelValues(server, tool, outcome).Inc()
+	m.total.WithLabelValues(server).Observe(total.Seconds())
+	if upstream > 0 {
+		m.upstream.WithLabelValues(server).Observe(upstream.Seconds())
+	}
+}
+
+// Watch registers the metrics read from src at each scrape.
+func (m *Metrics) Watch(src Sources) {
+	m.reg.MustRegister(&stateCollector{src: src})
+}
+
+// Registry is the registry, for an embedder's own metrics.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the exposition (text, or OpenMetrics when asked).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+}
+
+var (
+	upstreamConnected = prometheus.NewDesc("mcphost_upstream_connected",
+		"1 when the server's shared session is connected, else 0.", []string{"server", "transport"}, nil)
+	upstreamState = prometheus.NewDesc("mcphost_upstream_state",
+		"1 for the server's current state (connecting, connected, disconnected, failed), 0 for the others.", []string{"server", "state"}, nil)
+	upstreamReconnects = prometheus.NewDesc("mcphost_upstream_reconnects_total",
+		"Times the server's session was connected again after being lost.", []string{"server"}, nil)
+	upstreamTools = prometheus.NewDesc("mcphost_upstream_tools",
+		"Tools the server lists.", []string{"server"}, nil)
+	upstreamInFlight = prometheus.NewDesc("mcphost_upstream_calls_in_flight",
+		"Calls waiting on the server now.", []string{"server"}, nil)
+	upstreamClients = prometheus.NewDesc("mcphost_upstream_client_sessions",
+		"Per-client upstream sessions the server holds (sessions = per_client or per_session).", []string{"server"}, nil)
+	sessions = prometheus.NewDesc("mcphost_downstream_sessions",
+		"Downstream MCP sessions open, by transport.", []string{"transport"}, nil)
+	pluginLoaded = prometheus.NewDesc("mcphost_plugin_loaded",
+		"1 when the plugin is loaded and serving, else 0.", []string{"plugin"}, nil)
+	pluginCalls = prometheus.NewDesc("mcphost_plugin_calls_total",
+		"Hook calls that ran the plugin's guest.", []string{"plugin"}, nil)
+	pluginReused = prometheus.NewDesc("mcphost_plugin_reused_total",
+		"Hook calls answered from the plugin's hints without running it.", []string{"plugin"}, nil)
+	pluginFailures = prometheus.NewDesc("mcphost_plugin_failures_total",
+		"Hook calls that failed, of any kind.", []string{"plugin"}, nil)
+	pluginCrashes = prometheus.NewDesc("mcphost_plugin_crashes_total",
+		"Instances thrown away after a trap, a timeout or an exit.", []string{"plugin"}, nil)
+	swaps = prometheus.NewDesc("mcphost_plugin_chain_generation",
+		"The generation of the plugin chain in use; it grows by one at each hot swap.", nil, nil)
+)
+
+var states = []host.State{host.StateConnecting, host.StateConnected, host.StateDisconnected, host.StateFailed}
+
+// stateCollector reads the host's and the plugins' state at each scrape.
+// The plugins' counters restart with each generation of a plugin, so
+// they are exposed as what they are: counters that may reset.
+type stateCollector struct{ src Sources }
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{upstreamConnected, upstreamState, upstreamReconnects, upstreamTools, upstreamInFlight,
+		upstreamClients, sessions, pluginLoaded, pluginCalls, pluginReused, pluginFailures, pluginCrashes, swaps} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	if c.src.Upstreams != nil {
+		for _, s := range c.src.Upstreams() {
+			gauge(upstreamConnected, b2f(s.State == host.StateConnected), s.Name, s.Transport)
+			for _, st := range states {
+				gauge(upstreamState, b2f(s.State == st), s.Name, string(st))
+			}
+			counter(upstreamReconnects, float64(s.Reconnects), s.Name)
+			gauge(upstreamTools, float64(s.Tools), s.Name)
+			gauge(upstreamInFlight, float64(s.InFlight), s.Name)
+			gauge(upstreamClients, float64(s.ClientSessions), s.Name)
+		}
+	}
+	if c.src.Sessions != nil {
+		for transport, n := range c.src.Sessions() {
+			gauge(sessions, float64(n), transport)
+		}
+	}
+	if c.src.Plugins != nil {
+		for _, p := range c.src.Plugins() {
+			gauge(pluginLoaded, b2f(p.Loaded), p.Name)
+			counter(pluginCalls, float64(p.Calls), p.Name)
+			counter(pluginReused, float64(p.Reused), p.Name)
+			counter(pluginFailures, float64(p.Failures), p.Name)
+			counter(pluginCrashes, float64(p.Crashes), p.Name)
+		}
+	}
+	if c.src.Swaps != nil {
+		gauge(swaps, float64(c.src.Swaps()))
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,106 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/mcphost-project/mcphost/host"
+)
+
+// TestExposition: what a scrape shows, and that it passes the linter
+// promtool uses (names, units, help).
+func TestExposition(t *testing.T) {
+	m := New()
+	m.Watch(Sources{
+		Upstreams: func() []host.Status {
+			return []host.Status{{Name: "files", Transport: "stdio", State: host.StateConnected, Tools: 3, Reconnects: 2, InFlight: 1}}
+		},
+		Sessions: func() map[string]int { return map[string]int{host.DownstreamHTTP: 4} },
+		Plugins:  func() []PluginStatus { return []PluginStatus{{Name: "redact", Loaded: true, Calls: 10, Reused: 5}} },
+		Swaps:    func() uint64 { return 3 },
+	})
+	m.ToolCall("files", "read_file", host.CallOK, 2*time.Millisecond, time.Millisecond)
+	m.ToolCall("files", "read_file", host.CallOK, 3*time.Millisecond, 2*time.Millisecond)
+	m.ToolCall("", "", host.CallUnknown, time.Millisecond, 0)
+
+	problems, err := testutil.GatherAndLint(m.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "mcphost_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(io.Reader(rec.Body))
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v", err)
+	}
+	value := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		f := families[name]
+		if f == nil {
+			t.Fatalf("no %s", name)
+		}
+	metrics:
+		for _, mt := range f.Metric {
+			for _, l := range mt.Label {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+			}
+			switch {
+			case mt.Counter != nil:
+				return mt.Counter.GetValue()
+			case mt.Gauge != nil:
+				return mt.Gauge.GetValue()
+			case mt.Histogram != nil:
+				return float64(mt.Histogram.GetSampleCount())
+			}
+		}
+		t.Fatalf("no %s with %v", name, labels)
+		return 0
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"mcphost_tool_calls_total", map[string]string{"server": "files", "tool": "read_file", "outcome": "ok"}, 2},
+		{"mcphost_tool_calls_total", map[string]string{"outcome": "unknown_tool"}, 1},
+		{"mcphost_tool_call_duration_seconds", map[string]string{"server": "files"}, 2},
+		{"mcphost_upstream_call_duration_seconds", map[string]string{"server": "files"}, 2},
+		{"mcphost_upstream_connected", map[string]string{"server": "files"}, 1},
+		{"mcphost_upstream_state", map[string]string{"server": "files", "state": "failed"}, 0},
+		{"mcphost_upstream_reconnects_total", map[string]string{"server": "files"}, 2},
+		{"mcphost_downstream_sessions", map[string]string{"transport": "http"}, 4},
+		{"mcphost_plugin_reused_total", map[string]string{"plugin": "redact"}, 5},
+		{"mcphost_plugin_chain_generation", nil, 3},
+		{"go_goroutines", nil, -1},
+		{"process_resident_memory_bytes", nil, -1},
+	} {
+		if got := value(c.name, c.labels); c.want >= 0 && got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
+// BenchmarkToolCall is what a call pays for its metrics.
+func BenchmarkToolCall(b *testing.B) {
+	m := New()
+	b.ReportAllocs()
+	for b.Loop() {
+		m.ToolCall("files", "read_file", host.CallOK, 2*time.Millisecond, time.Millisecond)
+	}
+}

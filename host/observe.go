@@ -1,0 +1,84 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Outcomes of a tools/call, as an Observer hears them.
+const (
+	CallOK            = "ok"             // the tool answered
+	CallToolError     = "tool_error"     // the tool answered with isError
+	CallUpstreamError = "upstream_error" // the server failed, went away or was unreachable
+	CallTimeout       = "timeout"        // the server did not answer within its timeout
+	CallDenied        = "denied"         // a policy denied, or failed closed
+	CallAnswered      = "answered"       // a policy answered in the tool's place (respond)
+	CallUnknown       = "unknown_tool"   // no tool of that name for the caller
+	CallInvalid       = "invalid"        // the request itself was refused (bad arguments, closed host)
+)
+
+// Observer hears what the host does, for metrics. Its methods run on the
+// request's goroutine: they must be quick and must not block.
+type Observer interface {
+	// ToolCall is told of every tools/call once it is answered: the server
+	// and tool ("" when the name routes nowhere), the outcome (Call*), the
+	// whole time in the host, and the part spent waiting on the server
+	// (0 when it was not called).
+	ToolCall(server, tool, outcome string, total, upstream time.Duration)
+}
+
+// callTrace collects what an Observer is told of one call.
+type callTrace struct {
+	server, tool string
+	outcome      string
+	upstream     time.Duration
+}
+
+// set records the outcome; tr may be nil (no observer).
+func (tr *callTrace) set(outcome string) {
+	if tr != nil {
+		tr.outcome = outcome
+	}
+}
+
+// observeCall tells the observer of a call that ended with res or err.
+func (h *Host) observeCall(tr *callTrace, start time.Time, res mcp.Result, err error) {
+	if tr.outcome == "" {
+		switch {
+		case errors.Is(err, ErrUnknownTool):
+			tr.outcome = CallUnknown
+		case err != nil:
+			tr.outcome = CallInvalid
+		case resultIsError(res):
+			tr.outcome = CallToolError
+		default:
+			tr.outcome = CallOK
+		}
+	}
+	h.observer.ToolCall(tr.server, tr.tool, tr.outcome, time.Since(start), tr.upstream)
+}
+
+// upstreamOutcome classifies a failed upstream call.
+func upstreamOutcome(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return CallTimeout
+	}
+	return CallUpstreamError
+}
+
+// resultIsError reports a result's isError. For a result passed on as the
+// upstream's bytes it looks for the field as encoders write it, without
+// decoding the result.
+func resultIsError(res mcp.Result) bool {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r.IsError
+	case *rawToolResult:
+		return bytes.Contains(r.raw, []byte(`"isError":true`)) || bytes.Contains(r.raw, []byte(`"isError": true`))
+	}
+	return false
+}
