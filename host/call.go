@@ -81,7 +81,9 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	annotations := h.cat.Load().annotations(r)
 	if h.wants(abi.HookToolCall) {
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
+		t0 := tr.now()
 		d, err := h.policy.ToolCall(ctx, in)
+		tr.addPolicy(t0)
 		if err != nil {
 			h.log.Debug("policy failed on a call", "tool", name, "error", err)
 			tr.set(CallDenied)
@@ -173,7 +175,9 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		tr.set(CallDenied)
 		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
 	}
+	t0 := tr.now()
 	out, err := h.policy.ToolResult(ctx, in)
+	tr.addPolicy(t0)
 	if err != nil {
 		h.log.Debug("policy failed on a result", "tool", name, "error", err)
 		tr.set(CallDenied)

@@ -25,10 +25,16 @@ const (
 // request's goroutine: they must be quick and must not block.
 type Observer interface {
 	// ToolCall is told of every tools/call once it is answered: the server
-	// and tool ("" when the name routes nowhere), the outcome (Call*), the
-	// whole time in the host, and the part spent waiting on the server
-	// (0 when it was not called).
-	ToolCall(server, tool, outcome string, total, upstream time.Duration)
+	// and tool ("" when the name routes nowhere), the outcome (Call*), and
+	// where the time went.
+	ToolCall(server, tool, outcome string, t CallTimes)
+}
+
+// CallTimes says where a call's time went.
+type CallTimes struct {
+	Total    time.Duration // from arrival in the host to the answer
+	Upstream time.Duration // waiting on the server; 0 when it was not called
+	Policy   time.Duration // in the tool_call and tool_result hooks
 }
 
 // callTrace collects what an Observer is told of one call.
@@ -36,6 +42,21 @@ type callTrace struct {
 	server, tool string
 	outcome      string
 	upstream     time.Duration
+	policy       time.Duration
+}
+
+// now is time.Now when tracing, for the spans addPolicy measures.
+func (tr *callTrace) now() time.Time {
+	if tr == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+func (tr *callTrace) addPolicy(since time.Time) {
+	if tr != nil {
+		tr.policy += time.Since(since)
+	}
 }
 
 // set records the outcome; tr may be nil (no observer).
@@ -59,7 +80,7 @@ func (h *Host) observeCall(tr *callTrace, start time.Time, res mcp.Result, err e
 			tr.outcome = CallOK
 		}
 	}
-	h.observer.ToolCall(tr.server, tr.tool, tr.outcome, time.Since(start), tr.upstream)
+	h.observer.ToolCall(tr.server, tr.tool, tr.outcome, CallTimes{Total: time.Since(start), Upstream: tr.upstream, Policy: tr.policy})
 }
 
 // upstreamOutcome classifies a failed upstream call.

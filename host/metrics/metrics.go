@@ -7,7 +7,6 @@ package metrics
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -38,6 +37,7 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	total    *prometheus.HistogramVec
 	upstream *prometheus.HistogramVec
+	policy   *prometheus.HistogramVec
 }
 
 // Buckets of the call latency histograms, in seconds: a gateway hop is
@@ -62,19 +62,27 @@ func New() *Metrics {
 			Help:    "Time a tools/call waited on its server, by server.",
 			Buckets: buckets,
 		}, []string{"server"}),
+		policy: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcphost_policy_call_duration_seconds",
+			Help:    "Time a tools/call spent in the tool_call and tool_result policy hooks, by server.",
+			Buckets: buckets,
+		}, []string{"server"}),
 	}
-	m.reg.MustRegister(m.calls, m.total, m.upstream,
+	m.reg.MustRegister(m.calls, m.total, m.upstream, m.policy,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // ToolCall implements host.Observer.
-func (m *Metrics) ToolCall(server, tool, outcome string, total, upstream time.Duration) {
+func (m *Metrics) ToolCall(server, tool, outcome string, t host.CallTimes) {
 	m.calls.WithLabelValues(server, tool, outcome).Inc()
-	m.total.WithLabelValues(server).Observe(total.Seconds())
-	if upstream > 0 {
-		m.upstream.WithLabelValues(server).Observe(upstream.Seconds())
+	m.total.WithLabelValues(server).Observe(t.Total.Seconds())
+	if t.Upstream > 0 {
+		m.upstream.WithLabelValues(server).Observe(t.Upstream.Seconds())
+	}
+	if t.Policy > 0 {
+		m.policy.WithLabelValues(server).Observe(t.Policy.Seconds())
 	}
 }
 

@@ -26,9 +26,9 @@ func TestExposition(t *testing.T) {
 		Plugins:  func() []PluginStatus { return []PluginStatus{{Name: "redact", Loaded: true, Calls: 10, Reused: 5}} },
 		Swaps:    func() uint64 { return 3 },
 	})
-	m.ToolCall("files", "read_file", host.CallOK, 2*time.Millisecond, time.Millisecond)
-	m.ToolCall("files", "read_file", host.CallOK, 3*time.Millisecond, 2*time.Millisecond)
-	m.ToolCall("", "", host.CallUnknown, time.Millisecond, 0)
+	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
+	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 3 * time.Millisecond, Upstream: 2 * time.Millisecond})
+	m.ToolCall("", "", host.CallUnknown, host.CallTimes{Total: time.Millisecond})
 
 	problems, err := testutil.GatherAndLint(m.Registry())
 	if err != nil {
@@ -81,6 +81,7 @@ func TestExposition(t *testing.T) {
 		{"mcphost_tool_calls_total", map[string]string{"outcome": "unknown_tool"}, 1},
 		{"mcphost_tool_call_duration_seconds", map[string]string{"server": "files"}, 2},
 		{"mcphost_upstream_call_duration_seconds", map[string]string{"server": "files"}, 2},
+		{"mcphost_policy_call_duration_seconds", map[string]string{"server": "files"}, 1},
 		{"mcphost_upstream_connected", map[string]string{"server": "files"}, 1},
 		{"mcphost_upstream_state", map[string]string{"server": "files", "state": "failed"}, 0},
 		{"mcphost_upstream_reconnects_total", map[string]string{"server": "files"}, 2},
@@ -101,6 +102,6 @@ func BenchmarkToolCall(b *testing.B) {
 	m := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.ToolCall("files", "read_file", host.CallOK, 2*time.Millisecond, time.Millisecond)
+		m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
 	}
 }
