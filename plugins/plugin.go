@@ -40,18 +40,21 @@ const (
 // output, and a pool of warm instances. Call is safe for concurrent use; an
 // instance never serves two calls at once.
 type Plugin struct {
-	rt     *Runtime
-	spec   Spec
-	src    source // wasm is dropped after load
-	mod    *module
-	desc   abi.Describe
-	hooks  map[string]bool
-	hints  *abi.Hints // the describe hints in effect; nil for none, or when the runtime ignores them
-	memo   *memo      // answers the hints let the host reuse; nil for none
-	export []string   // sorted exported function names of the main module
-	log    hclog.Logger
-	modCfg wazero.ModuleConfig // without the grants, which each instance mounts afresh
-	grants rootfs.Grants       // allowed_paths, closed by Close
+	rt    *Runtime
+	spec  Spec
+	src   source // wasm is dropped after load
+	mod   *module
+	desc  abi.Describe
+	hooks map[string]bool
+	// hookStats counts each hook's calls (hookstats.go); set at load,
+	// never changed after.
+	hookStats map[string]*hookCounters
+	hints     *abi.Hints // the describe hints in effect; nil for none, or when the runtime ignores them
+	memo      *memo      // answers the hints let the host reuse; nil for none
+	export    []string   // sorted exported function names of the main module
+	log       hclog.Logger
+	modCfg    wazero.ModuleConfig // without the grants, which each instance mounts afresh
+	grants    rootfs.Grants       // allowed_paths, closed by Close
 
 	env *extismhost.Env // what the host functions read: config, logger, allowed_hosts
 
@@ -210,6 +213,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	for _, h := range desc.Hooks {
 		p.hooks[h] = true
 	}
+	p.hookStats = newHookCounters(p.hooks)
 	p.stats = Status{Name: spec.Name, Source: spec.Source, SHA256: src.sha, ABI: desc.ABI,
 		Version: desc.Version, Hooks: desc.Hooks, State: StateLoaded}
 
@@ -348,7 +352,9 @@ func (p *Plugin) Call(ctx context.Context, hook string, input []byte) ([]byte, e
 	if !ok || !p.hooks[hook] {
 		return nil, fmt.Errorf("%w: %s: %q", ErrNoHook, p.spec.Name, hook)
 	}
+	start := time.Now()
 	out, err := p.call(ctx, hook, export, input)
+	p.recordHook(hook, time.Since(start), err)
 	p.record(err, true)
 	return out, err
 }

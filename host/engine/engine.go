@@ -105,7 +105,8 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	if err != nil {
 		return nil, err
 	}
-	e.metrics.Watch(metrics.Sources{Upstreams: e.host.Statuses, Sessions: e.host.SessionCounts, Plugins: e.pluginMetrics, Swaps: e.mgr.Generation})
+	e.metrics.Watch(metrics.Sources{Upstreams: e.host.Statuses, Sessions: e.host.SessionCounts, Plugins: e.pluginMetrics,
+		Hooks: e.hookMetrics, Swaps: e.mgr.Generation})
 	// The manager tells the host of its swaps from now on: the host, built
 	// on the generation just loaded, needs no word of it.
 	e.mgr.Attach(listener{e.host})
@@ -214,6 +215,21 @@ func (e *Engine) pluginMetrics() []metrics.PluginStatus {
 	for i, s := range st {
 		out[i] = metrics.PluginStatus{Name: s.Name, Loaded: s.State == plugins.StateLoaded,
 			Calls: s.Calls, Reused: s.Reused, Failures: s.Failures, Crashes: s.Crashes}
+	}
+	return out
+}
+
+// hookMetrics is what the metrics read of the plugins' hooks.
+func (e *Engine) hookMetrics() []metrics.HookStatus {
+	bounds := make([]float64, len(plugins.HookBuckets))
+	for i, b := range plugins.HookBuckets {
+		bounds[i] = b.Seconds()
+	}
+	st := e.mgr.HookStats()
+	out := make([]metrics.HookStatus, len(st))
+	for i, s := range st {
+		out[i] = metrics.HookStatus{Plugin: s.Plugin, Hook: s.Hook, Calls: s.Calls, Failures: s.Failures, Traps: s.Traps,
+			Timeouts: s.Timeouts, Bounds: bounds, Buckets: s.Buckets, Sum: s.Sum.Seconds()}
 	}
 	return out
 }

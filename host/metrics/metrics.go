@@ -22,8 +22,18 @@ type PluginStatus struct {
 	Calls, Reused, Failures, Crashes uint64
 }
 
+// HookStatus is what the metrics read of one hook of one plugin.
+type HookStatus struct {
+	Plugin, Hook                     string
+	Calls, Failures, Traps, Timeouts uint64
+	Bounds                           []float64 // latency bucket upper bounds, seconds
+	Buckets                          []uint64  // cumulative counts per bound
+	Sum                              float64   // seconds
+}
+
 // Sources are read at each scrape. Any may be nil.
 type Sources struct {
+	Hooks     func() []HookStatus
 	Upstreams func() []host.Status
 	Sessions  func() map[string]int // by transport
 	Plugins   func() []PluginStatus
@@ -124,6 +134,12 @@ var (
 		"Hook calls that failed, of any kind.", []string{"plugin"}, nil)
 	pluginCrashes = prometheus.NewDesc("mcphost_plugin_crashes_total",
 		"Instances thrown away after a trap, a timeout or an exit.", []string{"plugin"}, nil)
+	hookCalls = prometheus.NewDesc("mcphost_plugin_hook_calls_total",
+		"Guest calls of a plugin's hook.", []string{"plugin", "hook"}, nil)
+	hookFailures = prometheus.NewDesc("mcphost_plugin_hook_failures_total",
+		"Guest calls of a plugin's hook that failed, by kind (trap, timeout, other).", []string{"plugin", "hook", "kind"}, nil)
+	hookDuration = prometheus.NewDesc("mcphost_plugin_hook_duration_seconds",
+		"Time of a guest call of a plugin's hook, waiting for an instance included.", []string{"plugin", "hook"}, nil)
 	swaps = prometheus.NewDesc("mcphost_plugin_chain_generation",
 		"The generation of the plugin chain in use; it grows by one at each hot swap.", nil, nil)
 )
@@ -137,7 +153,8 @@ type stateCollector struct{ src Sources }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upstreamConnected, upstreamState, upstreamReconnects, upstreamTools, upstreamInFlight,
-		upstreamClients, sessions, pluginLoaded, pluginCalls, pluginReused, pluginFailures, pluginCrashes, swaps} {
+		upstreamClients, sessions, pluginLoaded, pluginCalls, pluginReused, pluginFailures, pluginCrashes,
+		hookCalls, hookFailures, hookDuration, swaps} {
 		ch <- d
 	}
 }
@@ -173,6 +190,19 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(pluginReused, float64(p.Reused), p.Name)
 			counter(pluginFailures, float64(p.Failures), p.Name)
 			counter(pluginCrashes, float64(p.Crashes), p.Name)
+		}
+	}
+	if c.src.Hooks != nil {
+		for _, h := range c.src.Hooks() {
+			counter(hookCalls, float64(h.Calls), h.Plugin, h.Hook)
+			counter(hookFailures, float64(h.Traps), h.Plugin, h.Hook, "trap")
+			counter(hookFailures, float64(h.Timeouts), h.Plugin, h.Hook, "timeout")
+			counter(hookFailures, float64(h.Failures-h.Traps-h.Timeouts), h.Plugin, h.Hook, "other")
+			buckets := make(map[float64]uint64, len(h.Bounds))
+			for i, b := range h.Bounds {
+				buckets[b] = h.Buckets[i]
+			}
+			ch <- prometheus.MustNewConstHistogram(hookDuration, h.Calls, h.Sum, buckets, h.Plugin, h.Hook)
 		}
 	}
 	if c.src.Swaps != nil {

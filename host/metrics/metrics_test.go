@@ -25,6 +25,10 @@ func TestExposition(t *testing.T) {
 		Sessions: func() map[string]int { return map[string]int{host.DownstreamHTTP: 4} },
 		Plugins:  func() []PluginStatus { return []PluginStatus{{Name: "redact", Loaded: true, Calls: 10, Reused: 5}} },
 		Swaps:    func() uint64 { return 3 },
+		Hooks: func() []HookStatus {
+			return []HookStatus{{Plugin: "redact", Hook: "tool_result", Calls: 4, Failures: 2, Traps: 1, Timeouts: 0,
+				Bounds: []float64{.001, .01}, Buckets: []uint64{3, 4}, Sum: .005}}
+		},
 	})
 	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
 	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 3 * time.Millisecond, Upstream: 2 * time.Millisecond})
@@ -88,6 +92,10 @@ func TestExposition(t *testing.T) {
 		{"mcphost_downstream_sessions", map[string]string{"transport": "http"}, 4},
 		{"mcphost_plugin_reused_total", map[string]string{"plugin": "redact"}, 5},
 		{"mcphost_plugin_chain_generation", nil, 3},
+		{"mcphost_plugin_hook_calls_total", map[string]string{"plugin": "redact", "hook": "tool_result"}, 4},
+		{"mcphost_plugin_hook_failures_total", map[string]string{"plugin": "redact", "kind": "trap"}, 1},
+		{"mcphost_plugin_hook_failures_total", map[string]string{"plugin": "redact", "kind": "other"}, 1},
+		{"mcphost_plugin_hook_duration_seconds", map[string]string{"plugin": "redact", "hook": "tool_result"}, 4},
 		{"go_goroutines", nil, -1},
 		{"process_resident_memory_bytes", nil, -1},
 	} {
