@@ -28,6 +28,10 @@ type Observer interface {
 	// and tool ("" when the name routes nowhere), the outcome (Call*), and
 	// where the time went.
 	ToolCall(server, tool, outcome string, t CallTimes)
+	// ToolsListBuilt is told of every tool listing computed for a caller
+	// through the policies (a cached one is not computed again), with the
+	// time it took and its error, if any.
+	ToolsListBuilt(d time.Duration, err error)
 }
 
 // CallTimes says where a call's time went.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -177,7 +178,7 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 		}
 		k := viewKey{catalog: cat.version, generation: gen, caller: ck}
 		_, err := h.views.getOrCompute(ctx, k, func() (*view, error) {
-			return computeView(ctx, next, cat, caller)
+			return h.timedView(ctx, next, cat, caller)
 		})
 		if err != nil {
 			h.log.Debug("preparing a view for the next policy generation failed; it will be computed on demand", "error", err)
@@ -202,11 +203,22 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 	return h.views.getOrCompute(ctx, k, func() (*view, error) {
 		// The computation is shared: one caller's cancellation must not
 		// fail the others, so it runs to the policies' own timeouts.
-		return computeView(context.WithoutCancel(ctx), h.policy, cat, caller)
+		return h.timedView(context.WithoutCancel(ctx), h.policy, cat, caller)
 	})
 }
 
 // computeView runs policy's listing for caller over cat and checks it.
+// timedView is computeView, told to the observer.
+func (h *Host) timedView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
+	if h.observer == nil {
+		return computeView(ctx, policy, cat, caller)
+	}
+	start := time.Now()
+	v, err := computeView(ctx, policy, cat, caller)
+	h.observer.ToolsListBuilt(time.Since(start), err)
+	return v, err
+}
+
 func computeView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
 	tools, err := policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
 	if err != nil {

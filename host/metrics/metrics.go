@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -48,6 +49,8 @@ type Metrics struct {
 	total    *prometheus.HistogramVec
 	upstream *prometheus.HistogramVec
 	policy   *prometheus.HistogramVec
+	builds   *prometheus.CounterVec
+	buildDur prometheus.Histogram
 }
 
 // Buckets of the call latency histograms, in seconds: a gateway hop is
@@ -78,7 +81,16 @@ func New() *Metrics {
 			Buckets: buckets,
 		}, []string{"server"}),
 	}
-	m.reg.MustRegister(m.calls, m.total, m.upstream, m.policy,
+	m.builds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcphost_tools_list_builds_total",
+		Help: "Tool listings computed through the policies for a caller (cache misses), by result (ok, error).",
+	}, []string{"result"})
+	m.buildDur = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "mcphost_tools_list_build_duration_seconds",
+		Help:    "Time to compute a caller's tool listing through the policies.",
+		Buckets: buckets,
+	})
+	m.reg.MustRegister(m.calls, m.total, m.upstream, m.policy, m.builds, m.buildDur,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -94,6 +106,16 @@ func (m *Metrics) ToolCall(server, tool, outcome string, t host.CallTimes) {
 	if t.Policy > 0 {
 		m.policy.WithLabelValues(server).Observe(t.Policy.Seconds())
 	}
+}
+
+// ToolsListBuilt implements host.Observer.
+func (m *Metrics) ToolsListBuilt(d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.builds.WithLabelValues(result).Inc()
+	m.buildDur.Observe(d.Seconds())
 }
 
 // Watch registers the metrics read from src at each scrape.

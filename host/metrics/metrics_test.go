@@ -33,6 +33,7 @@ func TestExposition(t *testing.T) {
 	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
 	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 3 * time.Millisecond, Upstream: 2 * time.Millisecond})
 	m.ToolCall("", "", host.CallUnknown, host.CallTimes{Total: time.Millisecond})
+	m.ToolsListBuilt(time.Millisecond, nil)
 
 	problems, err := testutil.GatherAndLint(m.Registry())
 	if err != nil {
@@ -92,6 +93,8 @@ func TestExposition(t *testing.T) {
 		{"mcphost_downstream_sessions", map[string]string{"transport": "http"}, 4},
 		{"mcphost_plugin_reused_total", map[string]string{"plugin": "redact"}, 5},
 		{"mcphost_plugin_chain_generation", nil, 3},
+		{"mcphost_tools_list_builds_total", map[string]string{"result": "ok"}, 1},
+		{"mcphost_tools_list_build_duration_seconds", nil, 1},
 		{"mcphost_plugin_hook_calls_total", map[string]string{"plugin": "redact", "hook": "tool_result"}, 4},
 		{"mcphost_plugin_hook_failures_total", map[string]string{"plugin": "redact", "kind": "trap"}, 1},
 		{"mcphost_plugin_hook_failures_total", map[string]string{"plugin": "redact", "kind": "other"}, 1},
