@@ -110,6 +110,9 @@ type ServerConfig struct {
 	// sse and streamable-http
 	URL     string
 	Headers map[string]string
+	// OAuth, for a streamable-http server that asks for an OAuth 2.1 access
+	// token (MCP authorization): how mcphost gets one.
+	OAuth *UpstreamOAuth
 
 	Timeout         time.Duration // per call; 0 means DefaultCallTimeout
 	IdleTimeout     time.Duration // disconnect when idle; negative means never
@@ -193,6 +196,21 @@ func (c Config) WithDefaults() Config {
 // Validate reports every problem in c at once, for embedders that build a
 // Config in Go. (The HCL decoder reports the same problems with source
 // positions before a Config is ever built.)
+// GrantClientCredentials is the one UpstreamOAuth.Grant built so far.
+const GrantClientCredentials = "client_credentials"
+
+// UpstreamOAuth is how mcphost authorizes itself to an OAuth-protected
+// server. With the client_credentials grant (machine to machine), it finds
+// the authorization server from the server's 401 and its protected
+// resource metadata (RFC 9728, RFC 8414), gets a token with the client's
+// id and secret, and gets a new one when the server refuses the old.
+type UpstreamOAuth struct {
+	Grant        string // GrantClientCredentials
+	ClientID     string
+	ClientSecret string // never logged, shown in status or errors
+	Issuer       string // optional: refuse an authorization server other than this one
+}
+
 func (c Config) Validate() error {
 	var errs []error
 	if (c.Listen.TLSCert == "") != (c.Listen.TLSKey == "") {
@@ -219,6 +237,16 @@ func (c Config) Validate() error {
 				errs = append(errs, fmt.Errorf("host: %s: transport %q needs a command", where, s.Transport))
 			}
 		case TransportSSE, TransportStreamableHTTP:
+			if s.OAuth != nil {
+				switch {
+				case s.Transport != TransportStreamableHTTP:
+					errs = append(errs, fmt.Errorf("host: %s: oauth needs transport %q", where, TransportStreamableHTTP))
+				case s.OAuth.Grant != GrantClientCredentials:
+					errs = append(errs, fmt.Errorf("host: %s: oauth grant %q is not supported (want %q)", where, s.OAuth.Grant, GrantClientCredentials))
+				case s.OAuth.ClientID == "" || s.OAuth.ClientSecret == "":
+					errs = append(errs, fmt.Errorf("host: %s: oauth with the client_credentials grant needs client_id and client_secret", where))
+				}
+			}
 			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				errs = append(errs, fmt.Errorf("host: %s: transport %q needs an http(s) url, got %q", where, s.Transport, s.URL))
 			}

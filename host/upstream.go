@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/secrets"
@@ -61,8 +62,9 @@ var ErrClosed = errors.New("mcphost: closed")
 type upstream struct {
 	cfg    ServerConfig
 	log    hclog.Logger
-	client *mcp.Client     // the shared session's client
-	stdio  *stdioTransport // nil for HTTP transports
+	client *mcp.Client          // the shared session's client
+	stdio  *stdioTransport      // nil for HTTP transports
+	oauth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
 	// rawConns are the wrapped connections of live sessions, by session,
 	// for raw tool calls (rawcall.go).
 	rawConns sync.Map // *mcp.ClientSession -> *tapConn
@@ -136,6 +138,9 @@ func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *ups
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if cfg.Transport == TransportStdio {
 		u.stdio = newStdioTransport(cfg, log)
+	}
+	if cfg.OAuth != nil {
+		u.oauth = newOAuthHandler(cfg.OAuth) // Validate has checked it
 	}
 	u.client = u.newClient(sharedClientCaps())
 	return u
@@ -259,7 +264,7 @@ func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *ato
 			rt = headerTransport{base: rt, headers: u.cfg.Headers}
 		}
 		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, OAuthHandler: u.oauth}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
 }

@@ -129,3 +129,39 @@ issuer = "https://idp.example.com"
 		}
 	}
 }
+
+func TestServerOAuthBlock(t *testing.T) {
+	t.Setenv("GH_SECRET", "s3cret-value-0123")
+	f, diags := Parse([]byte(`
+server "gh" {
+  transport = "streamable-http"
+  url       = "https://mcp.example.com/mcp"
+  oauth {
+    grant         = "client_credentials"
+    client_id     = "mcphost"
+    client_secret = env("GH_SECRET")
+    issuer        = "https://idp.example.com"
+  }
+}
+`), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	o := f.Host.Servers[0].OAuth
+	if o == nil || o.Grant != "client_credentials" || o.ClientID != "mcphost" || o.ClientSecret != "s3cret-value-0123" || o.Issuer != "https://idp.example.com" {
+		t.Fatalf("oauth = %+v", o)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"shared\"\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "Not built yet"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "Missing grant"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\ngrant = \"client_credentials\"\n}", "Missing client credentials"},
+		{"transport = \"sse\"\nurl = \"https://x.example/sse\"\noauth {\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "OAuth needs streamable-http"},
+	} {
+		_, diags := Parse([]byte("server \"s\" {\n"+tc.body+"\n}\n"), "t.hcl")
+		var text strings.Builder
+		diags.WriteText(&text, 0, false)
+		if !diags.HasErrors() || !strings.Contains(text.String(), tc.want) {
+			t.Errorf("%s:\n%s\nwant %q", tc.body, text.String(), tc.want)
+		}
+	}
+}

@@ -88,6 +88,21 @@ var serverSchema = &hcl.BodySchema{
 		{Name: "protocol_version"},
 		{Name: "max_sessions"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "oauth"},
+	},
+}
+
+var upstreamOAuthSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "grant"},
+		{Name: "client_id"},
+		{Name: "client_secret"},
+		{Name: "issuer"},
+		{Name: "mode"},
+		{Name: "scopes"},
+		{Name: "redirect_url"},
+	},
 }
 
 var resourcesSchema = &hcl.BodySchema{
