@@ -238,13 +238,10 @@ func (c Config) Validate() error {
 			}
 		case TransportSSE, TransportStreamableHTTP:
 			if s.OAuth != nil {
-				switch {
-				case s.Transport != TransportStreamableHTTP:
+				if s.Transport != TransportStreamableHTTP {
 					errs = append(errs, fmt.Errorf("host: %s: oauth needs transport %q", where, TransportStreamableHTTP))
-				case s.OAuth.Grant != GrantClientCredentials:
-					errs = append(errs, fmt.Errorf("host: %s: oauth grant %q is not supported (want %q)", where, s.OAuth.Grant, GrantClientCredentials))
-				case s.OAuth.ClientID == "" || s.OAuth.ClientSecret == "":
-					errs = append(errs, fmt.Errorf("host: %s: oauth with the client_credentials grant needs client_id and client_secret", where))
+				} else if _, err := newOAuthHandler(s.OAuth); err != nil {
+					errs = append(errs, fmt.Errorf("host: %s: oauth: %w", where, err))
 				}
 			}
 			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -99,24 +99,6 @@ func noopResource(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceR
 // middleware drops it for every other session and strips the key.
 const deliverToKey = "mcphost/deliverTo"
 
-// deliverTo reads deliverToKey: the session ids, as set or after a JSON
-// round trip.
-func deliverTo(meta mcp.Meta) ([]string, bool) {
-	switch v := meta[deliverToKey].(type) {
-	case []string:
-		return v, true
-	case []any:
-		out := make([]string, 0, len(v))
-		for _, e := range v {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out, true
-	}
-	return nil, false
-}
-
 // fromKey names the upstream that sent a resource update, for policies;
 // the sending middleware strips it too.
 const fromKey = "mcphost/from"
@@ -132,7 +114,7 @@ func (h *Host) send() mcp.Middleware {
 			if !ok || p == nil || ss == nil {
 				return next(ctx, method, req)
 			}
-			if to, ok := deliverTo(p.Meta); ok && !slices.Contains(to, h.sessions.id(ss)) {
+			if to, ok := p.Meta[deliverToKey].([]string); ok && !slices.Contains(to, h.sessions.id(ss)) {
 				return nil, nil
 			}
 			// A copy: the go-sdk reuses the _meta map for the next session

@@ -69,3 +69,26 @@ func TestUpstreamClientCredentials(t *testing.T) {
 	}
 	t.Logf("failed as: %s", st.Error)
 }
+
+// TestUpstreamOAuthValidate: Config.Validate refuses an oauth block the
+// handler could not be made from, saying why.
+func TestUpstreamOAuthValidate(t *testing.T) {
+	for _, tc := range []struct {
+		o    *UpstreamOAuth
+		want string
+	}{
+		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a"}, "ClientSecret is required"},
+		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientSecret: "b"}, "ClientID is required"},
+		{&UpstreamOAuth{Grant: "authorization_code", ClientID: "a", ClientSecret: "b"}, "not supported"},
+	} {
+		err := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: tc.o}}}.WithDefaults().Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want an error with %q", tc.o, err, tc.want)
+		}
+	}
+	sse := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportSSE, URL: "https://x.example/sse",
+		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientSecret: "b"}}}}.WithDefaults().Validate()
+	if sse == nil || !strings.Contains(sse.Error(), "streamable-http") {
+		t.Errorf("oauth on sse: %v", sse)
+	}
+}

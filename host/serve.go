@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/internal/loopback"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
@@ -140,20 +140,8 @@ func ParseOrigin(origin string) (string, error) {
 	return scheme + "://" + host, nil
 }
 
-// isLoopback reads an address as the go-sdk's DNS-rebinding check does
-// (exactly "localhost", or a loopback IP by netip, so an IPv4-mapped IPv6
-// loopback is not one).
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
+// isLoopback reads an address as the go-sdk's DNS-rebinding check does.
+func isLoopback(hostport string) bool { return loopback.Is(hostport) }
 
 // serverFor returns the getServer func of the go-sdk handlers. They call it
 // on every HTTP request, so it must hand back one long-lived server and

@@ -140,7 +140,7 @@ func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *ups
 		u.stdio = newStdioTransport(cfg, log)
 	}
 	if cfg.OAuth != nil {
-		u.oauth = newOAuthHandler(cfg.OAuth) // Validate has checked it
+		u.oauth, _ = newOAuthHandler(cfg.OAuth) // Validate has made one already
 	}
 	u.client = u.newClient(sharedClientCaps())
 	return u

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/mcphost-project/mcphost/internal/loopback"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
@@ -262,16 +262,8 @@ func checkHTTPSURL(s string) error {
 	switch {
 	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 		return fmt.Errorf("%q is not an https URL", s)
-	case u.Scheme == "http" && !isLoopbackHost(u.Hostname()):
+	case u.Scheme == "http" && !loopback.Is(u.Hostname()):
 		return fmt.Errorf("%q uses plain http to a host that is not loopback: anyone on the way could hand out signing keys; use https", s)
 	}
 	return nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.IsLoopback()
 }
