@@ -280,32 +280,15 @@ func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
 			if !c.owners[ss] {
 				continue
 			}
-			delete(c.owners, ss)
-			var orphaned []string
-			for uri, subs := range c.subs {
-				if subs[ss] {
-					delete(subs, ss)
-					if len(subs) == 0 {
-						delete(c.subs, uri)
-						orphaned = append(orphaned, uri)
-					}
-				}
-			}
-			if len(orphaned) > 0 && len(c.owners) > 0 && c.cs != nil {
-				u.wg.Add(1)
-				go func(cs *mcp.ClientSession) {
-					defer u.wg.Done()
-					u.unsubscribeAll(cs, orphaned)
-				}(c.cs)
-			}
-			if c.last == ss {
-				c.last = nil
-				for o := range c.owners {
-					c.last = o
-					break
-				}
-			}
+			orphaned := c.leave(ss)
 			if len(c.owners) > 0 {
+				if len(orphaned) > 0 && c.cs != nil {
+					u.wg.Add(1)
+					go func(cs *mcp.ClientSession) {
+						defer u.wg.Done()
+						u.unsubscribeAll(cs, orphaned)
+					}(c.cs)
+				}
 				continue
 			}
 		}
@@ -313,6 +296,40 @@ func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
 		out = append(out, c)
 	}
 	return out
+}
+
+// leave takes ss out of c's owners and subscriptions, and returns the URIs
+// no other owner is subscribed to. Under u.mu.
+func (c *clientConn) leave(ss *mcp.ServerSession) (orphaned []string) {
+	delete(c.owners, ss)
+	for uri := range c.subs {
+		if c.subs[uri][ss] && c.unsubscribe(ss, uri) {
+			orphaned = append(orphaned, uri)
+		}
+	}
+	if c.last == ss {
+		c.last = nil
+		for o := range c.owners {
+			c.last = o
+			break
+		}
+	}
+	return orphaned
+}
+
+// unsubscribe takes ss's subscription to uri and reports whether it was
+// the last one (or there was none). Under u.mu.
+func (c *clientConn) unsubscribe(ss *mcp.ServerSession, uri string) bool {
+	subs := c.subs[uri]
+	if !subs[ss] {
+		return len(subs) == 0
+	}
+	delete(subs, ss)
+	if len(subs) > 0 {
+		return false
+	}
+	delete(c.subs, uri)
+	return true
 }
 
 // unsubscribeAll ends the subscriptions of a per-client session that no
@@ -385,15 +402,7 @@ func (u *upstream) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, 
 		subs[ss] = true
 		return len(subs) == 1
 	}
-	if !subs[ss] {
-		return len(subs) == 0
-	}
-	delete(subs, ss)
-	if len(subs) > 0 {
-		return false
-	}
-	delete(c.subs, uri)
-	return true
+	return c.unsubscribe(ss, uri)
 }
 
 // isPerClientSession reports whether cs is not the shared session of a
