@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2/clientcredentials"
 
@@ -175,11 +176,15 @@ func TestOAuthThroughHost(t *testing.T) {
 	as := authtest.New(t)
 	const aud = "https://mcp.example.com/mcp"
 	cfg := &auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: aud, Scopes: []string{"mcp:tools"}, Attributes: map[string]string{"team": "team"}}}
-	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
+	logs := &testproc.Buffer{}
+	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []ServerConfig{stdioServer("a")}},
+		&Options{Policy: whoPolicy{}, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})})
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
+	var tokens []string
 	connect := func(token string) (*mcp.ClientSession, error) {
+		tokens = append(tokens, token)
 		return mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
 			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
 	}
@@ -187,6 +192,9 @@ func TestOAuthThroughHost(t *testing.T) {
 	// endpoint, as an OAuth client does (client_credentials).
 	as.AddClient("alice-app", authtest.Client{Secret: "s3cret", Subject: "alice", Audience: aud})
 	cc := clientcredentials.Config{ClientID: "alice-app", ClientSecret: "s3cret", TokenURL: as.URL + "/token"}
+	if tok, err := cc.Token(ctx); err == nil {
+		tokens = append(tokens, tok.AccessToken) // a token like the one the client uses, for the log check
+	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: cc.Client(ctx)}, nil)
 	if err != nil {
@@ -212,6 +220,16 @@ func TestOAuthThroughHost(t *testing.T) {
 			cs.Close()
 			t.Errorf("%s: connected", name)
 		}
+	}
+	// No token, good or refused, reaches the log, at trace level either;
+	// the refusals do, with their reasons.
+	for _, tok := range tokens {
+		if strings.Contains(logs.String(), tok) || strings.Contains(logs.String(), tok[len(tok)-40:]) {
+			t.Fatal("an access token is in the log")
+		}
+	}
+	if !strings.Contains(logs.String(), "request refused") {
+		t.Errorf("the refusals are not logged:\n%s", logs.String())
 	}
 }
 
