@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// migrations are the schema's versions, applied in order and never
+// edited once released: a new need is a new entry. The SQL is the subset
+// SQLite and PostgreSQL share (times are Unix milliseconds, sealed secrets
+// base64 text), so one list serves both.
+var migrations = []string{
+	1: `CREATE TABLE mcphost_revision (id INTEGER PRIMARY KEY, revision BIGINT NOT NULL);
+INSERT INTO mcphost_revision (id, revision) VALUES (1, 0);
+CREATE TABLE mcphost_servers (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	secrets TEXT NOT NULL DEFAULT '',
+	version BIGINT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL
+);`,
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction with its version row, so a crash leaves it at a whole
+// version. Replicas starting together take turns: PostgreSQL by an
+// advisory lock, SQLite by its write lock.
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS mcphost_schema (version INTEGER PRIMARY KEY, applied BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	for v := 1; v < len(migrations); v++ {
+		if err := s.apply(ctx, v); err != nil {
+			return fmt.Errorf("schema version %d: %w", v, err)
+		}
+	}
+	var newest int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mcphost_schema`).Scan(&newest); err != nil {
+		return err
+	}
+	if newest >= len(migrations) {
+		return fmt.Errorf("the database has schema version %d, newer than this mcphost knows (%d); run a newer mcphost", newest, len(migrations)-1)
+	}
+	return nil
+}
+
+func (s *Store) apply(ctx context.Context, v int) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if s.driver == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7701)`); err != nil {
+			return err
+		}
+	}
+	var done int
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM mcphost_schema WHERE version = ?`), v).Scan(&done); err != nil {
+		return err
+	}
+	if done > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO mcphost_schema (version, applied) VALUES (?, ?)`), v, time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

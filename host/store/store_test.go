@@ -1,0 +1,261 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcphost-project/mcphost/host/store"
+)
+
+var testKey = bytes.Repeat([]byte{7}, store.KeySize)
+
+// stores opens a fresh store on every driver this machine runs: SQLite
+// always, PostgreSQL when it is installed (pgtest).
+func stores(t *testing.T, key []byte) map[string]store.Options {
+	t.Helper()
+	out := map[string]store.Options{
+		store.SQLite: {Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "mcphost.db"), Key: key},
+	}
+	if dsn, ok := postgresDSN(t); ok {
+		out[store.Postgres] = store.Options{Driver: store.Postgres, DSN: dsn, Key: key}
+	}
+	return out
+}
+
+func open(t *testing.T, o store.Options) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestCRUD(t *testing.T) {
+	for name, o := range stores(t, testKey) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t, o)
+			rev0, err := s.Revision(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := s.Create(ctx, store.Server{Name: "files", Spec: []byte(`{"name":"files"}`), Secrets: []byte(`{"env":{"K":"v"}}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Version != rev0+1 || a.Created.IsZero() {
+				t.Fatalf("created %+v, want version %d", a, rev0+1)
+			}
+			if _, err := s.Create(ctx, store.Server{Name: "files", Spec: []byte(`{}`)}); !errors.Is(err, store.ErrExists) {
+				t.Fatalf("second create: %v, want ErrExists", err)
+			}
+			got, err := s.Server(ctx, "files")
+			if err != nil || string(got.Secrets) != `{"env":{"K":"v"}}` || got.Version != a.Version {
+				t.Fatalf("read back %+v, %v", got, err)
+			}
+			if _, _, err := s.Update(ctx, "files", a.Version+100, func(cur *store.Server) (*store.Server, error) { return cur, nil }); !errors.Is(err, store.ErrVersion) {
+				t.Fatalf("update at a stale version: %v, want ErrVersion", err)
+			}
+			b, created, err := s.Update(ctx, "files", a.Version, func(cur *store.Server) (*store.Server, error) {
+				next := *cur
+				next.Spec = []byte(`{"name":"files","command":"x"}`)
+				return &next, nil
+			})
+			if err != nil || created || b.Version <= a.Version || !b.Created.Equal(a.Created) {
+				t.Fatalf("update: %+v created=%v %v", b, created, err)
+			}
+			list, rev, err := s.Servers(ctx)
+			if err != nil || len(list) != 1 || rev != b.Version || string(list[0].Spec) != `{"name":"files","command":"x"}` {
+				t.Fatalf("list %+v at %d, %v", list, rev, err)
+			}
+			if err := s.Delete(ctx, "files", a.Version); !errors.Is(err, store.ErrVersion) {
+				t.Fatalf("delete at a stale version: %v", err)
+			}
+			if err := s.Delete(ctx, "files", 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Server(ctx, "files"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("after delete: %v", err)
+			}
+			if err := s.Delete(ctx, "files", 0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("second delete: %v", err)
+			}
+			// A refused change leaves the revision where it was.
+			before, _ := s.Revision(ctx)
+			s.Create(ctx, store.Server{Name: "x", Spec: []byte(`{}`)})
+			s.Create(ctx, store.Server{Name: "x", Spec: []byte(`{}`)})
+			if after, _ := s.Revision(ctx); after != before+1 {
+				t.Fatalf("revision %d -> %d after one create and one refused", before, after)
+			}
+		})
+	}
+}
+
+func TestSecretsSealedAtRest(t *testing.T) {
+	for name, o := range stores(t, testKey) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t, o)
+			if _, err := s.Create(ctx, store.Server{Name: "gh", Spec: []byte(`{}`), Secrets: []byte(`{"env":{"GITHUB_TOKEN":"ghp_plaintext"}}`)}); err != nil {
+				t.Fatal(err)
+			}
+			db := rawDB(t, o)
+			var sealed string
+			if err := db.QueryRow(`SELECT secrets FROM mcphost_servers WHERE name = 'gh'`).Scan(&sealed); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(sealed, "ghp_plaintext") || !strings.HasPrefix(sealed, "v1:") {
+				t.Fatalf("secrets at rest: %q", sealed)
+			}
+			// A sealed value moved to another row does not open there.
+			if _, err := s.Create(ctx, store.Server{Name: "other", Spec: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(fmt.Sprintf(`UPDATE mcphost_servers SET secrets = '%s' WHERE name = 'other'`, sealed)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Server(ctx, "other"); err == nil {
+				t.Fatal("a sealed value opened under another server's name")
+			}
+			// Another key opens nothing; no key says so.
+			o2 := o
+			o2.Key = bytes.Repeat([]byte{8}, store.KeySize)
+			if _, err := open(t, o2).Server(ctx, "gh"); err == nil || !strings.Contains(err.Error(), "do not open with this key") {
+				t.Fatalf("wrong key: %v", err)
+			}
+			o2.Key = nil
+			noKey := open(t, o2)
+			if _, err := noKey.Server(ctx, "gh"); !errors.Is(err, store.ErrNoKey) {
+				t.Fatalf("no key, reading: %v", err)
+			}
+			if _, err := noKey.Create(ctx, store.Server{Name: "s", Spec: []byte(`{}`), Secrets: []byte(`{"headers":{"A":"b"}}`)}); !errors.Is(err, store.ErrNoKey) {
+				t.Fatalf("no key, writing a secret: %v", err)
+			}
+			if _, err := noKey.Create(ctx, store.Server{Name: "plain", Spec: []byte(`{}`)}); err != nil {
+				t.Fatalf("no key, writing no secret: %v", err)
+			}
+		})
+	}
+}
+
+// TestConcurrentWriters: writers on separate handles (as separate
+// processes would be) never tear a server and never reuse a version.
+func TestConcurrentWriters(t *testing.T) {
+	for name, o := range stores(t, testKey) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a, b := open(t, o), open(t, o)
+			if _, err := a.Create(ctx, store.Server{Name: "n", Spec: []byte(`{"w":0}`)}); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			versions := map[int64]bool{}
+			var wg sync.WaitGroup
+			for i := range 20 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					s := a
+					if i%2 == 1 {
+						s = b
+					}
+					out, _, err := s.Update(ctx, "n", 0, func(cur *store.Server) (*store.Server, error) {
+						next := *cur
+						next.Spec = []byte(fmt.Sprintf(`{"w":%d}`, i))
+						next.Secrets = []byte(fmt.Sprintf(`{"env":{"W":"%d"}}`, i))
+						return &next, nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if versions[out.Version] {
+						t.Errorf("version %d given twice", out.Version)
+					}
+					versions[out.Version] = true
+				}()
+			}
+			wg.Wait()
+			got, err := b.Server(ctx, "n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w int
+			fmt.Sscanf(string(got.Spec), `{"w":%d}`, &w)
+			if string(got.Secrets) != fmt.Sprintf(`{"env":{"W":"%d"}}`, w) {
+				t.Fatalf("torn server: spec %s, secrets %s", got.Spec, got.Secrets)
+			}
+		})
+	}
+}
+
+func TestReopenKeepsServersAndSchema(t *testing.T) {
+	ctx := context.Background()
+	o := store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "m.db")}
+	s, err := store.Open(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, store.Server{Name: "a", Spec: []byte(`{"name":"a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, o)
+	if got, err := s.Server(ctx, "a"); err != nil || string(got.Spec) != `{"name":"a"}` {
+		t.Fatalf("after reopening: %+v %v", got, err)
+	}
+	// A database from a newer mcphost is refused, not misread.
+	db := rawDB(t, o)
+	if _, err := db.Exec(`INSERT INTO mcphost_schema (version, applied) VALUES (99, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Open(ctx, o); err == nil || !strings.Contains(err.Error(), "newer than this mcphost") {
+		t.Fatalf("newer schema: %v", err)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	ctx := context.Background()
+	if _, err := store.Open(ctx, store.Options{Driver: "mysql"}); err == nil || !strings.Contains(err.Error(), "unknown driver") {
+		t.Fatalf("unknown driver: %v", err)
+	}
+	if _, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "x.db"), Key: []byte("short")}); err == nil || !strings.Contains(err.Error(), "must be 32") {
+		t.Fatalf("short key: %v", err)
+	}
+	if _, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: "/nonexistent/dir/x.db"}); err == nil {
+		t.Fatal("a file in a missing directory opened")
+	}
+	for _, bad := range []string{"not base64!", "c2hvcnQ="} {
+		if _, err := store.ParseKey(bad); err == nil {
+			t.Fatalf("ParseKey(%q) passed", bad)
+		}
+	}
+	if k, err := store.ParseKey("BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="); err != nil || !bytes.Equal(k, testKey) {
+		t.Fatalf("ParseKey: %x %v", k, err)
+	}
+}
+
+func rawDB(t *testing.T, o store.Options) *sql.DB {
+	t.Helper()
+	driver, dsn := "sqlite", o.DSN
+	if o.Driver == store.Postgres {
+		driver = "pgx"
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
