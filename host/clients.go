@@ -87,6 +87,10 @@ func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.
 		u.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
+	if u.held {
+		u.mu.Unlock()
+		return nil, nil, u.heldError()
+	}
 	c := u.clients[key]
 	var evicted *clientConn
 	if !u.events.sessionLive(ss) {

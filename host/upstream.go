@@ -94,6 +94,9 @@ type upstream struct {
 	retryTimer  *time.Timer
 	idleTimer   *time.Timer
 	closed      bool
+	// held is an upstream an operator disconnected (Host.Disconnect): it
+	// never connects, and calls to it fail with errHeld, until replaced.
+	held bool
 }
 
 // upstreamEvents is how an upstream tells the host about changes and hands
@@ -236,6 +239,12 @@ func (u *upstream) connectWith(ctx context.Context, client *mcp.Client) (*mcp.Cl
 	}
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
 	if err != nil {
+		// The go-sdk does not close the connection on every failure after
+		// it is made (one opening subscriptions/listen does not): a stdio
+		// server would be left running.
+		if c := conn.Load(); c != nil {
+			_ = c.Close()
+		}
 		return nil, err
 	}
 	bound.Store(cs)
@@ -283,7 +292,7 @@ func (u *upstream) connectLocked() <-chan struct{} {
 		return u.connectDone
 	}
 	done := make(chan struct{})
-	if u.closed || u.sess != nil {
+	if u.closed || u.sess != nil || u.held {
 		close(done)
 		return done
 	}
@@ -577,6 +586,10 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if cs := u.sess; cs != nil {
 		u.mu.Unlock()
 		return cs, nil
+	}
+	if u.held {
+		u.mu.Unlock()
+		return nil, u.heldError()
 	}
 	done := u.connectLocked()
 	u.mu.Unlock()

@@ -1,0 +1,103 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// ErrUnknownServer is returned for an operation on a server the host does
+// not have.
+var ErrUnknownServer = errors.New("no such server")
+
+// heldError is what a call to a server an operator disconnected gets.
+func (u *upstream) heldError() error {
+	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.cfg.Name, u.cfg.Name)
+}
+
+// Disconnect closes a server's sessions (ending its process) and keeps it
+// off: its tools leave the catalog and calls to it fail, until Reconnect or
+// a reload that changes its definition. It is not remembered across
+// restarts.
+func (h *Host) Disconnect(name string) error {
+	old, err := h.replaceUpstream(name, true)
+	if err != nil {
+		return err
+	}
+	h.log.Info("upstream disconnected by an operator", "server", name)
+	old.close()
+	h.toolsChanged(name)
+	h.featuresChanged(name)
+	return nil
+}
+
+// Reconnect ends a server's sessions and connects it again, whether it was
+// connected, failing, or disconnected by Disconnect. It waits, until ctx
+// ends, for the new connection; the error is the connect's, if it failed.
+func (h *Host) Reconnect(ctx context.Context, name string) error {
+	old, err := h.replaceUpstream(name, false)
+	if err != nil {
+		return err
+	}
+	h.log.Info("upstream reconnecting at an operator's request", "server", name)
+	old.close()
+	nu := h.upstreamNamed(name)
+	if nu == nil {
+		return nil // removed meanwhile
+	}
+	done := nu.start()
+	h.toolsChanged(name)
+	h.featuresChanged(name)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil // still connecting; its status shows it
+	}
+	if st := nu.status(); st.State == StateFailed {
+		return errors.New(st.Error)
+	}
+	return nil
+}
+
+// replaceUpstream swaps a server's upstream for a fresh one of the same
+// definition, held or not, and returns the old one for the caller to close
+// outside the lock.
+func (h *Host) replaceUpstream(name string, held bool) (*upstream, error) {
+	h.upMu.Lock()
+	defer h.upMu.Unlock()
+	if h.closed.Load() {
+		return nil, ErrClosed
+	}
+	old, ok := h.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownServer, name)
+	}
+	nu := newUpstream(old.cfg, old.log, h)
+	if held {
+		nu.held = true
+		nu.setStateLocked(StateDisconnected, errors.New("disconnected by an operator"))
+		nu.since = time.Now()
+	}
+	// Readers hold on to the slice (upstreamList): a new one, never an
+	// edit in place.
+	next := make([]*upstream, len(h.upstreams))
+	for i, u := range h.upstreams {
+		next[i] = u
+		if u == old {
+			next[i] = nu
+		}
+	}
+	h.upstreams = next
+	h.byName[name] = nu
+	return old, nil
+}
+
+// Catalog is every upstream tool under its exposed name, before policies:
+// what the policy chain is given to list.
+func (h *Host) Catalog() []abi.Tool {
+	return slices.Clone(h.cat.Load().tools)
+}

@@ -1,0 +1,242 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
+)
+
+// The stages of a probe, in ProbeResult.Stage when one failed.
+const (
+	ProbeStageConfig  = "config"  // the definition is invalid; nothing was started
+	ProbeStageConnect = "connect" // starting or reaching the server, or initialize
+	ProbeStageList    = "list"    // listing its tools, prompts or resources
+)
+
+// probeServerName names a definition probed without a name.
+const probeServerName = "test"
+
+// ProbeResult is what Probe found: the server's identity, capabilities and
+// listings, or the exact error of the stage that failed.
+type ProbeResult struct {
+	OK                bool                    `json:"ok"`
+	ServerInfo        *mcp.Implementation     `json:"serverInfo,omitempty"`
+	ProtocolVersion   string                  `json:"protocolVersion,omitempty"`
+	Capabilities      *mcp.ServerCapabilities `json:"capabilities,omitempty"`
+	Instructions      string                  `json:"instructions,omitempty"`
+	Tools             []*mcp.Tool             `json:"tools"`
+	Prompts           []*mcp.Prompt           `json:"prompts"`
+	Resources         []*mcp.Resource         `json:"resources"`
+	ResourceTemplates []*mcp.ResourceTemplate `json:"resourceTemplates"`
+	Timing            ProbeTiming             `json:"timing"`
+	Error             string                  `json:"error,omitempty"`
+	Stage             string                  `json:"stage,omitempty"`  // ProbeStageConfig, ProbeStageConnect or ProbeStageList
+	Stderr            string                  `json:"stderr,omitempty"` // last lines a stdio server printed, masked
+}
+
+// ProbeTiming is how long each stage of a probe took, in milliseconds.
+// TotalMs covers the whole probe, ending the server included.
+type ProbeTiming struct {
+	ConnectMs float64 `json:"connectMs"`
+	ListMs    float64 `json:"listMs"`
+	TotalMs   float64 `json:"totalMs"`
+}
+
+// Probe connects to one server definition without adding it to a host,
+// lists what it offers, and disconnects. It is the "test connection" of
+// the admin API (POST /v1/servers:test) and of `mcphost servers test`.
+//
+// The server is reached exactly as a host reaches it (same transports,
+// headers, OAuth, pinned protocol version, process group): cfg gets the
+// host's defaults and validation, with the name "test" when it has none.
+// Connecting and listing are bounded by cfg.ConnectTimeout, as a host's
+// connect attempt is, and the whole probe by ctx. A stdio server's process
+// group is ended before Probe returns, whatever happened.
+//
+// Probe never fails as a Go call: a problem is in the result (OK false,
+// Stage and Error). Error is masked like a host's statuses, and the
+// definition's header values and OAuth client secret are taken out of it.
+// A failure to list prompts or resources fails the probe too (Stage
+// ProbeStageList), with the tools already listed kept: a host would serve
+// those tools and only log the failure. Server-to-client requests
+// (sampling, elicitation, roots) are refused: a probe has no client to ask.
+// log may be nil.
+func Probe(ctx context.Context, cfg ServerConfig, log hclog.Logger) *ProbeResult {
+	start := time.Now()
+	res := &ProbeResult{
+		Tools:             []*mcp.Tool{},
+		Prompts:           []*mcp.Prompt{},
+		Resources:         []*mcp.Resource{},
+		ResourceTemplates: []*mcp.ResourceTemplate{},
+	}
+	defer func() { res.Timing.TotalMs = millis(time.Since(start)) }()
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if cfg.Name == "" {
+		cfg.Name = probeServerName
+	}
+	c := Config{Servers: []ServerConfig{cfg}}.WithDefaults()
+	if err := c.Validate(); err != nil {
+		// The definition's own words: masking for credentials would mangle
+		// them ("oauth: grant" reads as one), and only a URL or a header
+		// can hold one.
+		res.OK, res.Stage = false, ProbeStageConfig
+		res.Error = secrets.MaskURLs(redactKnown(err.Error(), c.Servers[0]))
+		return res
+	}
+	cfg = c.Servers[0]
+
+	u := newUpstream(cfg, log.Named(cfg.Name), probeEvents{log: log})
+	stage, err := res.run(ctx, u)
+	// Closing ends the session and the server's process group and waits
+	// for them, so the stderr tail is complete once it returns.
+	u.close()
+	res.Stderr = u.stderrTail()
+	if err != nil {
+		res.fail(stage, err, cfg)
+		log.Debug("probe failed", "server", cfg.Name, "stage", stage, "error", res.Error)
+		return res
+	}
+	res.OK = true
+	return res
+}
+
+// run connects, fills res from what the server says, and closes the
+// session; on failure it returns the stage and its error.
+func (res *ProbeResult) run(parent context.Context, u *upstream) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, u.cfg.ConnectTimeout)
+	defer cancel()
+	explain := func(err error) error {
+		if ctx.Err() != nil && parent.Err() == nil {
+			// Say which bound ended it: "context deadline exceeded" alone
+			// does not, and the error may not even say that much.
+			return fmt.Errorf("no answer within connect_timeout (%s): %w", u.cfg.ConnectTimeout, err)
+		}
+		return err
+	}
+
+	t0 := time.Now()
+	cs, err := u.connectWith(ctx, u.client)
+	res.Timing.ConnectMs = millis(time.Since(t0))
+	if err != nil {
+		return ProbeStageConnect, fmt.Errorf("connecting: %w", explain(err))
+	}
+	defer cs.Close()
+	if ir := cs.InitializeResult(); ir != nil {
+		res.ServerInfo = ir.ServerInfo
+		res.ProtocolVersion = ir.ProtocolVersion
+		res.Capabilities = ir.Capabilities
+		res.Instructions = ir.Instructions
+	}
+
+	t1 := time.Now()
+	defer func() { res.Timing.ListMs = millis(time.Since(t1)) }()
+	tools, err := listTools(ctx, cs)
+	if err != nil {
+		return ProbeStageList, fmt.Errorf("listing tools: %w", explain(err))
+	}
+	res.Tools = orEmpty(tools)
+	feats, err := listFeatures(ctx, u.cfg.Name, cs)
+	if err != nil { // its own message says which list
+		return ProbeStageList, explain(err)
+	}
+	res.Prompts = orEmpty(feats.prompts)
+	res.Resources = orEmpty(feats.resources)
+	res.ResourceTemplates = orEmpty(feats.templates)
+	return "", nil
+}
+
+// fail records the failure of stage, its error masked (see probeMask).
+func (res *ProbeResult) fail(stage string, err error, cfg ServerConfig) {
+	res.OK = false
+	res.Stage = stage
+	res.Error = probeMask(err.Error(), cfg)
+}
+
+// probeMask masks text as a host's statuses are (errorText), after taking
+// out the definition's own secrets (redactKnown).
+func probeMask(text string, cfg ServerConfig) string {
+	return secrets.MaskURLs(secrets.Mask(redactKnown(text, cfg))) // as errorText
+}
+
+// redactKnown takes the definition's own secrets out of text word for
+// word: its header values (and the credentials after an auth scheme such
+// as "Bearer") and its OAuth client secret. Values shorter than minSecret
+// are left alone, so that a header such as "X-Debug: 1" does not blank
+// every digit of the message.
+func redactKnown(text string, cfg ServerConfig) string {
+	const minSecret = 4
+	var known []string
+	add := func(v string) {
+		if v = strings.TrimSpace(v); len(v) >= minSecret {
+			known = append(known, v)
+		}
+	}
+	for _, v := range cfg.Headers {
+		add(v)
+		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+			add(cred)
+		}
+	}
+	if cfg.OAuth != nil {
+		add(cfg.OAuth.ClientSecret)
+	}
+	// Longest first, so a value containing another goes whole.
+	slices.SortFunc(known, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	for _, v := range known {
+		text = strings.ReplaceAll(text, v, "[REDACTED]")
+	}
+	return text
+}
+
+func millis(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}
+
+// orEmpty returns s, or an empty slice for nil, so that JSON has [] and
+// not null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// probeEvents are a probe's upstreamEvents: nothing downstream hears of
+// changes, and what the server asks of a client is refused.
+type probeEvents struct {
+	log hclog.Logger
+}
+
+func (probeEvents) toolsChanged(string)    {}
+func (probeEvents) featuresChanged(string) {}
+func (probeEvents) upstreamProgress(context.Context, *upstream, *mcp.ProgressNotificationParams) {
+}
+func (probeEvents) upstreamLog(*upstream, *mcp.ClientSession, *mcp.LoggingMessageParams) {}
+func (probeEvents) resourceUpdated(*upstream, *mcp.ClientSession, *mcp.ResourceUpdatedNotificationParams) {
+}
+func (probeEvents) elicitationComplete(*upstream, *mcp.ClientSession, *mcp.ElicitationCompleteParams) {
+}
+
+func (e probeEvents) serverRequest(_ context.Context, u *upstream, _ *mcp.ClientSession, method string, _ mcp.Request) (mcp.Result, error) {
+	e.log.Debug("server-to-client request refused during a probe", "server", u.cfg.Name, "method", method)
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("mcphost: %s refused: this is a connection test, with no client to ask", method)}
+}
+
+func (probeEvents) clientSessionStarted(context.Context, *upstream, *mcp.ServerSession, *mcp.ClientSession) {
+}
+func (probeEvents) identityKey(*mcp.ServerSession) string { return "" }
+func (probeEvents) sessionLive(*mcp.ServerSession) bool   { return false }
+
+var _ upstreamEvents = probeEvents{}
