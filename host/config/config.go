@@ -23,7 +23,12 @@ type File struct {
 	Host    host.Config
 	Plugins []plugins.Spec
 	Runtime Runtime
-	Path    string // absolute path of the config file
+	// Admin is the admin API's listener; nil without an admin block.
+	Admin *Admin
+	// Store is where servers added at run time are kept; nil when neither
+	// a store nor an admin block is written.
+	Store *Store
+	Path  string // absolute path of the config file
 
 	// Sources lists the absolute paths the config was built from: the file
 	// itself, then every file read with file(). A watcher reloads when any

@@ -19,7 +19,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
 		switch block.Type {
-		case "listen", "tools", "runtime", "resources":
+		case "listen", "tools", "runtime", "resources", "admin", "store":
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
@@ -37,6 +37,10 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			file.Runtime = d.decodeRuntime(block)
 		case "resources":
 			file.Host.Resources = d.decodeResources(block)
+		case "admin":
+			file.Admin = d.decodeAdmin(block)
+		case "store":
+			file.Store = d.decodeStore(block)
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
@@ -56,6 +60,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 				ref.plugin, ref.name, didYouMean(ref.name, servers.names))
 		}
 	}
+	d.checkAdmin(file, singletons["admin"])
 	return file
 }
 

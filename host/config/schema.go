@@ -14,6 +14,23 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "plugin", LabelNames: []string{"name"}},
 		{Type: "runtime"},
 		{Type: "resources"},
+		{Type: "admin"},
+		{Type: "store"},
+	},
+}
+
+var adminSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "http", Required: true},
+	},
+}
+
+var storeSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "sqlite"},
+		{Name: "postgres"},
+		{Name: "key"},
+		{Name: "poll"},
 	},
 }
 

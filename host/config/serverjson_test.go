@@ -1,0 +1,108 @@
+package config_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/config"
+)
+
+func specErr(t *testing.T, err error) *config.SpecError {
+	t.Helper()
+	var se *config.SpecError
+	if !errors.As(err, &se) {
+		t.Fatalf("want a *SpecError, got %v", err)
+	}
+	return se
+}
+
+func TestServerSpecDecodesLikeTheFile(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "mcphost.hcl")
+	spec, err := config.DecodeServerSpec([]byte(`{"name":"files","transport":"stdio","command":"sh","args":["-c","echo ${HOME} %{x}"],
+		"env":{"API_KEY":"k","Odd-Name":"v"},"cwd":"sub","timeout":"5s","sessions":"per_client","max_sessions":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := spec.Server(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := host.ServerConfig{Name: "files", Transport: "stdio", Command: "sh", Args: []string{"-c", "echo ${HOME} %{x}"},
+		Env: map[string]string{"API_KEY": "k", "Odd-Name": "v"}, Cwd: filepath.Join(filepath.Dir(cfgPath), "sub"),
+		Timeout: 5e9, Sessions: "per_client", MaxSessions: 3}
+	if sc.Name != want.Name || sc.Command != want.Command || strings.Join(sc.Args, "|") != strings.Join(want.Args, "|") ||
+		sc.Env["Odd-Name"] != "v" || sc.Cwd != want.Cwd || sc.Timeout != want.Timeout || sc.MaxSessions != 3 {
+		t.Fatalf("got %+v\nwant %+v", sc, want)
+	}
+}
+
+func TestServerSpecErrorsNameTheField(t *testing.T) {
+	cases := []struct {
+		json, field, says string
+		syntax            bool
+	}{
+		{`{"name":"a","comand":"x"}`, "comand", `Did you mean "command"`, true},
+		{`{"name":"a","args":"x"}`, "args", "expected an array", true},
+		{`{"name":"a","max_sessions":"3"}`, "max_sessions", "expected an integer", true},
+		{`{"name":"a"} {}`, "", "more than one JSON value", true},
+		{`{"name":`, "", "ends early", true},
+		{``, "", "empty", true},
+		{`{"name":"a b","command":"sh"}`, "name", "Invalid server name", false},
+		{`{"name":"a","transport":"stdio","url":"http://x"}`, "url", "not used by stdio", false},
+		{`{"name":"a","transport":"http","url":"ftp://x"}`, "url", "Invalid url", false},
+		{`{"name":"a","transport":"carrier-pigeon","command":"sh"}`, "transport", "", false},
+		{`{"name":"a","command":"sh","timeout":"soon"}`, "timeout", "", false},
+		{`{"name":"a","command":"no-such-program-mcphost"}`, "command", "no program", false},
+		{`{"name":"a","transport":"http","url":"https://x","oauth":{"grant":"client_credentials","client_id":"c"}}`, "oauth", "client_secret", false},
+		{`{"command":"sh"}`, "name", "", false},
+	}
+	for _, c := range cases {
+		spec, err := config.DecodeServerSpec([]byte(c.json))
+		if err == nil {
+			var sc host.ServerConfig
+			if sc, err = spec.Server("/etc/mcphost.hcl"); err == nil {
+				err = config.CheckCommand(sc)
+			}
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", c.json)
+			continue
+		}
+		se := specErr(t, err)
+		if se.Syntax != c.syntax {
+			t.Errorf("%s: Syntax = %v", c.json, se.Syntax)
+		}
+		found := false
+		for _, fe := range se.Errors {
+			if fe.Field == c.field && strings.Contains(fe.Detail, c.says) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: want field %q saying %q, got %+v", c.json, c.field, c.says, se.Errors)
+		}
+	}
+}
+
+func TestSpecSecretsMaskAndKeep(t *testing.T) {
+	spec := config.ServerSpec{Name: "gh", Command: "sh", Env: map[string]string{"TOKEN": "t0"},
+		Headers: nil, OAuth: &config.OAuthSpec{ClientSecret: "cs"}}
+	pub, sec := spec.Split()
+	if pub.Env["TOKEN"] != config.Masked || pub.OAuth.ClientSecret != config.Masked || sec.Env["TOKEN"] != "t0" || sec.ClientSecret != "cs" {
+		t.Fatalf("split: %+v %+v", pub, sec)
+	}
+	if spec.Env["TOKEN"] != "t0" {
+		t.Fatal("Split changed its receiver")
+	}
+	back, err := pub.Keep(sec)
+	if err != nil || back.Env["TOKEN"] != "t0" || back.OAuth.ClientSecret != "cs" {
+		t.Fatalf("keep: %+v %v", back, err)
+	}
+	pub.Env["NEW"] = config.Masked
+	if _, err := pub.Keep(sec); err == nil || specErr(t, err).Errors[0].Field != "env.NEW" {
+		t.Fatalf("masked value with nothing stored: %v", err)
+	}
+}
