@@ -97,6 +97,11 @@ type Status struct {
 	LastError          string    `json:"lastError,omitempty"`
 	LastErrorAt        time.Time `json:"lastErrorAt,omitzero"`
 	RetryAt            time.Time `json:"retryAt,omitzero"` // when failed: when calls are let through again
+	// Load numbers this load of the plugin, runtime-wide: a reload that
+	// keeps the plugin (same digest, spec and config) keeps the number,
+	// one that loads it afresh gives a new one. It is how a test or an
+	// operator tells which plugins a reload touched.
+	Load uint64 `json:"load"`
 }
 
 // Load loads one plugin: resolves and verifies its source, compiles it (or
@@ -215,7 +220,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	}
 	p.hookStats = newHookCounters(p.hooks)
 	p.stats = Status{Name: spec.Name, Source: spec.Source, SHA256: src.sha, ABI: desc.ABI,
-		Version: desc.Version, Hooks: desc.Hooks, State: StateLoaded}
+		Version: desc.Version, Hooks: desc.Hooks, State: StateLoaded, Load: rt.loads.Add(1)}
 
 	// The instance that described stays warm. The pool grows on demand up
 	// to spec.Instances: each warm Go instance holds 10 to 18 MB, and most

@@ -78,6 +78,7 @@ type Runtime struct {
 	builtin     func(string) ([]byte, map[string]string, bool)
 	builtins    []string
 	gen         atomic.Uint64
+	loads       atomic.Uint64 // numbers plugin loads (Status.Load)
 	// guestLevel is what get_log_level tells guests: the Extism level
 	// (0 trace .. 4 error) of the lowest message the logger records.
 	guestLevel int32

@@ -30,6 +30,7 @@ import (
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/metrics"
+	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// WatchPlugins reloads the plugins when a plugin's .wasm file changes.
 	// (The config file is the caller's to watch: call Reload.)
 	WatchPlugins bool
+	// Store, when not nil, keeps run-time servers instead of the store the
+	// file's store block names; the caller closes it after the engine.
+	Store *store.Store
 }
 
 // Engine is a running host with its plugin runtime and policy chain. It is
@@ -53,8 +57,16 @@ type Engine struct {
 	mgr     *plugins.Manager
 	host    *host.Host
 
-	mu   sync.Mutex // serialises Reload
+	mu   sync.Mutex // serialises Reload and Sync
 	file *config.File
+
+	// store keeps the servers added at run time (servers.go); nil without
+	// one. storeRev is the revision the host last took them at.
+	store     *store.Store
+	ownsStore bool
+	storeRev  int64
+	stopPoll  context.CancelFunc
+	polling   sync.WaitGroup
 }
 
 // ShutdownDrain bounds how long Close waits for plugin calls still in
@@ -99,8 +111,20 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		// the OS only over minutes. Hand it back now, off the start-up path.
 		go debug.FreeOSMemory()
 	}
+	e.store = opts.Store
+	if e.store == nil && file.Store != nil {
+		e.store, err = store.Open(ctx, store.Options{Driver: file.Store.Driver, DSN: file.Store.DSN, Key: file.Store.Key})
+		if err != nil {
+			return nil, err
+		}
+		e.ownsStore = true
+	}
+	cfg, err := e.merged(ctx, file)
+	if err != nil {
+		return nil, err
+	}
 	e.metrics = metrics.New()
-	e.host, err = host.New(file.Host, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() },
+	e.host, err = host.New(cfg, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() },
 		Observer: e.metrics, Metrics: e.metrics.Handler()})
 	if err != nil {
 		return nil, err
@@ -112,6 +136,13 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	e.mgr.Attach(listener{e.host})
 	if err := e.host.Start(ctx); err != nil {
 		return nil, err
+	}
+	if e.store != nil {
+		poll := config.DefaultStorePoll
+		if file.Store != nil && file.Store.Poll > 0 {
+			poll = file.Store.Poll
+		}
+		e.startPolling(poll)
 	}
 	return e, nil
 }
@@ -156,7 +187,12 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	if err != nil {
 		return fmt.Errorf("plugins failed to load: %w", err)
 	}
-	err = e.host.Reconfigure(ctx, file.Host, staged.Commit)
+	cfg, err := e.merged(ctx, file)
+	if err != nil {
+		staged.Close()
+		return err
+	}
+	err = e.host.Reconfigure(ctx, cfg, staged.Commit)
 	staged.Close()
 	if err != nil {
 		return fmt.Errorf("reconfiguring upstreams: %w", err)
@@ -187,8 +223,15 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	var errs []error
+	if e.stopPoll != nil {
+		e.stopPoll()
+		e.polling.Wait()
+	}
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
+	}
+	if e.ownsStore && e.store != nil {
+		errs = append(errs, e.store.Close())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownDrain)
 	defer cancel()

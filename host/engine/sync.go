@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/store"
+)
+
+// merged is the host configuration of file plus the store's servers (by
+// name, after the file's). A stored server whose name the file now takes,
+// or that no longer decodes, is left out (ServerInfo.Problem says why).
+// It records the store revision it read.
+func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, error) {
+	cfg := file.Host
+	if e.store == nil {
+		return cfg, nil
+	}
+	stored, rev, err := e.store.Servers(ctx)
+	if err != nil {
+		return host.Config{}, fmt.Errorf("reading the store: %w", err)
+	}
+	cfg.Servers = slices.Clone(file.Host.Servers)
+	for _, sv := range stored {
+		if _, taken := configServer(file, sv.Name); taken {
+			e.log.Warn("a stored server is not served: the config file defines one of the same name", "server", sv.Name)
+			continue
+		}
+		spec, sec, err := decodeStored(sv)
+		if err == nil {
+			var sc host.ServerConfig
+			if sc, err = spec.Join(sec).Server(file.Path); err == nil {
+				cfg.Servers = append(cfg.Servers, sc)
+				continue
+			}
+		}
+		e.log.Warn("a stored server is not served: its definition is refused", "server", sv.Name, "error", err)
+	}
+	e.storeRev = rev
+	return cfg, nil
+}
+
+// Sync brings the host in line with the store now: servers added, changed
+// or removed there (by this process or another replica) connect, reconnect
+// or disconnect; the others are untouched. It does not wait for new
+// servers to connect.
+func (e *Engine) Sync(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cfg, err := e.merged(ctx, e.file)
+	if err != nil {
+		return err
+	}
+	// Reconfigure waits on new servers until its ctx ends: the answer to
+	// an API call must not hold the lock that long, so it is given one
+	// that has ended (the caller waits on the status instead).
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	return e.host.Reconfigure(done, cfg, nil)
+}
+
+// startPolling looks at the store's revision every interval and syncs
+// when another process changed it.
+func (e *Engine) startPolling(interval time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopPoll = cancel
+	e.polling.Add(1)
+	go func() {
+		defer e.polling.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		failing := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := e.pollOnce(ctx, interval)
+			switch {
+			case err != nil && !failing && ctx.Err() == nil:
+				e.log.Warn("the store cannot be read; run-time servers stay as they are until it can", "error", err)
+			case err == nil && failing:
+				e.log.Info("the store can be read again")
+			}
+			failing = err != nil
+		}
+	}()
+}
+
+func (e *Engine) pollOnce(ctx context.Context, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
+	defer cancel()
+	rev, err := e.store.Revision(ctx)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	seen := e.storeRev
+	e.mu.Unlock()
+	if rev == seen {
+		return nil
+	}
+	e.log.Debug("the store changed; syncing", "revision", rev)
+	return e.Sync(ctx)
+}
+
+// Store is the engine's store, nil without one.
+func (e *Engine) Store() *store.Store { return e.store }

@@ -1,0 +1,75 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// ExplainedTool is a catalog tool and what the policy chain did to it for
+// one caller: the tool as the caller sees it (or, hidden, as the catalog
+// has it), which plugin hid it, and which changed it, in chain order.
+type ExplainedTool struct {
+	abi.Tool
+	Exposed   bool     `json:"exposed"`
+	HiddenBy  string   `json:"hiddenBy,omitempty"`
+	ChangedBy []string `json:"changedBy,omitempty"`
+}
+
+// ExplainTools runs the tools_list hooks as ToolsList does, one plugin at
+// a time, and reports for every tool of in.Tools who hid or changed it.
+// It is for operators (the admin API's /v1/tools), not for serving: it
+// does not use or fill the hosts' caches.
+func (m *Manager) ExplainTools(ctx context.Context, in *abi.ToolsListInput) ([]ExplainedTool, error) {
+	type key struct{ server, tool string }
+	out := make([]ExplainedTool, len(in.Tools))
+	index := make(map[key]int, len(in.Tools))
+	for i, t := range in.Tools {
+		out[i] = ExplainedTool{Tool: t, Exposed: true}
+		index[key{t.Server, t.Tool}] = i
+	}
+	_, err := onCurrent(m, struct{}{}, func(c *Chain) (struct{}, error) {
+		tools := in.Tools
+		for _, p := range c.plugins {
+			if !p.HasHook(abi.HookToolsList) || !p.ForCaller(&in.Caller) {
+				continue
+			}
+			next, err := c.toolsListOne(ctx, p, in.Caller, tools)
+			if err != nil {
+				if err = c.failure(p, abi.HookToolsList, err); err != nil {
+					return struct{}{}, err
+				}
+				continue
+			}
+			kept := make(map[key]abi.Tool, len(next))
+			for _, t := range next {
+				kept[key{t.Server, t.Tool}] = t
+			}
+			for _, t := range tools {
+				k := key{t.Server, t.Tool}
+				i, ok := index[k]
+				if !ok {
+					continue
+				}
+				after, still := kept[k]
+				switch {
+				case !still:
+					out[i].Exposed, out[i].HiddenBy = false, p.spec.Name
+				case !sameTool(t, after):
+					out[i].Tool = after
+					out[i].ChangedBy = append(out[i].ChangedBy, p.spec.Name)
+				}
+			}
+			tools = next
+		}
+		return struct{}{}, nil
+	})
+	return out, err
+}
+
+func sameTool(a, b abi.Tool) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
