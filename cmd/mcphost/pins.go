@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mcphost-project/mcphost/filters/policies"
-	"github.com/mcphost-project/mcphost/plugins"
+	"github.com/mcphost-project/mcphost/host/pins"
 )
 
 const pinsUsage = `usage:
@@ -44,122 +43,35 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	pins, err := pinFiles(file.Plugins, *plugin)
+	ps, err := pins.Find(file.Plugins, *plugin)
 	if err != nil {
 		fmt.Fprintln(stderr, "mcphost pins:", err)
 		return exitError(1)
 	}
 	switch sub {
 	case "list":
-		return listPins(pins, *asJSON, pos[0], stdout, stderr)
+		return listPins(ps, *asJSON, pos[0], stdout, stderr)
 	default:
 		keys := pos[1:]
 		if len(keys) == 0 && !*all {
 			fmt.Fprintln(stderr, "mcphost pins approve: name the tools to approve as SERVER/TOOL, or pass --all")
 			return exitError(2)
 		}
-		return approvePins(pins, keys, *all, stdout, stderr)
+		return approvePins(ps, keys, *all, stdout, stderr)
 	}
 }
 
-// pinPlugin is one builtin:pin plugin and where its file is on this host.
-type pinPlugin struct {
-	Name      string `json:"plugin"`
-	GuestPath string `json:"guestPath"`
-	HostPath  string `json:"file"`
-}
-
-// pinFiles finds the builtin:pin plugins of a config and maps each one's
-// pin file, a path inside the plugin, to the host through its grants.
-func pinFiles(specs []plugins.Spec, only string) ([]pinPlugin, error) {
-	var out []pinPlugin
-	for _, s := range specs {
-		if s.Source != plugins.BuiltinPrefix+"pin" || (only != "" && s.Name != only) {
-			continue
-		}
-		guest := s.Config["file"]
-		if guest == "" {
-			guest = policies.DefaultPinFile
-		}
-		host, ok := hostPath(s.AllowedPaths, guest)
-		if !ok {
-			return nil, fmt.Errorf("plugin %q: its pin file %s is under no allowed_paths grant; add one, like allowed_paths = { \"./pins\" = \"%s\" }", s.Name, guest, path.Dir(guest))
-		}
-		out = append(out, pinPlugin{Name: s.Name, GuestPath: guest, HostPath: host})
-	}
-	if len(out) == 0 {
-		if only != "" {
-			return nil, fmt.Errorf("no builtin:pin plugin named %q in the config", only)
-		}
-		return nil, fmt.Errorf(`no plugin with source = "builtin:pin" in the config`)
-	}
-	return out, nil
-}
-
-// hostPath maps a guest path through allowed_paths (host -> guest; "ro:"
-// marks read-only), by the longest guest directory that contains it.
-func hostPath(grants map[string]string, guest string) (string, bool) {
-	guest = path.Clean(guest)
-	best, bestLen := "", -1
-	for host, g := range grants {
-		host = strings.TrimPrefix(host, "ro:")
-		g = path.Clean(g)
-		var rel string
-		switch {
-		case g == guest:
-			rel = "."
-		case g == "/":
-			rel = strings.TrimPrefix(guest, "/")
-		case strings.HasPrefix(guest, g+"/"):
-			rel = guest[len(g)+1:]
-		default:
-			continue
-		}
-		if len(g) > bestLen {
-			best, bestLen = filepath.Join(host, filepath.FromSlash(rel)), len(g)
+func listPins(ps []pins.Plugin, asJSON bool, config string, stdout, stderr io.Writer) error {
+	all, err := pins.List(ps)
+	if !asJSON {
+		// The plugins read before an error are printed, then the error.
+		for _, l := range all {
+			printListed(stdout, l, config)
 		}
 	}
-	return best, bestLen >= 0
-}
-
-func listPins(pins []pinPlugin, asJSON bool, config string, stdout, stderr io.Writer) error {
-	type listed struct {
-		pinPlugin
-		Tools map[string]*policies.PinEntry `json:"tools"`
-	}
-	var all []listed
-	for _, p := range pins {
-		f, err := policies.ReadPinFile(p.HostPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcphost pins: plugin %q: %s: %v\n", p.Name, p.HostPath, err)
-			return exitError(1)
-		}
-		all = append(all, listed{p, f.Tools})
-		if asJSON {
-			continue
-		}
-		pending := 0
-		for _, e := range f.Tools {
-			if e.Pending != nil {
-				pending++
-			}
-		}
-		fmt.Fprintf(stdout, "plugin %q: %s: %d tools pinned, %d changed\n", p.Name, p.HostPath, len(f.Tools), pending)
-		for _, k := range f.Keys() {
-			e := f.Tools[k]
-			sum := e.SHA256
-			if len(sum) > 12 {
-				sum = sum[:12]
-			}
-			if e.Pending == nil {
-				fmt.Fprintf(stdout, "  %-40s pinned   %s  sha256 %s\n", k, e.PinnedAt, sum)
-				continue
-			}
-			fmt.Fprintf(stdout, "  %-40s CHANGED  %s  hidden until: mcphost pins approve %s %s\n", k, e.Pending.SeenAt, config, k)
-			for _, line := range strings.Split(strings.TrimRight(policies.PinDiff(e.Definition, e.Pending.Definition), "\n"), "\n") {
-				fmt.Fprintf(stdout, "      %s\n", line)
-			}
-		}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcphost pins:", err)
+		return exitError(1)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -169,54 +81,55 @@ func listPins(pins []pinPlugin, asJSON bool, config string, stdout, stderr io.Wr
 	return nil
 }
 
-func approvePins(pins []pinPlugin, keys []string, all bool, stdout, stderr io.Writer) error {
-	now := time.Now().UTC().Format(time.RFC3339)
-	found := map[string]bool{}
-	approved := 0
-	for _, p := range pins {
-		f, err := policies.ReadPinFile(p.HostPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "mcphost pins: plugin %q: %s: %v\n", p.Name, p.HostPath, err)
-			return exitError(1)
+func printListed(stdout io.Writer, l pins.Listed, config string) {
+	fmt.Fprintf(stdout, "plugin %q: %s: %d tools pinned, %d changed\n", l.Name, l.HostPath, len(l.Tools), l.Pending())
+	for _, k := range l.Keys() {
+		e := l.Tools[k]
+		sum := e.SHA256
+		if len(sum) > 12 {
+			sum = sum[:12]
 		}
-		var these []string
-		if all {
-			for _, k := range f.Keys() {
-				if f.Tools[k].Pending != nil {
-					these = append(these, k)
-				}
-			}
-		} else {
-			for _, k := range keys {
-				if e := f.Tools[k]; e != nil {
-					found[k] = true
-					if e.Pending == nil {
-						fmt.Fprintf(stderr, "mcphost pins: %s has no pending change\n", k)
-						continue
-					}
-					these = append(these, k)
-				}
-			}
-		}
-		if len(these) == 0 {
+		if e.Pending == nil {
+			fmt.Fprintf(stdout, "  %-40s pinned   %s  sha256 %s\n", k, e.PinnedAt, sum)
 			continue
 		}
-		for _, k := range these {
-			if err := f.Approve(k, now); err != nil {
+		fmt.Fprintf(stdout, "  %-40s CHANGED  %s  hidden until: mcphost pins approve %s %s\n", k, e.Pending.SeenAt, config, k)
+		for _, line := range strings.Split(strings.TrimRight(policies.PinDiff(e.Definition, e.Pending.Definition), "\n"), "\n") {
+			fmt.Fprintf(stdout, "      %s\n", line)
+		}
+	}
+}
+
+// approvePins approves one plugin at a time, so that what it prints about
+// each plugin comes out together even when stdout and stderr are one
+// stream.
+func approvePins(ps []pins.Plugin, keys []string, all bool, stdout, stderr io.Writer) error {
+	now := time.Now()
+	unknownTo := map[string]int{} // how many plugins do not pin each key
+	approved := 0
+	for _, p := range ps {
+		a, err := pins.Approve([]pins.Plugin{p}, keys, all, now)
+		for _, k := range a.NotPending {
+			fmt.Fprintf(stderr, "mcphost pins: %s has no pending change\n", k)
+		}
+		if err != nil {
+			var fe *pins.FileError
+			if !errors.As(err, &fe) {
 				return err
 			}
-		}
-		if err := policies.WritePinFile(p.HostPath, f); err != nil {
-			fmt.Fprintf(stderr, "mcphost pins: plugin %q: writing %s: %v\n", p.Name, p.HostPath, err)
+			fmt.Fprintln(stderr, "mcphost pins:", err)
 			return exitError(1)
 		}
-		for _, k := range these {
-			fmt.Fprintf(stdout, "approved %s (plugin %q)\n", k, p.Name)
+		for _, ap := range a.Approved {
+			fmt.Fprintf(stdout, "approved %s (plugin %q)\n", ap.Key, ap.Plugin)
 		}
-		approved += len(these)
+		approved += len(a.Approved)
+		for _, k := range a.Unknown {
+			unknownTo[k]++
+		}
 	}
 	for _, k := range keys {
-		if !found[k] {
+		if unknownTo[k] == len(ps) {
 			fmt.Fprintf(stderr, "mcphost pins: no pinned tool %q (tools are named SERVER/TOOL, as pins list shows them)\n", k)
 			return exitError(1)
 		}
