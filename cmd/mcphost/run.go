@@ -36,6 +36,17 @@ Usage:
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
   mcphost version
 
+The servers of a running mcphost, through its admin API (flags --admin URL,
+--key KEY, --json; "mcphost help servers" tells more):
+  mcphost servers list
+  mcphost servers add files -- npx -y @modelcontextprotocol/server-filesystem /srv
+  mcphost servers add docs --url https://mcp.example.com/mcp --header "Authorization: Bearer $T"
+  mcphost servers update files --if-version 3 -- npx -y @modelcontextprotocol/server-filesystem /data
+  mcphost servers rm files
+  mcphost servers test -- npx -y @modelcontextprotocol/server-filesystem /srv
+  mcphost servers reconnect files
+  mcphost servers disconnect files
+
 Flags may come before or after CONFIG. Run "mcphost COMMAND -h" for a
 command's flags.
 `
@@ -64,10 +75,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runPins(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
+	case "servers":
+		return runServers(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	case "help", "-h", "--help":
+		if len(rest) > 0 && rest[0] == "servers" {
+			fmt.Fprintln(stdout, serversUsage)
+			return nil
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}

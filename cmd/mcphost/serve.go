@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,8 +15,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/admin"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/gctune"
 )
 
@@ -70,6 +73,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	r := &reloader{path: pos[0], file: file, engine: e, log: log}
 	go r.run(ctx, watch)
+
+	if file.Admin != nil {
+		ln, err := net.Listen("tcp", file.Admin.HTTP)
+		if err != nil {
+			return fmt.Errorf("admin API: listening on %s: %w", file.Admin.HTTP, err)
+		}
+		log.Info("admin API", "url", fmt.Sprintf("http://%s/v1/servers", ln.Addr()), "store", storeSummary(file.Store))
+		go func() {
+			if err := admin.Serve(ctx, ln, admin.Handler(e, log.Named("admin"))); err != nil {
+				log.Error("admin API stopped", "error", err)
+			}
+		}()
+	}
 
 	if *stdio {
 		log.Info("serving on stdio", "ready_in", time.Since(started).Round(time.Millisecond))
@@ -185,4 +201,18 @@ func authSummary(l host.Listen) string {
 		return "none"
 	}
 	return strings.Join(ways, ", ")
+}
+
+// storeSummary names the store for the start-up log, without a password.
+func storeSummary(s *config.Store) string {
+	if s == nil {
+		return "none"
+	}
+	if s.Driver == store.Postgres {
+		if u, err := url.Parse(s.DSN); err == nil {
+			return "postgres://" + u.Host + u.Path
+		}
+		return "postgres"
+	}
+	return "sqlite:" + s.DSN
 }
