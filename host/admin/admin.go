@@ -9,8 +9,10 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +35,9 @@ const MaxTestTimeout = 60 * time.Second
 type api struct {
 	e   *engine.Engine
 	log hclog.Logger
+	// pinMu serialises approvals: each reads the pin files, writes them
+	// and reloads the plugins.
+	pinMu sync.Mutex
 }
 
 // Handler serves the admin API of e. Every request but GET /openapi.json
@@ -353,7 +358,12 @@ func (a *api) listPlugins(w http.ResponseWriter, r *http.Request) {
 
 func (a *api) reloadPlugins(w http.ResponseWriter, r *http.Request) {
 	if err := a.e.ReloadPlugins(r.Context()); err != nil {
-		writeProblem(w, http.StatusUnprocessableEntity, "Plugins failed to load", err.Error()+"; the running plugins stay")
+		if errors.Is(err, engine.ErrPluginLoad) {
+			writeProblem(w, http.StatusUnprocessableEntity, "Plugins failed to load", err.Error()+"; the running plugins stay")
+			return
+		}
+		// The plugins loaded; the store or the upstreams did not follow.
+		writeProblem(w, http.StatusServiceUnavailable, "Not reloaded", err.Error()+"; the running configuration stays")
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"plugins": a.e.Plugins().Status()})
@@ -419,14 +429,22 @@ func (a *api) approvePins(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusUnprocessableEntity, "No pins", `no plugin with source = "builtin:pin" in the config, so nothing is pinned`)
 		return
 	}
+	a.pinMu.Lock()
+	defer a.pinMu.Unlock()
+	if !req.All {
+		// Every key is checked before any is approved: a request naming
+		// one unknown tool changes nothing.
+		if unknown, err := unknownPins(ps, req.Keys); err != nil {
+			writeProblem(w, http.StatusServiceUnavailable, "Pin file unreadable", err.Error())
+			return
+		} else if len(unknown) > 0 {
+			writeUnknownPins(w, unknown)
+			return
+		}
+	}
 	res, err := pins.Approve(ps, req.Keys, req.All, time.Now())
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "Approval not written", err.Error())
-		return
-	}
-	if len(res.Unknown) > 0 {
-		writeProblem(w, http.StatusUnprocessableEntity, "Unknown tools", fmt.Sprintf("no pinned tool %q (tools are named server/tool, as GET /v1/pins shows them)", res.Unknown),
-			config.FieldError{Field: "keys", Detail: strings.Join(res.Unknown, ", ")})
 		return
 	}
 	if len(res.Approved) > 0 {
@@ -436,11 +454,36 @@ func (a *api) approvePins(w http.ResponseWriter, r *http.Request) {
 			a.log.Warn("approved pins written; reloading failed", "error", err)
 		}
 	}
+	if len(res.Unknown) > 0 {
+		// A pin file changed by another process since the check.
+		writeUnknownPins(w, res.Unknown)
+		return
+	}
 	approved := make([]string, 0, len(res.Approved))
 	for _, ap := range res.Approved {
 		approved = append(approved, ap.Key)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approved": approved, "notPending": nonNil(res.NotPending)})
+}
+
+// unknownPins returns the keys that no plugin of ps pins, in order.
+func unknownPins(ps []pins.Plugin, keys []string) ([]string, error) {
+	list, err := pins.List(ps)
+	if err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, k := range keys {
+		if !slices.ContainsFunc(list, func(l pins.Listed) bool { return l.Tools[k] != nil }) && !slices.Contains(unknown, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	return unknown, nil
+}
+
+func writeUnknownPins(w http.ResponseWriter, unknown []string) {
+	writeProblem(w, http.StatusUnprocessableEntity, "Unknown tools", fmt.Sprintf("no pinned tool %q (tools are named server/tool, as GET /v1/pins shows them); nothing was approved", unknown),
+		config.FieldError{Field: "keys", Detail: strings.Join(unknown, ", ")})
 }
 
 func nonNil(s []string) []string {
@@ -451,9 +494,12 @@ func nonNil(s []string) []string {
 }
 
 // Serve serves h on ln until ctx ends, then shuts down within a few
-// seconds.
+// seconds. Requests run under ctx: when it ends, so do they (a test
+// connection or a wait for a server to connect does not hold up the
+// shutdown).
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -3,9 +3,11 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
@@ -66,9 +69,10 @@ type rig struct {
 }
 
 type rigOptions struct {
-	store string // the store block's body; default an SQLite file with a key
-	dir   string // reuse a directory (a restart)
-	extra string // more HCL
+	store   string // the store block's body; default an SQLite file with a key
+	noStore bool   // no admin and no store block: an embedder's engine without a store
+	dir     string // reuse a directory (a restart)
+	extra   string // more HCL
 }
 
 func newRig(t *testing.T, o rigOptions) *rig {
@@ -80,6 +84,10 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	storeBody := o.store
 	if storeBody == "" {
 		storeBody = fmt.Sprintf("sqlite = %q\nkey = %q", filepath.Join(dir, "mcphost.db"), storeKey)
+	}
+	storeBlocks := fmt.Sprintf("admin {\n  http = \"127.0.0.1:0\"\n}\nstore {\n  %s\n}", storeBody)
+	if o.noStore {
+		storeBlocks = ""
 	}
 	text := fmt.Sprintf(`
 listen {
@@ -96,12 +104,7 @@ listen {
     }
   }
 }
-admin {
-  http = "127.0.0.1:0"
-}
-store {
-  %s
-}
+%s
 server "cfg" {
   command = %q
 }
@@ -111,7 +114,7 @@ plugin "support-no-echo" {
   config = { tools = "*__echo" }
 }
 %s
-`, adminKey, userKey, storeBody, upstreamBin, o.extra)
+`, adminKey, userKey, storeBlocks, upstreamBin, o.extra)
 	file, diags := config.Parse([]byte(text), filepath.Join(dir, "mcphost.hcl"))
 	if diags.HasErrors() {
 		t.Fatal(diags.Err())
@@ -347,6 +350,9 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"patch not an object", "PATCH", "/v1/servers/keep", `[1]`, nil, 400, ""},
 		{"masked with nothing stored", "PATCH", "/v1/servers/keep", `{"env":{"NEW":"********"}}`, nil, 422, "env.NEW"},
 		{"bad If-Match", "PATCH", "/v1/servers/keep", `{}`, []string{"If-Match", "*"}, 400, ""},
+		{"If-Match on nothing, put", "PUT", "/v1/servers/ghost", r.upstream("ghost", nil), []string{"If-Match", `"v1"`}, 412, ""},
+		{"If-Match on nothing, patch", "PATCH", "/v1/servers/ghost", `{"timeout":"5s"}`, []string{"If-Match", `"v1"`}, 412, ""},
+		{"If-Match on nothing, delete", "DELETE", "/v1/servers/ghost", nil, []string{"If-Match", `"v1"`}, 412, ""},
 		{"too large", "POST", "/v1/servers", `{"name":"x","command":"sh","args":["` + strings.Repeat("a", admin.MaxBody) + `"]}`, nil, 413, ""},
 		{"not JSON media", "POST", "/v1/servers", `name=x`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, ""},
 		{"no credential", "GET", "/v1/servers", nil, []string{"Authorization", ""}, 401, ""},
@@ -384,15 +390,26 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 func TestSecretsMaskedAndKept(t *testing.T) {
 	r := newRig(t, rigOptions{})
+	// noSecret fails when an answer holds a secret.
+	noSecret := func(what string, a answer, secrets ...string) {
+		t.Helper()
+		for _, s := range secrets {
+			if strings.Contains(string(a.raw), s) {
+				t.Fatalf("%s: a secret in the answer: %s", what, a.raw)
+			}
+		}
+	}
 	def := r.upstream("sec", map[string]any{"env": map[string]string{"HOSTILE_SECRET": "s3cret-value"}})
 	a := r.do("POST", "/v1/servers", def)
 	want(t, a, http.StatusCreated)
-	if strings.Contains(string(a.raw), "s3cret-value") || !strings.Contains(string(a.raw), config.Masked) {
-		t.Fatalf("a secret in the answer: %s", a.raw)
+	noSecret("POST", a, "s3cret-value")
+	if !strings.Contains(string(a.raw), config.Masked) {
+		t.Fatalf("the secret is not shown masked: %s", a.raw)
 	}
 	// Sent back masked, the stored value stays.
 	p := r.do("PATCH", "/v1/servers/sec", `{"env":{"HOSTILE_SECRET":"********","MORE":"x"},"timeout":"9s"}`)
 	want(t, p, http.StatusOK)
+	noSecret("PATCH", p, "s3cret-value")
 	sv, err := r.e.Store().Server(context.Background(), "sec")
 	if err != nil || !strings.Contains(string(sv.Secrets), "s3cret-value") || !strings.Contains(string(sv.Secrets), `"MORE":"x"`) {
 		t.Fatalf("stored secrets after a masked patch: %s %v", sv.Secrets, err)
@@ -400,11 +417,131 @@ func TestSecretsMaskedAndKept(t *testing.T) {
 	if strings.Contains(string(sv.Spec), "s3cret") {
 		t.Fatalf("secret in the clear part: %s", sv.Spec)
 	}
+	noSecret("GET", r.do("GET", "/v1/servers/sec", nil), "s3cret-value")
+	noSecret("list", r.do("GET", "/v1/servers", nil), "s3cret-value")
 	// null removes a key (merge patch).
 	want(t, r.do("PATCH", "/v1/servers/sec", `{"env":{"MORE":null}}`), http.StatusOK)
 	sv, _ = r.e.Store().Server(context.Background(), "sec")
 	if strings.Contains(string(sv.Secrets), "MORE") {
 		t.Fatalf("null did not remove: %s", sv.Secrets)
+	}
+
+	// A credential in the URL (query or userinfo) is a secret too: kept
+	// sealed, shown masked, and the masked URL sent back keeps it.
+	up, keys := keyedServer(t)
+	const urlKey = "url-s3cret-key"
+	remote := map[string]any{"name": "remote", "transport": "streamable-http", "url": up + "/mcp?api_key=" + urlKey, "connect_timeout": "10s"}
+	a = r.do("POST", "/v1/servers", remote)
+	want(t, a, http.StatusCreated)
+	noSecret("POST with a URL credential", a, urlKey)
+	masked, _ := a.body["url"].(string)
+	if masked != up+"/mcp?api_key="+config.Masked || a.body["status"].(map[string]any)["state"] != "connected" {
+		t.Fatalf("URL credential: %s", a.raw)
+	}
+	if got := keys(); got != urlKey {
+		t.Fatalf("the upstream was called with api_key %q, want the stored one", got)
+	}
+	noSecret("GET", r.do("GET", "/v1/servers/remote", nil), urlKey)
+	noSecret("list", r.do("GET", "/v1/servers", nil), urlKey)
+	sv, _ = r.e.Store().Server(context.Background(), "remote")
+	if strings.Contains(string(sv.Spec), urlKey) || !strings.Contains(string(sv.Secrets), urlKey) {
+		t.Fatalf("URL credential stored in the clear: spec %s", sv.Spec)
+	}
+	remote["url"], remote["timeout"] = masked, "9s"
+	put := r.do("PUT", "/v1/servers/remote", remote)
+	want(t, put, http.StatusOK)
+	noSecret("PUT", put, urlKey)
+	p = r.do("PATCH", "/v1/servers/remote", `{"timeout":"8s"}`)
+	want(t, p, http.StatusOK)
+	noSecret("PATCH", p, urlKey)
+	if sv, _ = r.e.Store().Server(context.Background(), "remote"); !strings.Contains(string(sv.Secrets), urlKey) {
+		t.Fatalf("the URL credential was not kept: %s", sv.Secrets)
+	}
+	// The masked URL moved elsewhere does not carry the credential along.
+	moved := r.do("PATCH", "/v1/servers/remote", fmt.Sprintf(`{"url":%q}`, "https://elsewhere.example/mcp?api_key="+config.Masked))
+	want(t, moved, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(moved.raw), `"field":"url"`) {
+		t.Fatalf("moved masked URL: %s", moved.raw)
+	}
+	// A row that holds its URL in the clear (written before URLs were
+	// sealed) is shown masked all the same.
+	if _, err := rawStore(t, r).Exec(`UPDATE mcphost_servers SET spec = ?, secrets = '' WHERE name = 'remote'`,
+		fmt.Sprintf(`{"name":"remote","transport":"streamable-http","url":%q}`, up+"/mcp?api_key="+urlKey)); err != nil {
+		t.Fatal(err)
+	}
+	noSecret("GET of a row with its URL in the clear", r.do("GET", "/v1/servers/remote", nil), urlKey)
+	user := r.do("POST", "/v1/servers", map[string]any{"name": "userinfo", "transport": "streamable-http",
+		"url": strings.Replace(up, "://", "://bob:pa55-"+urlKey+"@", 1) + "/mcp", "connect_timeout": "10s"})
+	want(t, user, http.StatusCreated)
+	noSecret("POST with userinfo", user, urlKey)
+	noSecret("list", r.do("GET", "/v1/servers", nil), urlKey)
+}
+
+// keyedServer is an MCP server over streamable HTTP that records the
+// api_key its last request carried.
+func keyedServer(t *testing.T) (url string, lastKey func() string) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "keyed", Version: "1"}, nil)
+	type none struct{}
+	mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var mu sync.Mutex
+	var key string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		key = r.URL.Query().Get("api_key")
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	// Before the rig closes (cleanups run last first): the host's
+	// sessions hold streams open, which Close alone would wait on.
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	return ts.URL, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return key
+	}
+}
+
+// TestMaskedValuesAreNotStored: a new definition (POST, or a test) with a
+// masked value has nothing to keep: it is refused naming the field, not
+// stored or run with "********" as the credential.
+func TestMaskedValuesAreNotStored(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	rev0, _ := r.e.Store().Revision(context.Background())
+	for _, c := range []struct {
+		extra map[string]any
+		field string
+	}{
+		{map[string]any{"env": map[string]string{"TOKEN": config.Masked}}, "env.TOKEN"},
+	} {
+		a := r.do("POST", "/v1/servers", r.upstream("m", c.extra))
+		want(t, a, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(a.raw), `"field":"`+c.field+`"`) {
+			t.Fatalf("POST: want field %q named: %s", c.field, a.raw)
+		}
+		a = r.do("POST", "/v1/servers:test", r.upstream("m", c.extra))
+		want(t, a, http.StatusUnprocessableEntity)
+		if !strings.Contains(string(a.raw), `"field":"`+c.field+`"`) {
+			t.Fatalf("test: want field %q named: %s", c.field, a.raw)
+		}
+	}
+	for _, def := range []string{
+		`{"name":"m","transport":"streamable-http","url":"https://x.example/mcp?api_key=********"}`,
+		`{"name":"m","transport":"streamable-http","url":"https://x.example/mcp","headers":{"Authorization":"********"}}`,
+		`{"name":"m","transport":"streamable-http","url":"https://x.example/mcp","oauth":{"grant":"client_credentials","client_id":"c","client_secret":"********"}}`,
+	} {
+		for _, path := range []string{"/v1/servers", "/v1/servers:test"} {
+			a := r.do("POST", path, def)
+			want(t, a, http.StatusUnprocessableEntity)
+			if !strings.Contains(string(a.raw), config.Masked) {
+				t.Fatalf("%s %s: %s", path, def, a.raw)
+			}
+		}
+	}
+	if rev, _ := r.e.Store().Revision(context.Background()); rev != rev0 {
+		t.Fatalf("a masked definition was stored: revision %d -> %d", rev0, rev)
 	}
 }
 
@@ -594,6 +731,19 @@ plugin "pin" {
 	if !strings.Contains(string(list.raw), `"p/echo"`) || !strings.Contains(string(list.raw), `"pending"`) {
 		t.Fatalf("pins: %s", list.raw)
 	}
+	// One unknown key refuses the request whole: the known one stays
+	// pending.
+	mixed := r.do("POST", "/v1/pins", `{"keys":["p/echo","p/nothing"]}`)
+	want(t, mixed, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(mixed.raw), "p/nothing") || strings.Contains(string(mixed.raw), `"p/echo`) {
+		t.Fatalf("mixed approval: %s", mixed.raw)
+	}
+	if l := r.do("GET", "/v1/pins", nil); !strings.Contains(string(l.raw), `"pending"`) {
+		t.Fatalf("a refused approval approved: %s", l.raw)
+	}
+	if e := echo(); e["exposed"] != false {
+		t.Fatalf("a refused approval shows the tool: %v", e)
+	}
 	ap := r.do("POST", "/v1/pins", `{"keys":["p/echo"]}`)
 	want(t, ap, http.StatusOK)
 	if fmt.Sprint(ap.body["approved"]) != "[p/echo]" {
@@ -604,4 +754,159 @@ plugin "pin" {
 	}
 	want(t, r.do("POST", "/v1/pins", `{"keys":["p/nothing"]}`), http.StatusUnprocessableEntity)
 	want(t, r.do("POST", "/v1/pins", `{"key":"p/echo"}`), http.StatusBadRequest)
+}
+
+// otherKey is a store key other than storeKey: a changed key.
+const otherKey = "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="
+
+// TestSecretsThatDoNotOpen: after the store key changed, mcphost still
+// starts; the servers whose secrets do not open say why they are not
+// served, and can be deleted or replaced whole.
+func TestSecretsThatDoNotOpen(t *testing.T) {
+	dir := t.TempDir()
+	r := newRig(t, rigOptions{dir: dir})
+	for _, n := range []string{"fix", "drop"} {
+		want(t, r.do("POST", "/v1/servers", r.upstream(n, map[string]any{"env": map[string]string{"K": "old-" + n}})), http.StatusCreated)
+	}
+	want(t, r.do("POST", "/v1/servers", r.upstream("plain", nil)), http.StatusCreated)
+	r.close()
+
+	r2 := newRig(t, rigOptions{dir: dir, store: fmt.Sprintf("sqlite = %q\nkey = %q", filepath.Join(dir, "mcphost.db"), otherKey)})
+	testproc.WaitFor(t, "the server without secrets to connect", 10*time.Second, func() bool { return r2.status("plain").State == host.StateConnected })
+	if st := r2.status("fix"); st.Name != "" {
+		t.Fatalf("a server whose secrets do not open is served: %+v", st)
+	}
+	list := r2.do("GET", "/v1/servers", nil)
+	want(t, list, http.StatusOK)
+	one := r2.do("GET", "/v1/servers/fix", nil)
+	want(t, one, http.StatusOK)
+	if p, _ := one.body["problem"].(string); !strings.Contains(p, "do not open") || one.body["status"] != nil {
+		t.Fatalf("no problem said: %s", one.raw)
+	}
+	// A masked value cannot be kept from secrets that do not open.
+	kept := r2.do("PATCH", "/v1/servers/fix", `{"timeout":"5s"}`)
+	want(t, kept, http.StatusUnprocessableEntity)
+	if !strings.Contains(string(kept.raw), "cannot be kept") {
+		t.Fatalf("patch keeping secrets that do not open: %s", kept.raw)
+	}
+	want(t, r2.do("DELETE", "/v1/servers/drop", nil), http.StatusNoContent)
+	put := r2.do("PUT", "/v1/servers/fix", r2.upstream("fix", map[string]any{"env": map[string]string{"K": "new"}}))
+	want(t, put, http.StatusOK)
+	if put.body["problem"] != nil || put.body["status"].(map[string]any)["state"] != "connected" {
+		t.Fatalf("replaced: %s", put.raw)
+	}
+	if sv, err := r2.e.Store().Server(context.Background(), "fix"); err != nil || sv.SecretsErr != nil || !strings.Contains(string(sv.Secrets), `"new"`) {
+		t.Fatalf("after replacing: %+v %v", sv, err)
+	}
+}
+
+// TestRefusedStoredServerSaysWhy: a stored definition this mcphost now
+// refuses is not served, and the API says why.
+func TestRefusedStoredServerSaysWhy(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	want(t, r.do("POST", "/v1/servers", r.upstream("old", nil)), http.StatusCreated)
+	// As a definition an older mcphost took, or an edit of the database.
+	db := rawStore(t, r)
+	if _, err := db.Exec(`UPDATE mcphost_servers SET spec = ? WHERE name = 'old'`,
+		fmt.Sprintf(`{"name":"old","transport":"stdio","command":%q,"url":"http://x.example/mcp"}`, upstreamBin)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.e.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	one := r.do("GET", "/v1/servers/old", nil)
+	want(t, one, http.StatusOK)
+	if p, _ := one.body["problem"].(string); !strings.Contains(p, "not served") || !strings.Contains(p, "url") || one.body["status"] != nil {
+		t.Fatalf("a refused stored server: %s", one.raw)
+	}
+}
+
+// TestStoreUnreadable: a change the store committed answers success even
+// when the store cannot then be listed (the poller applies it), and a
+// reload the store stops is not a plugin failure.
+func TestStoreUnreadable(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	// A row that cannot be read (SQLite keeps text in an integer column)
+	// breaks listing the servers, not writing another one.
+	db := rawStore(t, r)
+	if _, err := db.Exec(`INSERT INTO mcphost_servers (name, spec, secrets, version, created, updated) VALUES ('zz', '{}', '', 1, 'not a time', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	a := r.do("POST", "/v1/servers", r.upstream("a", nil))
+	want(t, a, http.StatusCreated)
+	want(t, r.do("POST", "/v1/servers", r.upstream("a", nil)), http.StatusConflict) // stored, so a retry conflicts
+	want(t, r.do("DELETE", "/v1/servers/a", nil), http.StatusNoContent)
+	reload := r.do("POST", "/v1/plugins:reload", nil)
+	want(t, reload, http.StatusServiceUnavailable)
+	if strings.Contains(string(reload.raw), "Plugins failed") {
+		t.Fatalf("a store error read as a plugin failure: %s", reload.raw)
+	}
+}
+
+// TestNoStore: an engine without a store (an embedder's) answers changes
+// with 409, as the OpenAPI document lists, and still lists its servers.
+func TestNoStore(t *testing.T) {
+	r := newRig(t, rigOptions{noStore: true})
+	want(t, r.do("GET", "/v1/servers", nil), http.StatusOK)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/servers", r.upstream("x", nil)},
+		{"PUT", "/v1/servers/x", r.upstream("x", nil)},
+		{"PATCH", "/v1/servers/x", `{"timeout":"5s"}`},
+		{"DELETE", "/v1/servers/x", nil},
+	} {
+		a := r.do(c.method, c.path, c.body)
+		want(t, a, http.StatusConflict)
+		if !strings.Contains(string(a.raw), "no store") {
+			t.Fatalf("%s %s: %s", c.method, c.path, a.raw)
+		}
+	}
+}
+
+// TestServeEndsRequestsWithCtx: the admin API's requests run under the
+// context Serve is given, so a shutdown does not wait on them.
+func TestServeEndsRequestsWithCtx(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered, ended := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		select {
+		case <-r.Context().Done():
+			close(ended)
+		case <-time.After(10 * time.Second):
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- admin.Serve(ctx, ln, h) }()
+	go http.Get("http://" + ln.Addr().String() + "/")
+	<-entered
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the request did not end with Serve's context")
+	}
+	select {
+	case <-served:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}
+
+// rawStore opens the rig's SQLite store directly, as another program
+// editing the database would.
+func rawStore(t *testing.T, r *rig) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(r.dir, "mcphost.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

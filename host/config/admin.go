@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/internal/loopback"
 )
 
 // Admin configures the admin API's listener (host/admin).
@@ -40,6 +41,11 @@ func (d *decoder) decodeAdmin(block *hcl.Block) *Admin {
 				d.errorf(attr.Expr.Range(), "Invalid admin address", "%q is not host:port (%s). Write it like \"127.0.0.1:7701\".", s, err)
 			} else {
 				a.HTTP = s
+				if !loopback.Is(s) {
+					d.warnf(attr.Expr.Range(), "Admin API off loopback",
+						"admin.http %q is reachable from other machines, and the admin API speaks plain HTTP: admin keys and the secrets of server definitions cross the network in the clear. "+
+							"Listen on loopback (\"127.0.0.1:7701\") and reach it through an SSH tunnel or a TLS-terminating proxy.", s)
+				}
 			}
 		}
 	}

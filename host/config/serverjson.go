@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -143,14 +144,15 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 	dir := filepath.Dir(configPath)
 	f, diags := hclsyntax.ParseConfig(src, "definition.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
-		// Only values the writer escaped are in src: this is a bug.
-		return host.ServerConfig{}, fmt.Errorf("config: the definition did not render as HCL: %s", diags.Error())
+		// Only values the writer quoted and escaped are in src, so this
+		// should not happen; if it does, the definition is what to change.
+		return host.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + diags.Error()}}}
 	}
 	d := &decoder{dir: dir, sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	d.ctx = d.evalContext()
 	content, diags := f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "server", LabelNames: []string{"name"}}}})
 	if diags.HasErrors() || len(content.Blocks) != 1 {
-		return host.ServerConfig{}, fmt.Errorf("config: the definition did not render as one server block")
+		return host.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as one server block"}}}
 	}
 	block := content.Blocks[0]
 	sc := d.decodeServer(block)
@@ -251,19 +253,20 @@ func (s ServerSpec) hcl() []byte {
 	return f.Bytes()
 }
 
+// strMap writes a map of strings as an object whose keys are all quoted
+// (and escaped): a bare key such as "for" would start a for expression.
 func strMap(b *hclwrite.Body, name string, m map[string]string) {
 	if m == nil {
 		return
 	}
-	if len(m) == 0 {
-		b.SetAttributeValue(name, cty.MapValEmpty(cty.String))
-		return
+	attrs := make([]hclwrite.ObjectAttrTokens, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		attrs = append(attrs, hclwrite.ObjectAttrTokens{
+			Name:  hclwrite.TokensForValue(cty.StringVal(k)),
+			Value: hclwrite.TokensForValue(cty.StringVal(m[k])),
+		})
 	}
-	vals := make(map[string]cty.Value, len(m))
-	for k, v := range m {
-		vals[k] = cty.StringVal(v)
-	}
-	b.SetAttributeValue(name, cty.MapVal(vals))
+	b.SetAttributeRaw(name, hclwrite.TokensForObject(attrs))
 }
 
 // fieldRange is where a field of the rendered block is written.

@@ -106,3 +106,76 @@ func TestSpecSecretsMaskAndKeep(t *testing.T) {
 		t.Fatalf("masked value with nothing stored: %v", err)
 	}
 }
+
+// TestServerSpecOddMapKeys: env and header names that are HCL keywords or
+// not identifiers at all come through as they are, alone or together,
+// not as a render failure.
+func TestServerSpecOddMapKeys(t *testing.T) {
+	keys := []string{"for", "if", "in", "null", "true", "a b", "${x}", "%{y}", `q"uote`, "back\\slash", "1digit", "é"}
+	all := map[string]string{}
+	for _, k := range keys {
+		all[k] = "v-" + k
+		spec := config.ServerSpec{Name: "odd", Command: "sh", Env: map[string]string{k: "v-" + k}}
+		if sc, err := spec.Server("/etc/mcphost.hcl"); err != nil || sc.Env[k] != "v-"+k || len(sc.Env) != 1 {
+			t.Errorf("env key %q: %v %v", k, sc.Env, err)
+		}
+		remote := config.ServerSpec{Name: "odd", Transport: "http", URL: "https://x.example/mcp", Headers: map[string]string{k: "v"}}
+		if sc, err := remote.Server("/etc/mcphost.hcl"); err != nil {
+			specErr(t, err) // a header name HTTP refuses is the definition's mistake
+		} else if sc.Headers[k] != "v" {
+			t.Errorf("header %q: %v", k, sc.Headers)
+		}
+	}
+	sc, err := config.ServerSpec{Name: "odd", Command: "sh", Env: all}.Server("/etc/mcphost.hcl")
+	if err != nil || len(sc.Env) != len(all) {
+		t.Fatalf("all keys: %v %v", sc.Env, err)
+	}
+	for k, v := range all {
+		if sc.Env[k] != v {
+			t.Errorf("env[%q] = %q, want %q", k, sc.Env[k], v)
+		}
+	}
+}
+
+// TestSpecSecretsURL: a URL's userinfo, query and fragment are kept with
+// the secrets and shown masked; the masked URL sent back keeps the stored
+// one, and any other URL holding "********" is refused.
+func TestSpecSecretsURL(t *testing.T) {
+	cases := []struct{ url, masked string }{
+		{"https://x.example/mcp?api_key=SECRET&v=2", "https://x.example/mcp?api_key=********&v=********"},
+		{"https://user:SECRET@x.example/mcp", "https://********@x.example/mcp"},
+		{"https://SECRET@x.example:8443/a/b", "https://********@x.example:8443/a/b"},
+		{"https://x.example/mcp?SECRET", "https://x.example/mcp?********"},
+		{"https://x.example/mcp#token=SECRET", "https://x.example/mcp#token=********"},
+	}
+	for _, c := range cases {
+		spec := config.ServerSpec{Name: "r", Transport: "http", URL: c.url}
+		pub, sec := spec.Split()
+		if pub.URL != c.masked || sec.URL != c.url || sec.Empty() {
+			t.Errorf("split %q: shown %q, kept %q", c.url, pub.URL, sec.URL)
+			continue
+		}
+		if again, _ := pub.Split(); again.URL != c.masked {
+			t.Errorf("masking %q twice: %q", c.url, again.URL)
+		}
+		if back, err := pub.Keep(sec); err != nil || back.URL != c.url {
+			t.Errorf("keep %q: %q %v", c.url, back.URL, err)
+		}
+		if pub.Join(sec).URL != c.url {
+			t.Errorf("join %q: %q", c.url, pub.Join(sec).URL)
+		}
+		// Masked, but not as returned (another host), or with nothing stored.
+		moved := pub
+		moved.URL = strings.Replace(pub.URL, "x.example", "evil.example", 1)
+		if _, err := moved.Keep(sec); err == nil || specErr(t, err).Errors[0].Field != "url" {
+			t.Errorf("masked URL on another host kept: %v", err)
+		}
+		if _, err := pub.Keep(config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "url" {
+			t.Errorf("masked URL with nothing stored kept: %v", err)
+		}
+	}
+	plain := config.ServerSpec{Name: "r", Transport: "http", URL: "https://x.example/mcp"}
+	if pub, sec := plain.Split(); pub.URL != plain.URL || !sec.Empty() {
+		t.Errorf("a URL without credentials: %q %+v", pub.URL, sec)
+	}
+}

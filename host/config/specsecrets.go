@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
+	"strings"
 )
 
 // Masked stands for a secret value in what the admin API returns; sent
@@ -11,16 +13,62 @@ import (
 const Masked = "********"
 
 // SpecSecrets are the values of a definition that are never shown: env
-// and header values, and the OAuth client secret. The store seals them.
+// and header values, the OAuth client secret, and a URL that can carry a
+// credential (one with userinfo, a query or a fragment). The store seals
+// them.
 type SpecSecrets struct {
 	Env          map[string]string `json:"env,omitempty"`
 	Headers      map[string]string `json:"headers,omitempty"`
 	ClientSecret string            `json:"client_secret,omitempty"`
+	// URL is the whole URL; the definition shows it masked (MaskURL).
+	URL string `json:"url,omitempty"`
 }
 
 // Empty reports whether there is no secret.
 func (s SpecSecrets) Empty() bool {
-	return len(s.Env) == 0 && len(s.Headers) == 0 && s.ClientSecret == ""
+	return len(s.Env) == 0 && len(s.Headers) == 0 && s.ClientSecret == "" && s.URL == ""
+}
+
+// MaskURL returns a server URL with the parts that can carry a credential
+// masked: the userinfo whole, and every value of the query and the
+// fragment (the names stay). ok is false, and raw is returned, when there
+// is no such part (or raw is not a URL of the form scheme://host/...,
+// which Server refuses anyway).
+func MaskURL(raw string) (masked string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" || u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
+		return raw, false
+	}
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://")
+	if u.User != nil {
+		b.WriteString(Masked + "@")
+	}
+	b.WriteString(u.Host + u.EscapedPath())
+	if u.RawQuery != "" {
+		b.WriteString("?" + maskParams(u.RawQuery))
+	}
+	if u.Fragment != "" {
+		b.WriteString("#" + maskParams(u.EscapedFragment()))
+	}
+	return b.String(), true
+}
+
+// maskParams masks the value of each name=value of a query or fragment; a
+// part without "=" is masked whole.
+func maskParams(q string) string {
+	if q == "" {
+		return ""
+	}
+	parts := strings.Split(q, "&")
+	for i, p := range parts {
+		if name, _, ok := strings.Cut(p, "="); ok {
+			parts[i] = name + "=" + Masked
+		} else if p != "" {
+			parts[i] = Masked
+		}
+	}
+	return strings.Join(parts, "&")
 }
 
 // Split returns s with every secret value masked, and the secrets.
@@ -29,6 +77,9 @@ func (s ServerSpec) Split() (ServerSpec, SpecSecrets) {
 	pub := s
 	sec.Env, pub.Env = maps.Clone(s.Env), mask(s.Env)
 	sec.Headers, pub.Headers = maps.Clone(s.Headers), mask(s.Headers)
+	if masked, ok := MaskURL(s.URL); ok {
+		sec.URL, pub.URL = s.URL, masked
+	}
 	if s.OAuth != nil {
 		o := *s.OAuth
 		if o.ClientSecret != "" {
@@ -55,6 +106,9 @@ func (s ServerSpec) Join(sec SpecSecrets) ServerSpec {
 	out := s
 	out.Env = unmask(s.Env, sec.Env)
 	out.Headers = unmask(s.Headers, sec.Headers)
+	if sameURL(s.URL, sec.URL) {
+		out.URL = sec.URL
+	}
 	if s.OAuth != nil {
 		o := *s.OAuth
 		if o.ClientSecret == Masked {
@@ -63,6 +117,13 @@ func (s ServerSpec) Join(sec SpecSecrets) ServerSpec {
 		out.OAuth = &o
 	}
 	return out
+}
+
+// sameURL reports whether pub is stored, the URL kept sealed, as the API
+// returns it.
+func sameURL(pub, stored string) bool {
+	masked, ok := MaskURL(stored)
+	return ok && pub == masked
 }
 
 func unmask(pub, sec map[string]string) map[string]string {
@@ -81,7 +142,10 @@ func unmask(pub, sec map[string]string) map[string]string {
 
 // Keep resolves the masked values of a new definition from the stored
 // one's secrets: "********" sent back means "leave it as it is". A masked
-// value with nothing stored under its name is an error.
+// value with nothing stored under its name is an error, and so is a URL
+// holding "********" that is not the stored URL exactly as masked. Keep
+// with no stored secrets refuses every masked value: a new definition must
+// not store "********" as a credential.
 func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
 	var errs []FieldError
 	check := func(field string, m, old map[string]string) {
@@ -95,6 +159,9 @@ func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
 	check("headers", s.Headers, stored.Headers)
 	if s.OAuth != nil && s.OAuth.ClientSecret == Masked && stored.ClientSecret == "" {
 		errs = append(errs, FieldError{Field: "oauth.client_secret", Detail: fmt.Sprintf("%q keeps a stored value, but none is stored; send the value", Masked)})
+	}
+	if strings.Contains(s.URL, Masked) && !sameURL(s.URL, stored.URL) {
+		errs = append(errs, FieldError{Field: "url", Detail: fmt.Sprintf("a URL masked with %q keeps the stored one only when sent back exactly as it was returned; send the whole URL", Masked)})
 	}
 	if len(errs) > 0 {
 		return ServerSpec{}, &SpecError{Errors: errs}

@@ -105,6 +105,11 @@ func (e *Engine) CreateServer(ctx context.Context, spec config.ServerSpec) (Serv
 	if _, ok := configServer(file, spec.Name); ok {
 		return ServerInfo{}, configServerError(file, spec.Name)
 	}
+	// Nothing is stored yet: a masked value is a mistake, not "keep".
+	spec, err := spec.Keep(config.SpecSecrets{})
+	if err != nil {
+		return ServerInfo{}, err
+	}
 	sv, sc, err := e.prepare(file, spec)
 	if err != nil {
 		return ServerInfo{}, err
@@ -184,11 +189,16 @@ func (e *Engine) update(ctx context.Context, name string, ifVersion int64, chang
 			return nil, err
 		}
 		if next, err = next.Keep(secrets); err != nil {
+			var se *config.SpecError
+			if cur != nil && cur.SecretsErr != nil && errors.As(err, &se) {
+				// Nothing is kept of secrets that do not open.
+				se.Errors = append(se.Errors, config.FieldError{Detail: fmt.Sprintf("the stored secrets cannot be kept (%v): send every secret value", cur.SecretsErr)})
+			}
 			return nil, err
 		}
 		sv, c, err := e.prepare(file, next)
 		sc = c
-		if err == nil && cur != nil && bytes.Equal(sv.Spec, cur.Spec) && bytes.Equal(sv.Secrets, cur.Secrets) {
+		if err == nil && cur != nil && cur.SecretsErr == nil && bytes.Equal(sv.Spec, cur.Spec) && bytes.Equal(sv.Secrets, cur.Secrets) {
 			unchanged = *cur
 			return nil, errUnchanged
 		}
@@ -222,7 +232,8 @@ func (e *Engine) DeleteServer(ctx context.Context, name string, ifVersion int64)
 		}
 		return err
 	}
-	return e.Sync(ctx)
+	e.syncAfterWrite(ctx, name)
+	return nil
 }
 
 // ReconnectServer ends a server's sessions and connects it again (also one
@@ -252,6 +263,11 @@ func (e *Engine) DisconnectServer(ctx context.Context, name string) (ServerInfo,
 func (e *Engine) TestServer(ctx context.Context, spec config.ServerSpec) (*host.ProbeResult, error) {
 	if spec.Name == "" {
 		spec.Name = "test"
+	}
+	// A masked value would be sent to the server as "********".
+	spec, err := spec.Keep(config.SpecSecrets{})
+	if err != nil {
+		return nil, err
 	}
 	sc, err := spec.Server(e.File().Path)
 	if err == nil {
@@ -293,9 +309,7 @@ func (e *Engine) prepare(file *config.File, spec config.ServerSpec) (store.Serve
 // (up to the server's connect timeout, and ctx) for the server to leave
 // "connecting", so the answer shows whether it works.
 func (e *Engine) changed(ctx context.Context, saved store.Server, sc host.ServerConfig) (ServerInfo, error) {
-	if err := e.Sync(ctx); err != nil {
-		return ServerInfo{}, err
-	}
+	e.syncAfterWrite(ctx, saved.Name)
 	timeout := sc.ConnectTimeout
 	if timeout <= 0 {
 		timeout = host.DefaultConnectTimeout
@@ -315,6 +329,16 @@ func (e *Engine) changed(ctx context.Context, saved store.Server, sc host.Server
 		break
 	}
 	return storedInfo(saved, e.File(), e.statuses(saved.Name)), nil
+}
+
+// syncAfterWrite applies a change the store has committed. Its failure is
+// logged, not returned: the change is made (an error would have a client
+// retry it, and fail on what it did), and the poller applies it once the
+// store can be read again.
+func (e *Engine) syncAfterWrite(ctx context.Context, name string) {
+	if err := e.Sync(ctx); err != nil {
+		e.log.Warn("a server change is stored but not yet applied; polling the store applies it", "server", name, "error", err)
+	}
 }
 
 func (e *Engine) statuses(name string) map[string]host.Status {
@@ -355,15 +379,23 @@ func configInfo(sc host.ServerConfig, statuses map[string]host.Status) ServerInf
 
 func storedInfo(sv store.Server, file *config.File, statuses map[string]host.Status) ServerInfo {
 	info := ServerInfo{Source: SourceStore, Version: sv.Version, Created: &sv.Created, Updated: &sv.Updated}
-	spec, _, err := decodeStored(sv)
-	info.ServerSpec = spec
+	spec, sec, err := decodeStored(sv)
+	// Masked again: a row written before a kind of secret was sealed
+	// (a URL's query) shows it masked all the same.
+	info.ServerSpec, _ = spec.Split()
 	info.Name = sv.Name
 	switch {
 	case err != nil:
 		info.Problem = err.Error()
 	case func() bool { _, ok := configServer(file, sv.Name); return ok }():
 		info.Problem = "not served: the config file now defines a server of the same name, which wins"
+	case sv.SecretsErr != nil:
+		info.Problem = "not served: " + sv.SecretsErr.Error() + "; replace the definition with every secret value, or delete it"
 	default:
+		if _, err := spec.Join(sec).Server(file.Path); err != nil {
+			info.Problem = "not served: this mcphost refuses the stored definition: " + err.Error()
+			break
+		}
 		if st, ok := statuses[sv.Name]; ok {
 			info.Status = &st
 		}

@@ -13,21 +13,26 @@ import (
 
 // merged is the host configuration of file plus the store's servers (by
 // name, after the file's). A stored server whose name the file now takes,
-// or that no longer decodes, is left out (ServerInfo.Problem says why).
-// It records the store revision it read.
-func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, error) {
+// whose secrets do not open, or that no longer decodes, is left out
+// (ServerInfo.Problem says why). It returns the store revision it read,
+// for the caller to record once the host has taken the configuration.
+func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, int64, error) {
 	cfg := file.Host
 	if e.store == nil {
-		return cfg, nil
+		return cfg, 0, nil
 	}
 	stored, rev, err := e.store.Servers(ctx)
 	if err != nil {
-		return host.Config{}, fmt.Errorf("reading the store: %w", err)
+		return host.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
 	cfg.Servers = slices.Clone(file.Host.Servers)
 	for _, sv := range stored {
 		if _, taken := configServer(file, sv.Name); taken {
 			e.log.Warn("a stored server is not served: the config file defines one of the same name", "server", sv.Name)
+			continue
+		}
+		if sv.SecretsErr != nil {
+			e.log.Warn("a stored server is not served: its secrets do not open; replace or delete it", "server", sv.Name, "error", sv.SecretsErr)
 			continue
 		}
 		spec, sec, err := decodeStored(sv)
@@ -40,8 +45,7 @@ func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, er
 		}
 		e.log.Warn("a stored server is not served: its definition is refused", "server", sv.Name, "error", err)
 	}
-	e.storeRev = rev
-	return cfg, nil
+	return cfg, rev, nil
 }
 
 // Sync brings the host in line with the store now: servers added, changed
@@ -51,7 +55,7 @@ func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, er
 func (e *Engine) Sync(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	cfg, err := e.merged(ctx, e.file)
+	cfg, rev, err := e.merged(ctx, e.file)
 	if err != nil {
 		return err
 	}
@@ -60,7 +64,11 @@ func (e *Engine) Sync(ctx context.Context) error {
 	// that has ended (the caller waits on the status instead).
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	return e.host.Reconfigure(done, cfg, nil)
+	if err := e.host.Reconfigure(done, cfg, nil); err != nil {
+		return err
+	}
+	e.storeRev = rev
+	return nil
 }
 
 // startPolling looks at the store's revision every interval and syncs

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 )
@@ -26,18 +28,38 @@ CREATE TABLE mcphost_servers (
 // migrate applies the migrations the database lacks, each in its own
 // transaction with its version row, so a crash leaves it at a whole
 // version. Replicas starting together take turns: PostgreSQL by an
-// advisory lock, SQLite by its write lock.
+// advisory lock held on one connection from before the schema table is
+// created to after the last migration (two CREATE TABLE IF NOT EXISTS at
+// once can both try to create it), SQLite by its write lock.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS mcphost_schema (version INTEGER PRIMARY KEY, applied BIGINT NOT NULL)`); err != nil {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if s.driver == Postgres {
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(7701)`); err != nil {
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_unlock(7701)`); err != nil {
+				// A session lock outlives the pooled connection: end it.
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS mcphost_schema (version INTEGER PRIMARY KEY, applied BIGINT NOT NULL)`); err != nil {
 		return err
 	}
 	for v := 1; v < len(migrations); v++ {
-		if err := s.apply(ctx, v); err != nil {
+		if err := s.apply(ctx, conn, v); err != nil {
 			return fmt.Errorf("schema version %d: %w", v, err)
 		}
 	}
 	var newest int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mcphost_schema`).Scan(&newest); err != nil {
+	if err := conn.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM mcphost_schema`).Scan(&newest); err != nil {
 		return err
 	}
 	if newest >= len(migrations) {
@@ -46,17 +68,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) apply(ctx context.Context, v int) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) apply(ctx context.Context, conn *sql.Conn, v int) error {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if s.driver == Postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7701)`); err != nil {
-			return err
-		}
-	}
 	var done int
 	if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM mcphost_schema WHERE version = ?`), v).Scan(&done); err != nil {
 		return err

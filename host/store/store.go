@@ -41,6 +41,10 @@ type Server struct {
 	Name    string
 	Spec    []byte
 	Secrets []byte
+	// SecretsErr says why the sealed secrets did not open (the store key
+	// changed or is missing); Secrets is then nil. The row is still
+	// listed, so that it can be shown, replaced or deleted.
+	SecretsErr error
 	// Version is the store revision that last wrote the server: unique and
 	// increasing, so it serves as an ETag.
 	Version int64
@@ -91,11 +95,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s := &Store{db: db, driver: o.Driver, seal: seal}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: connecting to %s: %w", describe(o.Driver, o.DSN), err)
+		return nil, fmt.Errorf("store: connecting to %s: %w", Describe(o.Driver, o.DSN), err)
 	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: migrating %s: %w", describe(o.Driver, o.DSN), err)
+		return nil, fmt.Errorf("store: migrating %s: %w", Describe(o.Driver, o.DSN), err)
 	}
 	return s, nil
 }
@@ -113,8 +117,10 @@ func sqliteDSN(path string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// describe names a database for errors without its password.
-func describe(driver, dsn string) string {
+// Describe names a database for errors and logs without its password: a
+// PostgreSQL URL by its host and database only, a keyword/value DSN
+// ("host=db password=...") not at all.
+func Describe(driver, dsn string) string {
 	if driver == Postgres {
 		if u, err := url.Parse(dsn); err == nil && u.Host != "" {
 			return "PostgreSQL at " + u.Host + u.Path
@@ -157,7 +163,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 }
 
 // Servers returns every stored server, by name, and the revision they were
-// read at.
+// read at. A server whose secrets do not open is listed with SecretsErr.
 func (s *Store) Servers(ctx context.Context) ([]Server, int64, error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.driver == Postgres})
 	if err != nil {
@@ -187,7 +193,8 @@ func (s *Store) Servers(ctx context.Context) ([]Server, int64, error) {
 	return out, rev, tx.Commit()
 }
 
-// Server returns one stored server.
+// Server returns one stored server (with SecretsErr if its secrets do not
+// open).
 func (s *Store) Server(ctx context.Context, name string) (Server, error) {
 	row := s.db.QueryRowContext(ctx, s.q(`SELECT name, spec, secrets, version, created, updated FROM mcphost_servers WHERE name = ?`), name)
 	sv, err := s.scan(row)
@@ -211,7 +218,7 @@ func (s *Store) scan(r scanner) (Server, error) {
 	if sealed != "" {
 		plain, err := s.seal.open(sealed, sv.Name)
 		if err != nil {
-			return Server{}, fmt.Errorf("server %q: %w", sv.Name, err)
+			sv.SecretsErr = fmt.Errorf("server %q: %w", sv.Name, err)
 		}
 		sv.Secrets = plain
 	}
@@ -231,30 +238,27 @@ func (s *Store) Create(ctx context.Context, sv Server) (Server, error) {
 
 // Update changes a server in one transaction: change gets the stored
 // server (nil if there is none) and returns what to store. ifVersion, when
-// not 0, must be the stored version (ErrVersion otherwise; ErrNotFound when
-// there is none). created reports that there was none.
+// not 0, must be the stored version: ErrVersion otherwise, also when there
+// is none (an If-Match on nothing fails, RFC 9110). created reports that
+// there was none.
 func (s *Store) Update(ctx context.Context, name string, ifVersion int64, change func(cur *Server) (*Server, error)) (_ Server, created bool, _ error) {
 	return s.write(ctx, name, func(cur *Server) (*Server, error) {
-		if ifVersion != 0 {
-			if cur == nil {
-				return nil, ErrNotFound
-			}
-			if cur.Version != ifVersion {
-				return nil, ErrVersion
-			}
+		if ifVersion != 0 && (cur == nil || cur.Version != ifVersion) {
+			return nil, ErrVersion
 		}
 		return change(cur)
 	})
 }
 
-// Delete removes a server; ifVersion as for Update.
+// Delete removes a server; ifVersion as for Update. Without ifVersion, a
+// server that is not there is ErrNotFound.
 func (s *Store) Delete(ctx context.Context, name string, ifVersion int64) error {
 	_, _, err := s.write(ctx, name, func(cur *Server) (*Server, error) {
+		if ifVersion != 0 && (cur == nil || cur.Version != ifVersion) {
+			return nil, ErrVersion
+		}
 		if cur == nil {
 			return nil, ErrNotFound
-		}
-		if ifVersion != 0 && cur.Version != ifVersion {
-			return nil, ErrVersion
 		}
 		return nil, nil
 	})
@@ -287,6 +291,10 @@ func (s *Store) write(ctx context.Context, name string, change func(cur *Server)
 	next, err := change(cur)
 	if err != nil {
 		return Server{}, false, err
+	}
+	if next != nil && next.SecretsErr != nil {
+		// Secrets that did not open, written back, would be lost.
+		return Server{}, false, next.SecretsErr
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if next == nil {

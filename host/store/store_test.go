@@ -89,6 +89,16 @@ func TestCRUD(t *testing.T) {
 			if err := s.Delete(ctx, "files", 0); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("second delete: %v", err)
 			}
+			// If-Match on a server that is not there fails as a
+			// precondition (RFC 9110), not as a missing server.
+			if err := s.Delete(ctx, "files", b.Version); !errors.Is(err, store.ErrVersion) {
+				t.Fatalf("delete of nothing with a version: %v, want ErrVersion", err)
+			}
+			if _, _, err := s.Update(ctx, "files", b.Version, func(cur *store.Server) (*store.Server, error) {
+				return &store.Server{Spec: []byte(`{}`)}, nil
+			}); !errors.Is(err, store.ErrVersion) {
+				t.Fatalf("update of nothing with a version: %v, want ErrVersion", err)
+			}
 			// A refused change leaves the revision where it was.
 			before, _ := s.Revision(ctx)
 			s.Create(ctx, store.Server{Name: "x", Spec: []byte(`{}`)})
@@ -123,19 +133,19 @@ func TestSecretsSealedAtRest(t *testing.T) {
 			if _, err := db.Exec(fmt.Sprintf(`UPDATE mcphost_servers SET secrets = '%s' WHERE name = 'other'`, sealed)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Server(ctx, "other"); err == nil {
-				t.Fatal("a sealed value opened under another server's name")
+			if got, err := s.Server(ctx, "other"); err != nil || got.SecretsErr == nil || got.Secrets != nil {
+				t.Fatalf("a sealed value opened under another server's name: %+v %v", got, err)
 			}
 			// Another key opens nothing; no key says so.
 			o2 := o
 			o2.Key = bytes.Repeat([]byte{8}, store.KeySize)
-			if _, err := open(t, o2).Server(ctx, "gh"); err == nil || !strings.Contains(err.Error(), "do not open with this key") {
-				t.Fatalf("wrong key: %v", err)
+			if got, err := open(t, o2).Server(ctx, "gh"); err != nil || got.SecretsErr == nil || !strings.Contains(got.SecretsErr.Error(), "do not open with this key") {
+				t.Fatalf("wrong key: %+v %v", got, err)
 			}
 			o2.Key = nil
 			noKey := open(t, o2)
-			if _, err := noKey.Server(ctx, "gh"); !errors.Is(err, store.ErrNoKey) {
-				t.Fatalf("no key, reading: %v", err)
+			if got, err := noKey.Server(ctx, "gh"); err != nil || !errors.Is(got.SecretsErr, store.ErrNoKey) {
+				t.Fatalf("no key, reading: %+v %v", got, err)
 			}
 			if _, err := noKey.Create(ctx, store.Server{Name: "s", Spec: []byte(`{}`), Secrets: []byte(`{"headers":{"A":"b"}}`)}); !errors.Is(err, store.ErrNoKey) {
 				t.Fatalf("no key, writing a secret: %v", err)
@@ -148,7 +158,8 @@ func TestSecretsSealedAtRest(t *testing.T) {
 }
 
 // TestConcurrentWriters: writers on separate handles (as separate
-// processes would be) never tear a server and never reuse a version.
+// processes would be) never tear a server, never lose an update and
+// never reuse a version.
 func TestConcurrentWriters(t *testing.T) {
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
@@ -160,7 +171,8 @@ func TestConcurrentWriters(t *testing.T) {
 			var mu sync.Mutex
 			versions := map[int64]bool{}
 			var wg sync.WaitGroup
-			for i := range 20 {
+			const writers = 20
+			for i := range writers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -169,9 +181,15 @@ func TestConcurrentWriters(t *testing.T) {
 						s = b
 					}
 					out, _, err := s.Update(ctx, "n", 0, func(cur *store.Server) (*store.Server, error) {
+						// A read-modify-write: a writer that read
+						// what another was changing loses an increment.
+						var w int
+						if _, err := fmt.Sscanf(string(cur.Spec), `{"w":%d}`, &w); err != nil {
+							return nil, err
+						}
 						next := *cur
-						next.Spec = []byte(fmt.Sprintf(`{"w":%d}`, i))
-						next.Secrets = []byte(fmt.Sprintf(`{"env":{"W":"%d"}}`, i))
+						next.Spec = []byte(fmt.Sprintf(`{"w":%d}`, w+1))
+						next.Secrets = []byte(fmt.Sprintf(`{"env":{"W":"%d"}}`, w+1))
 						return &next, nil
 					})
 					if err != nil {
@@ -196,7 +214,106 @@ func TestConcurrentWriters(t *testing.T) {
 			if string(got.Secrets) != fmt.Sprintf(`{"env":{"W":"%d"}}`, w) {
 				t.Fatalf("torn server: spec %s, secrets %s", got.Spec, got.Secrets)
 			}
+			if w != writers {
+				t.Fatalf("the counter is %d after %d increments: an update was lost", w, writers)
+			}
 		})
+	}
+}
+
+// TestSecretsThatDoNotOpen: a server whose secrets do not open with the
+// store's key (it changed, or is gone) is listed with SecretsErr instead of
+// failing the whole list, and can be deleted or replaced whole.
+func TestSecretsThatDoNotOpen(t *testing.T) {
+	for name, o := range stores(t, testKey) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t, o)
+			for _, n := range []string{"a", "b", "c"} {
+				if _, err := s.Create(ctx, store.Server{Name: n, Spec: []byte(`{}`), Secrets: []byte(`{"env":{"K":"` + n + `"}}`)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Create(ctx, store.Server{Name: "plain", Spec: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range [][]byte{bytes.Repeat([]byte{9}, store.KeySize), nil} {
+				o2 := o
+				o2.Key = key
+				other := open(t, o2)
+				list, _, err := other.Servers(ctx)
+				if err != nil || len(list) != 4 {
+					t.Fatalf("key %x: list %+v, %v", key, list, err)
+				}
+				for _, sv := range list {
+					if (sv.SecretsErr != nil) != (sv.Name != "plain") || sv.Secrets != nil {
+						t.Fatalf("key %x: %s read as %+v", key, sv.Name, sv)
+					}
+				}
+				// Written back as read, the secrets would be lost.
+				if _, _, err := other.Update(ctx, "c", 0, func(cur *store.Server) (*store.Server, error) { return cur, nil }); err == nil {
+					t.Fatalf("key %x: a server whose secrets did not open was written back", key)
+				}
+			}
+			o2 := o
+			o2.Key = bytes.Repeat([]byte{9}, store.KeySize)
+			other := open(t, o2)
+			if err := other.Delete(ctx, "a", 0); err != nil {
+				t.Fatalf("deleting a server whose secrets do not open: %v", err)
+			}
+			if _, _, err := other.Update(ctx, "b", 0, func(cur *store.Server) (*store.Server, error) {
+				return &store.Server{Spec: []byte(`{"new":1}`), Secrets: []byte(`{"env":{"K":"new"}}`)}, nil
+			}); err != nil {
+				t.Fatalf("replacing a server whose secrets do not open: %v", err)
+			}
+			if got, err := other.Server(ctx, "b"); err != nil || got.SecretsErr != nil || string(got.Secrets) != `{"env":{"K":"new"}}` {
+				t.Fatalf("after replacing: %+v %v", got, err)
+			}
+		})
+	}
+}
+
+// TestReplicasMigrateAtOnce: replicas opening a fresh PostgreSQL
+// database together all start; the migrations run once.
+func TestReplicasMigrateAtOnce(t *testing.T) {
+	dsn, _ := postgresDSN(t)
+	o := store.Options{Driver: store.Postgres, DSN: dsn, Key: testKey}
+	const replicas = 20
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := store.Open(context.Background(), o)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	var applied int
+	if err := rawDB(t, o).QueryRow(`SELECT COUNT(*) FROM mcphost_schema`).Scan(&applied); err != nil || applied != 1 {
+		t.Fatalf("schema rows: %d %v", applied, err)
+	}
+}
+
+func TestDescribeHidesPasswords(t *testing.T) {
+	for _, c := range []struct{ driver, dsn, want string }{
+		{store.Postgres, "postgres://m:hunter2@db:5432/x?sslmode=disable&password=hunter2", "PostgreSQL at db:5432/x"},
+		{store.Postgres, "host=db user=m password=hunter2 dbname=x", "PostgreSQL"},
+		{store.Postgres, "postgres:///x?host=/run/pg&password=hunter2", "PostgreSQL"},
+		{store.SQLite, "/var/lib/mcphost.db", "SQLite file /var/lib/mcphost.db"},
+	} {
+		if got := store.Describe(c.driver, c.dsn); got != c.want || strings.Contains(got, "hunter2") {
+			t.Errorf("Describe(%q) = %q, want %q", c.dsn, got, c.want)
+		}
 	}
 }
 
