@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -218,7 +219,13 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
 	cat := h.cat.Load()
 	r, ok := cat.routes[name]
-	if !ok || !h.wants(abi.HookToolCall) {
+	if !ok {
+		if res := h.waitingForLogin(name); res != nil {
+			return res, nil
+		}
+		return nil, unknown
+	}
+	if !h.wants(abi.HookToolCall) {
 		return nil, unknown
 	}
 	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
@@ -242,4 +249,27 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 		reason = "denied by policy"
 	}
 	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
+}
+
+// waitingForLogin answers a call to a tool of a server that has never
+// connected because it waits for an OAuth login (its tools are not known
+// yet): an error result that says where to log in, rather than "unknown
+// tool". nil when name is not such a tool.
+func (h *Host) waitingForLogin(name string) *mcp.CallToolResult {
+	sep := h.Config().Tools.Separator
+	for _, u := range h.upstreamList() {
+		if _, ok := u.oauth.(*codeFlow); !ok || !strings.HasPrefix(name, u.cfg.Name+sep) {
+			continue
+		}
+		st := u.status()
+		if st.State != StateAuthorizing && st.State != StateUnauthorized {
+			continue
+		}
+		msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
+		if st.State == StateUnauthorized {
+			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	}
+	return nil
 }

@@ -196,19 +196,35 @@ func (c Config) WithDefaults() Config {
 // Validate reports every problem in c at once, for embedders that build a
 // Config in Go. (The HCL decoder reports the same problems with source
 // positions before a Config is ever built.)
-// GrantClientCredentials is the one UpstreamOAuth.Grant built so far.
+// GrantClientCredentials is the machine-to-machine UpstreamOAuth.Grant;
+// without a grant, mcphost logs in with the authorization code flow.
 const GrantClientCredentials = "client_credentials"
+
+// OAuthShared is the login mode where one grant serves every caller.
+const OAuthShared = "shared"
 
 // UpstreamOAuth is how mcphost authorizes itself to an OAuth-protected
 // server. With the client_credentials grant (machine to machine), it finds
 // the authorization server from the server's 401 and its protected
 // resource metadata (RFC 9728, RFC 8414), gets a token with the client's
 // id and secret, and gets a new one when the server refuses the old.
+//
+// Without a grant, it logs in with the authorization code flow and PKCE
+// (Mode OAuthShared: one grant for the gateway), registering itself
+// dynamically unless ClientID is given, and keeps the grant in the host's
+// grants store (Options.Grants).
 type UpstreamOAuth struct {
-	Grant        string // GrantClientCredentials
-	ClientID     string
+	Grant        string // GrantClientCredentials, or "" for a login
+	Mode         string // OAuthShared (the default for a login)
+	ClientID     string // optional for a login: dynamic registration otherwise
 	ClientSecret string // never logged, shown in status or errors
 	Issuer       string // optional: refuse an authorization server other than this one
+	Scopes       []string
+	RedirectURL  string // optional: the host's own /oauth/callback by default
+	// ClientMetadataURL is an https URL where a Client ID Metadata Document
+	// describing mcphost is published: used as the client_id with
+	// authorization servers that accept those, before registering.
+	ClientMetadataURL string
 }
 
 func (c Config) Validate() error {
@@ -240,7 +256,7 @@ func (c Config) Validate() error {
 			if s.OAuth != nil {
 				if s.Transport != TransportStreamableHTTP {
 					errs = append(errs, fmt.Errorf("host: %s: oauth needs transport %q", where, TransportStreamableHTTP))
-				} else if _, err := newOAuthHandler(s.OAuth); err != nil {
+				} else if err := checkOAuth(s.OAuth); err != nil {
 					errs = append(errs, fmt.Errorf("host: %s: oauth: %w", where, err))
 				}
 			}

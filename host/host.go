@@ -13,6 +13,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/grants"
 )
 
 // Version is mcphost's version, reported to upstreams and downstream clients.
@@ -53,12 +55,24 @@ type Options struct {
 	// Metrics, if set, is served at GET /metrics, to the same callers as
 	// /status.
 	Metrics http.Handler
+	// Grants keeps the OAuth grants of servers that log in (oauth blocks
+	// without a grant); nil keeps them in memory only, until Close.
+	Grants grants.Store
+	// WaitLogins makes a call to a server that needs an OAuth login wait,
+	// until its context ends, for the login (whose link Announce is told)
+	// instead of failing at once with the link: for one-shot commands.
+	WaitLogins bool
+	Announce   func(server, url string)
+	// Logins, when set, is where logins wait for their callback (a command
+	// that serves the callback itself); Handler serves it either way.
+	Logins *Logins
 }
 
 // Host is a running gateway. It is safe for concurrent use.
 type Host struct {
 	cfg          Config
 	log          hclog.Logger
+	oauth        *OAuthEnv // upstream OAuth logins (oauthcode.go)
 	policyStatus func() any
 	policy       Policy
 	noShortcuts  bool
@@ -122,6 +136,11 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		return nil, err
 	}
 	h.authn.Store(a)
+	logins := opts.Logins
+	if logins == nil {
+		logins = &Logins{}
+	}
+	h.oauth = &OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce}
 	h.views.init()
 	h.progressRoutes.init()
 	h.cat.Store(buildCatalog(0, cfg.Tools, nil))
@@ -269,4 +288,29 @@ func (h *Host) Close() error {
 		wg.Wait()
 	})
 	return nil
+}
+
+// oauthEnv is what the upstreams' OAuth logins share (upstreamEvents).
+func (h *Host) oauthEnv() *OAuthEnv { return h.oauth }
+
+// DefaultRedirect is the default redirect_url of upstream logins: this
+// host's own callback, on a loopback name when it listens on every
+// interface.
+func DefaultRedirect(l Listen) string {
+	addr := l.HTTP
+	if addr == "" {
+		addr = DefaultListenHTTP
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if l.TLSCert != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + CallbackPath
 }

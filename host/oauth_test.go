@@ -77,8 +77,10 @@ func TestUpstreamOAuthValidate(t *testing.T) {
 		o    *UpstreamOAuth
 		want string
 	}{
-		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a"}, "ClientSecret is required"},
-		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientSecret: "b"}, "ClientID is required"},
+		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a"}, "needs client_id and client_secret"},
+		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientSecret: "b"}, "needs client_id and client_secret"},
+		{&UpstreamOAuth{Mode: "per_user"}, "not built"},
+		{&UpstreamOAuth{RedirectURL: "ftp://x"}, "redirect_url"},
 		{&UpstreamOAuth{Grant: "authorization_code", ClientID: "a", ClientSecret: "b"}, "not supported"},
 	} {
 		err := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: tc.o}}}.WithDefaults().Validate()

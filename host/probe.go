@@ -101,7 +101,7 @@ func Probe(ctx context.Context, cfg ServerConfig, log hclog.Logger) *ProbeResult
 	// Closing ends the session and the server's process group and waits
 	// for them, so the stderr tail is complete once it returns.
 	u.close()
-	res.Stderr = u.stderrTail()
+	res.Stderr = redactKnown(u.stderrTail(), cfg) // masked line by line; then the definition's own values
 	if err != nil {
 		res.fail(stage, err, cfg)
 		log.Debug("probe failed", "server", cfg.Name, "stage", stage, "error", res.Error)
@@ -170,10 +170,10 @@ func probeMask(text string, cfg ServerConfig) string {
 }
 
 // redactKnown takes the definition's own secrets out of text word for
-// word: its header values (and the credentials after an auth scheme such
-// as "Bearer") and its OAuth client secret. Values shorter than minSecret
-// are left alone, so that a header such as "X-Debug: 1" does not blank
-// every digit of the message.
+// word: its env and header values (and the credentials after an auth
+// scheme such as "Bearer") and its OAuth client secret. Values shorter
+// than minSecret are left alone, so that a header such as "X-Debug: 1"
+// does not blank every digit of the message.
 func redactKnown(text string, cfg ServerConfig) string {
 	const minSecret = 4
 	var known []string
@@ -181,6 +181,9 @@ func redactKnown(text string, cfg ServerConfig) string {
 		if v = strings.TrimSpace(v); len(v) >= minSecret {
 			known = append(known, v)
 		}
+	}
+	for _, v := range cfg.Env {
+		add(v)
 	}
 	for _, v := range cfg.Headers {
 		add(v)
@@ -215,9 +218,11 @@ func orEmpty[T any](s []T) []T {
 // probeEvents are a probe's upstreamEvents: nothing downstream hears of
 // changes, and what the server asks of a client is refused.
 type probeEvents struct {
+	env *OAuthEnv // logins, for `mcphost auth login`; nil for a probe
 	log hclog.Logger
 }
 
+func (e probeEvents) oauthEnv() *OAuthEnv  { return e.env }
 func (probeEvents) toolsChanged(string)    {}
 func (probeEvents) featuresChanged(string) {}
 func (probeEvents) upstreamProgress(context.Context, *upstream, *mcp.ProgressNotificationParams) {

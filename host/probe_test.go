@@ -176,7 +176,8 @@ func TestProbeCommandNotFound(t *testing.T) {
 // A server that exits at once: its last words are in Stderr (masked as a
 // host's status shows them), the error is the connect stage's.
 func TestProbeExitsAtOnce(t *testing.T) {
-	cfg, pids := pidServer(t, upstreamBin, "-fail", "fatal: cannot read /etc/probe.conf (token=abcdef123456)")
+	cfg, pids := pidServer(t, upstreamBin, "-fail", "fatal: cannot read /etc/probe.conf (token=abcdef123456) as plain-env-value-77")
+	cfg.Env = map[string]string{"DB_PASS": "plain-env-value-77"}
 	res := Probe(context.Background(), cfg, testLogger(t))
 	assertGone(t, pids())
 	if res.OK || res.Stage != ProbeStageConnect || res.Error == "" {
@@ -186,7 +187,8 @@ func TestProbeExitsAtOnce(t *testing.T) {
 	if !strings.Contains(res.Stderr, "fatal: cannot read /etc/probe.conf") {
 		t.Errorf("stderr = %q, want the server's last words", res.Stderr)
 	}
-	if strings.Contains(res.Stderr, "abcdef123456") || strings.Contains(res.Error, "abcdef123456") {
+	if strings.Contains(res.Stderr, "abcdef123456") || strings.Contains(res.Error, "abcdef123456") ||
+		strings.Contains(res.Stderr, "plain-env-value-77") || strings.Contains(res.Error, "plain-env-value-77") {
 		t.Errorf("a secret the server printed survived: stderr %q, error %q", res.Stderr, res.Error)
 	}
 	if strings.Contains(res.Error, "fatal:") {
@@ -416,9 +418,10 @@ func TestProbeOAuth(t *testing.T) {
 // word, besides what errorText masks.
 func TestProbeMask(t *testing.T) {
 	cfg := ServerConfig{Headers: map[string]string{"Authorization": "Token zz-opaque-42", "X-Api": "abc", "X-Tenant": "acme-corp-eu"},
+		Env:   map[string]string{"DB": "env-dsn-value-9", "N": "1"},
 		OAuth: &UpstreamOAuth{ClientSecret: "s3cr3t-value"}}
-	got := probeMask(`sent "Token zz-opaque-42"; got zz-opaque-42 back; tenant acme-corp-eu; oauth s3cr3t-value; abc kept; GET https://x.example/?access_token=t0k3n`, cfg)
-	for _, secret := range []string{"zz-opaque-42", "acme-corp-eu", "s3cr3t-value", "t0k3n"} {
+	got := probeMask(`sent "Token zz-opaque-42"; got zz-opaque-42 back; tenant acme-corp-eu; oauth s3cr3t-value; db env-dsn-value-9; abc kept; GET https://x.example/?access_token=t0k3n`, cfg)
+	for _, secret := range []string{"zz-opaque-42", "acme-corp-eu", "s3cr3t-value", "env-dsn-value-9", "t0k3n"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("%q survived: %s", secret, got)
 		}

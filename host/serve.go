@@ -62,6 +62,7 @@ func (h *Host) Handler() http.Handler {
 			}
 		})
 	}
+	mux.Handle("GET "+CallbackPath, h.oauth.Logins)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})

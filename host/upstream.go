@@ -26,16 +26,25 @@ const (
 	StateConnected    State = "connected"
 	StateDisconnected State = "disconnected" // idle, or waiting to reconnect
 	StateFailed       State = "failed"       // the last connect failed; retrying with backoff
+	// StateAuthorizing: the server needs an OAuth login, whose link is in
+	// Status.AuthURL; it connects once the login completes.
+	StateAuthorizing State = "authorizing"
+	// StateUnauthorized: the last OAuth login failed (Status.Error says
+	// why); the next call starts another.
+	StateUnauthorized State = "unauthorized"
 )
 
 // Status is an upstream server's state as the CLI and the Go API show it.
 type Status struct {
-	Name      string    `json:"name"`
-	Transport string    `json:"transport"`
-	State     State     `json:"state"`
-	Error     string    `json:"error,omitempty"` // the last error, if any
-	Tools     int       `json:"tools"`
-	Since     time.Time `json:"since"` // when State was entered
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     State  `json:"state"`
+	Error     string `json:"error,omitempty"` // the last error, if any
+	// AuthURL is the link to open to authorize mcphost, while State is
+	// StateAuthorizing.
+	AuthURL string    `json:"authUrl,omitempty"`
+	Tools   int       `json:"tools"`
+	Since   time.Time `json:"since"` // when State was entered
 	// PID is the process of a connected stdio server (the leader of its
 	// process group, which mcphost ends with it).
 	PID        int `json:"pid,omitempty"`
@@ -65,6 +74,9 @@ type upstream struct {
 	client *mcp.Client          // the shared session's client
 	stdio  *stdioTransport      // nil for HTTP transports
 	oauth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
+	// oauthErr is why a login flow could not be built (no grants store);
+	// connects fail with it.
+	oauthErr error
 	// rawConns are the wrapped connections of live sessions, by session,
 	// for raw tool calls (rawcall.go).
 	rawConns sync.Map // *mcp.ClientSession -> *tapConn
@@ -118,6 +130,8 @@ type upstreamEvents interface {
 	// "" for none: with sessions = "per_client" an identity's sessions share
 	// one upstream session.
 	identityKey(ss *mcp.ServerSession) string
+	// oauthEnv is what OAuth logins of upstreams share (oauthcode.go).
+	oauthEnv() *OAuthEnv
 	// sessionLive reports whether a downstream session is still tracked: a
 	// request finishing after its session ended must not open a per-client
 	// session nobody will close.
@@ -143,7 +157,17 @@ func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *ups
 		u.stdio = newStdioTransport(cfg, log)
 	}
 	if cfg.OAuth != nil {
-		u.oauth, _ = newOAuthHandler(cfg.OAuth) // Validate has made one already
+		var err error
+		if u.oauth, err = newOAuthHandler(cfg.OAuth, cfg.Name, events.oauthEnv(), log); err != nil {
+			u.oauthErr = err // Validate has checked the block; this is the environment
+		}
+		if f, ok := u.oauth.(*codeFlow); ok {
+			f.authorized = func() {
+				u.mu.Lock()
+				defer u.mu.Unlock()
+				u.connectLocked()
+			}
+		}
 	}
 	u.client = u.newClient(sharedClientCaps())
 	return u
@@ -231,6 +255,9 @@ func (u *upstream) background(f func()) {
 // where mcphost wraps it (stdio and SSE), can also carry raw tool calls
 // (rawcall.go).
 func (u *upstream) connectWith(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
+	if u.oauthErr != nil {
+		return nil, fmt.Errorf("oauth: %w", u.oauthErr)
+	}
 	var bound atomic.Pointer[mcp.ClientSession]
 	var conn atomic.Pointer[tapConn]
 	t, err := u.transport(&bound, &conn)
@@ -724,6 +751,15 @@ func (u *upstream) status() Status {
 			st.Error += "; stderr: " + tail
 		}
 	}
+	if f, ok := u.oauth.(*codeFlow); ok {
+		// A login waiting (a revoked grant, a step-up) shows even while the
+		// old session is still up: what the operator must do is open it.
+		if link := f.pendingURL(); link != "" {
+			st.State, st.AuthURL = StateAuthorizing, link
+		} else if err := f.lastLoginError(); err != nil && st.State != StateConnected {
+			st.State, st.Error = StateUnauthorized, "OAuth login failed: "+errorText(err)
+		}
+	}
 	return st
 }
 
@@ -747,6 +783,9 @@ func (u *upstream) close() {
 	clients := u.takeClientsLocked(nil)
 	u.mu.Unlock()
 	u.cancel()
+	if f, ok := u.oauth.(*codeFlow); ok {
+		f.close()
+	}
 	if cs != nil {
 		u.drainRaw(cs)
 		cs.Close()

@@ -134,7 +134,7 @@ func connectOnce(ctx context.Context, name string, args []string, stderr io.Writ
 		}
 		onlyServers(file, names)
 	}
-	e, err := startEngine(ctx, file, log, false)
+	e, err := startOneShot(ctx, file, log, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -392,6 +392,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, st := range sts {
+		if st.AuthURL != "" {
+			fmt.Fprintf(stdout, "\nserver %s needs an OAuth login: open\n  %s\n", st.Name, st.AuthURL)
+		}
 	}
 	if r := doc.Reload; r != nil {
 		if r.OK {

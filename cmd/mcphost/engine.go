@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -14,6 +16,23 @@ import (
 // (host/engine); watch reloads plugins whose files change.
 func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch bool) (*engine.Engine, error) {
 	return engine.Start(ctx, file, &engine.Options{Logger: log, WatchPlugins: watch})
+}
+
+// startOneShot is startEngine for a command that runs once (tools, call):
+// a server that needs an OAuth login prints its link (and opens a
+// browser), the command serves the callback itself, and waits, within the
+// server's connect_timeout, for the login instead of failing.
+func startOneShot(ctx context.Context, file *config.File, log hclog.Logger, stderr io.Writer) (*engine.Engine, error) {
+	cb := &callbacks{logins: &host.Logins{}}
+	context.AfterFunc(ctx, cb.close)
+	show := announcer(stderr, true)
+	return engine.Start(ctx, file, &engine.Options{Logger: log, WaitLogins: true, Logins: cb.logins,
+		Announce: func(server, link string) {
+			if err := cb.serve(redirectOf(link)); err != nil {
+				fmt.Fprintln(stderr, "mcphost:", err)
+			}
+			show(server, link)
+		}})
 }
 
 // logStatuses reports each upstream's state once it settled after start.

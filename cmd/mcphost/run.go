@@ -34,6 +34,7 @@ Usage:
   mcphost plugin inspect FILE [--json]
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
+  mcphost auth login|logout SERVER CONFIG, mcphost auth status CONFIG
   mcphost version
 
 The servers of a running mcphost, through its admin API (flags --admin URL,
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runBench(ctx, rest, stdout, stderr)
 	case "servers":
 		return runServers(ctx, rest, stdin, stdout, stderr)
+	case "auth":
+		return runAuth(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -80,9 +79,21 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return fmt.Errorf("admin API: listening on %s: %w", file.Admin.HTTP, err)
 		}
 		log.Info("admin API", "url", fmt.Sprintf("http://%s/v1/servers", ln.Addr()), "store", storeSummary(file.Store))
+		adminDone := make(chan struct{})
 		go func() {
+			defer close(adminDone)
 			if err := admin.Serve(ctx, ln, admin.Handler(e, log.Named("admin"))); err != nil {
 				log.Error("admin API stopped", "error", err)
+			}
+		}()
+		// Runs before the engine closes (defers run last first): the
+		// admin requests end with ctx, and Serve's shutdown is bounded.
+		defer func() {
+			cancel()
+			select {
+			case <-adminDone:
+			case <-time.After(adminShutdown):
+				log.Warn("the admin API did not stop in time; closing the engine under it")
 			}
 		}()
 	}
@@ -112,6 +123,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	return nil
 }
+
+// adminShutdown bounds the wait for the admin API to stop (admin.Serve
+// gives its requests 5 s) before the engine closes.
+const adminShutdown = 6 * time.Second
 
 // reloader applies config changes: on SIGHUP, and when the config file
 // changes if watching. A config with errors changes nothing.
@@ -208,11 +223,5 @@ func storeSummary(s *config.Store) string {
 	if s == nil {
 		return "none"
 	}
-	if s.Driver == store.Postgres {
-		if u, err := url.Parse(s.DSN); err == nil {
-			return "postgres://" + u.Host + u.Path
-		}
-		return "postgres"
-	}
-	return "sqlite:" + s.DSN
+	return store.Describe(s.Driver, s.DSN)
 }

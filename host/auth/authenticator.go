@@ -155,6 +155,9 @@ func (a *Authenticator) IsAdmin(id *Identity) bool {
 // AdminGroups are the groups IsAdmin accepts.
 func (a *Authenticator) AdminGroups() []string { return a.cfg.AdminGroups }
 
+// CallbackPath is where upstream OAuth logins come back (host.CallbackPath).
+const CallbackPath = "/oauth/callback"
+
 // MetadataPath is where the protected resource metadata is served
 // (RFC 9728 section 3.1); the path-inserted form for /mcp is served too.
 const MetadataPath = "/.well-known/oauth-protected-resource"
@@ -181,7 +184,9 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	}, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.URL.Path == "/healthz":
+		case r.URL.Path == "/healthz" || r.URL.Path == CallbackPath:
+			// The OAuth callback carries its own proof (the state of a
+			// login mcphost started), and a browser sends no key.
 			next.ServeHTTP(w, r)
 			return
 		case meta != nil && (r.URL.Path == MetadataPath || strings.HasPrefix(r.URL.Path, MetadataPath+"/")):

@@ -151,9 +151,17 @@ server "gh" {
 	if o == nil || o.Grant != "client_credentials" || o.ClientID != "mcphost" || o.ClientSecret != "s3cret-value-0123" || o.Issuer != "https://idp.example.com" {
 		t.Fatalf("oauth = %+v", o)
 	}
+	login, diags := Parse([]byte("server \"s\" {\ntransport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"shared\"\nscopes = [\"repo:read\"]\nredirect_url = \"http://127.0.0.1:7700/oauth/callback\"\n}\n}\n"), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if o := login.Host.Servers[0].OAuth; o.Grant != "" || o.Mode != "shared" || o.Scopes[0] != "repo:read" || o.RedirectURL == "" {
+		t.Fatalf("login oauth = %+v", o)
+	}
 	for _, tc := range []struct{ body, want string }{
-		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"shared\"\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "Not built yet"},
-		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "Missing grant"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"shared\"\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "mode is for logins"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"per_user\"\n}", "Not built yet"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nredirect_url = \"ftp://x\"\n}", "Invalid url"},
 		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\ngrant = \"client_credentials\"\n}", "Missing client credentials"},
 		{"transport = \"sse\"\nurl = \"https://x.example/sse\"\noauth {\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "OAuth needs streamable-http"},
 	} {

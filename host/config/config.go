@@ -28,7 +28,10 @@ type File struct {
 	// Store is where servers added at run time are kept; nil when neither
 	// a store nor an admin block is written.
 	Store *Store
-	Path  string // absolute path of the config file
+	// Grants is where upstream OAuth logins keep their tokens; nil when no
+	// server logs in and no grants block is written.
+	Grants *Grants
+	Path   string // absolute path of the config file
 
 	// Sources lists the absolute paths the config was built from: the file
 	// itself, then every file read with file(). A watcher reloads when any

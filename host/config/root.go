@@ -19,7 +19,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
 		switch block.Type {
-		case "listen", "tools", "runtime", "resources", "admin", "store":
+		case "listen", "tools", "runtime", "resources", "admin", "store", "grants":
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
@@ -41,6 +41,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			file.Admin = d.decodeAdmin(block)
 		case "store":
 			file.Store = d.decodeStore(block)
+		case "grants":
+			file.Grants = d.decodeGrants(block)
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
@@ -61,6 +63,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		}
 	}
 	d.checkAdmin(file, singletons["admin"])
+	d.defaultGrants(file)
 	return file
 }
 

@@ -16,6 +16,14 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "resources"},
 		{Type: "admin"},
 		{Type: "store"},
+		{Type: "grants"},
+	},
+}
+
+var grantsSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "file"},
+		{Name: "key"},
 	},
 }
 
@@ -119,6 +127,7 @@ var upstreamOAuthSchema = &hcl.BodySchema{
 		{Name: "mode"},
 		{Name: "scopes"},
 		{Name: "redirect_url"},
+		{Name: "client_metadata_url"},
 	},
 }
 

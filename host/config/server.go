@@ -166,35 +166,55 @@ func (d *decoder) checkName(block *hcl.Block, kind string) {
 		kind, name)
 }
 
-// decodeUpstreamOAuth decodes a server's oauth block. Only the
-// client_credentials grant is built; the arguments of the login flows are
-// known, so that using them says so rather than "unsupported argument".
+// decodeUpstreamOAuth decodes a server's oauth block: the
+// client_credentials grant (machine to machine), or a login with the
+// authorization code flow (mode "shared"; "per_user" is not built yet).
 func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.UpstreamOAuth {
 	content, diags := b.Body.Content(upstreamOAuthSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
 	o := &host.UpstreamOAuth{}
-	for _, name := range []string{"mode", "redirect_url", "scopes"} {
-		if a := attrs[name]; a != nil {
-			d.errorf(a.NameRange, "Not built yet", "oauth %s belongs to the authorization-code logins (shared and per_user), which mcphost does not run yet. "+
-				"For a server that accepts machine-to-machine tokens, set grant = %q with client_id and client_secret; scopes come from the server's metadata.", name, host.GrantClientCredentials)
-		}
-	}
 	if s.Transport != "" && s.Transport != host.TransportStreamableHTTP {
 		d.errorf(b.DefRange, "OAuth needs streamable-http", "Server %q uses the %s transport; mcphost gets OAuth tokens for streamable-http servers only.", s.Name, s.Transport)
 	}
 	if v, ok := d.enum(attrs["grant"], host.GrantClientCredentials); ok {
 		o.Grant = v
-	} else if attrs["grant"] == nil {
-		d.errorf(b.DefRange, "Missing grant", "Set grant = %q (machine to machine); the login flows are not built yet.", host.GrantClientCredentials)
+	}
+	if a := attrs["mode"]; a != nil {
+		if v, ok := d.enum(a, host.OAuthShared, "per_user"); ok {
+			if v == "per_user" {
+				d.errorf(a.Expr.Range(), "Not built yet", "oauth mode \"per_user\" (each caller authorizes for themself) is not built yet; mode = %q keeps one grant for the gateway.", host.OAuthShared)
+			}
+			o.Mode = v
+		}
 	}
 	o.ClientID, _ = d.string(attrs["client_id"])
 	o.ClientSecret, _ = d.string(attrs["client_secret"])
-	if o.ClientID == "" || o.ClientSecret == "" {
-		d.errorf(b.DefRange, "Missing client credentials", "The client_credentials grant needs client_id and client_secret (usually client_secret = env(\"NAME\")).")
-	}
 	if v, ok := d.string(attrs["issuer"]); ok {
 		o.Issuer = v
+	}
+	if v, _, ok := d.stringList(attrs["scopes"]); ok {
+		o.Scopes = v
+	}
+	if a := attrs["redirect_url"]; a != nil {
+		if v, ok := d.string(a); ok && d.checkURL(a, v) {
+			o.RedirectURL = v
+		}
+	}
+	if a := attrs["client_metadata_url"]; a != nil {
+		if v, ok := d.string(a); ok && d.checkURL(a, v) {
+			o.ClientMetadataURL = v
+		}
+	}
+	if o.Grant == host.GrantClientCredentials {
+		for _, name := range []string{"mode", "redirect_url", "scopes", "client_metadata_url"} {
+			if a := attrs[name]; a != nil {
+				d.errorf(a.NameRange, fmt.Sprintf("%s is for logins", name), "The client_credentials grant logs nobody in; remove %s, or remove grant to log in with the authorization code flow.", name)
+			}
+		}
+		if o.ClientID == "" || o.ClientSecret == "" {
+			d.errorf(b.DefRange, "Missing client credentials", "The client_credentials grant needs client_id and client_secret (usually client_secret = env(\"NAME\")).")
+		}
 	}
 	return o
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/metrics"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/plugins"
@@ -45,6 +46,12 @@ type Options struct {
 	// Store, when not nil, keeps run-time servers instead of the store the
 	// file's store block names; the caller closes it after the engine.
 	Store *store.Store
+	// WaitLogins makes calls to a server that needs an OAuth login wait for
+	// it (a CLI command, with Announce showing the link) instead of failing
+	// at once with the link (a gateway).
+	WaitLogins bool
+	Announce   func(server, url string)
+	Logins     *host.Logins // where logins wait for their callback (host.Options.Logins)
 }
 
 // Engine is a running host with its plugin runtime and policy chain. It is
@@ -68,6 +75,11 @@ type Engine struct {
 	stopPoll  context.CancelFunc
 	polling   sync.WaitGroup
 }
+
+// ErrPluginLoad is returned by Reload and ReloadPlugins when a plugin of
+// the configuration failed to load (the running ones stay); their other
+// errors are the store's or the upstreams'.
+var ErrPluginLoad = errors.New("plugins failed to load")
 
 // ShutdownDrain bounds how long Close waits for plugin calls still in
 // flight once the upstreams are closed; then the guests are stopped.
@@ -119,12 +131,19 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		}
 		e.ownsStore = true
 	}
-	cfg, err := e.merged(ctx, file)
+	cfg, rev, err := e.merged(ctx, file)
 	if err != nil {
 		return nil, err
 	}
+	e.storeRev = rev
+	var grantStore grants.Store
+	if file.Grants != nil {
+		if grantStore, err = grants.NewFile(file.Grants.File, file.Grants.Key); err != nil {
+			return nil, err
+		}
+	}
 	e.metrics = metrics.New()
-	e.host, err = host.New(cfg, &host.Options{Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() },
+	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() },
 		Observer: e.metrics, Metrics: e.metrics.Handler()})
 	if err != nil {
 		return nil, err
@@ -185,9 +204,9 @@ func (e *Engine) Reload(ctx context.Context, file *config.File) error {
 func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	staged, err := e.mgr.Stage(ctx, file.Plugins)
 	if err != nil {
-		return fmt.Errorf("plugins failed to load: %w", err)
+		return fmt.Errorf("%w: %w", ErrPluginLoad, err)
 	}
-	cfg, err := e.merged(ctx, file)
+	cfg, rev, err := e.merged(ctx, file)
 	if err != nil {
 		staged.Close()
 		return err
@@ -197,6 +216,7 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	if err != nil {
 		return fmt.Errorf("reconfiguring upstreams: %w", err)
 	}
+	e.storeRev = rev
 	// Plugins whose files did not change keep their generation, but what
 	// they read (a pin file an operator just approved) may have: listings
 	// are recomputed and clients told, on every reload.

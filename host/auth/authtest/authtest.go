@@ -1,7 +1,11 @@
 // Package authtest runs a small OAuth 2.1 authorization server on
-// loopback for tests: RFC 8414 metadata, a JWKS endpoint, a token endpoint
-// for the client_credentials grant, real signed access tokens (RS256, through
-// go-jose), and key rotation.
+// loopback for tests: RFC 8414 metadata, a JWKS endpoint, real signed
+// access tokens (RS256, through go-jose) and key rotation; the
+// client_credentials grant; and what the client side of the MCP
+// authorization spec needs (codeflow.go): dynamic client registration
+// (RFC 7591), the authorization code grant with PKCE, resource indicators
+// (RFC 8707) and the iss response parameter (RFC 9207), rotating refresh
+// tokens, revocation, and counters.
 package authtest
 
 import (
@@ -11,6 +15,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +28,8 @@ import (
 
 // Server is the authorization server. Its issuer is URL; its token
 // endpoint, URL+"/token", grants client_credentials to the clients added
-// with AddClient.
+// with AddClient, and authorization_code and refresh_token to clients with
+// redirect URIs (added, or registered at URL+"/register"). See codeflow.go.
 type Server struct {
 	URL       string
 	srv       *httptest.Server
@@ -31,6 +38,7 @@ type Server struct {
 	clients   map[string]Client // by client id
 	hold      chan struct{}     // while not nil, key set requests wait for it to close
 	jwksFetch atomic.Int32
+	code      codeState // the authorization code grant's state, under mu
 }
 
 // HoldJWKS makes key set requests wait until release is called.
@@ -52,34 +60,62 @@ func (as *Server) HoldJWKS() (release func()) {
 
 // Client is a registered OAuth client and the access tokens it gets.
 type Client struct {
-	Secret   string
-	Subject  string
-	Audience string
+	Secret   string         // "" for a public client (token_endpoint_auth_method none)
+	Subject  string         // client_credentials: the tokens' sub
+	Audience string         // client_credentials: the tokens' aud
 	Extra    map[string]any // claims over Claims' defaults
+
+	// RedirectURIs are where authorization responses may go: a client
+	// needs one for the authorization code grant.
+	RedirectURIs []string
+	// GrantTypes the client may use; empty allows every grant.
+	GrantTypes []string
+	Name       string // client_name, as registered
 }
 
-// AddClient registers a client for the client_credentials grant.
+func (c Client) allows(grant string) bool {
+	return len(c.GrantTypes) == 0 || slices.Contains(c.GrantTypes, grant)
+}
+
+// AddClient registers a client: for the client_credentials grant (with a
+// Secret), or for the authorization code grant (with RedirectURIs).
 func (as *Server) AddClient(id string, c Client) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	as.clients[id] = c
 }
 
+// Client returns a registered client.
+func (as *Server) Client(id string) (Client, bool) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	c, ok := as.clients[id]
+	return c, ok
+}
+
 // New starts a Server with one RSA key, "k1"; it stops with the test.
 func New(t testing.TB) *Server {
 	as := &Server{clients: map[string]Client{}}
+	as.code.init()
 	as.Rotate(t, "k1")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		as.mu.Lock()
+		scopes := as.code.scopes
+		as.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{
-			"issuer":                           as.URL,
-			"authorization_endpoint":           as.URL + "/authorize",
-			"token_endpoint":                   as.URL + "/token",
-			"jwks_uri":                         as.URL + "/jwks",
-			"response_types_supported":         []string{"code"},
-			"grant_types_supported":            []string{"client_credentials"},
-			"code_challenge_methods_supported": []string{"S256"},
+			"issuer":                                         as.URL,
+			"authorization_endpoint":                         as.URL + "/authorize",
+			"token_endpoint":                                 as.URL + "/token",
+			"registration_endpoint":                          as.URL + "/register",
+			"jwks_uri":                                       as.URL + "/jwks",
+			"scopes_supported":                               scopes,
+			"response_types_supported":                       []string{"code"},
+			"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+			"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
+			"code_challenge_methods_supported":               []string{"S256"},
+			"authorization_response_iss_parameter_supported": true,
 		})
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
@@ -99,24 +135,46 @@ func New(t testing.TB) *Server {
 		}
 		json.NewEncoder(w).Encode(set)
 	})
+	mux.HandleFunc("GET /authorize", as.authorize)
+	mux.HandleFunc("POST /register", as.register)
 	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		grant := r.PostFormValue("grant_type")
+		if status := as.countToken(grant); status != 0 {
+			oauthError(w, status, "temporarily_unavailable", "the authorization server is down")
+			return
+		}
 		id, secret, ok := r.BasicAuth()
-		if !ok {
+		if ok { // RFC 6749 section 2.3.1: form-encoded before Basic
+			id, _ = url.QueryUnescape(id)
+			secret, _ = url.QueryUnescape(secret)
+		} else {
 			id, secret = r.PostFormValue("client_id"), r.PostFormValue("client_secret")
 		}
 		as.mu.Lock()
 		c, known := as.clients[id]
 		as.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		if r.PostFormValue("grant_type") != "client_credentials" {
-			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]string{"error": "unsupported_grant_type"})
+		switch grant {
+		case "client_credentials", "authorization_code", "refresh_token":
+		default:
+			oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "")
 			return
 		}
-		if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 {
-			w.WriteHeader(http.StatusUnauthorized)
-			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client"})
+		if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 || (grant == "client_credentials" && c.Secret == "") {
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "")
+			return
+		}
+		if !c.allows(grant) {
+			oauthError(w, http.StatusBadRequest, "unauthorized_client", "the client did not register for "+grant)
+			return
+		}
+		switch grant {
+		case "authorization_code":
+			as.exchangeCode(w, r, id, c)
+			return
+		case "refresh_token":
+			as.refreshToken(w, r, id, c)
 			return
 		}
 		tok, err := as.sign(as.Claims(c.Subject, c.Audience, c.Extra), nil)
@@ -130,6 +188,18 @@ func New(t testing.TB) *Server {
 	as.URL = as.srv.URL
 	t.Cleanup(as.srv.Close)
 	return as
+}
+
+// oauthError answers an OAuth error response (RFC 6749 section 5.2).
+func oauthError(w http.ResponseWriter, status int, code, desc string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	body := map[string]string{"error": code}
+	if desc != "" {
+		body["error_description"] = desc
+	}
+	json.NewEncoder(w).Encode(body)
 }
 
 // JWKSFetches counts the requests for the key set.

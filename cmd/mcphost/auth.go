@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/grants"
+)
+
+const authUsage = `usage:
+  mcphost auth login SERVER CONFIG [--no-browser] [--timeout 10m]
+  mcphost auth status CONFIG [--json]
+  mcphost auth logout SERVER CONFIG
+
+OAuth logins to upstream servers whose oauth block has no grant (mode
+"shared"). login prints the authorization link (and opens $BROWSER, or
+xdg-open), serves the callback at the server's redirect_url (by default
+mcphost's own http://127.0.0.1:7700/oauth/callback: stop a running mcphost
+first, or open the link "mcphost status" shows instead), and keeps the
+grant in the config's grants file, where a running mcphost finds it.`
+
+// runAuth is `mcphost auth login|status|logout`.
+func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, authUsage)
+		return exitError(2)
+	}
+	sub := args[0]
+	fs := newFlagSet("auth "+sub, stderr)
+	noBrowser := fs.Bool("no-browser", false, "print the link only (login)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the browser (login)")
+	asJSON := fs.Bool("json", false, "print JSON (status)")
+	pos, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return exitError(2)
+	}
+	want := map[string]int{"login": 2, "logout": 2, "status": 1}[sub]
+	if want == 0 || len(pos) != want {
+		fmt.Fprintln(stderr, authUsage)
+		return exitError(2)
+	}
+	file, err := loadConfig(pos[len(pos)-1], stderr)
+	if err != nil {
+		return err
+	}
+	if file.Grants == nil {
+		fmt.Fprintln(stderr, "mcphost auth: no server of this config logs in (an oauth block without grant), and it has no grants block")
+		return exitError(1)
+	}
+	store, err := grants.NewFile(file.Grants.File, file.Grants.Key)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "status":
+		return authStatus(ctx, file, store, *asJSON, stdout)
+	case "logout":
+		if _, err := loginServer(file, pos[0]); err != nil {
+			fmt.Fprintln(stderr, "mcphost auth:", err)
+			return exitError(1)
+		}
+		if err := store.Delete(ctx, pos[0], ""); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "logged out of %s (grant removed from %s); a running mcphost asks for a login at its next connect\n", pos[0], store.Path())
+		return nil
+	}
+	sc, err := loginServer(file, pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "mcphost auth:", err)
+		return exitError(1)
+	}
+	cb := &callbacks{logins: &host.Logins{}}
+	defer cb.close()
+	redirect := sc.OAuth.RedirectURL
+	if redirect == "" {
+		redirect = host.DefaultRedirect(file.Host.Listen)
+	}
+	// Listen before anything asks the browser to come back.
+	if err := cb.serve(redirect); err != nil {
+		fmt.Fprintln(stderr, "mcphost auth:", err)
+		return exitError(1)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	n, err := host.Login(ctx, sc, host.LoginOptions{Grants: store, Logins: cb.logins, Redirect: redirect,
+		Announce: announcer(stderr, !*noBrowser)})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcphost auth: login to %s failed: %s\n", sc.Name, oneLine(err.Error()))
+		return exitError(1)
+	}
+	fmt.Fprintf(stdout, "authorized %s: %d tools; the grant is kept in %s\n", sc.Name, n, store.Path())
+	return nil
+}
+
+// loginServer is the server of file named name, if it logs in.
+func loginServer(file *config.File, name string) (host.ServerConfig, error) {
+	for _, sc := range file.Host.Servers {
+		if sc.Name != name {
+			continue
+		}
+		if sc.OAuth == nil || sc.OAuth.Grant != "" {
+			return host.ServerConfig{}, fmt.Errorf("server %q does not log in: give it an oauth block without grant", name)
+		}
+		return sc, nil
+	}
+	return host.ServerConfig{}, fmt.Errorf("no server %q in the config", name)
+}
+
+func authStatus(ctx context.Context, file *config.File, store *grants.File, asJSON bool, stdout io.Writer) error {
+	list, err := store.List(ctx)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Server     string    `json:"server"`
+		Authorized bool      `json:"authorized"`
+		Expiry     time.Time `json:"expiry,omitzero"`
+		Refresh    bool      `json:"refreshable"`
+		Scopes     []string  `json:"scopes,omitempty"`
+		Updated    time.Time `json:"updated,omitzero"`
+	}
+	var rows []row
+	for _, sc := range file.Host.Servers {
+		if sc.OAuth == nil || sc.OAuth.Grant != "" {
+			continue
+		}
+		r := row{Server: sc.Name}
+		for _, g := range list {
+			if g.Server == sc.Name && g.Subject == "" {
+				r = row{Server: sc.Name, Authorized: true, Expiry: g.Expiry, Refresh: g.RefreshToken != "", Scopes: g.Scopes, Updated: g.Updated}
+			}
+		}
+		rows = append(rows, r)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"file": store.Path(), "servers": rows})
+	}
+	fmt.Fprintf(stdout, "grants in %s\n", store.Path())
+	for _, r := range rows {
+		if !r.Authorized {
+			fmt.Fprintf(stdout, "  %-20s not authorized: mcphost auth login %s CONFIG\n", r.Server, r.Server)
+			continue
+		}
+		exp := "no expiry"
+		if !r.Expiry.IsZero() {
+			exp = "token expires " + r.Expiry.Local().Format(time.RFC3339)
+		}
+		refresh := "no refresh token"
+		if r.Refresh {
+			refresh = "refreshable"
+		}
+		fmt.Fprintf(stdout, "  %-20s authorized: %s, %s, scopes %q\n", r.Server, exp, refresh, r.Scopes)
+	}
+	return nil
+}
+
+// announcer prints a login link and opens a browser on it.
+func announcer(w io.Writer, browser bool) func(server, link string) {
+	return func(server, link string) {
+		fmt.Fprintf(w, "Open this link to authorize mcphost for %s:\n  %s\n", server, link)
+		if browser {
+			openBrowser(link)
+		}
+	}
+}
+
+// openBrowser starts $BROWSER, or xdg-open, on link without waiting; no
+// browser is no error (the link is printed).
+func openBrowser(link string) {
+	prog := os.Getenv("BROWSER")
+	if prog == "" {
+		if p, err := exec.LookPath("xdg-open"); err == nil {
+			prog = p
+		}
+	}
+	if prog == "" {
+		return
+	}
+	cmd := exec.Command(prog, link)
+	if err := cmd.Start(); err == nil {
+		go cmd.Wait()
+	}
+}
+
+// callbacks serves the OAuth callback of a command that has no HTTP
+// listener of its own, on each redirect URL's address.
+type callbacks struct {
+	logins *host.Logins
+	mu     sync.Mutex
+	srvs   map[string]*http.Server
+}
+
+// serve listens on redirect's host and port (once per address).
+func (c *callbacks) serve(redirect string) error {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("redirect_url %q is not a URL", redirect)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443"}[u.Scheme]+map[string]string{"http": "80"}[u.Scheme])
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.srvs[addr] != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) {
+			return fmt.Errorf("cannot serve the OAuth callback on %s (%v): is mcphost running there? Then open the link `mcphost status` shows, or stop it and log in again", addr, opErr.Err)
+		}
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+u.Path, c.logins)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	if c.srvs == nil {
+		c.srvs = map[string]*http.Server{}
+	}
+	c.srvs[addr] = srv
+	return nil
+}
+
+func (c *callbacks) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.srvs {
+		s.Close()
+	}
+}
+
+// redirectOf is the redirect_uri an authorization link sends the browser
+// back to.
+func redirectOf(link string) string {
+	u, err := url.Parse(link)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("redirect_uri")
+}

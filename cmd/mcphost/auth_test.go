@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// protectedServer is a real MCP server behind OAuth on loopback: mcphost's
+// resource-server middleware trusting as, in front of a go-sdk server
+// with the tool hello.
+func protectedServer(t *testing.T, as *authtest.Server) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	u := hs.URL + "/mcp"
+	a, err := auth.New(auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: u, Scopes: []string{"mcp:tools"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello " + auth.FromContext(ctx).String()}}}, nil, nil
+	})
+	mux.Handle("/", a.Middleware(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	return u
+}
+
+// TestAuthorizingServer: a running mcphost shows a server that needs a
+// login as authorizing, with its link, in `mcphost status`; opening the
+// link comes back to its /oauth/callback and the server connects; `auth
+// status` shows the grant and `auth logout` forgets it.
+func TestAuthorizingServer(t *testing.T) {
+	as := authtest.New(t)
+	url := protectedServer(t, as)
+	addr := testproc.FreeAddr(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.hcl")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+listen {
+  http = %q
+}
+server "p" {
+  transport = "streamable-http"
+  url       = %q
+  oauth {
+    mode = "shared"
+  }
+}
+`, addr, url)), 0o644)
+
+	run := exec.Command(mcphostBin, "run", cfg, "--no-watch")
+	logs := &testproc.Buffer{}
+	run.Stderr = logs
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Process.Signal(os.Interrupt); run.Wait() })
+	var out string
+	testproc.WaitFor(t, "status to show p authorizing", 20*time.Second, func() bool {
+		out, _, _ = mcphost(t, "status", "http://"+addr)
+		return strings.Contains(out, "authorizing") && strings.Contains(out, "needs an OAuth login")
+	})
+	if strings.Contains(logs.String(), "eyJ") {
+		t.Fatal("a token reached the log")
+	}
+	// The table's error column is cut short; the line below it is whole.
+	links := regexp.MustCompile(`https?://\S+/authorize\?\S+`).FindAllString(out, -1)
+	link := ""
+	if len(links) > 0 {
+		link = links[len(links)-1]
+	}
+	if link == "" || strings.HasSuffix(link, "...") {
+		t.Fatalf("no link in status:\n%s", out)
+	}
+	// The browser: follow the authorization server's redirect to mcphost.
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/oauth/callback" {
+		t.Fatalf("the login came back %d at %s: %s\nlink %s", resp.StatusCode, resp.Request.URL, body, link)
+	}
+	testproc.WaitFor(t, "p to connect after the login", 20*time.Second, func() bool {
+		out, _, _ = mcphost(t, "status", "http://"+addr)
+		return strings.Contains(out, "connected")
+	})
+	st, _, code := mcphost(t, "auth", "status", cfg)
+	if code != 0 || !strings.Contains(st, "authorized") || !strings.Contains(st, "refreshable") {
+		t.Fatalf("auth status: %d\n%s", code, st)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dir, "mcphost-grants.json"))
+	if info, _ := os.Stat(filepath.Join(dir, "mcphost-grants.json")); info == nil || info.Mode().Perm() != 0o600 || len(raw) == 0 {
+		t.Fatalf("grants file: %v", info)
+	}
+	if strings.Contains(st, "access_token") || strings.Contains(out, "eyJ") {
+		t.Fatal("a token is shown")
+	}
+	if out, _, code := mcphost(t, "auth", "logout", "p", cfg); code != 0 || !strings.Contains(out, "logged out") {
+		t.Fatalf("logout: %d %s", code, out)
+	}
+	if st, _, _ := mcphost(t, "auth", "status", cfg); !strings.Contains(st, "not authorized") {
+		t.Fatalf("after logout: %s", st)
+	}
+}
+
+// TestAuthLogin: `mcphost auth login` with $BROWSER following the link,
+// then `mcphost call` uses the kept grant.
+func TestAuthLogin(t *testing.T) {
+	as := authtest.New(t)
+	url := protectedServer(t, as)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.hcl")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+listen {
+  http = %q
+}
+server "p" {
+  transport = "streamable-http"
+  url       = %q
+  oauth {}
+}
+`, testproc.FreeAddr(t), url)), 0o644)
+	browser := filepath.Join(dir, "browser")
+	os.WriteFile(browser, []byte("#!/bin/sh\nexec curl -sS -L -o /dev/null --max-time 20 \"$1\"\n"), 0o755)
+	t.Setenv("BROWSER", browser)
+	out, errs, code := mcphost(t, "auth", "login", "p", cfg)
+	if code != 0 || !strings.Contains(out, "authorized p: 1 tools") || !strings.Contains(errs, "/authorize?") {
+		t.Fatalf("auth login: %d\n%s\n%s", code, out, errs)
+	}
+	t.Setenv("BROWSER", "/bin/false") // no second login
+	out, errs, code = mcphost(t, "call", cfg, "p__hello", "{}")
+	if code != 0 || !strings.Contains(out, "hello") {
+		t.Fatalf("call with the kept grant: %d\n%s\n%s", code, out, errs)
+	}
+	if strings.Contains(errs, "/authorize?") {
+		t.Fatalf("call asked for a login again:\n%s", errs)
+	}
+}

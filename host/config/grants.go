@@ -1,0 +1,51 @@
+package config
+
+import (
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcphost-project/mcphost/host/store"
+)
+
+// Grants says where the OAuth grants of servers that log in are kept: a
+// file, 0600, sealed when a key is given.
+type Grants struct {
+	File string // absolute
+	Key  []byte // nil: the tokens are in the clear (the file is 0600)
+}
+
+// DefaultGrantsFile is the grants file, beside the config, of a config
+// whose servers log in and that names none.
+const DefaultGrantsFile = "mcphost-grants.json"
+
+func (d *decoder) decodeGrants(block *hcl.Block) *Grants {
+	content, diags := block.Body.Content(grantsSchema)
+	d.diags = append(d.diags, diags...)
+	g := &Grants{File: d.path(DefaultGrantsFile)}
+	if v, ok := d.string(content.Attributes["file"]); ok && v != "" {
+		g.File = d.path(v)
+	}
+	if attr := content.Attributes["key"]; attr != nil {
+		if v, ok := d.string(attr); ok {
+			key, err := store.ParseKey(v)
+			if err != nil {
+				d.errorf(attr.Expr.Range(), "Invalid grants key", "%s.", err)
+			}
+			g.Key = key
+		}
+	}
+	return g
+}
+
+// defaultGrants gives a config whose servers log in (an oauth block
+// without a grant) the default grants file.
+func (d *decoder) defaultGrants(file *File) {
+	if file.Grants != nil {
+		return
+	}
+	for _, s := range file.Host.Servers {
+		if s.OAuth != nil && s.OAuth.Grant == "" {
+			file.Grants = &Grants{File: d.path(DefaultGrantsFile)}
+			return
+		}
+	}
+}

@@ -1,0 +1,665 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/grants"
+)
+
+// The authorization-code login of a server behind OAuth (mode "shared"):
+// the go-sdk's AuthorizationCodeHandler does the protocol (discovery from
+// the 401, PKCE, resource, iss, registration, step-up); mcphost decides
+// when a login runs, where its link is shown, how the code comes back, and
+// keeps the grant.
+//
+// A call never waits on a human: when a server needs a login, the flow
+// starts one in the background, the server's status turns "authorizing"
+// with the link, and calls fail at once with an error that gives it. The
+// code comes back to GET /oauth/callback (or to `mcphost auth login`'s own
+// listener); the grant is stored and the server connects.
+
+// CallbackPath is where an authorization server sends the browser back;
+// it needs no credential of listen.auth.
+const CallbackPath = auth.CallbackPath
+
+// loginTimeout bounds how long a login link stays good.
+const loginTimeout = 10 * time.Minute
+
+// oauthHTTPTimeout bounds each request to an authorization server.
+const oauthHTTPTimeout = 30 * time.Second
+
+// OAuthEnv is what upstream logins share: the grants store, the logins in
+// progress, and the default redirect URL.
+type OAuthEnv struct {
+	Grants   grants.Store
+	Logins   *Logins
+	Redirect string // default redirect_url: this host's own callback
+	// Announce, when set, is told of each login link (the CLI prints it and
+	// opens a browser).
+	Announce func(server, url string)
+	// Wait makes a request that needs a login wait for it (Options.WaitLogins).
+	Wait bool
+}
+
+// AuthorizationNeeded is the error of a call to a server waiting for a
+// login: it says where to go.
+type AuthorizationNeeded struct {
+	Server string
+	URL    string // "" while the link is being made
+}
+
+func (e *AuthorizationNeeded) Error() string {
+	if e.URL == "" {
+		return fmt.Sprintf("server %q needs an OAuth login, which is starting; `mcphost status` shows the link in a moment (or run: mcphost auth login %s CONFIG)", e.Server, e.Server)
+	}
+	return fmt.Sprintf("server %q needs an OAuth login: open %s (or run: mcphost auth login %s CONFIG)", e.Server, e.URL, e.Server)
+}
+
+// interactiveKey marks the context of a login that may wait for a human.
+type interactiveKey struct{}
+
+// Interactive marks ctx as one whose OAuth logins wait for the browser
+// (mcphost auth login); elsewhere they run in the background.
+func Interactive(ctx context.Context) context.Context {
+	return context.WithValue(ctx, interactiveKey{}, true)
+}
+
+func isInteractive(ctx context.Context) bool { v, _ := ctx.Value(interactiveKey{}).(bool); return v }
+
+// Logins are the logins waiting for their callback, by state.
+type Logins struct {
+	mu      sync.Mutex
+	pending map[string]*pendingLogin
+}
+
+type pendingLogin struct {
+	server string
+	done   chan loginResult
+}
+
+type loginResult struct {
+	res *sdkauth.AuthorizationResult
+	err error
+}
+
+// expect registers the login whose link is authURL: from now on, the
+// callback with its state completes it.
+func (l *Logins) expect(server, authURL string) (*pendingLogin, string, error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return nil, "", err
+	}
+	state := u.Query().Get("state")
+	if state == "" {
+		return nil, "", errors.New("the authorization URL carries no state")
+	}
+	p := &pendingLogin{server: server, done: make(chan loginResult, 1)}
+	l.mu.Lock()
+	if l.pending == nil {
+		l.pending = map[string]*pendingLogin{}
+	}
+	l.pending[state] = p
+	l.mu.Unlock()
+	return p, state, nil
+}
+
+// await waits for the callback of the login expect registered, until ctx
+// ends; either way the login is no longer expected.
+func (l *Logins) await(ctx context.Context, p *pendingLogin, state string) (*sdkauth.AuthorizationResult, error) {
+	defer func() {
+		l.mu.Lock()
+		if l.pending[state] == p {
+			delete(l.pending, state)
+		}
+		l.mu.Unlock()
+	}()
+	select {
+	case r := <-p.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("no answer from the login link: %w", ctx.Err())
+	}
+}
+
+// ServeHTTP is the callback: it hands the code (or the authorization
+// server's error) to the login its state names. An unknown state is
+// refused: it is not a login this process started, or it expired.
+func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	state := q.Get("state")
+	l.mu.Lock()
+	p := l.pending[state]
+	if p != nil {
+		delete(l.pending, state)
+	}
+	l.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if p == nil || state == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, page("Login refused", "This link does not belong to a login mcphost is waiting for (wrong or expired state). Start the login again."))
+		return
+	}
+	e, desc := q.Get("error"), q.Get("error_description")
+	if e == "" && q.Get("code") == "" {
+		// Neither a code nor an error: the page said "Authorized" for a
+		// login whose code exchange could only fail.
+		e = "invalid_request"
+		desc = "the callback carries no code"
+	}
+	if e != "" {
+		err := fmt.Errorf("the authorization server refused: %s", e)
+		if desc != "" {
+			err = fmt.Errorf("%w (%s)", err, desc)
+		}
+		p.done <- loginResult{err: err}
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s. %s", e, p.server, desc)))
+		return
+	}
+	p.done <- loginResult{res: &sdkauth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}
+	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s. You can close this tab.", p.server)))
+}
+
+func page(title, body string) string {
+	return fmt.Sprintf("<!doctype html><title>mcphost: %s</title><h1>%s</h1><p>%s</p>\n", html.EscapeString(title), html.EscapeString(title), html.EscapeString(body))
+}
+
+// codeFlow is one server's authorization-code client: an sdkauth.OAuthHandler.
+type codeFlow struct {
+	server string
+	log    hclog.Logger
+	env    *OAuthEnv
+	h      *sdkauth.AuthorizationCodeHandler
+	client *http.Client // for the authorization server: discovery, registration, tokens
+
+	ctx    context.Context // ends with the upstream; bounds background logins
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	ts        *savingSource // the current grant's tokens; nil before a login
+	loginURL  string        // the link of the login waiting for its callback
+	loginErr  error         // why the last login failed
+	running   bool
+	stepUp    bool          // the running login answers a 403 insufficient_scope
+	published chan struct{} // closed when a running login has its link (or ended)
+	ended     chan struct{} // closed when the running login ends
+	// authorized is called once a background login got a grant: the
+	// upstream connects.
+	authorized func()
+}
+
+func newCodeFlow(server string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logger) (*codeFlow, error) {
+	if env == nil || env.Logins == nil {
+		return nil, errors.New("no login environment (host.Options.Grants)")
+	}
+	redirect := o.RedirectURL
+	if redirect == "" {
+		redirect = env.Redirect
+	}
+	if redirect == "" {
+		return nil, errors.New("set oauth redirect_url: mcphost does not know its own address")
+	}
+	f := &codeFlow{server: server, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	cfg := &sdkauth.AuthorizationCodeHandlerConfig{
+		RedirectURL:              redirect,
+		AuthorizationCodeFetcher: f.fetch,
+		RequestRefreshToken:      true,
+		Client:                   f.client,
+		AcceptUnadvertisedIss:    true,
+		NewTokenSource:           f.newTokenSource,
+	}
+	if o.ClientID != "" {
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: o.ClientID}
+		if o.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}
+		}
+	} else {
+		cfg.DynamicClientRegistrationConfig = &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{redirect}, ClientName: "mcphost", TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		}}
+	}
+	if o.ClientMetadataURL != "" {
+		// Tried first, with authorization servers that accept such documents.
+		cfg.ClientIDMetadataDocumentConfig = &sdkauth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
+	}
+	scopes := slices.Clone(o.Scopes)
+	cfg.ScopeFilter = func(discovered []string) []string { return f.scopesFor(scopes, discovered) }
+	if env.Grants != nil {
+		g, err := env.Grants.Get(f.ctx, server, "")
+		if err != nil {
+			log.Warn("reading the stored OAuth grant failed; a login will be asked for", "error", err)
+		}
+		if g != nil {
+			f.ts = f.source(f.ctx, g.Config(), g.Token(), false)
+			cfg.InitialTokenSource = f.ts
+		}
+	}
+	h, err := sdkauth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f.h = h
+	return f, nil
+}
+
+// scopesFor is the scopes a login asks for: the configured ones, else
+// those the server advertises. A step-up asks for the scopes the server's
+// 403 names besides: replacing them with the configured ones, as a login
+// does, asked for the same grant again, whose token the server refused
+// again, for ever. It asks for the current grant's too, which the go-sdk
+// only adds for grants it made itself, not for one read from the store.
+func (f *codeFlow) scopesFor(configured, discovered []string) []string {
+	f.mu.Lock()
+	stepUp, ts := f.stepUp, f.ts
+	f.mu.Unlock()
+	if !stepUp {
+		if len(configured) > 0 {
+			return configured
+		}
+		return discovered
+	}
+	var out []string
+	sets := [][]string{configured, nil, discovered}
+	if ts != nil {
+		sets[1] = ts.cfg.Scopes
+	}
+	for _, set := range sets {
+		for _, s := range set {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// checkCodeFlow is what Validate asks of an authorization-code oauth block.
+func checkCodeFlow(o *UpstreamOAuth) error {
+	if o.RedirectURL != "" {
+		u, err := url.Parse(o.RedirectURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("redirect_url %q is not an http(s) URL", o.RedirectURL)
+		}
+	}
+	return nil
+}
+
+// TokenSource is the current grant's, or none: a request without a token
+// gets the server's 401, which starts a login.
+func (f *codeFlow) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	// The source's lock is held through a refresh: it is not waited for
+	// under f.mu, which status reads.
+	f.mu.Lock()
+	ts := f.ts
+	f.mu.Unlock()
+	if ts == nil || ts.isDead() {
+		return nil, nil
+	}
+	return ts, nil
+}
+
+// Authorize answers a 401 or 403 of the server. Within a login that may
+// wait (Interactive), the go-sdk runs the whole flow. Otherwise a refused
+// token is refreshed once (single-flight); if the authorization server
+// refuses that, or there is no grant, a login starts in the background and
+// the request fails at once with its link. A refresh the authorization
+// server did not answer fails the request and keeps the grant.
+func (f *codeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	if isInteractive(ctx) {
+		f.mu.Lock()
+		f.stepUp = resp.StatusCode == http.StatusForbidden
+		f.mu.Unlock()
+		return f.h.Authorize(ctx, req, resp)
+	}
+	defer resp.Body.Close()
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if resp.StatusCode == http.StatusForbidden && !insufficientScope(challenges) {
+		return nil // not an authorization matter: the retry gets the 403 to the caller
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		err := f.refresh(req)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errLoginNeeded) {
+			// The authorization server did not answer: the grant may
+			// well be good, and a login would not help. (A login was
+			// started here, and the grant dropped, for any failure.)
+			f.log.Warn("refreshing the OAuth token failed; the grant is kept", "error", err)
+			return err
+		}
+	}
+	done := f.startLogin(req, resp)
+	if f.env.Wait {
+		select {
+		case <-done:
+			f.mu.Lock()
+			err := f.loginErr
+			f.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			return nil // the transport retries with the new grant
+		case <-ctx.Done():
+			return &AuthorizationNeeded{Server: f.server, URL: f.pendingURL()}
+		}
+	}
+	select {
+	case <-f.publishedCh():
+	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
+	}
+	return &AuthorizationNeeded{Server: f.server, URL: f.pendingURL()}
+}
+
+func insufficientScope(cs []oauthex.Challenge) bool {
+	for _, c := range cs {
+		if c.Params["error"] == "insufficient_scope" {
+			return true
+		}
+	}
+	return false
+}
+
+// errLoginNeeded marks a refresh that cannot succeed (no grant, no
+// refresh token, or one the authorization server refused): only a login
+// helps.
+var errLoginNeeded = errors.New("a login is needed")
+
+// refresh gets a new token with the refresh token, unless another request
+// already did since req was sent with the old one.
+func (f *codeFlow) refresh(req *http.Request) error {
+	f.mu.Lock()
+	ts := f.ts
+	f.mu.Unlock()
+	if ts == nil {
+		return fmt.Errorf("no grant: %w", errLoginNeeded)
+	}
+	return ts.refresh(req.Header.Get("Authorization"))
+}
+
+// tokenFailure is a failed refresh, said as the authorization server's
+// answer: oauth2's own wording ("cannot fetch token: ...") is what the
+// masking of status and errors takes for a credential, and it hid why.
+type tokenFailure struct{ err error }
+
+func (e *tokenFailure) Error() string {
+	var re *oauth2.RetrieveError
+	if !errors.As(e.err, &re) || re.Response == nil {
+		return "the authorization server did not answer the refresh: " + e.err.Error()
+	}
+	msg := "the authorization server answered the refresh with " + re.Response.Status
+	if re.ErrorCode != "" {
+		msg += ", " + re.ErrorCode
+	}
+	if re.ErrorDescription != "" {
+		msg += ": " + re.ErrorDescription
+	}
+	return msg
+}
+
+func (e *tokenFailure) Unwrap() error { return e.err }
+
+// refused reports whether the authorization server refused a token
+// request (an error response, RFC 6749 section 5.2) rather than failing
+// to answer it (5xx, a timeout, too many requests), which may pass.
+func refused(err error) bool {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return false
+	}
+	if re.Response != nil {
+		c := re.Response.StatusCode
+		return c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests
+	}
+	return re.ErrorCode != ""
+}
+
+// startLogin runs a login in the background unless one is running; its
+// link is in the status until the callback comes or it expires. The
+// channel is closed when the login ends.
+func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running || f.ctx.Err() != nil {
+		if f.ended == nil {
+			c := make(chan struct{})
+			close(c)
+			return c
+		}
+		return f.ended
+	}
+	f.running, f.loginErr = true, nil
+	f.stepUp = resp.StatusCode == http.StatusForbidden
+	f.published = make(chan struct{})
+	f.ended = make(chan struct{})
+	ended := f.ended
+	// The response's body is gone by the time the login runs: only its
+	// status and challenges matter to the flow.
+	resp2 := &http.Response{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: http.NoBody, Request: req}
+	req2 := req.Clone(context.Background())
+	go func() {
+		ctx, cancel := context.WithTimeout(Interactive(f.ctx), loginTimeout)
+		defer cancel()
+		err := f.h.Authorize(ctx, req2, resp2)
+		f.mu.Lock()
+		f.running, f.loginURL, f.loginErr = false, "", err
+		select {
+		case <-f.published:
+		default:
+			close(f.published)
+		}
+		done := f.authorized
+		f.mu.Unlock()
+		defer close(ended)
+		if err != nil && f.ctx.Err() != nil {
+			return // the upstream closed: not a failure to report
+		}
+		if err != nil {
+			f.log.Warn("OAuth login failed; the next call starts another", "error", err)
+			return
+		}
+		f.log.Info("OAuth login complete; connecting")
+		if done != nil {
+			done()
+		}
+	}()
+	return ended
+}
+
+func (f *codeFlow) publishedCh() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.published == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.published
+}
+
+// fetch is the go-sdk's AuthorizationCodeFetcher: it shows the link and
+// waits for the callback.
+func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
+	// The login is registered before its link is shown: a browser (or a
+	// test) that follows the link at once came back before it was, and the
+	// callback refused a login that then waited for nothing.
+	p, state, err := f.env.Logins.expect(f.server, args.URL)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.loginURL = args.URL
+	if f.published != nil {
+		select {
+		case <-f.published:
+		default:
+			close(f.published)
+		}
+	}
+	f.mu.Unlock()
+	f.log.Info("server needs an OAuth login: open the link", "url", args.URL)
+	if f.env.Announce != nil {
+		f.env.Announce(f.server, args.URL)
+	}
+	return f.env.Logins.await(ctx, p, state)
+}
+
+// pendingURL is the link of the login waiting, "" for none.
+func (f *codeFlow) pendingURL() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.loginURL
+}
+
+// lastLoginError is why the last login failed, nil if it did not or if
+// the grant still works: a refused step-up (or one nobody answered) leaves
+// the grant as it was, and a server that went idle then is not
+// unauthorized.
+func (f *codeFlow) lastLoginError() error {
+	f.mu.Lock()
+	err, ts := f.loginErr, f.ts
+	f.mu.Unlock()
+	if err == nil || (ts != nil && !ts.isDead()) {
+		return nil
+	}
+	return err
+}
+
+func (f *codeFlow) close() { f.cancel() }
+
+// newTokenSource is the go-sdk's hook after a code exchange: the grant is
+// stored, and so is every token that replaces it.
+func (f *codeFlow) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	ts := f.source(ctx, cfg, tok, true)
+	f.mu.Lock()
+	f.ts = ts
+	f.mu.Unlock()
+	return ts, nil
+}
+
+// source is a token source for cfg's client starting at tok that stores
+// each new token; save stores tok itself now.
+func (f *codeFlow) source(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token, save bool) *savingSource {
+	// Refreshes go through the flow's client, which has a timeout: one
+	// runs under the source's lock, which every request of the upstream
+	// waits for (the go-sdk asks for the token holding its own), so an
+	// authorization server that never answered hung the upstream.
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, f.client)
+	s := &savingSource{ctx: ctx, cfg: cfg, base: cfg.TokenSource(ctx, tok), last: tok.AccessToken, rt: tok.RefreshToken, save: func(t *oauth2.Token) {
+		if f.env.Grants == nil {
+			return
+		}
+		if err := f.env.Grants.Put(context.WithoutCancel(ctx), grants.New(f.server, "", cfg, t)); err != nil {
+			f.log.Warn("storing the OAuth grant failed; it lasts until mcphost stops", "error", err)
+		}
+	}}
+	if save {
+		s.save(tok)
+	}
+	return s
+}
+
+// savingSource refreshes before expiry (oauth2's reuse source) and on
+// demand, one refresh at a time, and stores each new token.
+type savingSource struct {
+	ctx  context.Context
+	cfg  *oauth2.Config
+	save func(*oauth2.Token)
+
+	mu   sync.Mutex
+	base oauth2.TokenSource
+	last string // the access token last handed out
+	rt   string // its refresh token
+	dead bool   // the authorization server refused to refresh: a login is needed
+}
+
+func (s *savingSource) isDead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
+}
+
+// Token is the current access token, refreshed first when it expired.
+// When only a login can help it returns no token and no error: the go-sdk
+// then sends the request without one, and the server's 401 starts the
+// login. (An error failed the request before it was sent, so a grant with
+// no refresh token whose access token expired failed every request, with
+// no 401 to start a login, for ever.)
+func (s *savingSource) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return nil, nil
+	}
+	t, err := s.base.Token()
+	if err != nil {
+		// With no refresh token, the error is that the token expired.
+		if s.rt != "" && !refused(err) {
+			return nil, err // the authorization server did not answer: the next request tries again
+		}
+		s.dead = true
+		return nil, nil
+	}
+	if t.AccessToken != s.last {
+		s.last = t.AccessToken
+		s.save(t)
+	}
+	if t.RefreshToken != "" {
+		s.rt = t.RefreshToken
+	}
+	return t, nil
+}
+
+// refresh replaces a token the server refused, unless sentWith (the
+// Authorization header the refused request carried) is already old news.
+// Its error wraps errLoginNeeded when only a login can help.
+func (s *savingSource) refresh(sentWith string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last != "" && sentWith != "" && sentWith != "Bearer "+s.last {
+		return nil // another request refreshed meanwhile
+	}
+	// A refresh token refused once is not sent again with every request
+	// that follows.
+	if s.dead {
+		return fmt.Errorf("the grant was refused: %w", errLoginNeeded)
+	}
+	if s.rt == "" {
+		s.dead = true
+		return fmt.Errorf("no refresh token: %w", errLoginNeeded)
+	}
+	next := s.cfg.TokenSource(s.ctx, &oauth2.Token{RefreshToken: s.rt})
+	t, err := next.Token()
+	if err != nil {
+		if refused(err) {
+			s.dead = true
+			return fmt.Errorf("%w: %w", &tokenFailure{err}, errLoginNeeded)
+		}
+		return &tokenFailure{err}
+	}
+	s.base, s.last, s.dead = next, t.AccessToken, false
+	if t.RefreshToken != "" {
+		s.rt = t.RefreshToken
+	}
+	s.save(t)
+	return nil
+}
