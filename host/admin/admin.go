@@ -63,6 +63,11 @@ func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	mux.HandleFunc("POST /v1/servers/{name}/disconnect", a.disconnectServer)
 	mux.HandleFunc("GET /v1/tools", a.listTools)
 	mux.HandleFunc("GET /v1/plugins", a.listPlugins)
+	// The Prometheus metrics, here as on the MCP listener: a scraper of an
+	// admin network need not reach the clients' one.
+	if m := e.Metrics(); m != nil {
+		mux.Handle("GET /metrics", m.Handler())
+	}
 	mux.HandleFunc("POST /v1/plugins:reload", a.reloadPlugins)
 	mux.HandleFunc("GET /v1/pins", a.listPins)
 	mux.HandleFunc("POST /v1/pins", a.approvePins)

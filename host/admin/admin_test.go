@@ -192,7 +192,7 @@ func (r *rig) do(method, path string, body any, hdr ...string) answer {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if len(raw) > 0 {
+	if len(raw) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		if err := json.Unmarshal(raw, &a.body); err != nil && path != "/openapi.json" {
 			r.t.Fatalf("%s %s: answer is not a JSON object: %s", method, path, raw)
 		}
@@ -603,6 +603,13 @@ func TestToolsPluginsAndDocument(t *testing.T) {
 		t.Fatalf("pins without a pin plugin: %s", pins.raw)
 	}
 	want(t, r.do("POST", "/v1/pins", `{"all":true}`), http.StatusUnprocessableEntity)
+
+	metrics := r.do("GET", "/metrics", nil)
+	want(t, metrics, http.StatusOK)
+	if !strings.Contains(string(metrics.raw), "# TYPE mcphost_") {
+		t.Fatalf("metrics: %.300s", metrics.raw)
+	}
+	want(t, r.do("GET", "/metrics", nil, "Authorization", "Bearer "+userKey), http.StatusForbidden)
 
 	doc := r.do("GET", "/openapi.json", nil, "Authorization", "")
 	want(t, doc, http.StatusOK)
