@@ -3,7 +3,7 @@ package config
 import (
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/internal/seal"
 )
 
 // Grants says where the OAuth grants of servers that log in are kept: a
@@ -26,7 +26,7 @@ func (d *decoder) decodeGrants(block *hcl.Block) *Grants {
 	}
 	if attr := content.Attributes["key"]; attr != nil {
 		if v, ok := d.string(attr); ok {
-			key, err := store.ParseKey(v)
+			key, err := seal.ParseKey(v)
 			if err != nil {
 				d.errorf(attr.Expr.Range(), "Invalid grants key", "%s.", err)
 			}

@@ -7,10 +7,6 @@ package grants
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcphost-project/mcphost/internal/seal"
 )
 
 // Grant is one authorization: the token, and what refreshing it needs.
@@ -78,7 +76,7 @@ type Store interface {
 // so `mcphost auth login` and a running mcphost share it.
 type File struct {
 	path string
-	aead cipher.AEAD // nil: tokens in the clear (the file is 0600)
+	seal *seal.Sealer // nil: tokens in the clear (the file is 0600)
 	mu   sync.Mutex
 }
 
@@ -92,17 +90,11 @@ type fileDoc struct {
 // NewFile returns the store in path; key, when not nil (32 bytes), seals
 // the grants with AES-256-GCM.
 func NewFile(path string, key []byte) (*File, error) {
-	f := &File{path: path}
-	if key != nil {
-		block, err := aes.NewCipher(key)
-		if err != nil {
-			return nil, fmt.Errorf("grants: key: %w", err)
-		}
-		if f.aead, err = cipher.NewGCM(block); err != nil {
-			return nil, err
-		}
+	s, err := seal.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("grants: %w", err)
 	}
-	return f, nil
+	return &File{path: path, seal: s}, nil
 }
 
 // Path is where the grants are kept.
@@ -163,15 +155,18 @@ func (f *File) read() ([]Grant, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grants: %w", err)
 	}
-	gs, err := Decode(b, f.aead)
+	gs, err := decode(b, f.seal)
 	if err != nil {
 		return nil, fmt.Errorf("grants: %s: %w", f.path, err)
 	}
 	return gs, nil
 }
 
-// Decode reads a grants file; aead opens a sealed one.
-func Decode(b []byte, aead cipher.AEAD) ([]Grant, error) {
+// sealedAs is the additional data of sealed grants.
+const sealedAs = "mcphost-grants"
+
+// decode reads a grants file; s opens a sealed one.
+func decode(b []byte, s *seal.Sealer) ([]Grant, error) {
 	var doc fileDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("not a grants file: %w", err)
@@ -182,16 +177,15 @@ func Decode(b []byte, aead cipher.AEAD) ([]Grant, error) {
 	if doc.Sealed == "" {
 		return doc.Grants, nil
 	}
-	if aead == nil {
+	if s == nil {
 		return nil, errors.New("the grants are sealed; give the key they were sealed with")
 	}
-	raw, err := base64.StdEncoding.DecodeString(doc.Sealed)
-	if err != nil || len(raw) < aead.NonceSize() {
-		return nil, errors.New("the sealed grants are damaged")
-	}
-	plain, err := aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], []byte("mcphost-grants"))
-	if err != nil {
+	plain, err := s.Open(doc.Sealed, sealedAs)
+	switch {
+	case errors.Is(err, seal.ErrWrongKey):
 		return nil, errors.New("the grants do not open with this key")
+	case err != nil:
+		return nil, errors.New("the sealed grants are damaged")
 	}
 	var gs []Grant
 	if err := json.Unmarshal(plain, &gs); err != nil {
@@ -204,16 +198,16 @@ func Decode(b []byte, aead cipher.AEAD) ([]Grant, error) {
 // synced, renamed over it, so a crash leaves the old or the new grants.
 func (f *File) write(all []Grant) error {
 	doc := fileDoc{Version: 1, Grants: all}
-	if f.aead != nil {
+	if f.seal != nil {
 		plain, err := json.Marshal(all)
 		if err != nil {
 			return err
 		}
-		nonce := make([]byte, f.aead.NonceSize())
-		if _, err := rand.Read(nonce); err != nil {
+		sealed, err := f.seal.Seal(plain, sealedAs)
+		if err != nil {
 			return err
 		}
-		doc = fileDoc{Version: 1, Sealed: base64.StdEncoding.EncodeToString(f.aead.Seal(nonce, nonce, plain, []byte("mcphost-grants")))}
+		doc = fileDoc{Version: 1, Sealed: sealed}
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
