@@ -217,6 +217,12 @@ func (c *Chain) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.To
 }
 
 func (c *Chain) toolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	return c.toolsListSteps(ctx, in, nil)
+}
+
+// toolsListSteps is toolsList; step, when not nil, is told what each
+// plugin that ran made of the list (ExplainTools).
+func (c *Chain) toolsListSteps(ctx context.Context, in *abi.ToolsListInput, step func(p *Plugin, before, after []abi.Tool)) ([]abi.Tool, error) {
 	tools := in.Tools
 	for _, p := range c.plugins {
 		if !p.HasHook(abi.HookToolsList) || !p.ForCaller(&in.Caller) {
@@ -228,6 +234,9 @@ func (c *Chain) toolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.To
 				return nil, err
 			}
 			continue
+		}
+		if step != nil {
+			step(p, tools, next)
 		}
 		tools = next
 	}

@@ -17,9 +17,8 @@ type ExplainedTool struct {
 	ChangedBy []string `json:"changedBy,omitempty"`
 }
 
-// ExplainTools runs the tools_list hooks as ToolsList does, one plugin at
-// a time, and reports for every tool of in.Tools who hid or changed it.
-// It is for operators (the admin API's /v1/tools), not for serving: it
+// ExplainTools runs the tools_list hooks as ToolsList does and reports,
+// for every tool of in.Tools, who hid or changed it. It is for operators (the admin API's /v1/tools), not for serving: it
 // does not use or fill the hosts' caches.
 func (m *Manager) ExplainTools(ctx context.Context, in *abi.ToolsListInput) ([]ExplainedTool, error) {
 	type key struct{ server, tool string }
@@ -29,42 +28,27 @@ func (m *Manager) ExplainTools(ctx context.Context, in *abi.ToolsListInput) ([]E
 		out[i] = ExplainedTool{Tool: t, Exposed: true}
 		index[key{t.Server, t.Tool}] = i
 	}
-	_, err := onCurrent(m, struct{}{}, func(c *Chain) (struct{}, error) {
-		tools := in.Tools
-		for _, p := range c.plugins {
-			if !p.HasHook(abi.HookToolsList) || !p.ForCaller(&in.Caller) {
-				continue
-			}
-			next, err := c.toolsListOne(ctx, p, in.Caller, tools)
-			if err != nil {
-				if err = c.failure(p, abi.HookToolsList, err); err != nil {
-					return struct{}{}, err
-				}
-				continue
-			}
-			kept := make(map[key]abi.Tool, len(next))
-			for _, t := range next {
-				kept[key{t.Server, t.Tool}] = t
-			}
-			for _, t := range tools {
-				k := key{t.Server, t.Tool}
-				i, ok := index[k]
-				if !ok {
-					continue
-				}
-				after, still := kept[k]
-				switch {
-				case !still:
-					out[i].Exposed, out[i].HiddenBy = false, p.spec.Name
-				case !sameTool(t, after):
-					out[i].Tool = after
-					out[i].ChangedBy = append(out[i].ChangedBy, p.spec.Name)
-				}
-			}
-			tools = next
+	step := func(p *Plugin, before, after []abi.Tool) {
+		kept := make(map[key]abi.Tool, len(after))
+		for _, t := range after {
+			kept[key{t.Server, t.Tool}] = t
 		}
-		return struct{}{}, nil
-	})
+		for _, t := range before {
+			i, ok := index[key{t.Server, t.Tool}]
+			if !ok {
+				continue
+			}
+			next, still := kept[key{t.Server, t.Tool}]
+			switch {
+			case !still:
+				out[i].Exposed, out[i].HiddenBy = false, p.spec.Name
+			case !sameTool(t, next):
+				out[i].Tool = next
+				out[i].ChangedBy = append(out[i].ChangedBy, p.spec.Name)
+			}
+		}
+	}
+	_, err := onCurrent(m, nil, func(c *Chain) ([]abi.Tool, error) { return c.toolsListSteps(ctx, in, step) })
 	return out, err
 }
 

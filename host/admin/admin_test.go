@@ -917,3 +917,27 @@ func rawStore(t *testing.T, r *rig) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// TestToolsSayWhoChangedThem: a plugin that retitles tools is named in
+// changedBy, and the tool is shown as it leaves the chain.
+func TestToolsSayWhoChangedThem(t *testing.T) {
+	r := newRig(t, rigOptions{extra: `
+plugin "titles" {
+  source = "builtin:titles"
+}`})
+	tools := r.do("GET", "/v1/tools", nil)
+	want(t, tools, http.StatusOK)
+	changed := 0
+	for _, tl := range tools.body["tools"].([]any) {
+		m := tl.(map[string]any)
+		if by, _ := m["changedBy"].([]any); len(by) == 1 && by[0] == "titles" {
+			changed++
+			if m["title"] == nil || m["title"] == "" {
+				t.Fatalf("changed by titles, but no title: %v", m)
+			}
+		}
+	}
+	if changed == 0 {
+		t.Fatalf("no tool changed by titles: %s", tools.raw)
+	}
+}
