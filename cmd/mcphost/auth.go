@@ -213,7 +213,11 @@ func (c *callbacks) serve(redirect string) error {
 	}
 	addr := u.Host
 	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443"}[u.Scheme]+map[string]string{"http": "80"}[u.Scheme])
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		addr = net.JoinHostPort(u.Hostname(), port)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -415,7 +416,7 @@ func (a *api) approvePins(w http.ResponseWriter, r *http.Request) {
 		Keys []string `json:"keys"`
 		All  bool     `json:"all"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		writeProblem(w, http.StatusBadRequest, "Malformed approval", "send {\"keys\": [\"server/tool\"]} or {\"all\": true}: "+err.Error())

@@ -316,19 +316,18 @@ func (e *Engine) changed(ctx context.Context, saved store.Server, sc host.Server
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for {
-		st, ok := e.statuses(saved.Name)[saved.Name]
-		if !ok || st.State != host.StateConnecting {
-			break
-		}
+	for connecting(e.statuses(saved.Name), saved.Name) && wait.Err() == nil {
 		select {
 		case <-wait.Done():
 		case <-time.After(20 * time.Millisecond):
-			continue
 		}
-		break
 	}
 	return storedInfo(saved, e.File(), e.statuses(saved.Name)), nil
+}
+
+func connecting(statuses map[string]host.Status, name string) bool {
+	st, ok := statuses[name]
+	return ok && st.State == host.StateConnecting
 }
 
 // syncAfterWrite applies a change the store has committed. Its failure is
