@@ -130,14 +130,23 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	upStart := time.Now()
-	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
 			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
 			return err
 		}
 		res, err = cs.CallTool(ctx, params)
 		return err
-	})
+	}
+	err = h.forward(ctx, ss, u, send)
+	if err != nil && u.perUser() {
+		// The caller must log in first (oauth mode per_user): asked over
+		// the protocol, the call goes on once they have.
+		var retry bool
+		if retry, err = h.askToAuthorize(ctx, ss, u, err); retry {
+			err = h.forward(ctx, ss, u, send)
+		}
+	}
 	if tr != nil {
 		tr.upstream = time.Since(upStart)
 		if err != nil {
@@ -193,7 +202,17 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 // upstreamErrorResult turns a failed upstream call into a tool error that
 // names the server and the cause, as MCP asks for tool-level failures.
 func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.CallToolResult {
+	var need *AuthorizationNeeded
+	var xf *ExchangeFailed
 	switch {
+	case errors.As(err, &need):
+		// Not errorText, which hides URL queries, nor cleanText, which
+		// cuts long lines: the link, whole, is the point.
+		return errorResult("%s", need.Error())
+	case errors.As(err, &xf):
+		// mcphost's own words and the issuer's (without secrets): the
+		// masking of errorText would take half of them for credentials.
+		return errorResult("%s", cleanText(xf.Error()))
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorResult("server %q: call timed out after %s", server, timeout)
 	case errors.Is(err, context.Canceled):
@@ -266,7 +285,11 @@ func (h *Host) waitingForLogin(name string) *mcp.CallToolResult {
 			continue
 		}
 		msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
-		if st.State == StateUnauthorized {
+		if u.perUser() {
+			// The gateway's own login lists the tools; callers' logins
+			// come after.
+			msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
+		} else if st.State == StateUnauthorized {
 			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
 		}
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}

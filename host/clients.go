@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,8 +48,8 @@ type clientKey struct {
 // clientKeyOf returns the key of the per-client session that serves ss.
 func (u *upstream) clientKeyOf(ss *mcp.ServerSession) clientKey {
 	if u.cfg.Sessions == SessionsPerClient {
-		if id := u.events.identityKey(ss); id != "" {
-			return clientKey{identity: id}
+		if id := u.events.identity(ss); id != nil {
+			return clientKey{identity: id.Key()}
 		}
 	}
 	return clientKey{ss: ss}
@@ -77,6 +78,19 @@ func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 // or with sessions = "per_client" or "per_session" its client's own,
 // connecting it on demand. The returned func marks the request done.
 func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, func(), error) {
+	if u.perUser() && (ss == nil || u.events.identity(ss) == nil) {
+		return nil, nil, u.errNoCaller() // never the gateway's grant
+	}
+	if u.exchanges() {
+		if ss == nil {
+			return nil, nil, u.errNoBearer() // never the gateway's token
+		}
+		latest := u.events.latestIdentity(ss)
+		if tok, _ := latest.Bearer(); tok == "" {
+			return nil, nil, u.errNoBearer()
+		}
+		u.exchangeFor(u.events.identity(ss).Key(), latest)
+	}
 	if !u.perClient() || ss == nil {
 		cs, err := u.session(ctx)
 		return cs, func() {}, err
@@ -205,7 +219,18 @@ func (u *upstream) connectClient(c *clientConn) {
 	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.ConnectTimeout)
 	defer cancel()
 	client := u.newClient(clientCaps(c.owner))
-	cs, err := u.dialClient(ctx, client)
+	oauth := u.oauth
+	var err error
+	switch {
+	case u.perUser():
+		oauth, err = u.userFlow(grantSubject(u.events.identity(c.owner)))
+	case u.exchanges():
+		oauth = u.exchangeFor(u.events.identity(c.owner).Key(), nil)
+	}
+	var cs *mcp.ClientSession
+	if err == nil {
+		cs, err = u.dialClient(ctx, client, oauth)
+	}
 	u.mu.Lock()
 	c.client, c.cs, c.err = client, cs, err
 	stale := u.clients[c.key] != c || u.closed
@@ -225,7 +250,12 @@ func (u *upstream) connectClient(c *clientConn) {
 		u.events.clientSessionStarted(ctx, u, c.owner, cs)
 	}
 	close(c.ready)
-	if err != nil {
+	var need *AuthorizationNeeded
+	switch {
+	case errors.As(err, &need):
+		u.log.Debug("per-client session waits for its caller's login")
+		return
+	case err != nil:
 		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
 		return
 	}
@@ -236,8 +266,8 @@ func (u *upstream) connectClient(c *clientConn) {
 	u.log.Debug("per-client session connected")
 }
 
-func (u *upstream) dialClient(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
-	cs, err := u.connectWith(ctx, client)
+func (u *upstream) dialClient(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
+	cs, err := u.connectWith(ctx, client, oauth)
 	if err != nil {
 		return nil, fmt.Errorf("connecting a per-client session: %w", err)
 	}

@@ -180,6 +180,10 @@ func (c Config) WithDefaults() Config {
 		}
 		if s.Sessions == "" {
 			s.Sessions = SessionsShared
+			if s.OAuth != nil && (s.OAuth.Mode == OAuthPerUser || s.OAuth.Grant == GrantTokenExchange) {
+				// Each caller's token needs its own upstream session.
+				s.Sessions = SessionsPerClient
+			}
 		}
 		if s.ProtocolVersion == "" {
 			s.ProtocolVersion = DefaultProtocolVersion
@@ -196,12 +200,26 @@ func (c Config) WithDefaults() Config {
 // Validate reports every problem in c at once, for embedders that build a
 // Config in Go. (The HCL decoder reports the same problems with source
 // positions before a Config is ever built.)
-// GrantClientCredentials is the machine-to-machine UpstreamOAuth.Grant;
-// without a grant, mcphost logs in with the authorization code flow.
-const GrantClientCredentials = "client_credentials"
+// The grants of UpstreamOAuth.Grant; without one, mcphost logs in with
+// the authorization code flow.
+const (
+	// GrantClientCredentials: machine to machine, one token for the gateway.
+	GrantClientCredentials = "client_credentials"
+	// GrantTokenExchange: each caller's OAuth access token (listen.auth's
+	// oauth) is exchanged at its issuer (RFC 8693) for one for the server;
+	// the gateway's own client_credentials token lists its tools.
+	GrantTokenExchange = "token_exchange"
+)
 
-// OAuthShared is the login mode where one grant serves every caller.
-const OAuthShared = "shared"
+// The login modes of UpstreamOAuth.Mode.
+const (
+	// OAuthShared: one grant, the gateway's, serves every caller.
+	OAuthShared = "shared"
+	// OAuthPerUser: each caller authorizes for themself, and their requests
+	// go over their own upstream session with their own token. The
+	// gateway's grant, when it has one, only lists what the server offers.
+	OAuthPerUser = "per_user"
+)
 
 // UpstreamOAuth is how mcphost authorizes itself to an OAuth-protected
 // server. With the client_credentials grant (machine to machine), it finds
@@ -210,17 +228,21 @@ const OAuthShared = "shared"
 // id and secret, and gets a new one when the server refuses the old.
 //
 // Without a grant, it logs in with the authorization code flow and PKCE
-// (Mode OAuthShared: one grant for the gateway), registering itself
+// (Mode OAuthShared: one grant for the gateway; OAuthPerUser: one per
+// caller identity besides), registering itself
 // dynamically unless ClientID is given, and keeps the grant in the host's
 // grants store (Options.Grants).
 type UpstreamOAuth struct {
-	Grant        string // GrantClientCredentials, or "" for a login
-	Mode         string // OAuthShared (the default for a login)
+	Grant        string // GrantClientCredentials, GrantTokenExchange, or "" for a login
+	Mode         string // OAuthShared (the default for a login) or OAuthPerUser
 	ClientID     string // optional for a login: dynamic registration otherwise
 	ClientSecret string // never logged, shown in status or errors
 	Issuer       string // optional: refuse an authorization server other than this one
 	Scopes       []string
 	RedirectURL  string // optional: the host's own /oauth/callback by default
+	// Audience is the audience a token exchange asks for (RFC 8693); the
+	// server's URL by default, which is also the resource (RFC 8707).
+	Audience string
 	// ClientMetadataURL is an https URL where a Client ID Metadata Document
 	// describing mcphost is published: used as the client_id with
 	// authorization servers that accept those, before registering.
@@ -258,6 +280,12 @@ func (c Config) Validate() error {
 					errs = append(errs, fmt.Errorf("host: %s: oauth needs transport %q", where, TransportStreamableHTTP))
 				} else if err := checkOAuth(s.OAuth); err != nil {
 					errs = append(errs, fmt.Errorf("host: %s: oauth: %w", where, err))
+				} else if callerTokens(s.OAuth) && s.Sessions == SessionsShared {
+					errs = append(errs, fmt.Errorf("host: %s: oauth %s sends each caller's requests with their own token, over their own session: remove sessions = %q (%q is the default with it)", where, oauthKind(s.OAuth), SessionsShared, SessionsPerClient))
+				} else if s.OAuth.Grant == GrantTokenExchange {
+					if err := checkExchangeIssuer(c.Listen, s.OAuth); err != nil {
+						errs = append(errs, fmt.Errorf("host: %s: oauth: %w", where, err))
+					}
 				}
 			}
 			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -101,13 +101,25 @@ func (h *Host) identityOf(ctx context.Context, req mcp.Request, transport string
 	return auth.FromContext(ctx)
 }
 
-// identityKey is the identity of a downstream session, "" for none
+// identity is the caller of a downstream session, nil for none
 // (upstreamEvents).
-func (h *Host) identityKey(ss *mcp.ServerSession) string {
-	if d, _ := h.sessions.lookup(ss); d != nil && d.identity != nil {
-		return d.identity.Key()
+func (h *Host) identity(ss *mcp.ServerSession) *auth.Identity {
+	if d, _ := h.sessions.lookup(ss); d != nil {
+		return d.identity
 	}
-	return ""
+	return nil
+}
+
+// latestIdentity is the identity of ss's latest request (upstreamEvents):
+// the same caller as identity, with their latest access token.
+func (h *Host) latestIdentity(ss *mcp.ServerSession) *auth.Identity {
+	if d, _ := h.sessions.lookup(ss); d != nil {
+		if id := d.latest.Load(); id != nil {
+			return id
+		}
+		return d.identity
+	}
+	return nil
 }
 
 // sessionLive reports whether ss is tracked (upstreamEvents).

@@ -47,7 +47,7 @@ func Login(ctx context.Context, cfg ServerConfig, opts LoginOptions) (int, error
 	env := &OAuthEnv{Grants: fresh{opts.Grants}, Logins: opts.Logins, Redirect: opts.Redirect, Announce: opts.Announce}
 	u := newUpstream(cfg, log.Named(cfg.Name), probeEvents{log: log, env: env})
 	defer u.close()
-	cs, err := u.connectWith(Interactive(ctx), u.client)
+	cs, err := u.connectWith(Interactive(ctx), u.client, u.oauth)
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -17,8 +18,10 @@ import (
 // handler lives as long as the upstream, so reconnects reuse its token.
 func newOAuthHandler(o *UpstreamOAuth, server string, env *OAuthEnv, log hclog.Logger) (sdkauth.OAuthHandler, error) {
 	if o.Grant == "" {
-		return newCodeFlow(server, o, env, log)
+		return newCodeFlow(server, "", o, env, log)
 	}
+	// client_credentials, and the gateway's own listing of a token
+	// exchange server.
 	if err := checkOAuth(o); err != nil {
 		return nil, err
 	}
@@ -34,18 +37,53 @@ func newOAuthHandler(o *UpstreamOAuth, server string, env *OAuthEnv, log hclog.L
 // checkOAuth is what Validate asks of an oauth block.
 func checkOAuth(o *UpstreamOAuth) error {
 	switch {
-	case o.Grant == GrantClientCredentials:
+	case o.Grant == GrantClientCredentials || o.Grant == GrantTokenExchange:
 		if o.Mode != "" {
-			return fmt.Errorf("mode %q is for logins; the client_credentials grant has none", o.Mode)
+			return fmt.Errorf("mode %q is for logins; the %s grant has none", o.Mode, o.Grant)
 		}
 		if o.ClientID == "" || o.ClientSecret == "" {
-			return fmt.Errorf("the client_credentials grant needs client_id and client_secret")
+			return fmt.Errorf("the %s grant needs client_id and client_secret", o.Grant)
+		}
+		if o.Grant == GrantTokenExchange && o.Issuer == "" {
+			return fmt.Errorf("the %s grant needs issuer: the authorization server that issues the callers' tokens and exchanges them", o.Grant)
+		}
+		if o.Audience != "" && o.Grant != GrantTokenExchange {
+			return fmt.Errorf("audience is for the %s grant", GrantTokenExchange)
 		}
 		return nil
 	case o.Grant != "":
-		return fmt.Errorf("oauth grant %q is not supported (want %q, or none for a login)", o.Grant, GrantClientCredentials)
-	case o.Mode != "" && o.Mode != OAuthShared:
-		return fmt.Errorf("oauth mode %q is not built (want %q)", o.Mode, OAuthShared)
+		return fmt.Errorf("oauth grant %q is not supported (want %q, %q, or none for a login)", o.Grant, GrantClientCredentials, GrantTokenExchange)
+	case o.Audience != "":
+		return fmt.Errorf("audience is for the %s grant", GrantTokenExchange)
+	case o.Mode != "" && o.Mode != OAuthShared && o.Mode != OAuthPerUser:
+		return fmt.Errorf("oauth mode %q is not supported (want %q or %q)", o.Mode, OAuthShared, OAuthPerUser)
 	}
 	return checkCodeFlow(o)
+}
+
+// callerTokens reports whether each caller's requests to the server carry
+// their own token (per_user logins, token exchange).
+func callerTokens(o *UpstreamOAuth) bool {
+	return o != nil && ((o.Grant == "" && o.Mode == OAuthPerUser) || o.Grant == GrantTokenExchange)
+}
+
+// oauthKind names an oauth block's kind for messages.
+func oauthKind(o *UpstreamOAuth) string {
+	if o.Grant != "" {
+		return fmt.Sprintf("grant %q", o.Grant)
+	}
+	return fmt.Sprintf("mode %q", o.Mode)
+}
+
+// checkExchangeIssuer requires callers whose tokens a token exchange server
+// can exchange: listen.auth must take OAuth tokens from the issuer the
+// server's oauth block trusts.
+func checkExchangeIssuer(l Listen, o *UpstreamOAuth) error {
+	if l.Auth == nil || l.Auth.OAuth == nil {
+		return fmt.Errorf("the %s grant exchanges the callers' OAuth tokens: add listen.auth.oauth with issuer = %q", GrantTokenExchange, o.Issuer)
+	}
+	if strings.TrimSuffix(l.Auth.OAuth.Issuer, "/") != strings.TrimSuffix(o.Issuer, "/") {
+		return fmt.Errorf("the %s grant exchanges tokens at issuer %q, but listen.auth.oauth takes tokens from %q: they must be the same", GrantTokenExchange, o.Issuer, l.Auth.OAuth.Issuer)
+	}
+	return nil
 }

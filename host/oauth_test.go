@@ -79,7 +79,7 @@ func TestUpstreamOAuthValidate(t *testing.T) {
 	}{
 		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a"}, "needs client_id and client_secret"},
 		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientSecret: "b"}, "needs client_id and client_secret"},
-		{&UpstreamOAuth{Mode: "per_user"}, "not built"},
+		{&UpstreamOAuth{Mode: "everyone"}, "not supported"},
 		{&UpstreamOAuth{RedirectURL: "ftp://x"}, "redirect_url"},
 		{&UpstreamOAuth{Grant: "authorization_code", ClientID: "a", ClientSecret: "b"}, "not supported"},
 	} {
@@ -87,6 +87,16 @@ func TestUpstreamOAuthValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error with %q", tc.o, err, tc.want)
 		}
+	}
+	shared := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp", Sessions: SessionsShared,
+		OAuth: &UpstreamOAuth{Mode: OAuthPerUser}}}}.WithDefaults().Validate()
+	if shared == nil || !strings.Contains(shared.Error(), `remove sessions = "shared"`) {
+		t.Errorf("per_user on a shared session: %v", shared)
+	}
+	perUser := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp",
+		OAuth: &UpstreamOAuth{Mode: OAuthPerUser}}}}.WithDefaults()
+	if err := perUser.Validate(); err != nil || perUser.Servers[0].Sessions != SessionsPerClient {
+		t.Errorf("per_user: %v, sessions %q", err, perUser.Servers[0].Sessions)
 	}
 	sse := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportSSE, URL: "https://x.example/sse",
 		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientSecret: "b"}}}}.WithDefaults().Validate()

@@ -50,7 +50,8 @@ type OAuthEnv struct {
 	Logins   *Logins
 	Redirect string // default redirect_url: this host's own callback
 	// Announce, when set, is told of each login link (the CLI prints it and
-	// opens a browser).
+	// opens a browser). It must not wait for the browser: the callback's
+	// page shows once the code is exchanged, which is after it returns.
 	Announce func(server, url string)
 	// Wait makes a request that needs a login wait for it (Options.WaitLogins).
 	Wait bool
@@ -60,10 +61,19 @@ type OAuthEnv struct {
 // login: it says where to go.
 type AuthorizationNeeded struct {
 	Server string
-	URL    string // "" while the link is being made
+	// Subject is the caller who must authorize (oauth mode per_user), ""
+	// for the gateway's own login.
+	Subject string
+	URL     string // "" while the link is being made
 }
 
 func (e *AuthorizationNeeded) Error() string {
+	if e.Subject != "" {
+		if e.URL == "" {
+			return fmt.Sprintf("server %q needs you to authorize mcphost with your own account; the login is starting: call again in a moment for its link", e.Server)
+		}
+		return fmt.Sprintf("server %q needs you to authorize mcphost with your own account: open %s, then call again", e.Server, e.URL)
+	}
 	if e.URL == "" {
 		return fmt.Sprintf("server %q needs an OAuth login, which is starting; `mcphost status` shows the link in a moment (or run: mcphost auth login %s CONFIG)", e.Server, e.Server)
 	}
@@ -89,7 +99,21 @@ type Logins struct {
 
 type pendingLogin struct {
 	server string
-	done   chan loginResult
+	done   chan loginResult // the callback's code, to the flow
+	// finished is closed once the flow has exchanged the code (or failed
+	// to), with why in err: the callback's page says so only then, and a
+	// call made as soon as the page shows finds the grant.
+	finished chan struct{}
+	once     sync.Once
+	err      error
+}
+
+// finish records how the login ended; the first call counts.
+func (p *pendingLogin) finish(err error) {
+	p.once.Do(func() {
+		p.err = err
+		close(p.finished)
+	})
 }
 
 type loginResult struct {
@@ -108,7 +132,7 @@ func (l *Logins) expect(server, authURL string) (*pendingLogin, string, error) {
 	if state == "" {
 		return nil, "", errors.New("the authorization URL carries no state")
 	}
-	p := &pendingLogin{server: server, done: make(chan loginResult, 1)}
+	p := &pendingLogin{server: server, done: make(chan loginResult, 1), finished: make(chan struct{})}
 	l.mu.Lock()
 	if l.pending == nil {
 		l.pending = map[string]*pendingLogin{}
@@ -173,6 +197,19 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.done <- loginResult{res: &sdkauth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}
+	wait := time.NewTimer(oauthHTTPTimeout)
+	defer wait.Stop()
+	select {
+	case <-p.finished:
+	case <-wait.C:
+	case <-r.Context().Done():
+		return
+	}
+	if p.err != nil {
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s: %s. Start the login again.", p.server, errorText(p.err))))
+		return
+	}
 	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s. You can close this tab.", p.server)))
 }
 
@@ -180,18 +217,21 @@ func page(title, body string) string {
 	return fmt.Sprintf("<!doctype html><title>mcphost: %s</title><h1>%s</h1><p>%s</p>\n", html.EscapeString(title), html.EscapeString(title), html.EscapeString(body))
 }
 
-// codeFlow is one server's authorization-code client: an sdkauth.OAuthHandler.
+// codeFlow is one grant's authorization-code client, the gateway's or
+// one caller's (per_user): an sdkauth.OAuthHandler.
 type codeFlow struct {
-	server string
-	log    hclog.Logger
-	env    *OAuthEnv
-	h      *sdkauth.AuthorizationCodeHandler
-	client *http.Client // for the authorization server: discovery, registration, tokens
+	server  string
+	subject string // grants.Grant.Subject: "" for the gateway's own
+	log     hclog.Logger
+	env     *OAuthEnv
+	h       *sdkauth.AuthorizationCodeHandler
+	client  *http.Client // for the authorization server: discovery, registration, tokens
 
 	ctx    context.Context // ends with the upstream; bounds background logins
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
+	pending   *pendingLogin // the login whose link is out, until it ends
 	ts        *savingSource // the current grant's tokens; nil before a login
 	loginURL  string        // the link of the login waiting for its callback
 	loginErr  error         // why the last login failed
@@ -204,7 +244,7 @@ type codeFlow struct {
 	authorized func()
 }
 
-func newCodeFlow(server string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logger) (*codeFlow, error) {
+func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logger) (*codeFlow, error) {
 	if env == nil || env.Logins == nil {
 		return nil, errors.New("no login environment (host.Options.Grants)")
 	}
@@ -215,7 +255,7 @@ func newCodeFlow(server string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logge
 	if redirect == "" {
 		return nil, errors.New("set oauth redirect_url: mcphost does not know its own address")
 	}
-	f := &codeFlow{server: server, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
+	f := &codeFlow{server: server, subject: subject, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	cfg := &sdkauth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              redirect,
@@ -243,7 +283,7 @@ func newCodeFlow(server string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logge
 	scopes := slices.Clone(o.Scopes)
 	cfg.ScopeFilter = func(discovered []string) []string { return f.scopesFor(scopes, discovered) }
 	if env.Grants != nil {
-		g, err := env.Grants.Get(f.ctx, server, "")
+		g, err := env.Grants.Get(f.ctx, server, subject)
 		if err != nil {
 			log.Warn("reading the stored OAuth grant failed; a login will be asked for", "error", err)
 		}
@@ -327,7 +367,9 @@ func (f *codeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.
 		f.mu.Lock()
 		f.stepUp = resp.StatusCode == http.StatusForbidden
 		f.mu.Unlock()
-		return f.h.Authorize(ctx, req, resp)
+		err := f.h.Authorize(ctx, req, resp)
+		f.finishPending(err)
+		return err
 	}
 	defer resp.Body.Close()
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
@@ -359,7 +401,7 @@ func (f *codeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.
 			}
 			return nil // the transport retries with the new grant
 		case <-ctx.Done():
-			return &AuthorizationNeeded{Server: f.server, URL: f.pendingURL()}
+			return f.needed()
 		}
 	}
 	select {
@@ -367,7 +409,31 @@ func (f *codeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.
 	case <-time.After(5 * time.Second):
 	case <-ctx.Done():
 	}
-	return &AuthorizationNeeded{Server: f.server, URL: f.pendingURL()}
+	return f.needed()
+}
+
+func (f *codeFlow) needed() *AuthorizationNeeded {
+	return &AuthorizationNeeded{Server: f.server, Subject: f.subject, URL: f.pendingURL()}
+}
+
+// loginEnded is closed when the running login ends (at once when none is).
+func (f *codeFlow) loginEnded() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.running || f.ended == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.ended
+}
+
+// hasGrant reports whether the flow holds a grant that may still work.
+func (f *codeFlow) hasGrant() bool {
+	f.mu.Lock()
+	ts := f.ts
+	f.mu.Unlock()
+	return ts != nil && !ts.isDead()
 }
 
 func insufficientScope(cs []oauthex.Challenge) bool {
@@ -396,17 +462,25 @@ func (f *codeFlow) refresh(req *http.Request) error {
 	return ts.refresh(req.Header.Get("Authorization"))
 }
 
-// tokenFailure is a failed refresh, said as the authorization server's
-// answer: oauth2's own wording ("cannot fetch token: ...") is what the
-// masking of status and errors takes for a credential, and it hid why.
-type tokenFailure struct{ err error }
+// tokenFailure is a failed token request (a refresh, unless what says
+// otherwise), said as the authorization server's answer: oauth2's own
+// wording ("cannot fetch token: ...") is what the masking of status and
+// errors takes for a credential, and it hid why.
+type tokenFailure struct {
+	err  error
+	what string // "" for "refresh"
+}
 
 func (e *tokenFailure) Error() string {
+	what := e.what
+	if what == "" {
+		what = "refresh"
+	}
 	var re *oauth2.RetrieveError
 	if !errors.As(e.err, &re) || re.Response == nil {
-		return "the authorization server did not answer the refresh: " + e.err.Error()
+		return "the authorization server did not answer the " + what + ": " + e.err.Error()
 	}
-	msg := "the authorization server answered the refresh with " + re.Response.Status
+	msg := "the authorization server answered the " + what + " with " + re.Response.Status
 	if re.ErrorCode != "" {
 		msg += ", " + re.ErrorCode
 	}
@@ -460,6 +534,7 @@ func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan str
 		ctx, cancel := context.WithTimeout(Interactive(f.ctx), loginTimeout)
 		defer cancel()
 		err := f.h.Authorize(ctx, req2, resp2)
+		f.finishPending(err)
 		f.mu.Lock()
 		f.running, f.loginURL, f.loginErr = false, "", err
 		select {
@@ -507,7 +582,7 @@ func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (
 		return nil, err
 	}
 	f.mu.Lock()
-	f.loginURL = args.URL
+	f.loginURL, f.pending = args.URL, p
 	if f.published != nil {
 		select {
 		case <-f.published:
@@ -516,11 +591,28 @@ func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (
 		}
 	}
 	f.mu.Unlock()
-	f.log.Info("server needs an OAuth login: open the link", "url", args.URL)
-	if f.env.Announce != nil {
+	if f.subject != "" {
+		// The link is the caller's, shown to them in their call's result.
+		f.log.Info("caller needs an OAuth login for the server", "subject", f.subject)
+	} else {
+		f.log.Info("server needs an OAuth login: open the link", "url", args.URL)
+	}
+	if f.env.Announce != nil && f.subject == "" {
 		f.env.Announce(f.server, args.URL)
 	}
 	return f.env.Logins.await(ctx, p, state)
+}
+
+// finishPending tells the callback of the login that just ended how it
+// ended.
+func (f *codeFlow) finishPending(err error) {
+	f.mu.Lock()
+	p := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	if p != nil {
+		p.finish(err)
+	}
 }
 
 // pendingURL is the link of the login waiting, "" for none.
@@ -568,7 +660,7 @@ func (f *codeFlow) source(ctx context.Context, cfg *oauth2.Config, tok *oauth2.T
 		if f.env.Grants == nil {
 			return
 		}
-		if err := f.env.Grants.Put(context.WithoutCancel(ctx), grants.New(f.server, "", cfg, t)); err != nil {
+		if err := f.env.Grants.Put(context.WithoutCancel(ctx), grants.New(f.server, f.subject, cfg, t)); err != nil {
 			f.log.Warn("storing the OAuth grant failed; it lasts until mcphost stops", "error", err)
 		}
 	}}
@@ -652,9 +744,9 @@ func (s *savingSource) refresh(sentWith string) error {
 	if err != nil {
 		if refused(err) {
 			s.dead = true
-			return fmt.Errorf("%w: %w", &tokenFailure{err}, errLoginNeeded)
+			return fmt.Errorf("%w: %w", &tokenFailure{err: err}, errLoginNeeded)
 		}
-		return &tokenFailure{err}
+		return &tokenFailure{err: err}
 	}
 	s.base, s.last, s.dead = next, t.AccessToken, false
 	if t.RefreshToken != "" {

@@ -176,6 +176,12 @@ func codeServer(name string, rs *resource) ServerConfig {
 // /oauth/callback, is where the browser comes back. It returns the host
 // and its base URL.
 func startCodeHost(t *testing.T, servers []ServerConfig, opts *Options) (*Host, string) {
+	return startCodeHostConfig(t, Config{Servers: servers}, opts)
+}
+
+// startCodeHostConfig is startCodeHost for a whole config, whose
+// listen.http it sets.
+func startCodeHostConfig(t *testing.T, cfg Config, opts *Options) (*Host, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -184,7 +190,8 @@ func startCodeHost(t *testing.T, servers []ServerConfig, opts *Options) (*Host, 
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
-	h, err := New(Config{Listen: Listen{HTTP: ln.Addr().String()}, Servers: servers}, opts)
+	cfg.Listen.HTTP = ln.Addr().String()
+	h, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,17 +335,22 @@ func TestOAuthLogin(t *testing.T) {
 			}
 			store := grantsFile(t)
 			var links []string
+			var browser sync.WaitGroup
 			opts := LoginOptions{Grants: store, Logins: logins, Redirect: redirect, Logger: testLogger(t),
-				// The browser: the link is opened before Announce returns.
+				// The browser, which the announcement starts; the callback
+				// page shows once the login completed.
 				Announce: func(server, link string) {
 					links = append(links, link)
-					if code, page, err := open(link); code != http.StatusOK {
-						t.Errorf("callback answered %d (%v): %s", code, err, page)
-					}
+					browser.Go(func() {
+						if code, page, err := open(link); code != http.StatusOK || !strings.Contains(page, "Authorized") {
+							t.Errorf("callback answered %d (%v): %s", code, err, page)
+						}
+					})
 				}}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			n, err := Login(ctx, cfg, opts)
+			browser.Wait()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
@@ -126,7 +127,7 @@ func (res *ProbeResult) run(parent context.Context, u *upstream) (string, error)
 	}
 
 	t0 := time.Now()
-	cs, err := u.connectWith(ctx, u.client)
+	cs, err := u.connectWith(ctx, u.client, u.oauth)
 	res.Timing.ConnectMs = millis(time.Since(t0))
 	if err != nil {
 		return ProbeStageConnect, fmt.Errorf("connecting: %w", explain(err))
@@ -241,7 +242,8 @@ func (e probeEvents) serverRequest(_ context.Context, u *upstream, _ *mcp.Client
 
 func (probeEvents) clientSessionStarted(context.Context, *upstream, *mcp.ServerSession, *mcp.ClientSession) {
 }
-func (probeEvents) identityKey(*mcp.ServerSession) string { return "" }
-func (probeEvents) sessionLive(*mcp.ServerSession) bool   { return false }
+func (probeEvents) identity(*mcp.ServerSession) *auth.Identity       { return nil }
+func (probeEvents) latestIdentity(*mcp.ServerSession) *auth.Identity { return nil }
+func (probeEvents) sessionLive(*mcp.ServerSession) bool              { return false }
 
 var _ upstreamEvents = probeEvents{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,9 +26,13 @@ type downstream struct {
 	id        string
 	transport string         // DownstreamHTTP, DownstreamSSE, ...
 	identity  *auth.Identity // who opened it; nil when the endpoint does not authenticate
-	level     mcp.LoggingLevel
-	subs      map[string]string // URI -> server, on shared sessions; nil until the first
-	out       outbox            // notifications on their way to the client (outbox.go)
+	// latest is the identity of its latest request: the same caller (the
+	// endpoint refuses a session's id to anyone else), with the access
+	// token their client sent last, which a token exchange uses.
+	latest atomic.Pointer[auth.Identity]
+	level  mcp.LoggingLevel
+	subs   map[string]string // URI -> server, on shared sessions; nil until the first
+	out    outbox            // notifications on their way to the client (outbox.go)
 }
 
 // sse reports whether d is a legacy SSE session.
@@ -42,6 +47,9 @@ func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.I
 		t.m = make(map[*mcp.ServerSession]*downstream)
 	}
 	if d, ok := t.m[ss]; ok {
+		if id != nil && d.latest.Load() != id {
+			d.latest.Store(id)
+		}
 		return d, false
 	}
 	t.next++

@@ -15,6 +15,7 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
@@ -53,6 +54,9 @@ type Status struct {
 	// ClientSessions counts the upstream sessions held for single clients
 	// (sessions = "per_client"), besides the shared one.
 	ClientSessions int `json:"clientSessions,omitempty"`
+	// Users counts the callers of a server with oauth mode "per_user" by
+	// where their logins stand; nil for other servers.
+	Users *UserLogins `json:"users,omitempty"`
 }
 
 // Backoff bounds for reconnecting; jitter spreads reconnects of many
@@ -74,6 +78,15 @@ type upstream struct {
 	client *mcp.Client          // the shared session's client
 	stdio  *stdioTransport      // nil for HTTP transports
 	oauth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
+	// userFlows are the logins of the callers of a per_user server, by
+	// grant subject (peruser.go); under mu.
+	userFlows map[string]*codeFlow
+	// exchangers are the exchanged tokens of the callers of a token
+	// exchange server, by identity key (exchange.go); under mu.
+	exchangers    map[string]*exchangeFlow
+	exchangeMu    sync.Mutex // finds tokenEndpoint once
+	tokenEndpoint string
+	oauthClient   *http.Client // to the authorization server, with a timeout
 	// oauthErr is why a login flow could not be built (no grants store);
 	// connects fail with it.
 	oauthErr error
@@ -126,10 +139,13 @@ type upstreamEvents interface {
 	// clientSessionStarted prepares a new per-client session for its owner
 	// (log level) before it is used.
 	clientSessionStarted(ctx context.Context, u *upstream, owner *mcp.ServerSession, cs *mcp.ClientSession)
-	// identityKey is the identity of a downstream session (auth.Identity.Key),
-	// "" for none: with sessions = "per_client" an identity's sessions share
-	// one upstream session.
-	identityKey(ss *mcp.ServerSession) string
+	// identity is the caller of a downstream session, nil for none: with
+	// sessions = "per_client" an identity's sessions share one upstream
+	// session, and a per_user server uses its grant.
+	identity(ss *mcp.ServerSession) *auth.Identity
+	// latestIdentity is identity as the session's latest request
+	// presented it: with the access token a token exchange uses.
+	latestIdentity(ss *mcp.ServerSession) *auth.Identity
 	// oauthEnv is what OAuth logins of upstreams share (oauthcode.go).
 	oauthEnv() *OAuthEnv
 	// sessionLive reports whether a downstream session is still tracked: a
@@ -167,6 +183,14 @@ func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *ups
 				defer u.mu.Unlock()
 				u.connectLocked()
 			}
+		}
+		if u.perUser() {
+			u.userFlows = map[string]*codeFlow{}
+			u.background(u.loadUserGrants)
+		}
+		if u.exchanges() {
+			u.exchangers = map[string]*exchangeFlow{}
+			u.oauthClient = &http.Client{Timeout: oauthHTTPTimeout}
 		}
 	}
 	u.client = u.newClient(sharedClientCaps())
@@ -254,13 +278,13 @@ func (u *upstream) background(f func()) {
 // connectWith opens a session to the server with client. Its connection,
 // where mcphost wraps it (stdio and SSE), can also carry raw tool calls
 // (rawcall.go).
-func (u *upstream) connectWith(ctx context.Context, client *mcp.Client) (*mcp.ClientSession, error) {
+func (u *upstream) connectWith(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
 	if u.oauthErr != nil {
 		return nil, fmt.Errorf("oauth: %w", u.oauthErr)
 	}
 	var bound atomic.Pointer[mcp.ClientSession]
 	var conn atomic.Pointer[tapConn]
-	t, err := u.transport(&bound, &conn)
+	t, err := u.transport(&bound, &conn, oauth)
 	if err != nil {
 		return nil, err
 	}
@@ -284,10 +308,11 @@ func (u *upstream) connectWith(ctx context.Context, client *mcp.Client) (*mcp.Cl
 	return cs, nil
 }
 
-// transport returns a new transport to the server; bound is set to the
-// session once connected (see tapTransport and sseTap), conn to the
-// wrapped connection where there is one.
-func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[tapConn]) (mcp.Transport, error) {
+// transport returns a new transport to the server, authorized by oauth
+// when it is behind OAuth; bound is set to the session once connected (see
+// tapTransport and sseTap), conn to the wrapped connection where there is
+// one.
+func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[tapConn], oauth sdkauth.OAuthHandler) (mcp.Transport, error) {
 	switch u.cfg.Transport {
 	case TransportStdio:
 		return tapTransport{Transport: u.stdio, u: u, bound: bound, conn: conn}, nil
@@ -300,7 +325,7 @@ func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *ato
 			rt = headerTransport{base: rt, headers: u.cfg.Headers}
 		}
 		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, OAuthHandler: u.oauth}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, OAuthHandler: oauth}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
 }
@@ -405,7 +430,7 @@ func (u *upstream) restore(cs *mcp.ClientSession) {
 // dial connects and lists tools, prompts and resources: a session is only
 // usable once its tools are known.
 func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *serverFeatures, error) {
-	cs, err := u.connectWith(ctx, u.client)
+	cs, err := u.connectWith(ctx, u.client, u.oauth)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -729,9 +754,11 @@ func (u *upstream) setStateLocked(s State, err error) {
 }
 
 func (u *upstream) status() Status {
+	users := u.userLogins() // takes u.mu
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st := Status{
+		Users:      users,
 		Name:       u.cfg.Name,
 		Transport:  u.cfg.Transport,
 		State:      u.state,
@@ -786,6 +813,7 @@ func (u *upstream) close() {
 	if f, ok := u.oauth.(*codeFlow); ok {
 		f.close()
 	}
+	u.closeUserFlows()
 	if cs != nil {
 		u.drainRaw(cs)
 		cs.Close()

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,14 +24,18 @@ import (
 const authUsage = `usage:
   mcphost auth login SERVER CONFIG [--no-browser] [--timeout 10m]
   mcphost auth status CONFIG [--json]
-  mcphost auth logout SERVER CONFIG
+  mcphost auth logout SERVER CONFIG [--subject METHOD:SUBJECT]
 
-OAuth logins to upstream servers whose oauth block has no grant (mode
-"shared"). login prints the authorization link (and opens $BROWSER, or
+OAuth logins to upstream servers whose oauth block has no grant. login
+is the gateway's own login: the grant of mode "shared", and with mode
+"per_user" the one that lists the server's tools (each caller logs in for
+themself from the link their first call gives). login prints the authorization link (and opens $BROWSER, or
 xdg-open), serves the callback at the server's redirect_url (by default
 mcphost's own http://127.0.0.1:7700/oauth/callback: stop a running mcphost
 first, or open the link "mcphost status" shows instead), and keeps the
-grant in the config's grants file, where a running mcphost finds it.`
+grant in the config's grants file, where a running mcphost finds it.
+status lists the gateway's grants and every caller's; logout --subject
+removes one caller's (as status names it, e.g. key:alice).`
 
 // runAuth is `mcphost auth login|status|logout`.
 func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,6 +48,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noBrowser := fs.Bool("no-browser", false, "print the link only (login)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the browser (login)")
 	asJSON := fs.Bool("json", false, "print JSON (status)")
+	subject := fs.String("subject", "", "the caller whose grant to remove, as status names it (logout, per_user)")
 	pos, err := parseInterleaved(fs, args[1:])
 	if err != nil {
 		return exitError(2)
@@ -71,8 +78,20 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintln(stderr, "mcphost auth:", err)
 			return exitError(1)
 		}
-		if err := store.Delete(ctx, pos[0], ""); err != nil {
+		g, err := store.Get(ctx, pos[0], *subject)
+		if err != nil {
 			return err
+		}
+		if g == nil {
+			fmt.Fprintf(stderr, "mcphost auth: no grant of %s for %s in %s (mcphost auth status lists them)\n", pos[0], whose(*subject), store.Path())
+			return exitError(1)
+		}
+		if err := store.Delete(ctx, pos[0], *subject); err != nil {
+			return err
+		}
+		if *subject != "" {
+			fmt.Fprintf(stdout, "logged %s out of %s (grant removed from %s); a running mcphost forgets the token it holds when it restarts or the server refuses it, and then gives them a login link\n", *subject, pos[0], store.Path())
+			return nil
 		}
 		fmt.Fprintf(stdout, "logged out of %s (grant removed from %s); a running mcphost asks for a login at its next connect\n", pos[0], store.Path())
 		return nil
@@ -126,6 +145,7 @@ func authStatus(ctx context.Context, file *config.File, store *grants.File, asJS
 	}
 	type row struct {
 		Server     string    `json:"server"`
+		Subject    string    `json:"subject,omitempty"` // a caller's grant (per_user); none for the gateway's
 		Authorized bool      `json:"authorized"`
 		Expiry     time.Time `json:"expiry,omitzero"`
 		Refresh    bool      `json:"refreshable"`
@@ -138,12 +158,20 @@ func authStatus(ctx context.Context, file *config.File, store *grants.File, asJS
 			continue
 		}
 		r := row{Server: sc.Name}
+		var users []row
 		for _, g := range list {
-			if g.Server == sc.Name && g.Subject == "" {
-				r = row{Server: sc.Name, Authorized: true, Expiry: g.Expiry, Refresh: g.RefreshToken != "", Scopes: g.Scopes, Updated: g.Updated}
+			if g.Server != sc.Name {
+				continue
+			}
+			gr := row{Server: sc.Name, Subject: g.Subject, Authorized: true, Expiry: g.Expiry, Refresh: g.RefreshToken != "", Scopes: g.Scopes, Updated: g.Updated}
+			if g.Subject == "" {
+				r = gr
+			} else if sc.OAuth.Mode == host.OAuthPerUser {
+				users = append(users, gr)
 			}
 		}
-		rows = append(rows, r)
+		slices.SortFunc(users, func(a, b row) int { return strings.Compare(a.Subject, b.Subject) })
+		rows = append(append(rows, r), users...)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
@@ -152,21 +180,38 @@ func authStatus(ctx context.Context, file *config.File, store *grants.File, asJS
 	}
 	fmt.Fprintf(stdout, "grants in %s\n", store.Path())
 	for _, r := range rows {
+		if r.Subject != "" {
+			fmt.Fprintf(stdout, "    for %-16s %s\n", r.Subject, grantLine(r.Expiry, r.Refresh, r.Scopes))
+			continue
+		}
 		if !r.Authorized {
 			fmt.Fprintf(stdout, "  %-20s not authorized: mcphost auth login %s CONFIG\n", r.Server, r.Server)
 			continue
 		}
-		exp := "no expiry"
-		if !r.Expiry.IsZero() {
-			exp = "token expires " + r.Expiry.Local().Format(time.RFC3339)
-		}
-		refresh := "no refresh token"
-		if r.Refresh {
-			refresh = "refreshable"
-		}
-		fmt.Fprintf(stdout, "  %-20s authorized: %s, %s, scopes %q\n", r.Server, exp, refresh, r.Scopes)
+		fmt.Fprintf(stdout, "  %-20s authorized: %s\n", r.Server, grantLine(r.Expiry, r.Refresh, r.Scopes))
 	}
 	return nil
+}
+
+// grantLine describes a grant's token for auth status.
+func grantLine(expiry time.Time, refreshable bool, scopes []string) string {
+	exp := "no expiry"
+	if !expiry.IsZero() {
+		exp = "token expires " + expiry.Local().Format(time.RFC3339)
+	}
+	refresh := "no refresh token"
+	if refreshable {
+		refresh = "refreshable"
+	}
+	return fmt.Sprintf("%s, %s, scopes %q", exp, refresh, scopes)
+}
+
+// whose names the owner of a grant for messages.
+func whose(subject string) string {
+	if subject == "" {
+		return "the gateway"
+	}
+	return subject
 }
 
 // announcer prints a login link and opens a browser on it.

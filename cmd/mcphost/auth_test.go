@@ -155,3 +155,126 @@ server "p" {
 		t.Fatalf("call asked for a login again:\n%s", errs)
 	}
 }
+
+// TestPerUserServer: a per_user server behind a running mcphost. The
+// operator's login (the link in `mcphost status`) lists its tools; each
+// caller's first call gives them their own link, and their calls then
+// carry their own token; `mcphost status` counts them and `auth status`
+// lists their grants, which `auth logout --subject` removes one by one.
+func TestPerUserServer(t *testing.T) {
+	as := authtest.New(t)
+	url := protectedServer(t, as)
+	addr := testproc.FreeAddr(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.hcl")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`
+listen {
+  http = %q
+  auth {
+    key "alice" {
+      value   = %q
+      subject = "alice"
+    }
+    key "bob" {
+      value   = %q
+      subject = "bob"
+    }
+    key "admin" {
+      value   = %q
+      subject = "root"
+      groups  = ["admins"]
+    }
+  }
+}
+server "p" {
+  transport = "streamable-http"
+  url       = %q
+  oauth {
+    mode = "per_user"
+  }
+}
+`, addr, aliceKey, bobKey, adminKey, url)), 0o644)
+
+	run := exec.Command(mcphostBin, "run", cfg, "--no-watch")
+	logs := &testproc.Buffer{}
+	run.Stderr = logs
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Process.Signal(os.Interrupt); run.Wait() })
+	linkRe := regexp.MustCompile(`https?://\S+/authorize\?[^\s,]+`)
+	follow := func(who, link string) {
+		t.Helper()
+		as.SetUser(who)
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Authorized") {
+			t.Fatalf("%s's login came back %d: %s", who, resp.StatusCode, body)
+		}
+	}
+
+	var out string
+	testproc.WaitFor(t, "status to show p authorizing", 20*time.Second, func() bool {
+		out, _, _ = mcphost(t, "status", "http://"+addr, "--token", adminKey)
+		return strings.Contains(out, "needs an OAuth login")
+	})
+	// The table's error column is cut short; the line below it is whole.
+	links := linkRe.FindAllString(out, -1)
+	follow("operator", links[len(links)-1])
+	testproc.WaitFor(t, "p to connect", 20*time.Second, func() bool {
+		out, _, _ = mcphost(t, "status", "http://"+addr, "--token", adminKey)
+		return strings.Contains(out, "connected")
+	})
+
+	callAs := func(key string) (string, bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{token: key, base: http.DefaultTransport}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "p__hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	for _, who := range []struct{ name, key string }{{"alice", aliceKey}, {"bob", bobKey}} {
+		got, isErr := callAs(who.key)
+		link := linkRe.FindString(got)
+		if !isErr || link == "" || !strings.Contains(got, "your own account") {
+			t.Fatalf("%s's first call = %q", who.name, got)
+		}
+		follow(who.name, link)
+	}
+	for range 2 {
+		for _, who := range []struct{ name, key string }{{"alice", aliceKey}, {"bob", bobKey}} {
+			if got, isErr := callAs(who.key); isErr || got != "hello "+who.name+" (oauth)" {
+				t.Fatalf("%s's call = %q", who.name, got)
+			}
+		}
+	}
+	if out, _, _ = mcphost(t, "status", "http://"+addr, "--token", adminKey); !strings.Contains(out, "2 authorized") {
+		t.Errorf("status:\n%s", out)
+	}
+	st, _, code := mcphost(t, "auth", "status", cfg)
+	if code != 0 || !strings.Contains(st, "for key:alice") || !strings.Contains(st, "for key:bob") {
+		t.Fatalf("auth status: %d\n%s", code, st)
+	}
+	if strings.Contains(logs.String(), "eyJ") || strings.Contains(st, "eyJ") {
+		t.Fatal("a token was shown")
+	}
+	if out, _, code := mcphost(t, "auth", "logout", "p", cfg, "--subject", "key:bob"); code != 0 || !strings.Contains(out, "logged key:bob out") {
+		t.Fatalf("logout: %d %s", code, out)
+	}
+	if st, _, _ := mcphost(t, "auth", "status", cfg); strings.Contains(st, "key:bob") || !strings.Contains(st, "key:alice") {
+		t.Fatalf("after bob's logout:\n%s", st)
+	}
+}

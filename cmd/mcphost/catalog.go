@@ -397,6 +397,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if st.AuthURL != "" {
 			fmt.Fprintf(stdout, "\nserver %s needs an OAuth login: open\n  %s\n", st.Name, st.AuthURL)
 		}
+		if u := st.Users; u != nil {
+			fmt.Fprintf(stdout, "\nserver %s authorizes each caller (oauth per_user): %d authorized, %d with a login link out\n", st.Name, u.Authorized, u.Authorizing)
+		}
 	}
 	if r := doc.Reload; r != nil {
 		if r.OK {

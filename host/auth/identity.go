@@ -14,6 +14,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -24,6 +25,21 @@ type Identity struct {
 	Groups     []string
 	Attributes map[string]string
 	Method     string // abi.AuthKey, abi.AuthOAuth or abi.AuthConfig
+
+	// bearer is the OAuth access token the caller presented, kept for
+	// token exchange (RFC 8693) only; never logged, shown or sent upstream.
+	bearer       string
+	bearerExpiry time.Time
+}
+
+// Bearer is the OAuth access token the caller authenticated with and its
+// expiry; "" for a caller with an API key or from config. It is for
+// exchanging at the issuer that issued it, and nothing else.
+func (id *Identity) Bearer() (string, time.Time) {
+	if id == nil {
+		return "", time.Time{}
+	}
+	return id.bearer, id.bearerExpiry
 }
 
 // Key is what binds a session: the method, the subject and a digest of

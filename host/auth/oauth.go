@@ -191,6 +191,7 @@ func (v *verifier) verify(ctx context.Context, token string) (*Identity, error) 
 	if err != nil {
 		return nil, err
 	}
+	id.bearer, id.bearerExpiry = token, exp
 	v.remember(sum, id, exp)
 	return id, nil
 }

@@ -160,7 +160,10 @@ server "gh" {
 	}
 	for _, tc := range []struct{ body, want string }{
 		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"shared\"\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "mode is for logins"},
-		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"per_user\"\n}", "Not built yet"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"peruser\"\n}", "Invalid mode"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\naudience = \"x\"\n}", "audience is for token exchange"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\ngrant = \"token_exchange\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "Missing issuer"},
+		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\ngrant = \"token_exchange\"\nissuer = \"https://i\"\nclient_id = \"a\"\nclient_secret = \"b\"\nredirect_url = \"https://r\"\n}", "redirect_url is for logins"},
 		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nredirect_url = \"ftp://x\"\n}", "Invalid url"},
 		{"transport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\ngrant = \"client_credentials\"\n}", "Missing client credentials"},
 		{"transport = \"sse\"\nurl = \"https://x.example/sse\"\noauth {\ngrant = \"client_credentials\"\nclient_id = \"a\"\nclient_secret = \"b\"\n}", "OAuth needs streamable-http"},

@@ -124,6 +124,7 @@ var upstreamOAuthSchema = &hcl.BodySchema{
 		{Name: "client_id"},
 		{Name: "client_secret"},
 		{Name: "issuer"},
+		{Name: "audience"},
 		{Name: "mode"},
 		{Name: "scopes"},
 		{Name: "redirect_url"},

@@ -167,8 +167,10 @@ func (d *decoder) checkName(block *hcl.Block, kind string) {
 }
 
 // decodeUpstreamOAuth decodes a server's oauth block: the
-// client_credentials grant (machine to machine), or a login with the
-// authorization code flow (mode "shared"; "per_user" is not built yet).
+// client_credentials grant (machine to machine), the token_exchange grant
+// (each caller's token exchanged, RFC 8693), or a login with the
+// authorization code flow (mode "shared", or "per_user": each caller
+// authorizes for themself).
 func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.UpstreamOAuth {
 	content, diags := b.Body.Content(upstreamOAuthSchema)
 	d.diags = append(d.diags, diags...)
@@ -177,14 +179,11 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 	if s.Transport != "" && s.Transport != host.TransportStreamableHTTP {
 		d.errorf(b.DefRange, "OAuth needs streamable-http", "Server %q uses the %s transport; mcphost gets OAuth tokens for streamable-http servers only.", s.Name, s.Transport)
 	}
-	if v, ok := d.enum(attrs["grant"], host.GrantClientCredentials); ok {
+	if v, ok := d.enum(attrs["grant"], host.GrantClientCredentials, host.GrantTokenExchange); ok {
 		o.Grant = v
 	}
 	if a := attrs["mode"]; a != nil {
-		if v, ok := d.enum(a, host.OAuthShared, "per_user"); ok {
-			if v == "per_user" {
-				d.errorf(a.Expr.Range(), "Not built yet", "oauth mode \"per_user\" (each caller authorizes for themself) is not built yet; mode = %q keeps one grant for the gateway.", host.OAuthShared)
-			}
+		if v, ok := d.enum(a, host.OAuthShared, host.OAuthPerUser); ok {
 			o.Mode = v
 		}
 	}
@@ -192,6 +191,14 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 	o.ClientSecret, _ = d.string(attrs["client_secret"])
 	if v, ok := d.string(attrs["issuer"]); ok {
 		o.Issuer = v
+	}
+	if a := attrs["audience"]; a != nil {
+		if v, ok := d.string(a); ok {
+			o.Audience = v
+		}
+		if o.Grant != host.GrantTokenExchange {
+			d.errorf(a.NameRange, "audience is for token exchange", "audience names what a token exchange asks for; it needs grant = %q.", host.GrantTokenExchange)
+		}
 	}
 	if v, _, ok := d.stringList(attrs["scopes"]); ok {
 		o.Scopes = v
@@ -206,14 +213,21 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 			o.ClientMetadataURL = v
 		}
 	}
-	if o.Grant == host.GrantClientCredentials {
-		for _, name := range []string{"mode", "redirect_url", "scopes", "client_metadata_url"} {
+	if o.Grant != "" {
+		loginOnly := []string{"mode", "redirect_url", "scopes", "client_metadata_url"}
+		if o.Grant == host.GrantTokenExchange {
+			loginOnly = []string{"mode", "redirect_url", "client_metadata_url"} // an exchange asks for scopes
+		}
+		for _, name := range loginOnly {
 			if a := attrs[name]; a != nil {
-				d.errorf(a.NameRange, fmt.Sprintf("%s is for logins", name), "The client_credentials grant logs nobody in; remove %s, or remove grant to log in with the authorization code flow.", name)
+				d.errorf(a.NameRange, fmt.Sprintf("%s is for logins", name), "The %s grant logs nobody in; remove %s, or remove grant to log in with the authorization code flow.", o.Grant, name)
 			}
 		}
 		if o.ClientID == "" || o.ClientSecret == "" {
-			d.errorf(b.DefRange, "Missing client credentials", "The client_credentials grant needs client_id and client_secret (usually client_secret = env(\"NAME\")).")
+			d.errorf(b.DefRange, "Missing client credentials", "The %s grant needs client_id and client_secret (usually client_secret = env(\"NAME\")).", o.Grant)
+		}
+		if o.Grant == host.GrantTokenExchange && o.Issuer == "" {
+			d.errorf(b.DefRange, "Missing issuer", "The %s grant needs issuer: the authorization server that issued the callers' tokens (listen.auth's oauth issuer) and exchanges them.", o.Grant)
 		}
 	}
 	return o

@@ -44,10 +44,15 @@ type ServerSpec struct {
 
 // OAuthSpec is a server's oauth block in JSON.
 type OAuthSpec struct {
-	Grant        string `json:"grant,omitempty"`
-	ClientID     string `json:"client_id,omitempty"`
-	ClientSecret string `json:"client_secret,omitempty"`
-	Issuer       string `json:"issuer,omitempty"`
+	Grant             string   `json:"grant,omitempty"`
+	Mode              string   `json:"mode,omitempty"`
+	ClientID          string   `json:"client_id,omitempty"`
+	ClientSecret      string   `json:"client_secret,omitempty"`
+	Issuer            string   `json:"issuer,omitempty"`
+	Audience          string   `json:"audience,omitempty"`
+	Scopes            []string `json:"scopes,omitempty"`
+	RedirectURL       string   `json:"redirect_url,omitempty"`
+	ClientMetadataURL string   `json:"client_metadata_url,omitempty"`
 }
 
 // FieldError is one mistake in a definition, at the field (a JSON name,
@@ -244,9 +249,21 @@ func (s ServerSpec) hcl() []byte {
 	str("protocol_version", s.ProtocolVersion)
 	if o := s.OAuth; o != nil {
 		ob := b.AppendNewBlock("oauth", nil).Body()
-		for _, kv := range [][2]string{{"grant", o.Grant}, {"client_id", o.ClientID}, {"client_secret", o.ClientSecret}, {"issuer", o.Issuer}} {
+		for _, kv := range [][2]string{{"grant", o.Grant}, {"mode", o.Mode}, {"client_id", o.ClientID}, {"client_secret", o.ClientSecret},
+			{"issuer", o.Issuer}, {"audience", o.Audience}, {"redirect_url", o.RedirectURL}, {"client_metadata_url", o.ClientMetadataURL}} {
 			if kv[1] != "" {
 				ob.SetAttributeValue(kv[0], cty.StringVal(kv[1]))
+			}
+		}
+		if o.Scopes != nil {
+			scopes := make([]cty.Value, len(o.Scopes))
+			for i, sc := range o.Scopes {
+				scopes[i] = cty.StringVal(sc)
+			}
+			if len(scopes) == 0 {
+				ob.SetAttributeValue("scopes", cty.ListValEmpty(cty.String))
+			} else {
+				ob.SetAttributeValue("scopes", cty.ListVal(scopes))
 			}
 		}
 	}
@@ -332,7 +349,8 @@ func SpecOf(sc host.ServerConfig) ServerSpec {
 		URL: sc.URL, Headers: sc.Headers, Timeout: dur(sc.Timeout), IdleTimeout: dur(sc.IdleTimeout),
 		ConnectTimeout: dur(sc.ConnectTimeout), Sessions: sc.Sessions, MaxSessions: sc.MaxSessions, ProtocolVersion: sc.ProtocolVersion}
 	if o := sc.OAuth; o != nil {
-		s.OAuth = &OAuthSpec{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Issuer: o.Issuer}
+		s.OAuth = &OAuthSpec{Grant: o.Grant, Mode: o.Mode, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Issuer: o.Issuer,
+			Audience: o.Audience, Scopes: o.Scopes, RedirectURL: o.RedirectURL, ClientMetadataURL: o.ClientMetadataURL}
 	}
 	return s
 }

@@ -1,7 +1,8 @@
 // Package authtest runs a small OAuth 2.1 authorization server on
 // loopback for tests: RFC 8414 metadata, a JWKS endpoint, real signed
 // access tokens (RS256, through go-jose) and key rotation; the
-// client_credentials grant; and what the client side of the MCP
+// client_credentials grant; token exchange (RFC 8693, exchange.go); and
+// what the client side of the MCP
 // authorization spec needs (codeflow.go): dynamic client registration
 // (RFC 7591), the authorization code grant with PKCE, resource indicators
 // (RFC 8707) and the iss response parameter (RFC 9207), rotating refresh
@@ -112,7 +113,7 @@ func New(t testing.TB) *Server {
 			"jwks_uri":                                       as.URL + "/jwks",
 			"scopes_supported":                               scopes,
 			"response_types_supported":                       []string{"code"},
-			"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+			"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials", GrantTokenExchange},
 			"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
 			"code_challenge_methods_supported":               []string{"S256"},
 			"authorization_response_iss_parameter_supported": true,
@@ -156,7 +157,7 @@ func New(t testing.TB) *Server {
 		c, known := as.clients[id]
 		as.mu.Unlock()
 		switch grant {
-		case "client_credentials", "authorization_code", "refresh_token":
+		case "client_credentials", "authorization_code", "refresh_token", GrantTokenExchange:
 		default:
 			oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "")
 			return
@@ -175,6 +176,9 @@ func New(t testing.TB) *Server {
 			return
 		case "refresh_token":
 			as.refreshToken(w, r, id, c)
+			return
+		case GrantTokenExchange:
+			as.exchangeToken(w, r, id, c)
 			return
 		}
 		tok, err := as.sign(as.Claims(c.Subject, c.Audience, c.Extra), nil)

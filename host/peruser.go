@@ -1,0 +1,198 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/auth"
+)
+
+// oauth mode "per_user": each caller identity has its own grant, its own
+// login and its own upstream session (sessions = "per_client"), so one
+// caller's token never carries another's request. The gateway's own grant
+// (the shared session's, from `mcphost auth login`) only lists what the
+// server offers; no caller's request goes over it.
+//
+// A caller without a grant who calls the server gets its login link: as a
+// URL-mode elicitation when their client takes those (the call then waits
+// for the login and goes on), otherwise in the call's error result.
+
+// grantSubject is the grants.Grant.Subject of a caller: the method with
+// the subject, so that an API key and a token that name the same subject
+// stay apart. It leaves out groups and attributes: a caller who changes
+// groups keeps their grant.
+func grantSubject(id *auth.Identity) string {
+	if id == nil {
+		return ""
+	}
+	return id.Method + ":" + id.Subject
+}
+
+// perUser reports whether each caller authorizes for themself.
+func (u *upstream) perUser() bool {
+	o := u.cfg.OAuth
+	return o != nil && o.Grant == "" && o.Mode == OAuthPerUser
+}
+
+// errNoCaller refuses a request to a per_user server that no identity
+// made: there is no one whose grant it could use.
+func (u *upstream) errNoCaller() error {
+	return fmt.Errorf("server %q authorizes each caller with their own account (oauth mode %q), and this request comes from no authenticated caller: connect with a credential of listen.auth", u.cfg.Name, OAuthPerUser)
+}
+
+// userFlow returns the login flow of subject's grant, made on first use
+// (it reads the stored grant, so not under u.mu).
+func (u *upstream) userFlow(subject string) (*codeFlow, error) {
+	u.mu.Lock()
+	f := u.userFlows[subject]
+	u.mu.Unlock()
+	if f != nil {
+		return f, nil
+	}
+	f, err := newCodeFlow(u.cfg.Name, subject, u.cfg.OAuth, u.events.oauthEnv(), u.log.With("subject", subject))
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		f.close()
+		return nil, ErrClosed
+	}
+	if old := u.userFlows[subject]; old != nil {
+		f.close()
+		return old, nil
+	}
+	u.userFlows[subject] = f
+	return f, nil
+}
+
+// loadUserGrants makes the flows of the grants stored for the server, so
+// that its status counts the callers already authorized.
+func (u *upstream) loadUserGrants() {
+	env := u.events.oauthEnv()
+	if env == nil || env.Grants == nil {
+		return
+	}
+	all, err := env.Grants.List(u.ctx)
+	if err != nil {
+		u.log.Warn("listing the stored OAuth grants failed", "error", err)
+		return
+	}
+	for _, g := range all {
+		if g.Server == u.cfg.Name && g.Subject != "" {
+			if _, err := u.userFlow(g.Subject); err != nil && !errors.Is(err, ErrClosed) {
+				u.log.Warn("reading a caller's OAuth grant failed", "subject", g.Subject, "error", err)
+			}
+		}
+	}
+}
+
+// UserLogins counts the callers of a per_user server by where their
+// login stands.
+type UserLogins struct {
+	Authorized  int `json:"authorized"`  // holding a grant that may still work
+	Authorizing int `json:"authorizing"` // with a login link waiting to be opened
+}
+
+// userLogins counts the flows of a per_user server; nil for other servers.
+func (u *upstream) userLogins() *UserLogins {
+	if !u.perUser() {
+		return nil
+	}
+	u.mu.Lock()
+	flows := make([]*codeFlow, 0, len(u.userFlows))
+	for _, f := range u.userFlows {
+		flows = append(flows, f)
+	}
+	u.mu.Unlock()
+	out := &UserLogins{}
+	for _, f := range flows {
+		switch {
+		case f.pendingURL() != "":
+			out.Authorizing++
+		case f.hasGrant():
+			out.Authorized++
+		}
+	}
+	return out
+}
+
+// closeUserFlows ends the logins of a closed upstream.
+func (u *upstream) closeUserFlows() {
+	u.mu.Lock()
+	flows := u.userFlows
+	u.userFlows = nil
+	u.mu.Unlock()
+	for _, f := range flows {
+		f.close()
+	}
+}
+
+// askToAuthorize handles a request that failed because its caller must
+// log in to a per_user server. A client that takes URL-mode elicitations
+// is asked to open the link; once they accepted and the login completed,
+// it reports retry, and the client hears that the elicitation completed.
+// Otherwise it returns the error to answer with: the original one (whose
+// text has the link), or why the login did not happen.
+func (h *Host) askToAuthorize(ctx context.Context, ss *mcp.ServerSession, u *upstream, err error) (retry bool, _ error) {
+	var need *AuthorizationNeeded
+	if !errors.As(err, &need) || need.Subject == "" || need.URL == "" || ss == nil || !takesURLElicitation(ss) {
+		return false, err
+	}
+	f, ferr := u.userFlow(need.Subject)
+	if ferr != nil {
+		return false, err
+	}
+	id := elicitationID()
+	res, eerr := ss.Elicit(ctx, &mcp.ElicitParams{
+		Mode:          "url",
+		Message:       fmt.Sprintf("Server %q needs you to sign in with your own account before mcphost can call it for you.", u.cfg.Name),
+		URL:           need.URL,
+		ElicitationID: id,
+	})
+	if eerr != nil {
+		h.log.Debug("asking the client to open a login link failed; the result carries it", "server", u.cfg.Name, "error", eerr)
+		return false, err
+	}
+	if res.Action != "accept" {
+		return false, fmt.Errorf("you did not authorize mcphost for server %q (%s); call again to be asked again, or open %s", u.cfg.Name, res.Action, need.URL)
+	}
+	wait := time.NewTimer(loginTimeout)
+	defer wait.Stop()
+	select {
+	case <-f.loginEnded():
+	case <-ctx.Done():
+		return false, err
+	case <-wait.C:
+	}
+	if !f.hasGrant() {
+		if lerr := f.lastLoginError(); lerr != nil {
+			return false, fmt.Errorf("the login for server %q failed: %w; call again to start another", u.cfg.Name, lerr)
+		}
+		return false, err
+	}
+	if nerr := ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: id}); nerr != nil {
+		h.log.Debug("telling the client its login completed failed", "error", nerr)
+	}
+	return true, nil
+}
+
+// takesURLElicitation reports whether the client of ss said it takes
+// URL-mode elicitations.
+func takesURLElicitation(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
+}
+
+func elicitationID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "login-" + hex.EncodeToString(b[:])
+}
