@@ -265,10 +265,14 @@ func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hc
 		AcceptUnadvertisedIss:    true,
 		NewTokenSource:           f.newTokenSource,
 	}
-	if o.ClientID != "" {
-		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: o.ClientID}
-		if o.ClientSecret != "" {
-			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}
+	clientID, clientSecret := o.ClientID, o.ClientSecret
+	if clientID == "" && subject != "" {
+		clientID, clientSecret = f.gatewayClient(o)
+	}
+	if clientID != "" {
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: clientID}
+		if clientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: clientSecret}
 		}
 	} else {
 		cfg.DynamicClientRegistrationConfig = &sdkauth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
@@ -298,6 +302,22 @@ func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hc
 	}
 	f.h = h
 	return f, nil
+}
+
+// gatewayClient is the client the gateway's own login registered
+// dynamically, which a caller's login (per_user) uses too: one
+// registration per server rather than one per caller. None when the
+// gateway has no grant, or one whose client is a metadata document's URL
+// (tried first anyway).
+func (f *codeFlow) gatewayClient(o *UpstreamOAuth) (id, secret string) {
+	if f.env.Grants == nil {
+		return "", ""
+	}
+	g, err := f.env.Grants.Get(f.ctx, f.server, "")
+	if err != nil || g == nil || g.ClientID == "" || g.ClientID == o.ClientMetadataURL {
+		return "", ""
+	}
+	return g.ClientID, g.ClientSecret
 }
 
 // scopesFor is the scopes a login asks for: the configured ones, else

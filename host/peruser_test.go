@@ -237,6 +237,10 @@ func TestOAuthPerUser(t *testing.T) {
 	if st := statusOf(h, "gh"); st.Users == nil || st.Users.Authorized != 2 {
 		t.Errorf("status users %+v, want 2 authorized", st.Users)
 	}
+	// The callers' logins used the client the gateway's registered.
+	if n := as.Registrations(); n != 1 {
+		t.Errorf("%d dynamic registrations, want 1 (the gateway's)", n)
+	}
 	h.Close()
 
 	// A restart: the stored grants serve their callers with no login.
