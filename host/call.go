@@ -43,15 +43,16 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 // session that takes results as sent (plainResults) when no policy reads
 // them.
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
-	if h.observer == nil {
+	if h.observer == nil && h.audit == nil {
 		return h.call(ctx, caller, name, args, meta, ss, nil)
 	}
-	start, tr := time.Now(), &callTrace{}
-	defer func() { h.observeCall(tr, start, res, err) }()
+	start, tr := time.Now(), &callTrace{audit: h.audit != nil}
+	defer func() { h.observeCall(tr, start, caller, name, args, res, err) }()
 	return h.call(ctx, caller, name, args, meta, ss, tr)
 }
 
-// call is callTool; tr, when not nil, collects what the observer is told.
+// call is callTool; tr, when not nil, collects what the observer and the
+// audit log are told.
 func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
 	if h.closed.Load() {
 		return nil, ErrClosed
@@ -65,7 +66,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	}
 	r, ok := v.routes[name]
 	if !ok {
-		res, err := h.hiddenCall(ctx, caller, name, args)
+		res, err := h.hiddenCall(ctx, caller, name, args, tr)
 		if err == nil {
 			tr.set(CallDenied)
 		}
@@ -83,7 +84,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	if h.wants(abi.HookToolCall) {
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
 		t0 := tr.now()
-		d, err := h.policy.ToolCall(ctx, in)
+		d, err := h.toolCallPolicy(ctx, in, tr)
 		tr.addPolicy(t0)
 		if err != nil {
 			h.log.Debug("policy failed on a call", "tool", name, "error", err)
@@ -186,7 +187,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
 	}
 	t0 := tr.now()
-	out, err := h.policy.ToolResult(ctx, in)
+	out, err := h.toolResultPolicy(ctx, in, tr)
 	tr.addPolicy(t0)
 	if err != nil {
 		h.log.Debug("policy failed on a result", "tool", name, "error", err)
@@ -234,7 +235,7 @@ func errorResult(format string, args ...any) *mcp.CallToolResult {
 // user can tell a policy from a typo. A policy may ask to stay invisible
 // (a deny with hidden set), and a tool no policy refuses (hidden by a
 // listing alone) is not called either: both answer "unknown tool".
-func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage) (mcp.Result, error) {
+func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (mcp.Result, error) {
 	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
 	cat := h.cat.Load()
 	r, ok := cat.routes[name]
@@ -248,7 +249,13 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 		return nil, unknown
 	}
 	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
-	d, err := h.policy.ToolCall(ctx, in)
+	if tr != nil {
+		// For the audit line; the metrics keep such calls unlabelled.
+		tr.server, tr.tool, tr.hidden = r.server, r.tool, true
+	}
+	t0 := tr.now()
+	d, err := h.toolCallPolicy(ctx, in, tr)
+	tr.addPolicy(t0)
 	if err != nil || d.Action != abi.ActionDeny {
 		return nil, unknown
 	}

@@ -52,6 +52,9 @@ type Options struct {
 	// Observer, if set, hears of every tools/call (package host/metrics is
 	// one).
 	Observer Observer
+	// Audit, if set, writes an audit entry for every tools/call, with what
+	// each plugin decided (package host/audit).
+	Audit *AuditOptions
 	// Metrics, if set, is served at GET /metrics, to the same callers as
 	// /status.
 	Metrics http.Handler
@@ -77,6 +80,8 @@ type Host struct {
 	policy       Policy
 	noShortcuts  bool
 	observer     Observer
+	audit        *AuditOptions // nil: no audit log
+	listings     listingAudit  // what the audit log last heard of each caller's listing
 	metrics      http.Handler
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
 	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
@@ -121,6 +126,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	if opts.Audit != nil && opts.Audit.Log == nil {
+		return nil, errors.New("host: Options.Audit without a Log")
+	}
 	h := &Host{
 		cfg:          cfg,
 		log:          log,
@@ -128,6 +136,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		policyStatus: opts.PolicyStatus,
 		noShortcuts:  opts.NoShortcuts,
 		observer:     opts.Observer,
+		audit:        opts.Audit,
 		metrics:      opts.Metrics,
 		byName:       make(map[string]*upstream, len(cfg.Servers)),
 	}

@@ -3,10 +3,14 @@ package host
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/audit"
 )
 
 // Outcomes of a tools/call, as an Observer hears them.
@@ -41,12 +45,19 @@ type CallTimes struct {
 	Policy   time.Duration // in the tool_call and tool_result hooks
 }
 
-// callTrace collects what an Observer is told of one call.
+// callTrace collects what an Observer and the audit log are told of one
+// call. A call with neither has none (nil), and pays nothing for it.
 type callTrace struct {
 	server, tool string
+	hidden       bool // server and tool name a tool the caller's listing does not show
 	outcome      string
 	upstream     time.Duration
 	policy       time.Duration
+	// audit is set when the audit log wants the call: the policy hooks
+	// then run through DecisionTracer, and decisions collects what each
+	// plugin did, in order (auditing.go).
+	audit     bool
+	decisions []audit.Decision
 }
 
 // now is time.Now when tracing, for the spans addPolicy measures.
@@ -70,21 +81,20 @@ func (tr *callTrace) set(outcome string) {
 	}
 }
 
-// observeCall tells the observer of a call that ended with res or err.
-func (h *Host) observeCall(tr *callTrace, start time.Time, res mcp.Result, err error) {
-	if tr.outcome == "" {
-		switch {
-		case errors.Is(err, ErrUnknownTool):
-			tr.outcome = CallUnknown
-		case err != nil:
-			tr.outcome = CallInvalid
-		case resultIsError(res):
-			tr.outcome = CallToolError
-		default:
-			tr.outcome = CallOK
+// observeCall tells the observer and the audit log of a call that ended
+// with res or err.
+func (h *Host) observeCall(tr *callTrace, start time.Time, caller abi.Caller, name string, args json.RawMessage, res mcp.Result, err error) {
+	tr.outcome = callOutcome(tr, res, err)
+	if h.observer != nil {
+		server, tool := tr.server, tr.tool
+		if tr.hidden {
+			server, tool = "", "" // as for any name that routes nowhere (docs/metrics.md)
 		}
+		h.observer.ToolCall(server, tool, tr.outcome, CallTimes{Total: time.Since(start), Upstream: tr.upstream, Policy: tr.policy})
 	}
-	h.observer.ToolCall(tr.server, tr.tool, tr.outcome, CallTimes{Total: time.Since(start), Upstream: tr.upstream, Policy: tr.policy})
+	if h.audit != nil {
+		h.auditCall(tr, start, caller, name, args, res, err)
+	}
 }
 
 // upstreamOutcome classifies a failed upstream call.

@@ -211,16 +211,16 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 // timedView is computeView, told to the observer.
 func (h *Host) timedView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
 	if h.observer == nil {
-		return computeView(ctx, policy, cat, caller)
+		return h.computeView(ctx, policy, cat, caller)
 	}
 	start := time.Now()
-	v, err := computeView(ctx, policy, cat, caller)
+	v, err := h.computeView(ctx, policy, cat, caller)
 	h.observer.ToolsListBuilt(time.Since(start), err)
 	return v, err
 }
 
-func computeView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
-	tools, err := policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
+func (h *Host) computeView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
+	tools, err := h.listTools(ctx, policy, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
 	if err != nil {
 		return nil, &listingError{msg: "tool list withheld by policy: " + policyMessage(err), err: err}
 	}

@@ -329,6 +329,12 @@ func (c *Chain) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallD
 }
 
 func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	return c.toolCallSteps(ctx, in, nil)
+}
+
+// toolCallSteps is toolCall; step, when not nil, is told what each plugin
+// that ran decided (steps.go).
+func (c *Chain) toolCallSteps(ctx context.Context, in *abi.ToolCallInput, step func(Step)) (*abi.CallDecision, error) {
 	cur := *in
 	rewritten := false
 	for _, p := range c.plugins {
@@ -337,10 +343,21 @@ func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallD
 		}
 		d, err := c.toolCallOne(ctx, p, &cur)
 		if err != nil {
+			failed := err
 			if err = c.failure(p, abi.HookToolCall, err); err != nil {
-				return &abi.CallDecision{Action: abi.ActionDeny, Reason: err.(*PolicyError).ClientMessage()}, nil
+				reason := err.(*PolicyError).ClientMessage()
+				if step != nil {
+					step(failedStep(p, abi.HookToolCall, abi.ActionDeny, reason, failed))
+				}
+				return &abi.CallDecision{Action: abi.ActionDeny, Reason: reason}, nil
+			}
+			if step != nil {
+				step(failedStep(p, abi.HookToolCall, StepSkipped, "", failed))
 			}
 			continue
+		}
+		if step != nil {
+			step(callStep(p, cur.Arguments, d))
 		}
 		switch d.Action {
 		case abi.ActionDeny:
@@ -406,6 +423,12 @@ func (c *Chain) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.C
 }
 
 func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	return c.toolResultSteps(ctx, in, nil)
+}
+
+// toolResultSteps is toolResult; step, when not nil, is told what each
+// plugin that ran did to the result (steps.go).
+func (c *Chain) toolResultSteps(ctx context.Context, in *abi.ToolResultInput, step func(Step)) (*abi.CallToolResult, error) {
 	cur := *in
 	for _, p := range c.plugins {
 		if !p.HasHook(abi.HookToolResult) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
@@ -413,10 +436,20 @@ func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.C
 		}
 		r, err := c.toolResultOne(ctx, p, &cur)
 		if err != nil {
+			failed := err
 			if err = c.failure(p, abi.HookToolResult, err); err != nil {
+				if step != nil {
+					step(failedStep(p, abi.HookToolResult, abi.ActionDeny, err.(*PolicyError).ClientMessage(), failed))
+				}
 				return nil, err
 			}
+			if step != nil {
+				step(failedStep(p, abi.HookToolResult, StepSkipped, "", failed))
+			}
 			continue
+		}
+		if step != nil {
+			step(resultStep(p, cur.Result, r))
 		}
 		cur.Result = r
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -219,4 +220,51 @@ func (m *Manager) WantsMethod(hook, method string) bool {
 	}
 	c := m.cur.Load()
 	return c != nil && c.WantsMethod(hook, method)
+}
+
+// ErrNoPlugin is returned by MessageBy for a name the current generation
+// does not have.
+var ErrNoPlugin = errors.New("plugins: no plugin of that name")
+
+// MessageBy runs the message hook of the plugin named name, and no other,
+// on in, whatever the plugin's servers, callers and methods: for a caller
+// that wants one policy's treatment of content of its own (the audit log
+// has the redact policy mask what it records). It returns in.Message when
+// the plugin left the message as it was. A failure is an error, whatever
+// the plugin's on_error: there is no chain to fail open into.
+func (m *Manager) MessageBy(ctx context.Context, name string, in *abi.MessageInput) (json.RawMessage, error) {
+	c := m.acquire()
+	if c == nil {
+		return nil, fmt.Errorf("%w %q (no plugins are loaded)", ErrNoPlugin, name)
+	}
+	defer c.release()
+	for _, p := range c.plugins {
+		if p.spec.Name != name {
+			continue
+		}
+		if !p.HasHook(abi.HookMessage) {
+			return nil, fmt.Errorf("%w: %q has no message hook", ErrNoHook, name)
+		}
+		if messageUnchanged(p.hints, in.Message) {
+			p.reused()
+			return in.Message, nil
+		}
+		input, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		out, err := p.Call(ctx, abi.HookMessage, input)
+		if err == nil {
+			var msg json.RawMessage
+			if msg, err = decodeMessage(out); err == nil {
+				if msg == nil {
+					return in.Message, nil
+				}
+				return msg, nil
+			}
+			p.noteFailure(err)
+		}
+		return nil, &PolicyError{Plugin: name, Hook: abi.HookMessage, Err: err}
+	}
+	return nil, fmt.Errorf("%w %q", ErrNoPlugin, name)
 }

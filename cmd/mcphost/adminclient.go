@@ -28,6 +28,15 @@ type adminClient struct {
 	asJSON         bool
 	hc             *http.Client
 	stdout, stderr io.Writer
+	command        string // the command its messages name; "servers" when empty
+}
+
+// prefix starts the client's messages: "mcphost servers".
+func (c *adminClient) prefix() string {
+	if c.command == "" {
+		return "mcphost servers"
+	}
+	return "mcphost " + c.command
 }
 
 // Bounds of a call: reads and quick changes, and those that wait for a
@@ -52,7 +61,7 @@ func (c *adminClient) call(ctx context.Context, timeout time.Duration, method, p
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost servers: admin URL %q: %v\n", c.base, err)
+		fmt.Fprintf(c.stderr, "%s: admin URL %q: %v\n", c.prefix(), c.base, err)
 		return nil, exitError(2)
 	}
 	for k, v := range header {
@@ -69,22 +78,22 @@ func (c *adminClient) call(ctx context.Context, timeout time.Duration, method, p
 	if err != nil {
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):
-			fmt.Fprintf(c.stderr, "mcphost servers: no admin API at %s (is mcphost running with an admin block?)\n", c.base)
+			fmt.Fprintf(c.stderr, "%s: no admin API at %s (is mcphost running with an admin block?)\n", c.prefix(), c.base)
 		case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-			fmt.Fprintf(c.stderr, "mcphost servers: %s %s: no answer within %s\n", method, req.URL.Redacted(), timeout)
+			fmt.Fprintf(c.stderr, "%s: %s %s: no answer within %s\n", c.prefix(), method, req.URL.Redacted(), timeout)
 		default:
 			var ue *url.Error
 			if errors.As(err, &ue) {
 				err = ue.Err
 			}
-			fmt.Fprintf(c.stderr, "mcphost servers: %s %s: %v\n", method, req.URL.Redacted(), err)
+			fmt.Fprintf(c.stderr, "%s: %s %s: %v\n", c.prefix(), method, req.URL.Redacted(), err)
 		}
 		return nil, exitError(1)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		fmt.Fprintf(c.stderr, "mcphost servers: %s %s: reading the answer: %v\n", method, req.URL.Redacted(), err)
+		fmt.Fprintf(c.stderr, "%s: %s %s: reading the answer: %v\n", c.prefix(), method, req.URL.Redacted(), err)
 		return nil, exitError(1)
 	}
 	if resp.StatusCode/100 == 2 {
@@ -117,12 +126,12 @@ func (c *adminClient) refused(req *http.Request, resp *http.Response, data []byt
 		if p.Status == 0 {
 			p.Status = resp.StatusCode
 		}
-		printProblem(c.stderr, p)
+		printProblemAs(c.stderr, c.prefix(), p)
 		if c.asJSON {
 			c.stdout.Write(data)
 		}
 	} else {
-		fmt.Fprintf(c.stderr, "mcphost servers: %s %s: %s", req.Method, req.URL.Redacted(), resp.Status)
+		fmt.Fprintf(c.stderr, "%s: %s %s: %s", c.prefix(), req.Method, req.URL.Redacted(), resp.Status)
 		if s := strings.TrimSpace(string(data)); s != "" {
 			fmt.Fprintf(c.stderr, ": %s", oneLine(s))
 		}
@@ -155,10 +164,13 @@ func (c *adminClient) printJSON(data []byte) error {
 // printProblem prints "mcphost servers: TITLE: DETAIL" and each field at
 // fault. A detail that only repeats the fields (as the API's 400 and 422
 // do) is left out.
-func printProblem(w io.Writer, p admin.Problem) {
-	line := "mcphost servers: " + p.Title
+func printProblem(w io.Writer, p admin.Problem) { printProblemAs(w, "mcphost servers", p) }
+
+// printProblemAs is printProblem for the command prefix names.
+func printProblemAs(w io.Writer, prefix string, p admin.Problem) {
+	line := prefix + ": " + p.Title
 	if p.Title == "" {
-		line = "mcphost servers: " + http.StatusText(p.Status)
+		line = prefix + ": " + http.StatusText(p.Status)
 	}
 	var fields []string
 	for _, fe := range p.Errors {

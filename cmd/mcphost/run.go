@@ -35,6 +35,8 @@ Usage:
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
   mcphost auth login|logout SERVER CONFIG, mcphost auth status CONFIG
+  mcphost audit tail [--follow] [--file F | --admin URL]
+  mcphost audit query [--server S --tool T --subject S --outcome O --since T --limit N] [--json]
   mcphost version
 
 The servers of a running mcphost, through its admin API (flags --admin URL,
@@ -78,6 +80,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runBench(ctx, rest, stdout, stderr)
 	case "servers":
 		return runServers(ctx, rest, stdin, stdout, stderr)
+	case "audit":
+		return runAudit(ctx, rest, stdout, stderr)
 	case "auth":
 		return runAuth(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
@@ -86,6 +90,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "--help":
 		if len(rest) > 0 && rest[0] == "servers" {
 			fmt.Fprintln(stdout, serversUsage)
+			return nil
+		}
+		if len(rest) > 0 && rest[0] == "audit" {
+			fmt.Fprintln(stdout, auditUsage)
 			return nil
 		}
 		fmt.Fprint(stdout, usage)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/admin"
+	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/host/store"
@@ -43,6 +44,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	file, err := loadConfig(pos[0], stderr)
 	if err != nil {
 		return err
+	}
+	if *stdio && file.Audit != nil && file.Audit.File == audit.Stdout {
+		fmt.Fprintln(stderr, `mcphost run: --stdio speaks MCP on stdout, where audit { file = "-" } would write the audit lines too; write them to a file instead`)
+		return exitError(2)
 	}
 	watch := file.Runtime.Watch && !*noWatch
 

@@ -39,3 +39,10 @@ server "clock" {
   args            = ["run", "./examples/servers/clock"]
   connect_timeout = "120s"
 }
+
+# Every tools/call as a JSON line with each policy's decision, kept in the
+# store for a week (GET /v1/audit, `mcphost audit tail --follow`, the web
+# console) and written to audit.jsonl beside this file (docs/audit.md).
+audit {
+  file = "audit.jsonl"
+}

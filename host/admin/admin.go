@@ -19,7 +19,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/console"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/host/pins"
 )
@@ -34,21 +36,27 @@ const MaxTestTimeout = 60 * time.Second
 
 // api is the admin API over one engine.
 type api struct {
-	e   *engine.Engine
-	log hclog.Logger
+	e       *engine.Engine
+	log     hclog.Logger
+	console *console.Console
 	// pinMu serialises approvals: each reads the pin files, writes them
 	// and reloads the plugins.
 	pinMu sync.Mutex
 }
 
-// Handler serves the admin API of e. Every request but GET /openapi.json
-// needs a credential of listen.auth in an admin group.
+// Handler serves the admin API of e, and the web console at /. Every
+// request but GET /openapi.json and the console's pages needs a credential
+// of listen.auth in an admin group, or a console session.
 func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &api{e: e, log: log}
+	a := &api{e: e, log: log, console: console.New(e.Host().AuthorizeAdmin, log.Named("console"))}
 	mux := http.NewServeMux()
+	// The console's pages check their own session (the login page is for
+	// anyone); what they show comes from the API below.
+	mux.Handle("GET /{$}", a.console)
+	mux.Handle("/console/", a.console)
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI)
@@ -64,6 +72,7 @@ func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	mux.HandleFunc("POST /v1/servers/{name}/disconnect", a.disconnectServer)
 	mux.HandleFunc("GET /v1/tools", a.listTools)
 	mux.HandleFunc("GET /v1/plugins", a.listPlugins)
+	mux.HandleFunc("GET /v1/audit", a.listAudit)
 	// The Prometheus metrics, here as on the MCP listener: a scraper of an
 	// admin network need not reach the clients' one.
 	if m := e.Metrics(); m != nil {
@@ -75,12 +84,13 @@ func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	return a.guard(mux)
 }
 
-// guard authenticates (the OpenAPI document is public), limits bodies and
-// turns the mux's plain-text 404 and 405 into problem documents.
+// guard authenticates (the OpenAPI document and the console's own pages
+// are public), limits bodies and turns the mux's plain-text 404 and 405
+// into problem documents.
 func (a *api) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !(r.Method == http.MethodGet && r.URL.Path == "/openapi.json") {
-			id, f := a.e.Host().AuthorizeAdmin(r)
+		if !(r.Method == http.MethodGet && r.URL.Path == "/openapi.json") && !console.Owns(r.URL.Path) {
+			id, f := a.authorize(r)
 			if f != nil {
 				if f.Status == http.StatusUnauthorized {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="mcphost-admin"`)
@@ -98,6 +108,17 @@ func (a *api) guard(next http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		next.ServeHTTP(&methodProblems{ResponseWriter: w, r: r}, r)
 	})
+}
+
+// authorize checks a request's bearer credential or, without one, its
+// console session.
+func (a *api) authorize(r *http.Request) (*auth.Identity, *auth.Failure) {
+	if r.Header.Get("Authorization") == "" {
+		if id, f, ok := a.console.Authenticate(r); ok {
+			return id, f
+		}
+	}
+	return a.e.Host().AuthorizeAdmin(r)
 }
 
 // methodProblems rewrites the mux's own plain-text 404 and 405 answers

@@ -31,7 +31,9 @@ type File struct {
 	// Grants is where upstream OAuth logins keep their tokens; nil when no
 	// server logs in and no grants block is written.
 	Grants *Grants
-	Path   string // absolute path of the config file
+	// Audit is the audit log; nil without an audit block.
+	Audit *Audit
+	Path  string // absolute path of the config file
 
 	// Sources lists the absolute paths the config was built from: the file
 	// itself, then every file read with file(). A watcher reloads when any

@@ -19,7 +19,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
 		switch block.Type {
-		case "listen", "tools", "runtime", "resources", "admin", "store", "grants":
+		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit":
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
@@ -43,6 +43,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			file.Store = d.decodeStore(block)
 		case "grants":
 			file.Grants = d.decodeGrants(block)
+		case "audit":
+			file.Audit = d.decodeAudit(block)
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
@@ -63,6 +65,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		}
 	}
 	d.checkAdmin(file, singletons["admin"])
+	d.checkAudit(file, singletons["audit"])
 	d.defaultGrants(file)
 	return file
 }

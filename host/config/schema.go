@@ -17,6 +17,21 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "admin"},
 		{Type: "store"},
 		{Type: "grants"},
+		{Type: "audit"},
+	},
+}
+
+var auditSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "file"},
+		{Name: "max_size"},
+		{Name: "max_files"},
+		{Name: "arguments"},
+		{Name: "results"},
+		{Name: "listings"},
+		{Name: "redact"},
+		{Name: "retention"},
+		{Name: "max_rows"},
 	},
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/metrics"
@@ -66,6 +67,11 @@ type Engine struct {
 
 	mu   sync.Mutex // serialises Reload and Sync
 	file *config.File
+
+	// audit is the audit log (audit.go); nil without an audit block.
+	// auditInStore says it keeps its lines in the store.
+	audit        *audit.Log
+	auditInStore bool
 
 	// store keeps the servers added at run time (servers.go); nil without
 	// one. storeRev is the revision the host last took them at.
@@ -142,14 +148,23 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 			return nil, err
 		}
 	}
-	e.metrics = metrics.New()
-	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log, Policy: e.mgr, PolicyStatus: func() any { return e.mgr.Status() },
-		Observer: e.metrics, Metrics: e.metrics.Handler()})
+	auditOpts, err := e.startAudit(file)
 	if err != nil {
 		return nil, err
 	}
-	e.metrics.Watch(metrics.Sources{Upstreams: e.host.Statuses, Sessions: e.host.SessionCounts, Plugins: e.pluginMetrics,
-		Hooks: e.hookMetrics, Swaps: e.mgr.Generation})
+	e.metrics = metrics.New()
+	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
+		Policy: tracedManager{e.mgr}, PolicyStatus: func() any { return e.mgr.Status() },
+		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts})
+	if err != nil {
+		return nil, err
+	}
+	src := metrics.Sources{Upstreams: e.host.Statuses, Sessions: e.host.SessionCounts, Plugins: e.pluginMetrics,
+		Hooks: e.hookMetrics, Swaps: e.mgr.Generation}
+	if e.audit != nil {
+		src.Audit = e.audit.Stats
+	}
+	e.metrics.Watch(src)
 	// The manager tells the host of its swaps from now on: the host, built
 	// on the generation just loaded, needs no word of it.
 	e.mgr.Attach(listener{e.host})
@@ -169,9 +184,11 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 // listener passes a Manager's events to the host that serves it.
 type listener struct{ h *host.Host }
 
-func (l listener) BeforeSwap(ctx context.Context, next *plugins.Chain) { l.h.PrepareViews(ctx, next) }
-func (l listener) Swapped()                                            { l.h.NotifyPolicyChanged() }
-func (l listener) WatchReloaded(err error)                             { l.h.NoteReload("plugin files", err) }
+func (l listener) BeforeSwap(ctx context.Context, next *plugins.Chain) {
+	l.h.PrepareViews(ctx, tracedChain{next}) // traced: its listings may be audited
+}
+func (l listener) Swapped()                { l.h.NotifyPolicyChanged() }
+func (l listener) WatchReloaded(err error) { l.h.NoteReload("plugin files", err) }
 
 // Host is the running host: call tools, list them, serve it.
 func (e *Engine) Host() *host.Host { return e.host }
@@ -221,6 +238,7 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	// they read (a pin file an operator just approved) may have: listings
 	// are recomputed and clients told, on every reload.
 	e.host.NotifyPolicyChanged()
+	e.noteAuditReload(e.file, file)
 	if !sameListener(e.file.Host.Listen, file.Host.Listen) {
 		e.log.Warn("the listen block changed (address, limits or TLS file paths); the running listener keeps those settings until mcphost restarts (auth changes apply now)")
 	}
@@ -250,6 +268,9 @@ func (e *Engine) Close() error {
 	if e.host != nil {
 		errs = append(errs, e.host.Close())
 	}
+	// After the host (the last calls are in it), before the store (it
+	// writes there).
+	errs = append(errs, e.closeAudit())
 	if e.ownsStore && e.store != nil {
 		errs = append(errs, e.store.Close())
 	}

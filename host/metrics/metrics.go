@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/audit"
 )
 
 // PluginStatus is what the metrics read of one plugin.
@@ -39,6 +40,7 @@ type Sources struct {
 	Sessions  func() map[string]int // by transport
 	Plugins   func() []PluginStatus
 	Swaps     func() uint64 // plugin chain generations swapped in
+	Audit     func() audit.Stats
 }
 
 // Metrics is a Prometheus registry with mcphost's metrics. It is a
@@ -164,6 +166,12 @@ var (
 		"Time of a guest call of a plugin's hook, waiting for an instance included.", []string{"plugin", "hook"}, nil)
 	swaps = prometheus.NewDesc("mcphost_plugin_chain_generation",
 		"The generation of the plugin chain in use; it grows by one at each hot swap.", nil, nil)
+	auditWritten = prometheus.NewDesc("mcphost_audit_lines_written_total",
+		"Audit lines written, by sink (file: the file or stdout; store: the database).", []string{"sink"}, nil)
+	auditDropped = prometheus.NewDesc("mcphost_audit_lines_dropped_total",
+		"Audit lines lost, by sink: the writer's queue was full, or the sink failed.", []string{"sink"}, nil)
+	auditRedactFailed = prometheus.NewDesc("mcphost_audit_redact_failures_total",
+		"Audit lines written without their arguments and result because masking them failed.", nil, nil)
 )
 
 var states = []host.State{host.StateConnecting, host.StateConnected, host.StateDisconnected, host.StateFailed}
@@ -176,7 +184,7 @@ type stateCollector struct{ src Sources }
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upstreamConnected, upstreamState, upstreamReconnects, upstreamTools, upstreamInFlight,
 		upstreamClients, sessions, pluginLoaded, pluginCalls, pluginReused, pluginFailures, pluginCrashes,
-		hookCalls, hookFailures, hookDuration, swaps} {
+		hookCalls, hookFailures, hookDuration, swaps, auditWritten, auditDropped, auditRedactFailed} {
 		ch <- d
 	}
 }
@@ -229,6 +237,14 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Swaps != nil {
 		gauge(swaps, float64(c.src.Swaps()))
+	}
+	if c.src.Audit != nil {
+		st := c.src.Audit()
+		counter(auditWritten, float64(st.FileWritten), "file")
+		counter(auditWritten, float64(st.StoreWritten), "store")
+		counter(auditDropped, float64(st.FileDropped), "file")
+		counter(auditDropped, float64(st.StoreDropped), "store")
+		counter(auditRedactFailed, float64(st.RedactFailed))
 	}
 }
 

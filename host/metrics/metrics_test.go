@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/audit"
 )
 
 // TestExposition: what a scrape shows, and that it passes the linter
@@ -28,6 +29,9 @@ func TestExposition(t *testing.T) {
 		Hooks: func() []HookStatus {
 			return []HookStatus{{Plugin: "redact", Hook: "tool_result", Calls: 4, Failures: 2, Traps: 1, Timeouts: 0,
 				Bounds: []float64{.001, .01}, Buckets: []uint64{3, 4}, Sum: .005}}
+		},
+		Audit: func() audit.Stats {
+			return audit.Stats{FileWritten: 7, StoreWritten: 6, StoreDropped: 1, RedactFailed: 2}
 		},
 	})
 	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
@@ -99,6 +103,11 @@ func TestExposition(t *testing.T) {
 		{"mcphost_plugin_hook_failures_total", map[string]string{"plugin": "redact", "kind": "trap"}, 1},
 		{"mcphost_plugin_hook_failures_total", map[string]string{"plugin": "redact", "kind": "other"}, 1},
 		{"mcphost_plugin_hook_duration_seconds", map[string]string{"plugin": "redact", "hook": "tool_result"}, 4},
+		{"mcphost_audit_lines_written_total", map[string]string{"sink": "file"}, 7},
+		{"mcphost_audit_lines_written_total", map[string]string{"sink": "store"}, 6},
+		{"mcphost_audit_lines_dropped_total", map[string]string{"sink": "store"}, 1},
+		{"mcphost_audit_lines_dropped_total", map[string]string{"sink": "file"}, 0},
+		{"mcphost_audit_redact_failures_total", nil, 2},
 		{"go_goroutines", nil, -1},
 		{"process_resident_memory_bytes", nil, -1},
 	} {

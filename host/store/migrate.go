@@ -23,6 +23,20 @@ CREATE TABLE mcphost_servers (
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL
 );`,
+	// The audit log (host/audit): one row per line, the line as written
+	// and the fields it is queried by. IDs are fixed-length lowercase hex
+	// that sort as the lines' times, in any collation.
+	2: `CREATE TABLE mcphost_audit (
+	id      TEXT PRIMARY KEY,
+	at      BIGINT NOT NULL,
+	kind    TEXT NOT NULL,
+	server  TEXT NOT NULL,
+	tool    TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	outcome TEXT NOT NULL,
+	line    TEXT NOT NULL
+);
+CREATE INDEX mcphost_audit_at ON mcphost_audit (at);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

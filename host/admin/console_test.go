@@ -1,0 +1,81 @@
+package admin_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestConsoleSession: the console's pages are served at / without a
+// credential, and its session, started with an admin's key, is accepted
+// by the API in place of a bearer token, for this origin only.
+func TestConsoleSession(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	send := func(method, path string, hdr ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, r.srv.URL+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	if code, body := send("GET", "/"); code != 200 || !strings.Contains(body, `action="/console/login"`) {
+		t.Fatalf("GET / without a session: %d\n%s", code, body)
+	}
+	if code, _ := send("GET", "/console/app.js"); code != 200 {
+		t.Errorf("GET /console/app.js: %d", code)
+	}
+	if code, body := send("GET", "/console/none.js"); code != 404 || !strings.Contains(body, `"status":404`) {
+		t.Errorf("an unknown asset: %d %s", code, body)
+	}
+	if code, _ := send("GET", "/v1/servers"); code != 401 {
+		t.Errorf("the API without a session: %d", code)
+	}
+
+	// A user key does not log in; an admin's does.
+	for key, want := range map[string]int{userKey: 403, adminKey: 200} {
+		resp, err := client.PostForm(r.srv.URL+"/console/login", url.Values{"key": {key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("login with %s: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+	if code, body := send("GET", "/"); code != 200 || !strings.Contains(body, `/console/app.js`) || !strings.Contains(body, "operator") {
+		t.Fatalf("GET / after login: %d\n%s", code, body)
+	}
+	if code, body := send("GET", "/v1/servers"); code != 200 || !strings.Contains(body, `"cfg"`) {
+		t.Errorf("GET /v1/servers with the session: %d %s", code, body)
+	}
+	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "cross-site"); code != 403 || !strings.Contains(body, "cross-origin") {
+		t.Errorf("a cross-site disconnect: %d %s", code, body)
+	}
+	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "same-origin"); code != 200 || !strings.Contains(body, `"disconnected"`) {
+		t.Errorf("a same-origin disconnect: %d %s", code, body)
+	}
+	// A bearer credential is judged alone, session or not.
+	if code, _ := send("GET", "/v1/servers", "Authorization", "Bearer "+userKey); code != 403 {
+		t.Errorf("a user's key beside an admin's session: %d, want 403", code)
+	}
+
+	if code, _ := send("POST", "/console/logout", "Sec-Fetch-Site", "same-origin"); code != 200 { // redirected to the login page
+		t.Errorf("logout: %d", code)
+	}
+	if code, _ := send("GET", "/v1/servers"); code != 401 {
+		t.Errorf("the API after logout: %d, want 401", code)
+	}
+}
