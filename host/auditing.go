@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/telemetry"
 )
 
 // AuditOptions turn the audit log on (Options.Audit): an entry per
@@ -45,21 +46,29 @@ type DecisionTracer interface {
 func (tr *callTrace) note(d audit.Decision) { tr.decisions = append(tr.decisions, d) }
 
 // toolCallPolicy runs the tool_call hooks, collecting their decisions in
-// tr when auditing.
-func (h *Host) toolCallPolicy(ctx context.Context, in *abi.ToolCallInput, tr *callTrace) (*abi.CallDecision, error) {
-	if tr != nil && tr.audit {
+// tr when auditing, and tracing them when tracing (tracing.go).
+func (h *Host) toolCallPolicy(ctx context.Context, in *abi.ToolCallInput, tr *callTrace) (d *abi.CallDecision, err error) {
+	ctx, span, note := h.hookSpan(ctx, abi.HookToolCall, tr)
+	if span != nil {
+		defer func() { telemetry.Error(span, err); span.End() }()
+	}
+	if note != nil {
 		if t, ok := h.policy.(DecisionTracer); ok {
-			return t.TracedToolCall(ctx, in, tr.note)
+			return t.TracedToolCall(ctx, in, note)
 		}
 	}
 	return h.policy.ToolCall(ctx, in)
 }
 
 // toolResultPolicy runs the tool_result hooks, likewise.
-func (h *Host) toolResultPolicy(ctx context.Context, in *abi.ToolResultInput, tr *callTrace) (*abi.CallToolResult, error) {
-	if tr != nil && tr.audit {
+func (h *Host) toolResultPolicy(ctx context.Context, in *abi.ToolResultInput, tr *callTrace) (out *abi.CallToolResult, err error) {
+	ctx, span, note := h.hookSpan(ctx, abi.HookToolResult, tr)
+	if span != nil {
+		defer func() { telemetry.Error(span, err); span.End() }()
+	}
+	if note != nil {
 		if t, ok := h.policy.(DecisionTracer); ok {
-			return t.TracedToolResult(ctx, in, tr.note)
+			return t.TracedToolResult(ctx, in, note)
 		}
 	}
 	return h.policy.ToolResult(ctx, in)

@@ -139,13 +139,13 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		res, err = cs.CallTool(ctx, params)
 		return err
 	}
-	err = h.forward(ctx, ss, u, send)
+	err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
 	if err != nil && u.perUser() {
 		// The caller must log in first (oauth mode per_user): asked over
 		// the protocol, the call goes on once they have.
 		var retry bool
 		if retry, err = h.askToAuthorize(ctx, ss, u, err); retry {
-			err = h.forward(ctx, ss, u, send)
+			err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
 		}
 	}
 	if tr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,5 +93,21 @@ func TestBusyUpstreamKeepsItsSession(t *testing.T) {
 	}
 	if res, err := h.CallTool(context.Background(), abi.Caller{}, "b__echo", nil); err != nil || res.IsError {
 		t.Fatalf("the next call: %+v, %v", res, err)
+	}
+}
+
+// TestStatusStderr: a connected stdio server's stderr tail is in its
+// status, masked, for operators; it is not an error.
+func TestStatusStderr(t *testing.T) {
+	srv := stdioServer("a")
+	srv.Env = map[string]string{"UPSTREAM_STDERR": "listening; token=ghp_0123456789abcdefABCDEF0123456789abcd"}
+	h := startHost(t, Config{Servers: []ServerConfig{srv}}, nil)
+	var st Status
+	testproc.WaitFor(t, "the stderr tail in the status", 10*time.Second, func() bool {
+		st = h.Statuses()[0]
+		return st.Stderr != ""
+	})
+	if st.State != StateConnected || st.Error != "" || !strings.Contains(st.Stderr, "listening") || strings.Contains(st.Stderr, "ghp_0123") {
+		t.Fatalf("status %s, error %q, stderr %q", st.State, st.Error, st.Stderr)
 	}
 }

@@ -10,6 +10,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcphost-project/mcphost/host/telemetry"
 )
 
 // Forwarding a request to an upstream, for tools/call and every other
@@ -17,10 +21,20 @@ import (
 // caller's _meta with progress routed back, and what a failure means for
 // the connection.
 
-// forward runs fn against the session that serves ss on u (shared, or ss's
-// own with sessions = "per_client"), under the server's call timeout, and
-// records the call so that what the server sends during it finds ss.
-func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, fn func(context.Context, *mcp.ClientSession) error) error {
+// forward runs fn, which sends method to u, against the session that
+// serves ss on u (shared, or ss's own with sessions = "per_client"), under
+// the server's call timeout, and records the call so that what the server
+// sends during it finds ss. When tracing, the call is a client span, whose
+// context goes to the server in meta (the request's _meta, which fn
+// sends; nil for a request without one).
+func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, method string, meta mcp.Meta, fn func(context.Context, *mcp.ClientSession) error) (err error) {
+	if h.tracer != nil {
+		var span trace.Span
+		ctx, span = h.tracer.Start(ctx, method+" "+u.cfg.Name, trace.SpanKindClient,
+			attribute.String("mcp.method.name", method), attribute.String("mcphost.server", u.cfg.Name))
+		telemetry.ToMeta(ctx, meta)
+		defer func() { telemetry.Error(span, err); span.End() }()
+	}
 	u.acquire()
 	defer u.release()
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
@@ -57,9 +71,13 @@ func transportFailed(err error) bool {
 }
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a
-// progress token with one that routes progress back to ss.
+// progress token with one that routes progress back to ss. (forward adds
+// the trace context.)
 func (h *Host) upstreamMeta(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
 	if len(meta) == 0 {
+		if h.tracer != nil {
+			return mcp.Meta{}, func() {} // for forward's traceparent
+		}
 		return nil, func() {}
 	}
 	out := make(mcp.Meta, len(meta))

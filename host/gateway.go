@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -177,6 +178,13 @@ func (h *Host) MCPServer(transport string) *mcp.Server {
 func (h *Host) receive(transport string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			if h.tracer != nil {
+				// Ended last, so that it sees a recovered panic's error.
+				var span trace.Span
+				ctx, span = h.requestSpan(ctx, method, req, ss)
+				defer func() { endRequestSpan(span, res, err) }()
+			}
 			// The go-sdk runs handlers on their own goroutines without
 			// recovering: a panic here would end the whole host.
 			defer func() {
@@ -185,7 +193,6 @@ func (h *Host) receive(transport string) mcp.Middleware {
 					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error handling %s", method)}
 				}
 			}()
-			ss, _ := req.GetSession().(*mcp.ServerSession)
 			var d *downstream
 			// A client's server/discover gets a session of its own that
 			// ends with it: not worth tracking, nor counting against

@@ -24,6 +24,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/telemetry"
 )
 
 // Version is mcphost's version, reported to upstreams and downstream clients.
@@ -58,6 +59,10 @@ type Options struct {
 	// Metrics, if set, is served at GET /metrics, to the same callers as
 	// /status.
 	Metrics http.Handler
+	// Tracer, if set, traces each downstream request, its policy hooks and
+	// its upstream call (package host/telemetry); the host does not shut
+	// it down.
+	Tracer *telemetry.Tracer
 	// Grants keeps the OAuth grants of servers that log in (oauth blocks
 	// without a grant); nil keeps them in memory only, until Close.
 	Grants grants.Store
@@ -80,8 +85,9 @@ type Host struct {
 	policy       Policy
 	noShortcuts  bool
 	observer     Observer
-	audit        *AuditOptions // nil: no audit log
-	listings     listingAudit  // what the audit log last heard of each caller's listing
+	audit        *AuditOptions     // nil: no audit log
+	tracer       *telemetry.Tracer // nil: no traces
+	listings     listingAudit      // what the audit log last heard of each caller's listing
 	metrics      http.Handler
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
 	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
@@ -137,6 +143,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		noShortcuts:  opts.NoShortcuts,
 		observer:     opts.Observer,
 		audit:        opts.Audit,
+		tracer:       opts.Tracer,
 		metrics:      opts.Metrics,
 		byName:       make(map[string]*upstream, len(cfg.Servers)),
 	}

@@ -683,6 +683,15 @@ func (f *codeFlow) source(ctx context.Context, cfg *oauth2.Config, tok *oauth2.T
 		if err := f.env.Grants.Put(context.WithoutCancel(ctx), grants.New(f.server, f.subject, cfg, t)); err != nil {
 			f.log.Warn("storing the OAuth grant failed; it lasts until mcphost stops", "error", err)
 		}
+	}, load: func() *oauth2.Token {
+		if f.env.Grants == nil {
+			return nil
+		}
+		g, err := f.env.Grants.Get(context.WithoutCancel(ctx), f.server, f.subject)
+		if err != nil || g == nil || g.ClientID != cfg.ClientID {
+			return nil
+		}
+		return g.Token()
 	}}
 	if save {
 		s.save(tok)
@@ -696,6 +705,10 @@ type savingSource struct {
 	ctx  context.Context
 	cfg  *oauth2.Config
 	save func(*oauth2.Token)
+	// load reads the grant as stored, which another process sharing the
+	// store (a replica, `mcphost auth login`) may have renewed: with
+	// rotating refresh tokens, its refresh made ours useless.
+	load func() *oauth2.Token
 
 	mu   sync.Mutex
 	base oauth2.TokenSource
@@ -728,6 +741,9 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 		if s.rt != "" && !refused(err) {
 			return nil, err // the authorization server did not answer: the next request tries again
 		}
+		if t := s.adoptStoredLocked(); t != nil {
+			return t, nil
+		}
 		s.dead = true
 		return nil, nil
 	}
@@ -741,6 +757,23 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 	return t, nil
 }
 
+// adoptStoredLocked takes the stored grant's token when it is another,
+// still valid one than ours, and returns it; nil otherwise.
+func (s *savingSource) adoptStoredLocked() *oauth2.Token {
+	if s.load == nil {
+		return nil
+	}
+	t := s.load()
+	if t == nil || t.AccessToken == s.last || !t.Valid() {
+		return nil
+	}
+	s.base, s.last, s.dead = s.cfg.TokenSource(s.ctx, t), t.AccessToken, false
+	if t.RefreshToken != "" {
+		s.rt = t.RefreshToken
+	}
+	return t
+}
+
 // refresh replaces a token the server refused, unless sentWith (the
 // Authorization header the refused request carried) is already old news.
 // Its error wraps errLoginNeeded when only a login can help.
@@ -749,6 +782,10 @@ func (s *savingSource) refresh(sentWith string) error {
 	defer s.mu.Unlock()
 	if s.last != "" && sentWith != "" && sentWith != "Bearer "+s.last {
 		return nil // another request refreshed meanwhile
+	}
+	// Renewed elsewhere meanwhile (a replica sharing the store).
+	if s.adoptStoredLocked() != nil {
+		return nil
 	}
 	// A refresh token refused once is not sent again with every request
 	// that follows.

@@ -43,7 +43,7 @@ func (h *Host) getPrompt(ctx context.Context, caller abi.Caller, ss *mcp.ServerS
 	defer done()
 	params.Meta = meta
 	var res *mcp.GetPromptResult
-	err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	err := h.forward(ctx, ss, u, "prompts/get", meta, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.GetPrompt(ctx, &params)
 		return err
 	})
@@ -111,7 +111,7 @@ func (h *Host) readResource(ctx context.Context, caller abi.Caller, ss *mcp.Serv
 	defer done()
 	params.Meta = meta
 	var res *mcp.ReadResourceResult
-	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	err = h.forward(ctx, ss, u, "resources/read", meta, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.ReadResource(ctx, &params)
 		return err
 	})
@@ -138,7 +138,7 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	if u.perClient() {
 		// An identity's sessions share its upstream session: it is
 		// subscribed once per URI, and unsubscribed when the last leaves.
-		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+		err := h.forward(ctx, ss, u, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 			return u.subscribeOn(cs, ss, uri, true, func() error {
 				return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 			})
@@ -152,7 +152,7 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		return nil // this client already subscribed
 	}
 	if u.addSub(uri) {
-		err := h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+		err := h.forward(ctx, ss, u, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
@@ -178,7 +178,7 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 	if !u.perClient() {
 		return nil // never subscribed
 	}
-	err = h.forward(ctx, ss, u, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = h.forward(ctx, ss, u, "resources/unsubscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		// Upstream only when no other session of the client still wants it.
 		return u.subscribeOn(cs, ss, uri, false, func() error {
 			return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
@@ -247,7 +247,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	defer done()
 	p.Meta = meta
 	var res *mcp.CompleteResult
-	err := h.forward(ctx, req.Session, u, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+	err := h.forward(ctx, req.Session, u, "completion/complete", meta, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		res, err = cs.Complete(ctx, &p)
 		return err
 	})

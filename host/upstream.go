@@ -57,6 +57,9 @@ type Status struct {
 	// Users counts the callers of a server with oauth mode "per_user" by
 	// where their logins stand; nil for other servers.
 	Users *UserLogins `json:"users,omitempty"`
+	// Stderr is the last lines a stdio server wrote to stderr, masked: for
+	// operators, whatever the state (Error carries it too when it failed).
+	Stderr string `json:"stderr,omitempty"`
 }
 
 // Backoff bounds for reconnecting; jitter spreads reconnects of many
@@ -772,6 +775,7 @@ func (u *upstream) status() Status {
 	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
 	}
+	st.Stderr = u.stderrTail()
 	if u.lastErr != nil {
 		st.Error = errorText(u.lastErr)
 		if tail := u.stderrTail(); tail != "" {

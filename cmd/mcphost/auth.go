@@ -19,6 +19,7 @@ import (
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/store"
 )
 
 const authUsage = `usage:
@@ -66,34 +67,36 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "mcphost auth: no server of this config logs in (an oauth block without grant), and it has no grants block")
 		return exitError(1)
 	}
-	store, err := grants.NewFile(file.Grants.File, file.Grants.Key)
+	kept, err := openGrants(ctx, file)
 	if err != nil {
-		return err
+		fmt.Fprintln(stderr, "mcphost auth:", err)
+		return exitError(1)
 	}
+	defer kept.Close()
 	switch sub {
 	case "status":
-		return authStatus(ctx, file, store, *asJSON, stdout)
+		return authStatus(ctx, file, kept, *asJSON, stdout)
 	case "logout":
 		if _, err := loginServer(file, pos[0]); err != nil {
 			fmt.Fprintln(stderr, "mcphost auth:", err)
 			return exitError(1)
 		}
-		g, err := store.Get(ctx, pos[0], *subject)
+		g, err := kept.Get(ctx, pos[0], *subject)
 		if err != nil {
 			return err
 		}
 		if g == nil {
-			fmt.Fprintf(stderr, "mcphost auth: no grant of %s for %s in %s (mcphost auth status lists them)\n", pos[0], whose(*subject), store.Path())
+			fmt.Fprintf(stderr, "mcphost auth: no grant of %s for %s in %s (mcphost auth status lists them)\n", pos[0], whose(*subject), kept.Path())
 			return exitError(1)
 		}
-		if err := store.Delete(ctx, pos[0], *subject); err != nil {
+		if err := kept.Delete(ctx, pos[0], *subject); err != nil {
 			return err
 		}
 		if *subject != "" {
-			fmt.Fprintf(stdout, "logged %s out of %s (grant removed from %s); a running mcphost forgets the token it holds when it restarts or the server refuses it, and then gives them a login link\n", *subject, pos[0], store.Path())
+			fmt.Fprintf(stdout, "logged %s out of %s (grant removed from %s); a running mcphost forgets the token it holds when it restarts or the server refuses it, and then gives them a login link\n", *subject, pos[0], kept.Path())
 			return nil
 		}
-		fmt.Fprintf(stdout, "logged out of %s (grant removed from %s); a running mcphost asks for a login at its next connect\n", pos[0], store.Path())
+		fmt.Fprintf(stdout, "logged out of %s (grant removed from %s); a running mcphost asks for a login at its next connect\n", pos[0], kept.Path())
 		return nil
 	}
 	sc, err := loginServer(file, pos[0])
@@ -114,13 +117,13 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	n, err := host.Login(ctx, sc, host.LoginOptions{Grants: store, Logins: cb.logins, Redirect: redirect,
+	n, err := host.Login(ctx, sc, host.LoginOptions{Grants: kept, Logins: cb.logins, Redirect: redirect,
 		Announce: announcer(stderr, !*noBrowser)})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcphost auth: login to %s failed: %s\n", sc.Name, oneLine(err.Error()))
 		return exitError(1)
 	}
-	fmt.Fprintf(stdout, "authorized %s: %d tools; the grant is kept in %s\n", sc.Name, n, store.Path())
+	fmt.Fprintf(stdout, "authorized %s: %d tools; the grant is kept in %s\n", sc.Name, n, kept.Path())
 	return nil
 }
 
@@ -138,8 +141,41 @@ func loginServer(file *config.File, name string) (host.ServerConfig, error) {
 	return host.ServerConfig{}, fmt.Errorf("no server %q in the config", name)
 }
 
-func authStatus(ctx context.Context, file *config.File, store *grants.File, asJSON bool, stdout io.Writer) error {
-	list, err := store.List(ctx)
+// grantsWhere is the config's grants store and where it is, for messages.
+type grantsWhere struct {
+	grants.Store
+	where string
+	close func() error
+}
+
+func (g grantsWhere) Path() string { return g.where }
+func (g grantsWhere) Close() error { return g.close() }
+
+// openGrants opens where the config keeps its grants: the grants file, or
+// the store (with a key, and no grants block).
+func openGrants(ctx context.Context, file *config.File) (grantsWhere, error) {
+	if !file.Grants.Store {
+		f, err := grants.NewFile(file.Grants.File, file.Grants.Key)
+		if err != nil {
+			return grantsWhere{}, err
+		}
+		return grantsWhere{Store: f, where: f.Path(), close: func() error { return nil }}, nil
+	}
+	st := file.Store
+	db, err := store.Open(ctx, store.Options{Driver: st.Driver, DSN: st.DSN, Key: st.Key})
+	if err != nil {
+		return grantsWhere{}, err
+	}
+	g, err := db.Grants()
+	if err != nil {
+		db.Close()
+		return grantsWhere{}, err
+	}
+	return grantsWhere{Store: g, where: "the store (" + store.Describe(st.Driver, st.DSN) + ")", close: db.Close}, nil
+}
+
+func authStatus(ctx context.Context, file *config.File, kept grantsWhere, asJSON bool, stdout io.Writer) error {
+	list, err := kept.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -176,9 +212,9 @@ func authStatus(ctx context.Context, file *config.File, store *grants.File, asJS
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"file": store.Path(), "servers": rows})
+		return enc.Encode(map[string]any{"file": kept.Path(), "servers": rows})
 	}
-	fmt.Fprintf(stdout, "grants in %s\n", store.Path())
+	fmt.Fprintf(stdout, "grants in %s\n", kept.Path())
 	for _, r := range rows {
 		if r.Subject != "" {
 			fmt.Fprintf(stdout, "    for %-16s %s\n", r.Subject, grantLine(r.Expiry, r.Refresh, r.Scopes))

@@ -15,9 +15,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -277,4 +280,58 @@ server "p" {
 	if st, _, _ := mcphost(t, "auth", "status", cfg); strings.Contains(st, "key:bob") || !strings.Contains(st, "key:alice") {
 		t.Fatalf("after bob's logout:\n%s", st)
 	}
+}
+
+// TestAuthStatusInStore: with a keyed store and no grants block, `mcphost
+// auth` reads and removes the grants in the store, where replicas share
+// them.
+func TestAuthStatusInStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.hcl")
+	key := strings.Repeat("A", 43) + "="
+	os.WriteFile(cfg, []byte(`
+server "gh" {
+  transport = "streamable-http"
+  url       = "https://mcp.example.com/mcp"
+  oauth {
+    mode = "per_user"
+  }
+}
+store {
+  sqlite = "state.db"
+  key    = "`+key+`"
+}
+`), 0o644)
+	db, err := store.Open(context.Background(), store.Options{Driver: store.SQLite, DSN: filepath.Join(dir, "state.db"), Key: mustKey(t, key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := db.Grants()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.Put(context.Background(), grants.New("gh", "key:alice", &oauth2.Config{ClientID: "c"}, &oauth2.Token{AccessToken: "at-secret", RefreshToken: "rt"}))
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := mcphost(t, "auth", "status", cfg)
+	if code != 0 || !strings.Contains(out, "grants in the store (") || !strings.Contains(out, "for key:alice") || strings.Contains(out, "at-secret") {
+		t.Fatalf("auth status: %d\n%s", code, out)
+	}
+	if out, _, code := mcphost(t, "auth", "logout", "gh", cfg, "--subject", "key:alice"); code != 0 || !strings.Contains(out, "logged key:alice out") {
+		t.Fatalf("logout: %d %s", code, out)
+	}
+	if out, _, _ := mcphost(t, "auth", "status", cfg); strings.Contains(out, "key:alice") {
+		t.Fatalf("after logout:\n%s", out)
+	}
+}
+
+func mustKey(t *testing.T, s string) []byte {
+	t.Helper()
+	k, err := store.ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

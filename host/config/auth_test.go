@@ -176,3 +176,32 @@ server "gh" {
 		}
 	}
 }
+
+// TestGrantsWhere: a config whose servers log in keeps their grants in
+// the grants block's file; without one, in the store when it has a key
+// (replicas share them there), else in the default file beside the config.
+func TestGrantsWhere(t *testing.T) {
+	const login = "server \"gh\" {\ntransport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"per_user\"\n}\n}\n"
+	key := `"` + strings.Repeat("A", 43) + `="`
+	for _, tc := range []struct {
+		name, extra string
+		store       bool
+		file        string
+	}{
+		{"default file", "", false, DefaultGrantsFile},
+		{"store without key", "store {}\n", false, DefaultGrantsFile},
+		{"store with key", "store {\nkey = " + key + "\n}\n", true, ""},
+		{"grants block wins", "store {\nkey = " + key + "\n}\ngrants {\nfile = \"g.json\"\n}\n", false, "g.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file, diags := Parse([]byte(login+tc.extra), "/etc/mcphost/t.hcl")
+			if diags.HasErrors() {
+				t.Fatal(diags.Err())
+			}
+			g := file.Grants
+			if g == nil || g.Store != tc.store || (tc.file != "" && !strings.HasSuffix(g.File, "/"+tc.file)) || (tc.file == "" && g.File != "") {
+				t.Fatalf("grants %+v", g)
+			}
+		})
+	}
+}

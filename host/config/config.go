@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -33,7 +34,10 @@ type File struct {
 	Grants *Grants
 	// Audit is the audit log; nil without an audit block.
 	Audit *Audit
-	Path  string // absolute path of the config file
+	// Traces is where OpenTelemetry traces go; nil (no tracing) without a
+	// traces block.
+	Traces *telemetry.Config
+	Path   string // absolute path of the config file
 
 	// Sources lists the absolute paths the config was built from: the file
 	// itself, then every file read with file(). A watcher reloads when any

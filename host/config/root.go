@@ -19,7 +19,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
 		switch block.Type {
-		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit":
+		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit", "traces":
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
@@ -45,6 +45,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			file.Grants = d.decodeGrants(block)
 		case "audit":
 			file.Audit = d.decodeAudit(block)
+		case "traces":
+			file.Traces = d.decodeTraces(block)
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))

@@ -18,6 +18,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "store"},
 		{Type: "grants"},
 		{Type: "audit"},
+		{Type: "traces"},
 	},
 }
 

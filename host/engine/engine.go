@@ -33,6 +33,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/metrics"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -61,9 +62,11 @@ type Engine struct {
 	log hclog.Logger
 	// metrics is served at GET /metrics (host/metrics).
 	metrics *metrics.Metrics
-	rt      *plugins.Runtime
-	mgr     *plugins.Manager
-	host    *host.Host
+	// tracer exports traces (host/telemetry); nil without a traces block.
+	tracer *telemetry.Tracer
+	rt     *plugins.Runtime
+	mgr    *plugins.Manager
+	host   *host.Host
 
 	mu   sync.Mutex // serialises Reload and Sync
 	file *config.File
@@ -143,7 +146,13 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	}
 	e.storeRev = rev
 	var grantStore grants.Store
-	if file.Grants != nil {
+	switch {
+	case file.Grants != nil && file.Grants.Store && e.store != nil:
+		// Shared by the replicas on the store's database.
+		if grantStore, err = e.store.Grants(); err != nil {
+			return nil, err
+		}
+	case file.Grants != nil && file.Grants.File != "":
 		if grantStore, err = grants.NewFile(file.Grants.File, file.Grants.Key); err != nil {
 			return nil, err
 		}
@@ -152,10 +161,16 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	if err != nil {
 		return nil, err
 	}
+	if file.Traces != nil {
+		if e.tracer, err = telemetry.New(*file.Traces, host.Version); err != nil {
+			return nil, err
+		}
+		log.Info("tracing", "otlp_endpoint", file.Traces.Endpoint)
+	}
 	e.metrics = metrics.New()
 	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
 		Policy: tracedManager{e.mgr}, PolicyStatus: func() any { return e.mgr.Status() },
-		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts})
+		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer})
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +286,11 @@ func (e *Engine) Close() error {
 	// After the host (the last calls are in it), before the store (it
 	// writes there).
 	errs = append(errs, e.closeAudit())
+	if e.tracer != nil {
+		tctx, tcancel := context.WithTimeout(context.Background(), ShutdownDrain)
+		errs = append(errs, e.tracer.Shutdown(tctx)) // the last spans go out
+		tcancel()
+	}
 	if e.ownsStore && e.store != nil {
 		errs = append(errs, e.store.Close())
 	}

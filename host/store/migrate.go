@@ -37,6 +37,14 @@ CREATE TABLE mcphost_servers (
 	line    TEXT NOT NULL
 );
 CREATE INDEX mcphost_audit_at ON mcphost_audit (at);`,
+	// Upstream OAuth grants (grants.go), sealed, by server and caller.
+	3: `CREATE TABLE mcphost_grants (
+	server  TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	sealed  TEXT NOT NULL,
+	updated BIGINT NOT NULL,
+	PRIMARY KEY (server, subject)
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

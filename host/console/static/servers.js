@@ -30,7 +30,8 @@ function splitError(err) {
 function serverRow(s, refresh) {
   const st = s.status || {};
   const state = s.problem ? 'problem' : (st.state || 'unknown');
-  const [err, stderr] = splitError(st.error);
+  const [err, failedStderr] = splitError(st.error);
+  const stderr = st.stderr || failedStderr;
   const where = s.url || [s.command].concat(s.args || []).join(' ');
   const run = (label, fn, cls) => h('button', {class: 'small ' + (cls || ''), dataset: {action: label.toLowerCase()},
     onclick: (ev) => act(ev.target, fn, refresh)}, label);

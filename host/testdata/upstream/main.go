@@ -63,6 +63,7 @@ func main() {
 	echoDesc := flag.String("echo-description", "Echoes text.", "the echo tool's description (tests change it to test pinning)")
 	subscribable := flag.Bool("subscribable", false, "serve the resource "+tickerURI+", which clients may subscribe to, and the tool update_burst")
 	linger := flag.Bool("linger", false, "keep running after stdin closes, as many servers do, until signalled")
+	traceTool := flag.Bool("trace", false, "serve the tool traceparent, which returns the traceparent of its request's _meta")
 	secrets := flag.Bool("secrets", false, "serve $HOSTILE_SECRET through every method but tools too: resources secret://note and secret://{name}, the prompt secret_prompt, and tools elicit and progress_message")
 	flag.Parse()
 	// A server that starts once and then fails every restart, saying why
@@ -76,6 +77,9 @@ func main() {
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if msg := os.Getenv("UPSTREAM_STDERR"); msg != "" {
+		fmt.Fprintln(os.Stderr, msg) // a server that says something on start
 	}
 	if *fail != "" {
 		fmt.Fprintln(os.Stderr, *fail)
@@ -113,6 +117,13 @@ func main() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ToolResultContent{ToolUseID: "u1",
 				Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}}}, nil, nil
 		})
+	if *traceTool {
+		mcp.AddTool(srv, &mcp.Tool{Name: "traceparent", Description: "Returns the traceparent of the request's _meta."},
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				tp, _ := req.Params.Meta["traceparent"].(string)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tp}}}, nil, nil
+			})
+	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Description: "Returns the server's process id."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
