@@ -94,6 +94,10 @@ type Status struct {
 	Failures           uint64    `json:"failures"` // calls that returned an error, of any kind
 	Crashes            uint64    `json:"crashes"`  // instances thrown away (trap, timeout, exit)
 	ConsecutiveCrashes int       `json:"consecutiveCrashes"`
+	// IdleInstances are warm instances waiting for a call; BusyInstances
+	// the slots taken by calls (running, or making their instance).
+	IdleInstances int `json:"idleInstances"`
+	BusyInstances int `json:"busyInstances"`
 	LastError          string    `json:"lastError,omitempty"`
 	LastErrorAt        time.Time `json:"lastErrorAt,omitzero"`
 	RetryAt            time.Time `json:"retryAt,omitzero"` // when failed: when calls are let through again
@@ -336,6 +340,7 @@ func (p *Plugin) Status() Status {
 	s := p.stats
 	s.Hooks = append([]string(nil), s.Hooks...)
 	s.ConsecutiveCrashes = p.crashN
+	s.IdleInstances, s.BusyInstances = len(p.idle), len(p.sem)
 	switch {
 	case p.closed:
 		s.State = StateClosed

@@ -219,6 +219,8 @@ func TestTwoUsers(t *testing.T) {
 		`mcphost_upstream_connected{server="up",transport="stdio"} 1`,
 		`mcphost_downstream_sessions{transport="http"} 2`,
 		`mcphost_plugin_loaded{plugin="ops-limits"} 1`,
+		`mcphost_plugin_instances{plugin="ops-limits",state="idle"} `,
+		`mcphost_plugin_instances{plugin="ops-limits",state="busy"} 0`,
 		`mcphost_tools_list_builds_total{result="ok"} `,
 		`mcphost_plugin_hook_calls_total{hook="tool_call",plugin="ops-limits"} `,
 		`mcphost_plugin_hook_duration_seconds_bucket{hook="tools_list",plugin="ops-limits",le="1"} `,

@@ -318,7 +318,8 @@ func (e *Engine) pluginMetrics() []metrics.PluginStatus {
 	out := make([]metrics.PluginStatus, len(st))
 	for i, s := range st {
 		out[i] = metrics.PluginStatus{Name: s.Name, Loaded: s.State == plugins.StateLoaded,
-			Calls: s.Calls, Reused: s.Reused, Failures: s.Failures, Crashes: s.Crashes}
+			Calls: s.Calls, Reused: s.Reused, Failures: s.Failures, Crashes: s.Crashes,
+			IdleInstances: s.IdleInstances, BusyInstances: s.BusyInstances}
 	}
 	return out
 }

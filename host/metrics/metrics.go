@@ -22,6 +22,7 @@ type PluginStatus struct {
 	Name                             string
 	Loaded                           bool
 	Calls, Reused, Failures, Crashes uint64
+	IdleInstances, BusyInstances     int
 }
 
 // HookStatus is what the metrics read of one hook of one plugin.
@@ -158,6 +159,8 @@ var (
 		"Hook calls that failed, of any kind.", []string{"plugin"}, nil)
 	pluginCrashes = prometheus.NewDesc("mcphost_plugin_crashes_total",
 		"Instances thrown away after a trap, a timeout or an exit.", []string{"plugin"}, nil)
+	pluginInstances = prometheus.NewDesc("mcphost_plugin_instances",
+		"The plugin's instances: idle (warm, waiting for a call) and busy (taken by a call).", []string{"plugin", "state"}, nil)
 	hookCalls = prometheus.NewDesc("mcphost_plugin_hook_calls_total",
 		"Guest calls of a plugin's hook.", []string{"plugin", "hook"}, nil)
 	hookFailures = prometheus.NewDesc("mcphost_plugin_hook_failures_total",
@@ -174,7 +177,8 @@ var (
 		"Audit lines written without their arguments and result because masking them failed.", nil, nil)
 )
 
-var states = []host.State{host.StateConnecting, host.StateConnected, host.StateDisconnected, host.StateFailed}
+var states = []host.State{host.StateConnecting, host.StateConnected, host.StateDisconnected, host.StateFailed,
+	host.StateAuthorizing, host.StateUnauthorized}
 
 // stateCollector reads the host's and the plugins' state at each scrape.
 // The plugins' counters restart with each generation of a plugin, so
@@ -183,7 +187,7 @@ type stateCollector struct{ src Sources }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{upstreamConnected, upstreamState, upstreamReconnects, upstreamTools, upstreamInFlight,
-		upstreamClients, sessions, pluginLoaded, pluginCalls, pluginReused, pluginFailures, pluginCrashes,
+		upstreamClients, sessions, pluginLoaded, pluginCalls, pluginReused, pluginFailures, pluginCrashes, pluginInstances,
 		hookCalls, hookFailures, hookDuration, swaps, auditWritten, auditDropped, auditRedactFailed} {
 		ch <- d
 	}
@@ -220,6 +224,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			counter(pluginReused, float64(p.Reused), p.Name)
 			counter(pluginFailures, float64(p.Failures), p.Name)
 			counter(pluginCrashes, float64(p.Crashes), p.Name)
+			gauge(pluginInstances, float64(p.IdleInstances), p.Name, "idle")
+			gauge(pluginInstances, float64(p.BusyInstances), p.Name, "busy")
 		}
 	}
 	if c.src.Hooks != nil {
