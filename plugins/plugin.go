@@ -82,25 +82,25 @@ type Plugin struct {
 
 // Status is a snapshot of a plugin's health.
 type Status struct {
-	Name               string    `json:"name"`
-	Source             string    `json:"source"`
-	SHA256             string    `json:"sha256"`
-	ABI                string    `json:"abi"`
-	Version            string    `json:"version,omitempty"`
-	Hooks              []string  `json:"hooks"`
-	State              string    `json:"state"` // StateLoaded, StateFailed or StateClosed
-	Calls              uint64    `json:"calls"`
-	Reused             uint64    `json:"reused"`   // hook calls answered from the plugin's hints, without running it
-	Failures           uint64    `json:"failures"` // calls that returned an error, of any kind
-	Crashes            uint64    `json:"crashes"`  // instances thrown away (trap, timeout, exit)
-	ConsecutiveCrashes int       `json:"consecutiveCrashes"`
+	Name               string   `json:"name"`
+	Source             string   `json:"source"`
+	SHA256             string   `json:"sha256"`
+	ABI                string   `json:"abi"`
+	Version            string   `json:"version,omitempty"`
+	Hooks              []string `json:"hooks"`
+	State              string   `json:"state"` // StateLoaded, StateFailed or StateClosed
+	Calls              uint64   `json:"calls"`
+	Reused             uint64   `json:"reused"`   // hook calls answered from the plugin's hints, without running it
+	Failures           uint64   `json:"failures"` // calls that returned an error, of any kind
+	Crashes            uint64   `json:"crashes"`  // instances thrown away (trap, timeout, exit)
+	ConsecutiveCrashes int      `json:"consecutiveCrashes"`
 	// IdleInstances are warm instances waiting for a call; BusyInstances
 	// the slots taken by calls (running, or making their instance).
-	IdleInstances int `json:"idleInstances"`
-	BusyInstances int `json:"busyInstances"`
-	LastError          string    `json:"lastError,omitempty"`
-	LastErrorAt        time.Time `json:"lastErrorAt,omitzero"`
-	RetryAt            time.Time `json:"retryAt,omitzero"` // when failed: when calls are let through again
+	IdleInstances int       `json:"idleInstances"`
+	BusyInstances int       `json:"busyInstances"`
+	LastError     string    `json:"lastError,omitempty"`
+	LastErrorAt   time.Time `json:"lastErrorAt,omitzero"`
+	RetryAt       time.Time `json:"retryAt,omitzero"` // when failed: when calls are let through again
 	// Load numbers this load of the plugin, runtime-wide: a reload that
 	// keeps the plugin (same digest, spec and config) keeps the number,
 	// one that loads it afresh gives a new one. It is how a test or an
