@@ -237,6 +237,11 @@ type UpstreamOAuth struct {
 	Mode         string // OAuthShared (the default for a login) or OAuthPerUser
 	ClientID     string // optional for a login: dynamic registration otherwise
 	ClientSecret string // never logged, shown in status or errors
+	// ClientAssertionKey is a PEM private key: with it, the
+	// client_credentials grant authenticates the client with a signed JWT
+	// (private_key_jwt, RFC 7523) instead of ClientSecret.
+	ClientAssertionKey string
+	ClientAssertionAlg string // optional: the key's own (ES256 for P-256, RS256 for RSA)
 	Issuer       string // optional: refuse an authorization server other than this one
 	Scopes       []string
 	RedirectURL  string // optional: the host's own /oauth/callback by default

@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,13 +26,22 @@ func newOAuthHandler(o *UpstreamOAuth, server string, env *OAuthEnv, log hclog.L
 	if err := checkOAuth(o); err != nil {
 		return nil, err
 	}
-	return extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+	cfg := &extauth.ClientCredentialsHandlerConfig{
 		Credentials: &oauthex.ClientCredentials{
 			ClientID:         o.ClientID,
 			ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret},
 			Issuer:           o.Issuer,
 		},
-	})
+	}
+	if o.ClientAssertionKey != "" {
+		s, err := newClientSigner(o.ClientID, o.ClientAssertionKey, o.ClientAssertionAlg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Credentials.ClientSecretAuth.ClientSecret = assertionPlaceholder
+		cfg.HTTPClient = &http.Client{Timeout: oauthHTTPTimeout, Transport: newAssertionTransport(http.DefaultTransport, s)}
+	}
+	return extauth.NewClientCredentialsHandler(cfg)
 }
 
 // checkOAuth is what Validate asks of an oauth block.
@@ -41,8 +51,15 @@ func checkOAuth(o *UpstreamOAuth) error {
 		if o.Mode != "" {
 			return fmt.Errorf("mode %q is for logins; the %s grant has none", o.Mode, o.Grant)
 		}
-		if o.ClientID == "" || o.ClientSecret == "" {
-			return fmt.Errorf("the %s grant needs client_id and client_secret", o.Grant)
+		if o.ClientAssertionKey != "" {
+			if o.Grant != GrantClientCredentials || o.ClientSecret != "" || o.ClientID == "" {
+				return fmt.Errorf("client_assertion_key authenticates the %s grant's client_id in place of client_secret: give client_id and the key, no secret", GrantClientCredentials)
+			}
+			if _, _, err := parseClientKey(o.ClientAssertionKey, o.ClientAssertionAlg); err != nil {
+				return err
+			}
+		} else if o.ClientID == "" || o.ClientSecret == "" {
+			return fmt.Errorf("the %s grant needs client_id and client_secret (or client_assertion_key)", o.Grant)
 		}
 		if o.Grant == GrantTokenExchange && o.Issuer == "" {
 			return fmt.Errorf("the %s grant needs issuer: the authorization server that issues the callers' tokens and exchanges them", o.Grant)

@@ -33,6 +33,13 @@ oauth=$'mode = "shared"\n    client_metadata_url = "https://conformance-test.loc
 case ${MCP_CONFORMANCE_SCENARIO:-} in
 auth/client-credentials-*) oauth="grant = \"client_credentials\"" ;;
 esac
+# private_key_jwt (auth/client-credentials-jwt): the scenario's key.
+field private_key_pem >"$dir/key.pem"
+if [ -s "$dir/key.pem" ]; then
+	oauth+=$'\n    client_assertion_key = file("'"$dir/key.pem"'")'
+	alg=$(field signing_algorithm)
+	[ -n "$alg" ] && oauth+=$'\n    client_assertion_alg = "'"$alg"'"'
+fi
 [ -n "$client_id" ] && oauth+=$'\n    client_id = "'"$client_id"'"'
 [ -n "$client_secret" ] && oauth+=$'\n    client_secret = "'"$client_secret"'"'
 

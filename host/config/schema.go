@@ -139,6 +139,8 @@ var upstreamOAuthSchema = &hcl.BodySchema{
 		{Name: "grant"},
 		{Name: "client_id"},
 		{Name: "client_secret"},
+		{Name: "client_assertion_key"},
+		{Name: "client_assertion_alg"},
 		{Name: "issuer"},
 		{Name: "audience"},
 		{Name: "mode"},

@@ -189,6 +189,19 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 	}
 	o.ClientID, _ = d.string(attrs["client_id"])
 	o.ClientSecret, _ = d.string(attrs["client_secret"])
+	if a := attrs["client_assertion_key"]; a != nil {
+		if v, ok := d.string(a); ok {
+			o.ClientAssertionKey = v
+			if o.Grant != host.GrantClientCredentials {
+				d.errorf(a.NameRange, "client_assertion_key is for client_credentials", "private_key_jwt authenticates the client of grant = %q; remove client_assertion_key.", host.GrantClientCredentials)
+			} else if o.ClientSecret != "" {
+				d.errorf(a.NameRange, "Two client credentials", "Give client_secret or client_assertion_key (private_key_jwt), not both.")
+			}
+		}
+	}
+	if v, ok := d.enum(attrs["client_assertion_alg"], "ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"); ok {
+		o.ClientAssertionAlg = v
+	}
 	if v, ok := d.string(attrs["issuer"]); ok {
 		o.Issuer = v
 	}
@@ -223,8 +236,8 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 				d.errorf(a.NameRange, fmt.Sprintf("%s is for logins", name), "The %s grant logs nobody in; remove %s, or remove grant to log in with the authorization code flow.", o.Grant, name)
 			}
 		}
-		if o.ClientID == "" || o.ClientSecret == "" {
-			d.errorf(b.DefRange, "Missing client credentials", "The %s grant needs client_id and client_secret (usually client_secret = env(\"NAME\")).", o.Grant)
+		if o.ClientID == "" || (o.ClientSecret == "" && o.ClientAssertionKey == "") {
+			d.errorf(b.DefRange, "Missing client credentials", "The %s grant needs client_id and client_secret (usually client_secret = env(\"NAME\")), or for client_credentials a client_assertion_key (private_key_jwt, usually file(\"key.pem\")).", o.Grant)
 		}
 		if o.Grant == host.GrantTokenExchange && o.Issuer == "" {
 			d.errorf(b.DefRange, "Missing issuer", "The %s grant needs issuer: the authorization server that issued the callers' tokens (listen.auth's oauth issuer) and exchanges them.", o.Grant)

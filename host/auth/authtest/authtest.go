@@ -61,10 +61,13 @@ func (as *Server) HoldJWKS() (release func()) {
 
 // Client is a registered OAuth client and the access tokens it gets.
 type Client struct {
-	Secret   string         // "" for a public client (token_endpoint_auth_method none)
-	Subject  string         // client_credentials: the tokens' sub
-	Audience string         // client_credentials: the tokens' aud
-	Extra    map[string]any // claims over Claims' defaults
+	Secret string // "" for a public client (token_endpoint_auth_method none)
+	// AssertionKey, when set, is the public key of a private_key_jwt
+	// client (RFC 7523): it authenticates with a signed assertion.
+	AssertionKey *jose.JSONWebKey
+	Subject      string         // client_credentials: the tokens' sub
+	Audience     string         // client_credentials: the tokens' aud
+	Extra        map[string]any // claims over Claims' defaults
 
 	// RedirectURIs are where authorization responses may go: a client
 	// needs one for the authorization code grant.
@@ -114,7 +117,7 @@ func New(t testing.TB) *Server {
 			"scopes_supported":                               scopes,
 			"response_types_supported":                       []string{"code"},
 			"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials", GrantTokenExchange},
-			"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post"},
+			"token_endpoint_auth_methods_supported":          []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"},
 			"code_challenge_methods_supported":               []string{"S256"},
 			"authorization_response_iss_parameter_supported": true,
 		})
@@ -156,13 +159,24 @@ func New(t testing.TB) *Server {
 		as.mu.Lock()
 		c, known := as.clients[id]
 		as.mu.Unlock()
+		if r.PostFormValue("client_assertion_type") != "" || c.AssertionKey != nil {
+			if ok || secret != "" {
+				oauthError(w, http.StatusUnauthorized, "invalid_client", "a private_key_jwt client sends no secret")
+				return
+			}
+			if err := as.checkAssertion(r, id, c); err != nil {
+				oauthError(w, http.StatusUnauthorized, "invalid_client", err.Error())
+				return
+			}
+			secret = c.Secret // authenticated by the assertion
+		}
 		switch grant {
 		case "client_credentials", "authorization_code", "refresh_token", GrantTokenExchange:
 		default:
 			oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "")
 			return
 		}
-		if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 || (grant == "client_credentials" && c.Secret == "") {
+		if !known || subtle.ConstantTimeCompare([]byte(secret), []byte(c.Secret)) != 1 || (grant == "client_credentials" && c.Secret == "" && c.AssertionKey == nil) {
 			oauthError(w, http.StatusUnauthorized, "invalid_client", "")
 			return
 		}

@@ -50,11 +50,12 @@ const codeLifetime = time.Minute
 
 // codeState is the authorization code grant's state, under Server.mu.
 type codeState struct {
-	user      string
-	consent   Consent
-	lifetime  time.Duration
-	noRefresh bool
-	scopes    []string
+	assertions map[string]bool // client assertion jtis seen (private_key_jwt)
+	user       string
+	consent    Consent
+	lifetime   time.Duration
+	noRefresh  bool
+	scopes     []string
 
 	codes   map[string]*codeGrant    // by code
 	refresh map[string]*tokenGrant   // live refresh tokens

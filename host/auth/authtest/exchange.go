@@ -107,3 +107,39 @@ func (as *Server) verify(token string) (string, time.Time, error) {
 	}
 	return "", time.Time{}, fmt.Errorf("not signed by this server")
 }
+
+// checkAssertion authenticates a private_key_jwt client (RFC 7523 section
+// 2.2 and 3): the assertion is signed with its key, names it as iss and
+// sub, this token endpoint as aud, and is unexpired and not replayed.
+func (as *Server) checkAssertion(r *http.Request, id string, c Client) error {
+	if c.AssertionKey == nil {
+		return fmt.Errorf("client %q is not a private_key_jwt client", id)
+	}
+	if r.PostFormValue("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" {
+		return fmt.Errorf("client_assertion_type %q", r.PostFormValue("client_assertion_type"))
+	}
+	tok, err := jwt.ParseSigned(r.PostFormValue("client_assertion"), []jose.SignatureAlgorithm{jose.SignatureAlgorithm(c.AssertionKey.Algorithm)})
+	if err != nil {
+		return fmt.Errorf("client_assertion: %v", err)
+	}
+	var claims jwt.Claims
+	if err := tok.Claims(c.AssertionKey.Key, &claims); err != nil {
+		return fmt.Errorf("client_assertion signature: %v", err)
+	}
+	if err := claims.ValidateWithLeeway(jwt.Expected{Issuer: id, Subject: id, AnyAudience: jwt.Audience{as.URL + "/token", as.URL}, Time: time.Now()}, 0); err != nil {
+		return fmt.Errorf("client_assertion claims: %v", err)
+	}
+	if claims.Expiry == nil || claims.ID == "" {
+		return fmt.Errorf("client_assertion lacks exp or jti")
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if as.code.assertions == nil {
+		as.code.assertions = map[string]bool{}
+	}
+	if as.code.assertions[claims.ID] {
+		return fmt.Errorf("client_assertion jti %q replayed", claims.ID)
+	}
+	as.code.assertions[claims.ID] = true
+	return nil
+}
