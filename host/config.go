@@ -242,9 +242,9 @@ type UpstreamOAuth struct {
 	// (private_key_jwt, RFC 7523) instead of ClientSecret.
 	ClientAssertionKey string
 	ClientAssertionAlg string // optional: the key's own (ES256 for P-256, RS256 for RSA)
-	Issuer       string // optional: refuse an authorization server other than this one
-	Scopes       []string
-	RedirectURL  string // optional: the host's own /oauth/callback by default
+	Issuer             string // optional: refuse an authorization server other than this one
+	Scopes             []string
+	RedirectURL        string // optional: the host's own /oauth/callback by default
 	// Audience is the audience a token exchange asks for (RFC 8693); the
 	// server's URL by default, which is also the resource (RFC 8707).
 	Audience string
