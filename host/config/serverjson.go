@@ -224,17 +224,7 @@ func (s ServerSpec) hcl() []byte {
 	}
 	str("transport", s.Transport)
 	str("command", s.Command)
-	if s.Args != nil {
-		vals := make([]cty.Value, len(s.Args))
-		for i, a := range s.Args {
-			vals[i] = cty.StringVal(a)
-		}
-		if len(vals) == 0 {
-			b.SetAttributeValue("args", cty.ListValEmpty(cty.String))
-		} else {
-			b.SetAttributeValue("args", cty.ListVal(vals))
-		}
-	}
+	strList(b, "args", s.Args)
 	strMap(b, "env", s.Env)
 	str("cwd", s.Cwd)
 	str("url", s.URL)
@@ -255,19 +245,26 @@ func (s ServerSpec) hcl() []byte {
 				ob.SetAttributeValue(kv[0], cty.StringVal(kv[1]))
 			}
 		}
-		if o.Scopes != nil {
-			scopes := make([]cty.Value, len(o.Scopes))
-			for i, sc := range o.Scopes {
-				scopes[i] = cty.StringVal(sc)
-			}
-			if len(scopes) == 0 {
-				ob.SetAttributeValue("scopes", cty.ListValEmpty(cty.String))
-			} else {
-				ob.SetAttributeValue("scopes", cty.ListVal(scopes))
-			}
-		}
+		strList(ob, "scopes", o.Scopes)
 	}
 	return f.Bytes()
+}
+
+// strList writes a list of strings; an empty one as [], a nil one not at
+// all.
+func strList(b *hclwrite.Body, name string, list []string) {
+	if list == nil {
+		return
+	}
+	if len(list) == 0 {
+		b.SetAttributeValue(name, cty.ListValEmpty(cty.String))
+		return
+	}
+	vals := make([]cty.Value, len(list))
+	for i, v := range list {
+		vals[i] = cty.StringVal(v)
+	}
+	b.SetAttributeValue(name, cty.ListVal(vals))
 }
 
 // strMap writes a map of strings as an object whose keys are all quoted

@@ -179,3 +179,25 @@ func TestSpecSecretsURL(t *testing.T) {
 		t.Errorf("a URL without credentials: %q %+v", pub.URL, sec)
 	}
 }
+
+// TestServerSpecOAuthLogin: a JSON definition carries the whole oauth
+// block (a per_user login with scopes), and SpecOf writes it back.
+func TestServerSpecOAuthLogin(t *testing.T) {
+	spec, err := config.DecodeServerSpec([]byte(`{"name":"gh","transport":"streamable-http","url":"https://x.example/mcp",
+		"oauth":{"mode":"per_user","scopes":["repo","read:org"],"redirect_url":"https://gw.example/oauth/callback"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := spec.Server(filepath.Join(t.TempDir(), "mcphost.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sc.OAuth
+	if o == nil || o.Mode != host.OAuthPerUser || strings.Join(o.Scopes, " ") != "repo read:org" || o.RedirectURL != "https://gw.example/oauth/callback" {
+		t.Fatalf("oauth %+v", o)
+	}
+	back := config.SpecOf(sc)
+	if back.OAuth == nil || back.OAuth.Mode != "per_user" || len(back.OAuth.Scopes) != 2 {
+		t.Fatalf("written back: %+v", back.OAuth)
+	}
+}
