@@ -122,6 +122,14 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	}
 	upMeta, done := h.upstreamMeta(ctx, ss, meta)
 	defer done()
+	if u.cfg.Transport == TransportInternal {
+		// An in-process server (a tool plugin) is told who calls, under a
+		// key no client can set for it: the host's value replaces theirs.
+		if upMeta == nil {
+			upMeta = mcp.Meta{}
+		}
+		upMeta[abi.CallerMetaKey] = caller
+	}
 	params.Meta = upMeta
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by

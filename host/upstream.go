@@ -219,7 +219,7 @@ const (
 
 func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 	var ping time.Duration
-	if u.cfg.Transport != TransportStdio {
+	if u.cfg.Transport != TransportStdio && u.cfg.Transport != TransportInternal {
 		ping = keepAlive
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
@@ -326,6 +326,12 @@ func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *ato
 		}
 		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, OAuthHandler: oauth}, nil
+	case TransportInternal:
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := u.cfg.Internal.Connect(u.ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return tapTransport{Transport: ct, u: u, bound: bound, conn: conn}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
 }

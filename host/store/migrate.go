@@ -23,6 +23,15 @@ CREATE TABLE mcphost_servers (
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL
 );`,
+	// 2: the key-value stores of tool plugins, one namespace per plugin;
+	// values base64 (the SQL both share has no common binary type).
+	2: `CREATE TABLE mcphost_plugin_kv (
+	plugin  TEXT NOT NULL,
+	k       TEXT NOT NULL,
+	v       TEXT NOT NULL,
+	updated BIGINT NOT NULL,
+	PRIMARY KEY (plugin, k)
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

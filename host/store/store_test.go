@@ -299,7 +299,7 @@ func TestReplicasMigrateAtOnce(t *testing.T) {
 		}
 	}
 	var applied int
-	if err := rawDB(t, o).QueryRow(`SELECT COUNT(*) FROM mcphost_schema`).Scan(&applied); err != nil || applied != 1 {
+	if err := rawDB(t, o).QueryRow(`SELECT COUNT(*) FROM mcphost_schema`).Scan(&applied); err != nil || applied != 2 { // migrations 1 and 2, once each
 		t.Fatalf("schema rows: %d %v", applied, err)
 	}
 }
