@@ -139,6 +139,19 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	var rawRes json.RawMessage
 	upStart := time.Now()
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		if c := u.rawConn(cs); c != nil && c.direct() {
+			// An in-process tool server's fast path (memconn.go). A
+			// session that does not take results as sent gets it typed.
+			rawRes, err = c.callDirect(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			if err == nil && !raw {
+				res = new(mcp.CallToolResult)
+				if err = json.Unmarshal(rawRes, res); err != nil {
+					err = fmt.Errorf("calling \"tools/call\": %w", err)
+				}
+				rawRes = nil
+			}
+			return err
+		}
 		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
 			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
 			return err

@@ -116,6 +116,9 @@ type ServerConfig struct {
 	// mcp.NewInMemoryTransports. Reconfigure keeps an upstream whose
 	// config is unchanged, the same *mcp.Server included.
 	Internal *mcp.Server
+	// InternalTools, when not nil, takes Internal's tools/call requests
+	// on a fast path (memconn.go), unless Options.NoShortcuts.
+	InternalTools InternalTools
 
 	// sse and streamable-http
 	URL     string

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Plugin kinds (Spec.Kind).
@@ -47,6 +49,8 @@ type Tool struct {
 type ToolOutcome struct {
 	Result    json.RawMessage
 	ToolError *abi.ToolError
+
+	structured json.RawMessage // the result's structuredContent, if any
 }
 
 // ToolCall is what a tool call's host functions reach: the calling client
@@ -324,21 +328,19 @@ func (t *Tool) checkOutput(o *ToolOutcome) error {
 		return nil
 	}
 	var r struct {
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
+		IsError bool `json:"isError"`
 	}
-	if err := json.Unmarshal(o.Result, &r); err != nil {
+	if err := strictDecode(o.Result, &r); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOutput, err)
 	}
 	if r.IsError {
 		return nil // a tool's own error result need not fit the schema
 	}
-	sc := bytes.TrimSpace(r.StructuredContent)
-	if len(sc) == 0 || bytes.Equal(sc, []byte("null")) {
+	if o.structured == nil {
 		return &schemaFailure{te: &abi.ToolError{Message: "the tool has an output schema but returned no structuredContent"}}
 	}
 	var v any
-	if err := json.Unmarshal(sc, &v); err != nil {
+	if err := json.Unmarshal(o.structured, &v); err != nil {
 		return fmt.Errorf("%w: structuredContent: %w", ErrInvalidOutput, err)
 	}
 	if err := t.out.Validate(v); err != nil {
@@ -349,49 +351,91 @@ func (t *Tool) checkOutput(o *ToolOutcome) error {
 	return nil
 }
 
+// strictDecode decodes one JSON value into v, matching field names
+// exactly (clients read "content", not "Content"), and refuses trailing
+// data.
+func strictDecode(data []byte, v any) error {
+	rest, err := fastjson.Parse(data, v, fastjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// invokeOutput is mcphost_tool_invoke's output, decoded once: the fields
+// of a CallToolResult and of a ToolError.
+type invokeOutput struct {
+	Content           *[]abi.Content  `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	Meta              json.RawMessage `json:"_meta"`
+	Field             string          `json:"field"`
+	Message           *string         `json:"message"`
+}
+
 // decodeToolInvoke checks mcphost_tool_invoke output: a CallToolResult
 // (an object with "content" or "structuredContent") or a ToolError (an
-// object with "message" and neither of those).
+// object with "message" and neither of those). It decodes once, with
+// segmentio's codec: a tool call's output is on every call's path.
 func decodeToolInvoke(data []byte) (*ToolOutcome, error) {
-	var probe map[string]json.RawMessage
-	if err := strictObject(data, &probe); err != nil {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return nil, fmt.Errorf("%w: output is not a JSON object", ErrInvalidOutput)
+	}
+	var o invokeOutput
+	if err := strictDecode(data, &o); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
 	}
-	_, hasContent := probe["content"]
-	_, hasStructured := probe["structuredContent"]
-	if !hasContent && !hasStructured {
-		if _, ok := probe["message"]; !ok {
+	sc := bytes.TrimSpace(o.StructuredContent)
+	hasStructured := len(sc) > 0 && !bytes.Equal(sc, []byte("null"))
+	if o.Content == nil && !hasStructured {
+		if o.Message == nil {
 			return nil, fmt.Errorf("%w: neither a result (\"content\" or \"structuredContent\") nor a tool error (\"message\")", ErrInvalidOutput)
 		}
-		var te abi.ToolError
-		if err := json.Unmarshal(data, &te); err != nil {
-			return nil, fmt.Errorf("%w: tool error: %w", ErrInvalidOutput, err)
-		}
-		if te.Message == "" {
+		if *o.Message == "" {
 			return nil, fmt.Errorf("%w: tool error with an empty \"message\"", ErrInvalidOutput)
 		}
-		return &ToolOutcome{ToolError: &te}, nil
+		return &ToolOutcome{ToolError: &abi.ToolError{Field: o.Field, Message: *o.Message}}, nil
 	}
-	var r abi.CallToolResult
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%w: result: %w", ErrInvalidOutput, err)
-	}
-	if err := checkResult(&r); err != nil {
-		return nil, fmt.Errorf("%w: result: %w", ErrInvalidOutput, err)
-	}
-	if len(r.Meta) > 0 && !isObject(r.Meta) && !bytes.Equal(bytes.TrimSpace(r.Meta), []byte("null")) {
-		return nil, fmt.Errorf("%w: result: _meta is not an object", ErrInvalidOutput)
-	}
-	if !hasContent {
-		// MCP asks for content; a result with structured content only
-		// gets it as text, as the go-sdk does for typed tools.
-		probe["content"] = json.RawMessage(`[{"type":"text","text":` + strconv.Quote(string(bytes.TrimSpace(probe["structuredContent"]))) + `}]`)
-		var err error
-		if data, err = json.Marshal(probe); err != nil {
-			return nil, fmt.Errorf("%w: result: %w", ErrInvalidOutput, err)
+	if o.Content != nil {
+		for i, c := range *o.Content {
+			switch c.Type {
+			case "text", "image", "audio", "resource", "resource_link":
+			default:
+				return nil, fmt.Errorf("%w: result: content[%d]: unknown type %q", ErrInvalidOutput, i, c.Type)
+			}
 		}
 	}
-	return &ToolOutcome{Result: bytes.TrimSpace(data)}, nil
+	if hasStructured && sc[0] != '{' {
+		return nil, fmt.Errorf("%w: result: structuredContent is not an object", ErrInvalidOutput)
+	}
+	if m := bytes.TrimSpace(o.Meta); len(m) > 0 && m[0] != '{' && !bytes.Equal(m, []byte("null")) {
+		return nil, fmt.Errorf("%w: result: _meta is not an object", ErrInvalidOutput)
+	}
+	// The go-sdk reads the content blocks' own fields; a block it cannot
+	// read is refused there, as an upstream's would be.
+	out := &ToolOutcome{Result: data}
+	if hasStructured {
+		out.structured = sc
+	}
+	if o.Content == nil {
+		// MCP asks for content; a result with structured content only
+		// gets it as text, as the go-sdk does for typed tools.
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(data, &probe); err != nil {
+			return nil, fmt.Errorf("%w: result: %w", ErrInvalidOutput, err)
+		}
+		probe["content"] = json.RawMessage(`[{"type":"text","text":` + strconv.Quote(string(sc)) + `}]`)
+		b, err := json.Marshal(probe)
+		if err != nil {
+			return nil, fmt.Errorf("%w: result: %w", ErrInvalidOutput, err)
+		}
+		out.Result = b
+	}
+	return out, nil
 }
 
 // schemaPath matches the schema locations jsonschema-go's errors name.
@@ -465,11 +509,8 @@ func unescapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
-// RunTool loads spec as a tool plugin (with a pool of one) and sends input
-// to mcphost_tool_invoke as it is, unvalidated (the compatibility kit's
-// probes add fields no version defines), checking the output as the host
-// does. The outcome is a result or a tool error; an error is the guest's
-// failure or output the host refuses (ErrInvalidOutput).
+// RunTool loads spec as a tool plugin (with a pool of one) and runs
+// InvokeToolRaw on input.
 func RunTool(ctx context.Context, rt *Runtime, spec Spec, input []byte) (*ToolOutcome, error) {
 	spec.Instances, spec.Kind = 1, KindTools
 	p, err := rt.Load(ctx, spec)
@@ -477,6 +518,16 @@ func RunTool(ctx context.Context, rt *Runtime, spec Spec, input []byte) (*ToolOu
 		return nil, err
 	}
 	defer p.Close(context.WithoutCancel(ctx))
+	return p.InvokeToolRaw(ctx, input)
+}
+
+// InvokeToolRaw sends input to mcphost_tool_invoke as it is, unvalidated
+// (the compatibility kit's probes add fields no version defines), and
+// checks the output as the host does. The outcome is a result or a tool
+// error; an error is the guest's failure or output the host refuses
+// (ErrInvalidOutput, also for structured content its output schema
+// refuses).
+func (p *Plugin) InvokeToolRaw(ctx context.Context, input []byte) (*ToolOutcome, error) {
 	out, err := p.call(ctx, HookToolInvoke, abi.ExportToolInvoke, input)
 	if err != nil {
 		return nil, err
@@ -498,6 +549,9 @@ func RunTool(ctx context.Context, rt *Runtime, spec Spec, input []byte) (*ToolOu
 	}
 	return o, nil
 }
+
+// ToolSet returns a tool plugin's tools, definitions and schemas.
+func (p *Plugin) ToolSet() []*Tool { return slices.Clone(p.tools) }
 
 // MinimalArguments builds the smallest arguments a tool's input schema
 // accepts that this simple builder can find (its required properties, each
@@ -577,16 +631,4 @@ func minimal(s map[string]any, depth int) any {
 		return nil
 	}
 	return map[string]any{}
-}
-
-// ToolsOf loads spec as a tool plugin and returns its tools (definitions
-// and schemas), for the compatibility kit and plugin inspect.
-func ToolsOf(ctx context.Context, rt *Runtime, spec Spec) ([]*Tool, error) {
-	spec.Instances, spec.Kind = 1, KindTools
-	p, err := rt.Load(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close(context.WithoutCancel(ctx))
-	return p.tools, nil
 }

@@ -86,8 +86,10 @@ func FuzzDecodeToolInvoke(f *testing.F) {
 			t.Fatalf("accepted a tool error without a message")
 		}
 		if o.Result != nil {
+			// Decoded as MCP clients do, field names matched exactly
+			// (the go-sdk's codec).
 			var r abi.CallToolResult
-			if err := json.Unmarshal(o.Result, &r); err != nil || checkResult(&r) != nil {
+			if err := strictDecode(o.Result, &r); err != nil || checkResult(&r) != nil {
 				t.Fatalf("accepted result %s: %v", o.Result, err)
 			}
 			var m map[string]json.RawMessage

@@ -3,9 +3,12 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/internal/bench"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // The cost of a tool plugin: a no-op tool served as a Wasm plugin through
@@ -94,8 +98,11 @@ func BenchmarkToolCall(b *testing.B) {
 	}
 }
 
-// TestToolPluginVersusNative measures both, in alternating rounds in one
-// process, and prints the table docs/BENCHMARKS.md records. It runs only
+// TestToolPluginVersusNative measures both as they run: the mcphost
+// binary (`mcphost run`) serving the typed test guest's no-op tool, and a
+// minimal native go-sdk server binary (testdata/noopserver), each in its
+// own process, called by a go-sdk client from this one, in alternating
+// rounds. It prints the table docs/BENCHMARKS.md records. It runs only
 // with MCPHOST_BENCH_TOOLS=1 (MCPHOST_BENCH_ROUNDS, _CALLS to change the
 // size), and fails when the plugin's median p50 is above 1.5 times the
 // native server's.
@@ -104,10 +111,42 @@ func TestToolPluginVersusNative(t *testing.T) {
 		t.Skip("set MCPHOST_BENCH_TOOLS=1 to measure")
 	}
 	rounds, calls := envInt("MCPHOST_BENCH_ROUNDS", 5), envInt("MCPHOST_BENCH_CALLS", 3000)
-	native := connectBench(t, nativeNoop(t))
-	plugin := connectBench(t, pluginNoop(t))
-	var p50 [2][]time.Duration
-	var p99 [2][]time.Duration
+	dir := t.TempDir()
+	bins, err := testproc.Build(dir, map[string]string{"mcphost": "../../cmd/mcphost", "noopserver": "./testdata/noopserver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string, args ...string) string {
+		addr := testproc.FreeAddr(t)
+		var cmd *exec.Cmd
+		if name == "mcphost" {
+			cfg := filepath.Join(dir, "mcphost.hcl")
+			text := fmt.Sprintf("listen {\n  http = %q\n}\n", addr) + toolBlock("kit", toolGuest(t, "typed"), "  instances = 4") +
+				fmt.Sprintf("runtime {\n  cache_dir = %q\n}\n", filepath.Join(dir, "cache"))
+			if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd = exec.Command(bins["mcphost"], "run", cfg, "--log-level", "warn")
+		} else {
+			cmd = exec.Command(bins[name], "-http", addr)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		testproc.WaitFor(t, name+" listening", 30*time.Second, func() bool {
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+		return "http://" + addr
+	}
+	native := connectBench(t, start("noopserver"))
+	plugin := connectBench(t, start("mcphost"))
+	var p50, p99 [2][]time.Duration
 	var rate [2][]float64
 	ctx := context.Background()
 	for round := range rounds {
@@ -127,10 +166,14 @@ func TestToolPluginVersusNative(t *testing.T) {
 	n50, g50 := bench.Median(p50[0]), bench.Median(p50[1])
 	ratio := float64(g50) / float64(n50)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d rounds of %d calls each, concurrency 1, alternating; medians of the rounds (%s, GOMAXPROCS %d)\n\n", rounds, calls, runtime.Version(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&b, "%d rounds of %d calls each, concurrency 1, alternating; medians of the rounds (%s, %d CPUs)\n\n", rounds, calls, runtime.Version(), runtime.NumCPU())
 	fmt.Fprintf(&b, "| server | p50 | p99 | calls/s | p50 ratio |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(&b, "| native go-sdk server, tool `noop` | %v | %v | %.0f | 1.00x |\n", us(n50), us(bench.Median(p99[0])), bench.Median(rate[0]))
-	fmt.Fprintf(&b, "| mcphost, tools_plugin `kit`, tool `kit__noop` (Go guest) | %v | %v | %.0f | %.2fx |\n", us(g50), us(bench.Median(p99[1])), bench.Median(rate[1]), ratio)
+	fmt.Fprintf(&b, "| native go-sdk server (testdata/noopserver), tool `noop` | %s | %s | %.0f | 1.00x |\n", us(n50), us(bench.Median(p99[0])), bench.Median(rate[0]))
+	fmt.Fprintf(&b, "| `mcphost run`, tools_plugin `kit` (Go guest), tool `kit__noop` | %s | %s | %.0f | %.2fx |\n", us(g50), us(bench.Median(p99[1])), bench.Median(rate[1]), ratio)
+	fmt.Fprintf(&b, "\nper round, p50 native / plugin:")
+	for i := range p50[0] {
+		fmt.Fprintf(&b, " %s / %s;", us(p50[0][i]), us(p50[1][i]))
+	}
 	t.Log("\n" + b.String())
 	if ratio > 1.5 {
 		t.Errorf("the plugin tool's p50 is %.2fx the native server's, above the 1.5x target", ratio)

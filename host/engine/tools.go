@@ -67,7 +67,7 @@ func (e *Engine) toolServerConfigs(ctx context.Context, specs []plugins.Spec) []
 			e.toolServers[spec.Name] = s
 			fresh = append(fresh, s)
 		}
-		out = append(out, host.ServerConfig{Name: spec.Name, Transport: host.TransportInternal, Internal: s.MCPServer(),
+		out = append(out, host.ServerConfig{Name: spec.Name, Transport: host.TransportInternal, Internal: s.MCPServer(), InternalTools: s,
 			Timeout: spec.WithDefaults().Timeout + toolGrace, IdleTimeout: -1})
 	}
 	e.tmu.Unlock()

@@ -266,7 +266,11 @@ func TestToolPluginMisbehaving(t *testing.T) {
 	if res := r.call(t, "mem__alloc", map[string]any{}); !res.IsError || !strings.Contains(resultText(res), "memory limit") {
 		t.Errorf("alloc: want an error result with %q, got %v %q", "memory limit", res.IsError, resultText(res))
 	}
-	if res := r.call(t, "big__huge", map[string]any{}); !res.IsError || !strings.Contains(resultText(res), "output too large") {
+	if raceEnabled {
+		// 50 MB through Extism's store_u64, 8 bytes a host call, takes
+		// minutes under the race detector; the plain run checks it.
+		t.Log("skipping the 50 MB answer under the race detector")
+	} else if res := r.call(t, "big__huge", map[string]any{}); !res.IsError || !strings.Contains(resultText(res), "output too large") {
 		t.Errorf("huge: want an error result with %q, got %v %q", "output too large", res.IsError, resultText(res))
 	}
 	for _, c := range []struct{ tool, want string }{

@@ -3,7 +3,7 @@
 // on the plugin's pool of instances. The host connects to it like to any
 // upstream (host.TransportInternal, over mcp.NewInMemoryTransports), so the
 // catalog, naming, the policy chain, listings, list_changed, status,
-// metrics and audit apply to its tools unchanged.
+// metrics (and an audit log, once mcphost has one) apply to its tools unchanged.
 //
 // The plugin itself is loaded, limited, watched and swapped by a
 // plugins.Manager; Refresh moves the server to the manager's current
@@ -22,6 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/plugins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -191,44 +192,70 @@ func mcpTool(d abi.ToolDef) (*mcp.Tool, error) {
 
 func derefFalse(b *bool) bool { return b != nil && *b }
 
-// handler runs one tool on the version current when the call arrives.
+// handler runs one tool for the go-sdk's server session (the path without
+// the host's shortcuts; CallToolRaw is the other).
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		v := s.acquire()
-		if v == nil {
-			return errorResult("tool %s is not being served: the plugin %s is closed", name, s.name), nil
+		ss := req.Session
+		call := &clientCall{token: req.Params.GetProgressToken()}
+		if ss != nil {
+			call.progress = ss.NotifyProgress
+			call.log = func(ctx context.Context, p *mcp.LoggingMessageParams) (bool, error) {
+				return true, ss.Log(ctx, p) // the session drops what its level does not let through
+			}
 		}
-		defer v.refs.Done()
-		in := &abi.ToolInvokeInput{Name: name, Arguments: req.Params.Arguments, Caller: callerOf(req.Params.Meta)}
-		call := &clientCall{ss: req.Session}
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			in.ProgressToken, call.token = tok, tok
-		}
-		out, err := v.p.InvokeTool(ctx, in, call)
+		raw, err := s.invoke(ctx, name, req.Params.Arguments, req.Params.Meta, call)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err() // the client cancelled, or the host's timeout passed
-			}
-			s.log.Warn("tool call failed", "tool", name, "error", err)
-			return errorResult("tool %s failed: %s", name, failure(err)), nil
-		}
-		if te := out.ToolError; te != nil {
-			r := errorResult("%s", te.Message)
-			if te.Field != "" {
-				r.Meta = mcp.Meta{"io.mcphost/field": te.Field}
-				if m := te.Message; !hasFieldPrefix(m, te.Field) {
-					r.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %s", te.Field, m)}}
-				}
-			}
-			return r, nil
+			return nil, err
 		}
 		res := new(mcp.CallToolResult)
-		if err := json.Unmarshal(out.Result, res); err != nil {
+		if err := json.Unmarshal(raw, res); err != nil {
 			s.log.Warn("tool result refused", "tool", name, "error", err)
 			return errorResult("tool %s failed: it returned a result that is not an MCP CallToolResult", name), nil
 		}
 		return res, nil
 	}
+}
+
+// CallToolRaw implements host.InternalTools: the host's fast path, which
+// hands the call over without the go-sdk's server session.
+func (s *Server) CallToolRaw(ctx context.Context, c *host.InternalCall) (json.RawMessage, error) {
+	call := &clientCall{token: c.Meta.GetMeta()["progressToken"], progress: c.Progress, log: c.Log}
+	return s.invoke(ctx, c.Name, c.Arguments, c.Meta, call)
+}
+
+// invoke runs one tool on the version current when the call arrives and
+// returns its result as MCP JSON; the error is only the context's.
+func (s *Server) invoke(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, call *clientCall) (json.RawMessage, error) {
+	v := s.acquire()
+	if v == nil {
+		return encodeResult(errorResult("tool %s is not being served: the plugin %s is closed", name, s.name))
+	}
+	defer v.refs.Done()
+	in := &abi.ToolInvokeInput{Name: name, Arguments: args, Caller: callerOf(meta), ProgressToken: call.token}
+	out, err := v.p.InvokeTool(ctx, in, call)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the client cancelled, or the host's timeout passed
+		}
+		s.log.Warn("tool call failed", "tool", name, "error", err)
+		return encodeResult(errorResult("tool %s failed: %s", name, failure(err)))
+	}
+	if te := out.ToolError; te != nil {
+		r := errorResult("%s", te.Message)
+		if te.Field != "" {
+			r.Meta = mcp.Meta{"io.mcphost/field": te.Field}
+			if m := te.Message; !hasFieldPrefix(m, te.Field) {
+				r.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %s", te.Field, m)}}
+			}
+		}
+		return encodeResult(r)
+	}
+	return out.Result, nil
+}
+
+func encodeResult(r *mcp.CallToolResult) (json.RawMessage, error) {
+	return json.Marshal(r)
 }
 
 func hasFieldPrefix(msg, field string) bool {
@@ -284,8 +311,9 @@ func callerOf(meta mcp.Meta) abi.Caller {
 // clientCall sends a call's progress and log messages to its client, the
 // host's upstream session, which routes them to the downstream client.
 type clientCall struct {
-	ss    *mcp.ServerSession
-	token any
+	token    any // the progress token the call came with; nil for none
+	progress func(context.Context, *mcp.ProgressNotificationParams) error
+	log      func(context.Context, *mcp.LoggingMessageParams) (bool, error)
 }
 
 func (c *clientCall) Progress(ctx context.Context, data []byte) (bool, error) {
@@ -293,10 +321,10 @@ func (c *clientCall) Progress(ctx context.Context, data []byte) (bool, error) {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return false, fmt.Errorf("progress: %w", err)
 	}
-	if c.token == nil || c.ss == nil {
+	if c.token == nil || c.progress == nil {
 		return false, nil
 	}
-	err := c.ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: c.token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	err := c.progress(ctx, &mcp.ProgressNotificationParams{ProgressToken: c.token, Progress: p.Progress, Total: p.Total, Message: p.Message})
 	return err == nil, err
 }
 
@@ -310,7 +338,7 @@ func (c *clientCall) Log(ctx context.Context, data []byte) (bool, error) {
 	default:
 		return false, fmt.Errorf("log: unknown level %q", l.Level)
 	}
-	if c.ss == nil {
+	if c.log == nil {
 		return false, nil
 	}
 	var d any = string(l.Data)
@@ -319,6 +347,8 @@ func (c *clientCall) Log(ctx context.Context, data []byte) (bool, error) {
 			return false, fmt.Errorf("log: data: %w", err)
 		}
 	}
-	err := c.ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(l.Level), Logger: l.Logger, Data: d})
-	return err == nil, err
+	return c.log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(l.Level), Logger: l.Logger, Data: d})
 }
+
+// Interface guard.
+var _ host.InternalTools = (*Server)(nil)

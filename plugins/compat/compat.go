@@ -316,18 +316,30 @@ func RunCase(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec, c *pol
 // (whose structured content fits its output schema) or a tool error; and a
 // call of a tool it does not have is answered in order, not by a crash.
 func toolProbes(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec) []Result {
-	tools, err := plugins.ToolsOf(ctx, rt, spec)
+	spec.Kind = plugins.KindTools
+	p, err := rt.Load(ctx, spec)
 	if err != nil {
 		return []Result{{Name: "tools: definitions", Err: err}}
 	}
+	defer func() { p.Close(context.WithoutCancel(ctx)) }()
+	tools := p.ToolSet()
 	rs := []Result{{Name: fmt.Sprintf("tools: %d definitions", len(tools))}}
 	invoke := func(name, input string) {
-		_, err := plugins.RunTool(ctx, rt, spec, []byte(input))
+		_, err := p.InvokeToolRaw(ctx, []byte(input))
 		rs = append(rs, Result{Name: name, Err: err})
 	}
 	for i, t := range tools {
 		if i == 16 {
 			break
+		}
+		if i > 0 {
+			// Each tool on a fresh load (the compile is the runtime's,
+			// shared): one tool's crashes must not put the next in the
+			// crash-loop backoff.
+			p.Close(context.WithoutCancel(ctx))
+			if p, err = rt.Load(ctx, spec); err != nil {
+				return append(rs, Result{Name: "tools: reload", Err: err})
+			}
 		}
 		args, ok := t.MinimalArguments()
 		if !ok {
@@ -339,7 +351,11 @@ func toolProbes(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec) []R
 		invoke("tool_invoke: "+t.Def.Name+": an authenticated caller (1.3)", `{"caller":`+authenticated+`,"name":`+string(name)+`,"arguments":`+string(args)+`}`)
 		invoke("tool_invoke: "+t.Def.Name+": unknown fields", `{"caller":{`+unknown+`},"name":`+string(name)+`,"arguments":`+string(args)+`,"progressToken":"p1",`+unknown+`}`)
 	}
-	out, err := plugins.RunTool(ctx, rt, spec, []byte(`{"caller":{},"name":"zz_no_such_tool","arguments":{}}`))
+	p.Close(context.WithoutCancel(ctx))
+	if p, err = rt.Load(ctx, spec); err != nil {
+		return append(rs, Result{Name: "tools: reload", Err: err})
+	}
+	out, err := p.InvokeToolRaw(ctx, []byte(`{"caller":{},"name":"zz_no_such_tool","arguments":{}}`))
 	var pe *plugins.PluginError
 	switch {
 	case errors.As(err, &pe):

@@ -38,7 +38,13 @@ func toolGuests(t *testing.T) map[string]string {
 // wrong shape or breaks its output schema fails exactly there.
 func TestProbeTools(t *testing.T) {
 	ctx := context.Background()
-	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: t.TempDir()})
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	// A compile cache that outlives the run: four Go guests compile in
+	// seconds each, far longer under the race detector.
+	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: filepath.Join(base, "mcphost-test", "compat-wazero")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +87,8 @@ func TestProbeTools(t *testing.T) {
 		t.Errorf("typed: %v", rs)
 	}
 
-	rs = check("raw", g["raw"], nil)
+	// Small limits: its loop, allocation and 50 MB answer fail fast.
+	rs = check("raw", g["raw"], func(s *plugins.Spec) { s.Timeout, s.Memory = 500*time.Millisecond, 16<<20 })
 	for _, want := range []string{"loop", "alloc", "crash", "shape", "badout"} {
 		if err := rs["tool_invoke: "+want+": minimal arguments"]; err == nil {
 			t.Errorf("raw: %s passed", want)

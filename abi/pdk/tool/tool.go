@@ -29,7 +29,7 @@
 package tool
 
 import (
-	"encoding/json"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -37,6 +37,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/pdk"
+	// segmentio's codec compiles a codec per type instead of walking
+	// reflect values per field, which is dear in a Go guest (as in abi/pdk).
+	"github.com/segmentio/encoding/json"
 )
 
 // Plugin is a tool plugin: its name and version (as describe reports
@@ -199,7 +202,7 @@ func schemaFor[T any]() (json.RawMessage, error) {
 	if s.Type != "object" {
 		return nil, fmt.Errorf("the type gives a schema of type %q; a tool's arguments and structured output are objects: use a struct", s.Type)
 	}
-	return json.Marshal(s)
+	return stdjson.Marshal(s) // the schema's own MarshalJSON
 }
 
 // Guest runs a Plugin's tools as an instance does: JSON in, JSON out. The
