@@ -402,7 +402,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(tw, "")
 		fmt.Fprintln(tw, "PLUGIN\tSTATE\tHOOKS\tCALLS\tREUSED\tFAILURES\tCRASHES\tLAST ERROR")
 		for _, p := range doc.Plugins {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.State, strings.Join(p.Hooks, ","), p.Calls, p.Reused, p.Failures, p.Crashes, oneLine(p.LastError))
+			hooks := strings.Join(p.Hooks, ",")
+			if p.Kind == plugins.KindTools {
+				// A tool plugin: its tools, served as server p.Name above.
+				hooks = fmt.Sprintf("tools (%d)", len(p.Tools))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.State, hooks, p.Calls, p.Reused, p.Failures, p.Crashes, oneLine(p.LastError))
 		}
 	}
 	if err := tw.Flush(); err != nil {
