@@ -24,7 +24,7 @@ func FuzzClientCall(f *testing.F) {
 		var logged *mcp.LoggingMessageParams
 		c := &clientCall{token: "tok",
 			progress: func(_ context.Context, p *mcp.ProgressNotificationParams) error { progressed = p; return nil },
-			log: func(_ context.Context, p *mcp.LoggingMessageParams) (bool, error) { logged = p; return true, nil },
+			log:      func(_ context.Context, p *mcp.LoggingMessageParams) (bool, error) { logged = p; return true, nil },
 		}
 		ctx := context.Background()
 		if ok, err := c.Progress(ctx, data); ok != (err == nil) || (ok && (progressed == nil || progressed.ProgressToken != "tok")) {
