@@ -123,6 +123,14 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	}
 	upMeta, done := h.upstreamMeta(ctx, ss, meta)
 	defer done()
+	if u.cfg.Transport == TransportInternal {
+		// An in-process server (a tool plugin) is told who calls, under a
+		// key no client can set for it: the host's value replaces theirs.
+		if upMeta == nil {
+			upMeta = mcp.Meta{}
+		}
+		upMeta[abi.CallerMetaKey] = caller
+	}
 	params.Meta = upMeta
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by
@@ -132,6 +140,19 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	var rawRes json.RawMessage
 	upStart := time.Now()
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+		if c := u.rawConn(cs); c != nil && c.direct() {
+			// An in-process tool server's fast path (memconn.go). A
+			// session that does not take results as sent gets it typed.
+			rawRes, err = c.callDirect(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			if err == nil && !raw {
+				res = new(mcp.CallToolResult)
+				if err = json.Unmarshal(rawRes, res); err != nil {
+					err = fmt.Errorf("calling \"tools/call\": %w", err)
+				}
+				rawRes = nil
+			}
+			return err
+		}
 		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
 			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Transports an upstream server can be reached by.
@@ -14,6 +15,10 @@ const (
 	TransportStdio          = "stdio"
 	TransportSSE            = "sse"
 	TransportStreamableHTTP = "streamable-http"
+	// TransportInternal connects to an in-process go-sdk server
+	// (ServerConfig.Internal) over in-memory transports: how tool plugins
+	// join the catalog as servers.
+	TransportInternal = "internal"
 )
 
 // Prefix modes for exposed names.
@@ -99,13 +104,21 @@ type Listen struct {
 // ServerConfig describes one upstream MCP server.
 type ServerConfig struct {
 	Name      string
-	Transport string // TransportStdio, TransportSSE or TransportStreamableHTTP
+	Transport string // TransportStdio, TransportSSE, TransportStreamableHTTP or TransportInternal
 
 	// stdio
 	Command string
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+
+	// internal: the server each connect opens a session of, over
+	// mcp.NewInMemoryTransports. Reconfigure keeps an upstream whose
+	// config is unchanged, the same *mcp.Server included.
+	Internal *mcp.Server
+	// InternalTools, when not nil, takes Internal's tools/call requests
+	// on a fast path (memconn.go), unless Options.NoShortcuts.
+	InternalTools InternalTools
 
 	// sse and streamable-http
 	URL     string
@@ -278,6 +291,13 @@ func (c Config) Validate() error {
 		case TransportStdio:
 			if s.Command == "" {
 				errs = append(errs, fmt.Errorf("host: %s: transport %q needs a command", where, s.Transport))
+			}
+		case TransportInternal:
+			if s.Internal == nil {
+				errs = append(errs, fmt.Errorf("host: %s: transport %q needs an in-process server", where, s.Transport))
+			}
+			if s.OAuth != nil {
+				errs = append(errs, fmt.Errorf("host: %s: oauth needs transport %q", where, TransportStreamableHTTP))
 			}
 		case TransportSSE, TransportStreamableHTTP:
 			if s.OAuth != nil {

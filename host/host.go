@@ -309,6 +309,8 @@ func (h *Host) Close() error {
 // oauthEnv is what the upstreams' OAuth logins share (upstreamEvents).
 func (h *Host) oauthEnv() *OAuthEnv { return h.oauth }
 
+func (h *Host) shortcuts() bool { return !h.noShortcuts }
+
 // DefaultRedirect is the default redirect_url of upstream logins: this
 // host's own callback, on a loopback name when it listens on every
 // interface.

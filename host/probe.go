@@ -225,6 +225,7 @@ type probeEvents struct {
 
 func (e probeEvents) oauthEnv() *OAuthEnv  { return e.env }
 func (probeEvents) toolsChanged(string)    {}
+func (probeEvents) shortcuts() bool        { return true }
 func (probeEvents) featuresChanged(string) {}
 func (probeEvents) upstreamProgress(context.Context, *upstream, *mcp.ProgressNotificationParams) {
 }

@@ -130,6 +130,9 @@ type upstream struct {
 // upstreamEvents is how an upstream tells the host about changes and hands
 // it what the server sends that belongs to a downstream client.
 type upstreamEvents interface {
+	// shortcuts reports whether the host takes its shortcuts
+	// (Options.NoShortcuts unset): here, InternalTools' fast path.
+	shortcuts() bool
 	toolsChanged(server string)
 	featuresChanged(server string)
 	upstreamProgress(ctx context.Context, u *upstream, p *mcp.ProgressNotificationParams)
@@ -222,7 +225,7 @@ const (
 
 func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 	var ping time.Duration
-	if u.cfg.Transport != TransportStdio {
+	if u.cfg.Transport != TransportStdio && u.cfg.Transport != TransportInternal {
 		ping = keepAlive
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
@@ -329,6 +332,16 @@ func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *ato
 		}
 		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, OAuthHandler: oauth}, nil
+	case TransportInternal:
+		var fast InternalTools
+		if u.events.shortcuts() {
+			fast = u.cfg.InternalTools
+		}
+		ct, st := memPipe(fast)
+		if _, err := u.cfg.Internal.Connect(u.ctx, st, nil); err != nil {
+			return nil, err
+		}
+		return tapTransport{Transport: ct, u: u, bound: bound, conn: conn}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
 }

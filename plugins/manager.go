@@ -456,3 +456,21 @@ func samePlugins(a, b *Chain) bool {
 	}
 	return true
 }
+
+// Plugin returns the current generation's plugin named name with a
+// reference taken (give it back with Plugin.Release), or false. A tool
+// server holds the version it serves this way: calls in flight finish on
+// it while a newer one takes new calls.
+func (m *Manager) Plugin(name string) (*Plugin, bool) {
+	c := m.acquire()
+	if c == nil {
+		return nil, false
+	}
+	defer c.release()
+	for _, p := range c.plugins {
+		if p.spec.Name == name && p.retain() {
+			return p, true
+		}
+	}
+	return nil, false
+}

@@ -257,8 +257,8 @@ func TestDescribeNewHooks(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a 1.4 plugin's unknown hook is ignored", func(t *testing.T) {
-		p := load(t, rt, policy(t, "p", "abi", "1.4", "hooks", "message,teleport"))
+	t.Run("a 1.9 plugin's unknown hook is ignored", func(t *testing.T) {
+		p := load(t, rt, policy(t, "p", "abi", "1.9", "hooks", "message,teleport"))
 		if !p.HasHook(abi.HookMessage) || p.HasHook("teleport") {
 			t.Fatal("hooks not as described")
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -52,6 +53,10 @@ type Plugin struct {
 	hints     *abi.Hints // the describe hints in effect; nil for none, or when the runtime ignores them
 	memo      *memo      // answers the hints let the host reuse; nil for none
 	export    []string   // sorted exported function names of the main module
+	// tools and toolIndex are a tool plugin's tools (KindTools), asked at
+	// load and fixed for the version.
+	tools     []*Tool
+	toolIndex map[string]*Tool
 	log       hclog.Logger
 	modCfg    wazero.ModuleConfig // without the grants, which each instance mounts afresh
 	grants    rootfs.Grants       // allowed_paths, closed by Close
@@ -88,7 +93,9 @@ type Status struct {
 	ABI                string   `json:"abi"`
 	Version            string   `json:"version,omitempty"`
 	Hooks              []string `json:"hooks"`
-	State              string   `json:"state"` // StateLoaded, StateFailed or StateClosed
+	Kind               string   `json:"kind,omitempty"`  // KindTools for a tool plugin
+	Tools              []string `json:"tools,omitempty"` // a tool plugin's tools, unprefixed
+	State              string   `json:"state"`           // StateLoaded, StateFailed or StateClosed
 	Calls              uint64   `json:"calls"`
 	Reused             uint64   `json:"reused"`   // hook calls answered from the plugin's hints, without running it
 	Failures           uint64   `json:"failures"` // calls that returned an error, of any kind
@@ -154,16 +161,20 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	src.wasm = nil
 	log := rt.log.Named(spec.Name)
 	p := &Plugin{
-		rt:     rt,
-		spec:   spec,
-		src:    src,
-		mod:    mod,
-		log:    log,
-		env:    &extismhost.Env{Config: src.config, Log: log, LogLevel: rt.guestLevel, HTTP: httpGate},
+		rt:   rt,
+		spec: spec,
+		src:  src,
+		mod:  mod,
+		log:  log,
+		env: &extismhost.Env{Config: src.config, Log: log, LogLevel: rt.guestLevel, HTTP: httpGate,
+			Progress: spec.Progress, ClientLog: spec.ClientLog},
 		grants: gs,
 		sem:    make(chan struct{}, spec.Instances),
 		idle:   make(chan *instance, spec.Instances),
 		done:   make(chan struct{}),
+	}
+	if spec.KV {
+		p.env.KV = pluginKV{store: rt.kvStore(), plugin: spec.Name}
 	}
 	p.refs.Store(1)
 	mc := defaultModuleConfig()
@@ -222,9 +233,26 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	for _, h := range desc.Hooks {
 		p.hooks[h] = true
 	}
-	p.hookStats = newHookCounters(p.hooks)
+	if spec.Kind == KindTools {
+		keep, err := p.loadTools(ctx, first, exports)
+		if !keep {
+			first = nil
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	counted := p.hooks
+	if spec.Kind == KindTools {
+		counted = maps.Clone(p.hooks)
+		counted[HookToolInvoke] = true
+	}
+	p.hookStats = newHookCounters(counted)
 	p.stats = Status{Name: spec.Name, Source: spec.Source, SHA256: src.sha, ABI: desc.ABI,
-		Version: desc.Version, Hooks: desc.Hooks, State: StateLoaded, Load: rt.loads.Add(1)}
+		Version: desc.Version, Hooks: desc.Hooks, State: StateLoaded, Load: rt.loads.Add(1), Kind: spec.Kind}
+	for _, t := range p.tools {
+		p.stats.Tools = append(p.stats.Tools, t.Def.Name)
+	}
 
 	// The instance that described stays warm. The pool grows on demand up
 	// to spec.Instances: each warm Go instance holds 10 to 18 MB, and most
@@ -339,6 +367,7 @@ func (p *Plugin) Status() Status {
 	defer p.mu.Unlock()
 	s := p.stats
 	s.Hooks = append([]string(nil), s.Hooks...)
+	s.Tools = slices.Clone(s.Tools)
 	s.ConsecutiveCrashes = p.crashN
 	s.IdleInstances, s.BusyInstances = len(p.idle), len(p.sem)
 	switch {
@@ -709,6 +738,14 @@ func (p *Plugin) closeRoots() {
 	p.grants.Close()
 	p.grants = nil
 }
+
+// Retain takes a reference to the plugin, which then stays open (calls in
+// flight and new ones) until Release; false when it is already closing.
+func (p *Plugin) Retain() bool { return p.retain() }
+
+// Release gives back a reference from Retain or Manager.Plugin; the last
+// one closes the plugin once its calls in flight have finished.
+func (p *Plugin) Release(ctx context.Context) error { return p.releaseRef(ctx) }
 
 // retain and releaseRef share a plugin between chain generations.
 func (p *Plugin) retain() bool {

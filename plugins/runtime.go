@@ -93,6 +93,22 @@ type Runtime struct {
 	// the 5.6 MB built-in module for every built-in plugin of every reload
 	// took 18 ms of CPU, which calls then queued behind.
 	builtinSums sync.Map // name -> builtinSum
+
+	kv atomic.Pointer[KVStore] // tool plugins' key-value stores (UseKV); a memory store until set
+}
+
+// UseKV makes store the key-value store of the tool plugins loaded from
+// now on (Spec.KV); before it, they share one in memory.
+func (rt *Runtime) UseKV(store KVStore) { rt.kv.Store(&store) }
+
+func (rt *Runtime) kvStore() KVStore {
+	for {
+		if s := rt.kv.Load(); s != nil {
+			return *s
+		}
+		var mem = NewMemoryKV(0)
+		rt.kv.CompareAndSwap(nil, &mem)
+	}
 }
 
 // builtinSum is the digest of one builtin's bytes. It keeps the bytes, so

@@ -75,6 +75,15 @@ type Spec struct {
 	Instances int
 	// MaxOutputBytes caps one hook's output; 0 means DefaultMaxOutputBytes.
 	MaxOutputBytes int
+
+	// Kind is KindPolicy (the zero value) or KindTools: a tool plugin,
+	// which must export mcphost_tools and mcphost_tool_invoke (ABI 1.4).
+	// Its hooks, if it has any, are not run as policies.
+	Kind string
+	// The grants of a tool plugin's host functions (abi.ToolHostModule),
+	// off by default: KV its key-value store (Runtime.UseKV), Progress
+	// and ClientLog messages to the client calling a tool.
+	KV, Progress, ClientLog bool
 }
 
 // WithDefaults returns a copy of s with every unset field given its default.
@@ -121,6 +130,10 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: %s: instances %d is outside 1..%d", ErrSpec, s.Name, s.Instances, MaxInstances)
 	case s.MaxOutputBytes < 0:
 		return fmt.Errorf("%w: %s: negative max output", ErrSpec, s.Name)
+	case s.Kind != KindPolicy && s.Kind != KindTools:
+		return fmt.Errorf("%w: %s: unknown kind %q", ErrSpec, s.Name, s.Kind)
+	case s.Kind != KindTools && (s.KV || s.Progress || s.ClientLog):
+		return fmt.Errorf("%w: %s: kv, progress and client_log are grants of tool plugins", ErrSpec, s.Name)
 	}
 	for _, h := range s.AllowedHosts {
 		if err := CheckAllowedHost(h); err != nil {

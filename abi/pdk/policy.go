@@ -71,6 +71,10 @@ type Policy struct {
 	// (abi.Hints), which let the host skip calls or reuse answers. It is
 	// called after Configure, so the promises may depend on configuration.
 	Hints func() abi.Hints
+
+	// ServesTools is set by package abi/pdk/tool for a tool plugin (ABI
+	// 1.4), which needs no hook: its tools are its work.
+	ServesTools bool
 }
 
 // Hooks returns the names of the hooks p implements, in ABI order.
@@ -123,12 +127,12 @@ func (p *Policy) describe(configKeys []string) abi.Describe {
 }
 
 // Validate reports whether p can be registered: it needs a name and at least
-// one handler.
+// one handler, unless it serves tools.
 func (p *Policy) Validate() error {
 	if p.Name == "" {
 		return errors.New("pdk: policy has no name")
 	}
-	if len(p.Hooks()) == 0 {
+	if len(p.Hooks()) == 0 && !p.ServesTools {
 		return fmt.Errorf("pdk: policy %q has no hook handler", p.Name)
 	}
 	return nil

@@ -47,7 +47,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := reportDiags(diags, stderr); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers), "server"), plural(len(file.Plugins), "plugin"))
+	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers)+len(file.ToolPlugins), "server"), plural(len(file.Plugins), "plugin"))
 	return nil
 }
 
@@ -162,13 +162,23 @@ func onlyServers(file *config.File, names []string) {
 		}
 	}
 	file.Host.Servers = servers
+	var tools []plugins.Spec
+	for _, sp := range file.ToolPlugins {
+		if keep[sp.Name] {
+			tools = append(tools, sp)
+		}
+	}
+	file.ToolPlugins = tools
 }
 
 // serversNamed checks that every name is a server of file.
 func serversNamed(file *config.File, names []string) ([]string, error) {
-	known := make([]string, 0, len(file.Host.Servers))
+	known := make([]string, 0, len(file.Host.Servers)+len(file.ToolPlugins))
 	for _, sc := range file.Host.Servers {
 		known = append(known, sc.Name)
+	}
+	for _, sp := range file.ToolPlugins { // served as servers
+		known = append(known, sp.Name)
 	}
 	for _, n := range names {
 		if !slices.Contains(known, n) {
@@ -191,6 +201,11 @@ func serversFor(file *config.File, name string) []string {
 	for _, sc := range file.Host.Servers {
 		if strings.HasPrefix(name, sc.Name+tc.Separator) {
 			names = append(names, sc.Name)
+		}
+	}
+	for _, sp := range file.ToolPlugins {
+		if strings.HasPrefix(name, sp.Name+tc.Separator) {
+			names = append(names, sp.Name)
 		}
 	}
 	return names
@@ -387,7 +402,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(tw, "")
 		fmt.Fprintln(tw, "PLUGIN\tSTATE\tHOOKS\tCALLS\tREUSED\tFAILURES\tCRASHES\tLAST ERROR")
 		for _, p := range doc.Plugins {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.State, strings.Join(p.Hooks, ","), p.Calls, p.Reused, p.Failures, p.Crashes, oneLine(p.LastError))
+			hooks := strings.Join(p.Hooks, ",")
+			if p.Kind == plugins.KindTools {
+				// A tool plugin: its tools, served as server p.Name above.
+				hooks = fmt.Sprintf("tools (%d)", len(p.Tools))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.Name, p.State, hooks, p.Calls, p.Reused, p.Failures, p.Crashes, oneLine(p.LastError))
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -23,7 +23,10 @@ import (
 type File struct {
 	Host    host.Config
 	Plugins []plugins.Spec
-	Runtime Runtime
+	// ToolPlugins are the tools_plugin blocks: plugins of kind
+	// plugins.KindTools, each served as a server of its name.
+	ToolPlugins []plugins.Spec
+	Runtime     Runtime
 	// Admin is the admin API's listener; nil without an admin block.
 	Admin *Admin
 	// Store is where servers added at run time are kept; nil when neither

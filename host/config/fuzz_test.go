@@ -27,6 +27,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("server \"s\" {\n  command = \"${env(\"HOME\", \"x\")}\"\n  args = [for x in [1] : x]\n}\n"))
 	f.Add([]byte("plugin \"p\" {\n  source = \"builtin:p\"\n  config = { a = [1, {b = null}], c = 1/0 }\n}\n"))
 	f.Add([]byte("listen {\n  session_timeout = env(\"HOME\")\n  http = \"${file(\"fuzz_test.go\")}\"\n}\nserver \"s\" {\n  command = env(\"HOME\") == \"\" ? \"a\" : [for c in [env(\"PATH\")] : c][0]\n}\n"))
+	f.Add([]byte("tools_plugin \"qr\" {\n  source = \"builtin:x\"\n  kv = true\n  progress = 1\n  allowed_hosts = [\"*.x\"]\n  timeout = \"5s\"\n}\nserver \"qr\" {\n  command = \"x\"\n}\n"))
 	f.Add([]byte("listen {\n  max_body = 18446744073709551616\n  session_timeout = \"9999999h\"\n}\n"))
 
 	f.Fuzz(func(t *testing.T, src []byte) {

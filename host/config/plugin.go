@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -30,7 +31,39 @@ type pluginRef struct {
 // decodePlugin decodes one plugin. Unlike host settings, plugin defaults are
 // applied here, so a Spec is complete as decoded.
 func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
-	content, diags := block.Body.Content(pluginSchema)
+	return d.decodePluginWith(block, pluginSchema, "plugin")
+}
+
+// DefaultToolTimeout is a tool plugin's timeout per call when its block
+// sets none: tools do work (HTTP requests, transforms) that a policy's
+// 100ms would cut short.
+const DefaultToolTimeout = 10 * time.Second
+
+// decodeToolsPlugin decodes one tools_plugin block: a plugin of kind
+// tools, with the tool grants (kv, progress, client_log) and without a
+// policy's scope and on_error.
+func (d *decoder) decodeToolsPlugin(block *hcl.Block) plugins.Spec {
+	p, _ := d.decodePluginWith(block, toolsPluginSchema, "tools_plugin")
+	p.Kind = plugins.KindTools
+	content, _ := block.Body.Content(toolsPluginSchema) // diagnostics reported once, above
+	attrs := content.Attributes
+	if attrs["timeout"] == nil {
+		p.Timeout = DefaultToolTimeout
+	}
+	if v, ok := d.bool(attrs["kv"]); ok {
+		p.KV = v
+	}
+	if v, ok := d.bool(attrs["progress"]); ok {
+		p.Progress = v
+	}
+	if v, ok := d.bool(attrs["client_log"]); ok {
+		p.ClientLog = v
+	}
+	return p
+}
+
+func (d *decoder) decodePluginWith(block *hcl.Block, schema *hcl.BodySchema, kind string) (plugins.Spec, []pluginRef) {
+	content, diags := block.Body.Content(schema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
 
@@ -40,15 +73,15 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 		Memory:  plugins.DefaultMemoryBytes,
 		OnError: plugins.OnErrorDeny,
 	}
-	d.checkName(block, "plugin")
+	d.checkName(block, kind)
 
 	if v, ok := d.string(attrs["source"]); ok {
 		p.Source = d.source(attrs["source"], v)
-		d.sourceRanges[p.Name] = attrs["source"].Expr.Range()
-	} else if attrs["source"] == nil && !misspelled(block, pluginSchema, "source") {
+		d.sourceRanges[sourceKey(kind, p.Name)] = attrs["source"].Expr.Range()
+	} else if attrs["source"] == nil && !misspelled(block, schema, "source") {
 		d.errorf(block.DefRange, "Missing plugin source",
-			"Plugin %q needs source: a path to its .wasm file, like source = \"./policies/check.wasm\", or \"builtin:NAME\" for a built-in plugin.",
-			p.Name)
+			"%s %q needs source: a path to its .wasm file, like source = \"./policies/check.wasm\", or \"builtin:NAME\" for a built-in plugin.",
+			map[string]string{"plugin": "Plugin", "tools_plugin": "Tools plugin"}[kind], p.Name)
 	}
 	if v, ok := d.string(attrs["sha256"]); ok {
 		p.SHA256 = d.sha256(attrs["sha256"], v, p.Source)
@@ -68,7 +101,7 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 	}
 	if v, ok := d.pluginConfig(attrs["config"]); ok {
 		p.Config = v
-		d.configRanges[p.Name] = configRangeOf(attrs["config"])
+		d.configRanges[sourceKey(kind, p.Name)] = configRangeOf(attrs["config"])
 	}
 	if v, ok := d.duration(attrs["timeout"], false); ok {
 		p.Timeout = v
@@ -110,6 +143,15 @@ func (d *decoder) decodePlugin(block *hcl.Block) (plugins.Spec, []pluginRef) {
 		p.Env = v
 	}
 	return p, refs
+}
+
+// sourceKey is how File.sourceRanges and configRanges know a plugin:
+// tools plugins are named apart from policies.
+func sourceKey(kind, name string) string {
+	if kind == "tools_plugin" {
+		return "tools_plugin:" + name
+	}
+	return name
 }
 
 // source checks a plugin source and makes file paths absolute. The file is

@@ -50,6 +50,10 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
+		case "tools_plugin":
+			// A tool plugin is served as a server: it takes a server's name.
+			servers.add(d, block)
+			file.ToolPlugins = append(file.ToolPlugins, d.decodeToolsPlugin(block))
 		case "plugin":
 			plugs.add(d, block)
 			spec, refs := d.decodePlugin(block)

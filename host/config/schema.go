@@ -12,6 +12,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "server", LabelNames: []string{"name"}},
 		{Type: "tools"},
 		{Type: "plugin", LabelNames: []string{"name"}},
+		{Type: "tools_plugin", LabelNames: []string{"name"}},
 		{Type: "runtime"},
 		{Type: "resources"},
 		{Type: "admin"},
@@ -179,6 +180,23 @@ var pluginSchema = &hcl.BodySchema{
 		{Name: "allowed_paths"},
 		{Name: "env"},
 		{Name: "instances"},
+	},
+}
+
+var toolsPluginSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "source"}, // required; checked in decodePluginWith
+		{Name: "sha256"},
+		{Name: "config"},
+		{Name: "timeout"},
+		{Name: "memory"},
+		{Name: "instances"},
+		{Name: "allowed_hosts"},
+		{Name: "allowed_paths"},
+		{Name: "env"},
+		{Name: "kv"},
+		{Name: "progress"},
+		{Name: "client_log"},
 	},
 }
 

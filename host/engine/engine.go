@@ -34,6 +34,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/metrics"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/telemetry"
+	"github.com/mcphost-project/mcphost/host/toolplugin"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -67,6 +68,12 @@ type Engine struct {
 	rt     *plugins.Runtime
 	mgr    *plugins.Manager
 	host   *host.Host
+
+	// tmgr loads, watches and swaps the tool plugins (tools.go); each is
+	// served by its toolServers entry, by name, under tmu.
+	tmgr        *plugins.Manager
+	tmu         sync.Mutex
+	toolServers map[string]*toolplugin.Server
 
 	mu   sync.Mutex // serialises Reload and Sync
 	file *config.File
@@ -140,6 +147,17 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		}
 		e.ownsStore = true
 	}
+	if e.store != nil {
+		e.rt.UseKV(storeKV{e})
+	}
+	e.tmgr, err = plugins.NewManager(e.rt, &plugins.ManagerOptions{Watch: opts.WatchPlugins, Logger: log.Named("plugins").Named("tools")})
+	if err != nil {
+		return nil, fmt.Errorf("starting the tool plugin manager: %w", err)
+	}
+	if err := e.tmgr.Reload(ctx, file.ToolPlugins); err != nil {
+		return nil, fmt.Errorf("loading tool plugins: %w", err)
+	}
+	e.tmgr.Attach(toolsListener{e})
 	cfg, rev, err := e.merged(ctx, file)
 	if err != nil {
 		return nil, err
@@ -169,7 +187,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	}
 	e.metrics = metrics.New()
 	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
-		Policy: tracedManager{e.mgr}, PolicyStatus: func() any { return e.mgr.Status() },
+		Policy: tracedManager{e.mgr}, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
 		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer})
 	if err != nil {
 		return nil, err
@@ -238,6 +256,16 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrPluginLoad, err)
 	}
+	// Tool plugins load next, whole or not at all; once they have, their
+	// servers move to the new versions (calls in flight finish on the
+	// old) before the host's server set changes.
+	tstaged, err := e.tmgr.Stage(ctx, file.ToolPlugins)
+	if err != nil {
+		staged.Close()
+		return fmt.Errorf("%w: %w", ErrPluginLoad, err)
+	}
+	tstaged.Commit()
+	tstaged.Close() // Swapped: the tool servers refresh
 	cfg, rev, err := e.merged(ctx, file)
 	if err != nil {
 		staged.Close()
@@ -248,6 +276,7 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	if err != nil {
 		return fmt.Errorf("reconfiguring upstreams: %w", err)
 	}
+	e.dropToolServers(file.ToolPlugins, false)
 	e.storeRev = rev
 	// Plugins whose files did not change keep their generation, but what
 	// they read (a pin file an operator just approved) may have: listings
@@ -299,6 +328,10 @@ func (e *Engine) Close() error {
 	if e.mgr != nil {
 		errs = append(errs, e.mgr.Close(ctx))
 	}
+	e.dropToolServers(nil, true)
+	if e.tmgr != nil {
+		errs = append(errs, e.tmgr.Close(ctx))
+	}
 	if e.rt != nil {
 		errs = append(errs, e.rt.Close(ctx))
 	}
@@ -314,7 +347,7 @@ func sameListener(a, b host.Listen) bool {
 
 // pluginMetrics is what the metrics read of the plugins.
 func (e *Engine) pluginMetrics() []metrics.PluginStatus {
-	st := e.mgr.Status()
+	st := append(e.mgr.Status(), e.tmgr.Status()...)
 	out := make([]metrics.PluginStatus, len(st))
 	for i, s := range st {
 		out[i] = metrics.PluginStatus{Name: s.Name, Loaded: s.State == plugins.StateLoaded,
@@ -330,7 +363,7 @@ func (e *Engine) hookMetrics() []metrics.HookStatus {
 	for i, b := range plugins.HookBuckets {
 		bounds[i] = b.Seconds()
 	}
-	st := e.mgr.HookStats()
+	st := append(e.mgr.HookStats(), e.tmgr.HookStats()...)
 	out := make([]metrics.HookStatus, len(st))
 	for i, s := range st {
 		out[i] = metrics.HookStatus{Plugin: s.Plugin, Hook: s.Hook, Calls: s.Calls, Failures: s.Failures, Traps: s.Traps,

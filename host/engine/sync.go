@@ -16,7 +16,18 @@ import (
 // whose secrets do not open, or that no longer decodes, is left out
 // (ServerInfo.Problem says why). It returns the store revision it read,
 // for the caller to record once the host has taken the configuration.
+//
+// The servers of file's tool plugins come after the file's own; the tools
+// manager must already serve file.ToolPlugins.
 func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, int64, error) {
+	cfg, rev, err := e.mergedStore(ctx, file)
+	if err != nil {
+		return cfg, rev, err
+	}
+	return withToolServers(cfg, file, e.toolServerConfigs(ctx, file.ToolPlugins)), rev, nil
+}
+
+func (e *Engine) mergedStore(ctx context.Context, file *config.File) (host.Config, int64, error) {
 	cfg := file.Host
 	if e.store == nil {
 		return cfg, 0, nil
@@ -27,7 +38,7 @@ func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, in
 	}
 	cfg.Servers = slices.Clone(file.Host.Servers)
 	for _, sv := range stored {
-		if _, taken := configServer(file, sv.Name); taken {
+		if _, taken := configServer(file, sv.Name); taken || isToolPlugin(file, sv.Name) {
 			e.log.Warn("a stored server is not served: the config file defines one of the same name", "server", sv.Name)
 			continue
 		}

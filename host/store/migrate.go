@@ -45,6 +45,15 @@ CREATE INDEX mcphost_audit_at ON mcphost_audit (at);`,
 	updated BIGINT NOT NULL,
 	PRIMARY KEY (server, subject)
 );`,
+	// 4: the key-value stores of tool plugins, one namespace per plugin;
+	// values base64 (the SQL both share has no common binary type).
+	4: `CREATE TABLE mcphost_plugin_kv (
+	plugin  TEXT NOT NULL,
+	k       TEXT NOT NULL,
+	v       TEXT NOT NULL,
+	updated BIGINT NOT NULL,
+	PRIMARY KEY (plugin, k)
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

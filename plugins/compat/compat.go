@@ -15,9 +15,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -51,8 +53,12 @@ func Probe(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec) []Result
 		return []Result{{Name: "describe", Err: err}}
 	}
 	desc := p.Describe()
+	exports := p.Exports()
 	p.Close(context.WithoutCancel(ctx))
 	rs := []Result{{Name: "describe"}}
+	if slices.Contains(exports, abi.ExportTools) || spec.Kind == plugins.KindTools {
+		rs = append(rs, toolProbes(ctx, rt, spec)...)
+	}
 	for _, hook := range desc.Hooks {
 		for _, pr := range probes[hook] {
 			if pr.method != "" && !desc.Hints.WantsMethod(hook, pr.method) {
@@ -301,4 +307,62 @@ func RunCase(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec, c *pol
 		return fmt.Errorf("got %s\nwant %s", got, bytes.TrimSpace(c.Output))
 	}
 	return nil
+}
+
+// toolProbes are the checks of a tool plugin (ABI 1.4): its definitions
+// load (valid names, schemas that resolve); each tool answers minimal
+// arguments built from its input schema, and the same with an
+// authenticated caller and with fields no version defines, with a result
+// (whose structured content fits its output schema) or a tool error; and a
+// call of a tool it does not have is answered in order, not by a crash.
+func toolProbes(ctx context.Context, rt *plugins.Runtime, spec plugins.Spec) []Result {
+	spec.Kind = plugins.KindTools
+	p, err := rt.Load(ctx, spec)
+	if err != nil {
+		return []Result{{Name: "tools: definitions", Err: err}}
+	}
+	defer func() { p.Close(context.WithoutCancel(ctx)) }()
+	tools := p.ToolSet()
+	rs := []Result{{Name: fmt.Sprintf("tools: %d definitions", len(tools))}}
+	invoke := func(name, input string) {
+		_, err := p.InvokeToolRaw(ctx, []byte(input))
+		rs = append(rs, Result{Name: name, Err: err})
+	}
+	for i, t := range tools {
+		if i == 16 {
+			break
+		}
+		if i > 0 {
+			// Each tool on a fresh load (the compile is the runtime's,
+			// shared): one tool's crashes must not put the next in the
+			// crash-loop backoff.
+			p.Close(context.WithoutCancel(ctx))
+			if p, err = rt.Load(ctx, spec); err != nil {
+				return append(rs, Result{Name: "tools: reload", Err: err})
+			}
+		}
+		args, ok := t.MinimalArguments()
+		if !ok {
+			rs = append(rs, Result{Name: "tool_invoke: " + t.Def.Name + ": skipped, no minimal arguments found for its schema"})
+			continue
+		}
+		name, _ := json.Marshal(t.Def.Name)
+		invoke("tool_invoke: "+t.Def.Name+": minimal arguments", `{"caller":{},"name":`+string(name)+`,"arguments":`+string(args)+`}`)
+		invoke("tool_invoke: "+t.Def.Name+": an authenticated caller (1.3)", `{"caller":`+authenticated+`,"name":`+string(name)+`,"arguments":`+string(args)+`}`)
+		invoke("tool_invoke: "+t.Def.Name+": unknown fields", `{"caller":{`+unknown+`},"name":`+string(name)+`,"arguments":`+string(args)+`,"progressToken":"p1",`+unknown+`}`)
+	}
+	p.Close(context.WithoutCancel(ctx))
+	if p, err = rt.Load(ctx, spec); err != nil {
+		return append(rs, Result{Name: "tools: reload", Err: err})
+	}
+	out, err := p.InvokeToolRaw(ctx, []byte(`{"caller":{},"name":"zz_no_such_tool","arguments":{}}`))
+	var pe *plugins.PluginError
+	switch {
+	case errors.As(err, &pe):
+		err = nil // an orderly refusal
+	case err == nil && out.ToolError == nil:
+		err = fmt.Errorf("a call of a tool it does not have was answered with a result: %s", out.Result)
+	}
+	rs = append(rs, Result{Name: "tool_invoke: an unknown tool", Err: err})
+	return rs
 }

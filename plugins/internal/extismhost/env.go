@@ -26,6 +26,12 @@ type Env struct {
 	Log      hclog.Logger      // where log_* writes; nil drops guest logs
 	LogLevel int32             // what get_log_level answers; lower levels are dropped (LogLevel)
 	HTTP     *HTTP             // allowed_hosts for http_request; nil refuses every request
+
+	// The grants of a tool plugin's host functions (tools.go); off when
+	// nil or false.
+	KV        KV   // the plugin's key-value store for kv_get and kv_set
+	Progress  bool // progress may reach the calling client
+	ClientLog bool // log may reach the calling client
 }
 
 // Budget is the memory cap an instance's kernel shares with its linear
@@ -41,7 +47,10 @@ func Instantiate(ctx context.Context, r wazero.Runtime) error {
 	if err := instantiateWASI(ctx, r); err != nil {
 		return err
 	}
-	_, err := instantiateExtismEnv(ctx, r)
+	if _, err := instantiateExtismEnv(ctx, r); err != nil {
+		return err
+	}
+	_, err := instantiateToolEnv(ctx, r)
 	return err
 }
 
