@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -686,8 +687,15 @@ func TestReplicasShareAPostgresStore(t *testing.T) {
 	a := newRig(t, rigOptions{store: body})
 	b := newRig(t, rigOptions{store: body})
 	want(t, a.do("POST", "/v1/servers", a.upstream("shared", nil)), http.StatusCreated)
+	// Connected, then its tools in b's catalog: the status turns a moment
+	// before the catalog is rebuilt, so the call is what is waited for.
 	testproc.WaitFor(t, "replica b to serve the server a added", 10*time.Second, func() bool { return b.status("shared").State == host.StateConnected })
-	res, err := b.e.Host().CallTool(context.Background(), abi.Caller{}, "shared__echo", json.RawMessage(`{"text":"via b"}`))
+	var res *mcp.CallToolResult
+	var err error
+	testproc.WaitFor(t, "shared__echo in b's catalog", 5*time.Second, func() bool {
+		res, err = b.e.Host().CallTool(context.Background(), abi.Caller{}, "shared__echo", json.RawMessage(`{"text":"via b"}`))
+		return !errors.Is(err, host.ErrUnknownTool)
+	})
 	if err != nil || res.IsError {
 		t.Fatalf("calling through b: %v %+v", err, res)
 	}
