@@ -43,6 +43,8 @@ function serverRow(s, refresh) {
         stored ? 'added at run time (version ' + s.version + ')' : 'defined in the config file')),
       h('div', {class: 'sub mono'}, where),
       st.authUrl && h('div', {class: 'sub'}, 'Waiting for a login: ', h('a', {href: st.authUrl, target: '_blank', rel: 'noopener'}, 'authorize')),
+      // oauth mode per_user: each caller logs in for themself.
+      st.users && h('div', {class: 'sub'}, `Per-user logins: ${st.users.authorized} authorized, ${st.users.authorizing} waiting`),
       s.problem && h('div', {class: 'error'}, s.problem),
       // Only a failure is an error; "disconnected by an operator" is news.
       err && h('div', {class: ['failed', 'unauthorized'].includes(state) ? 'error' : 'sub'}, err),
