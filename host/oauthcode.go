@@ -436,16 +436,27 @@ func (f *codeFlow) needed() *AuthorizationNeeded {
 	return &AuthorizationNeeded{Server: f.server, Subject: f.subject, URL: f.pendingURL()}
 }
 
-// loginEnded is closed when the running login ends (at once when none is).
+// loginEnded is closed when the running login ends (at once when none is:
+// the last one's is closed).
 func (f *codeFlow) loginEnded() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.running || f.ended == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
+	return orClosed(f.ended)
+}
+
+// closedChan is what a wait for something that never started gets.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// orClosed is c, or a closed channel when c is nil.
+func orClosed(c chan struct{}) <-chan struct{} {
+	if c == nil {
+		return closedChan
 	}
-	return f.ended
+	return c
 }
 
 // hasGrant reports whether the flow holds a grant that may still work.
@@ -534,12 +545,7 @@ func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan str
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.running || f.ctx.Err() != nil {
-		if f.ended == nil {
-			c := make(chan struct{})
-			close(c)
-			return c
-		}
-		return f.ended
+		return orClosed(f.ended)
 	}
 	f.running, f.loginErr = true, nil
 	f.stepUp = resp.StatusCode == http.StatusForbidden
@@ -583,12 +589,7 @@ func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan str
 func (f *codeFlow) publishedCh() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.published == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return f.published
+	return orClosed(f.published)
 }
 
 // fetch is the go-sdk's AuthorizationCodeFetcher: it shows the link and

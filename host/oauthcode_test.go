@@ -835,24 +835,6 @@ func TestOAuthCallbackState(t *testing.T) {
 	})
 }
 
-// lockedBuffer is a log sink for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestOAuthTokensNotShown: no code, access token or refresh token shows in
 // the status (Go and HTTP), in call errors or in the trace log, through a
 // login, a refresh, a refused refresh and a second login.
@@ -860,7 +842,7 @@ func TestOAuthTokensNotShown(t *testing.T) {
 	as := authtest.New(t)
 	rs := newResource(t, as, "")
 	store := grantsFile(t)
-	var logs lockedBuffer
+	var logs testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Trace, Output: &logs})
 	h, base := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: store, Logger: log})
 	var shown []string

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,30 +60,12 @@ func quickstartAudit(t *testing.T, mcpAddr, adminAddr string) (string, string) {
 	return p, filepath.Join(dir, "audit.jsonl")
 }
 
-// lockedBuffer is what a command running in a goroutine prints.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // follow runs `mcphost audit tail --follow ...` until the test calls the
 // returned stop, and gives what it printed.
-func follow(t *testing.T, args ...string) (*lockedBuffer, func()) {
+func follow(t *testing.T, args ...string) (*testproc.Buffer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testproc.Buffer{}, &testproc.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, append([]string{"audit", "tail", "--follow"}, args...), strings.NewReader(""), out, errb)
