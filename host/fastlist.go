@@ -56,6 +56,7 @@ type fastListSession struct {
 	ss       *mcp.ServerSession
 	version  string
 	lastSeen atomic.Int64 // unix nanoseconds of the last request the go-sdk handled
+	calls    fastCalls    // tools/call requests the shortcut is answering
 }
 
 // seen records a request of ss that went through the go-sdk: on
@@ -86,6 +87,7 @@ func (f *fastListSessions) seen(ss *mcp.ServerSession, method string) {
 func (f *fastListSessions) forget(ss *mcp.ServerSession) {
 	if e := f.lookup(ss.ID()); e != nil && e.ss == ss {
 		f.m.CompareAndDelete(ss.ID(), e)
+		e.calls.cancelAll()
 	}
 }
 
@@ -97,71 +99,97 @@ func (f *fastListSessions) lookup(id string) *fastListSession {
 	return e.(*fastListSession)
 }
 
-// fastList serves eligible tools/list requests to /mcp and hands every
-// other request to next, the go-sdk's streamable HTTP handler.
-func (h *Host) fastList(next http.Handler, sessionTimeout time.Duration) http.Handler {
+// shortcutHandler serves eligible tools/list (fastList) and tools/call
+// (fastCall, fastcall.go) requests to /mcp and hands every other request to
+// next, the go-sdk's streamable HTTP handler.
+func (h *Host) shortcutHandler(next http.Handler, sessionTimeout time.Duration, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e := h.fastListSession(r, sessionTimeout)
 		if e == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Read a little of the body; whatever is not a plain tools/list
-		// goes on to the go-sdk with the body put back together.
-		head := make([]byte, maxFastListBody+1)
-		n, err := io.ReadFull(r.Body, head)
-		head = head[:n]
-		if err != io.ErrUnexpectedEOF && err != io.EOF {
+		body, whole := readShortBody(r, maxBody)
+		if whole {
+			// Most requests are neither: a substring check spares them
+			// the parse.
+			switch {
+			case len(body) <= maxFastListBody && bytes.Contains(body, []byte(`"tools/list"`)):
+				if h.fastList(w, r, e, body) {
+					return
+				}
+			case bytes.Contains(body, []byte(`"tools/call"`)):
+				if h.fastCall(w, r, e, body) {
+					return
+				}
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		} else {
 			r.Body = struct {
 				io.Reader
 				io.Closer
-			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
-			next.ServeHTTP(w, r)
-			return
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		}
-		// Most requests are not listings: a substring check spares them
-		// the parse.
-		var id, meta json.RawMessage
-		ok := bytes.Contains(head, []byte(`"tools/list"`))
-		if ok {
-			id, meta, ok = parseFastList(head)
-		}
-		// A request that names its protocol version in _meta may follow
-		// 2026-07-28, whose results the go-sdk annotates.
-		if ok && bytes.Contains(meta, []byte(mcp.MetaKeyProtocolVersion)) {
-			ok = false
-		}
-		var callerMeta json.RawMessage
-		if ok && meta != nil {
-			callerMeta, ok = fastListMeta(meta)
-		}
-		if !ok {
-			r.Body = io.NopCloser(bytes.NewReader(head))
-			next.ServeHTTP(w, r)
-			return
-		}
-		caller := h.sessionCaller(e.ss, DownstreamHTTP)
-		caller.Meta = callerMeta
-		v, err := h.view(r.Context(), caller)
-		var listing []byte
-		if err == nil {
-			listing, err = v.encoded()
-		}
-		if err != nil {
-			// The go-sdk path reports the error as a JSON-RPC error.
-			r.Body = io.NopCloser(bytes.NewReader(head))
-			next.ServeHTTP(w, r)
-			return
-		}
-		head = append(append(append(head[:0], `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
-		hdr := w.Header()
-		hdr.Set("Content-Type", "application/json")
-		hdr.Set("Content-Length", strconv.Itoa(len(head)+len(listing)+2))
-		hdr.Set("Mcp-Session-Id", e.ss.ID())
-		_, _ = w.Write(head)
-		_, _ = w.Write(listing)
-		_, _ = w.Write([]byte("}\n"))
+		next.ServeHTTP(w, r)
 	})
+}
+
+// readShortBody reads r's body when it is short enough for a shortcut (its
+// declared length, or at most maxFastListBody bytes when it declares none)
+// and within maxBody (listen.max_body_bytes, which the go-sdk enforces).
+// whole is false when it read only a part, which it returns.
+func readShortBody(r *http.Request, maxBody int64) (body []byte, whole bool) {
+	limit := int64(maxFastListBody)
+	if r.ContentLength > 0 {
+		limit = r.ContentLength
+	}
+	if limit > maxFastCallBody || (maxBody > 0 && limit > maxBody) {
+		return nil, false
+	}
+	// One byte more than expected, to see the end: net/http lifts the
+	// read deadline only once the body has been read to EOF.
+	body = make([]byte, limit+1)
+	n, err := io.ReadFull(r.Body, body)
+	body = body[:n]
+	return body, err == io.ErrUnexpectedEOF || err == io.EOF
+}
+
+// fastList answers body, a request of session e, if it is a plain
+// tools/list, and reports whether it did.
+func (h *Host) fastList(w http.ResponseWriter, r *http.Request, e *fastListSession, body []byte) bool {
+	id, meta, ok := parseFastList(body)
+	// A request that names its protocol version in _meta may follow
+	// 2026-07-28, whose results the go-sdk annotates.
+	if ok && bytes.Contains(meta, []byte(mcp.MetaKeyProtocolVersion)) {
+		ok = false
+	}
+	var callerMeta json.RawMessage
+	if ok && meta != nil {
+		callerMeta, ok = fastListMeta(meta)
+	}
+	if !ok {
+		return false
+	}
+	caller := h.sessionCaller(e.ss, DownstreamHTTP)
+	caller.Meta = callerMeta
+	v, err := h.view(r.Context(), caller)
+	var listing []byte
+	if err == nil {
+		listing, err = v.encoded()
+	}
+	if err != nil {
+		return false // the go-sdk path reports the error as a JSON-RPC error
+	}
+	head := make([]byte, 0, 32+len(id))
+	head = append(append(append(head, `{"jsonrpc":"2.0","id":`...), id...), `,"result":`...)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(head)+len(listing)+2))
+	hdr.Set("Mcp-Session-Id", e.ss.ID())
+	_, _ = w.Write(head)
+	_, _ = w.Write(listing)
+	_, _ = w.Write([]byte("}\n"))
+	return true
 }
 
 // fastListSession returns the session r may be answered for from the

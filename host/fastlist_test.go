@@ -85,15 +85,27 @@ func message(t *testing.T, resp *http.Response) (msg struct {
 	Result json.RawMessage `json:"result"`
 }, shortcut bool) {
 	t.Helper()
+	data, shortcut := responseData(t, resp)
+	if err := json.Unmarshal(data, &msg); err != nil {
+		t.Fatalf("response %q: %v", data, err)
+	}
+	return msg, shortcut
+}
+
+// responseData returns the JSON-RPC message of resp as sent: a JSON body
+// (a shortcut's; its final newline removed) or the first data line of an
+// event stream (the go-sdk's).
+func responseData(t *testing.T, resp *http.Response) (data []byte, shortcut bool) {
+	t.Helper()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
-	var data []byte
 	switch ct := resp.Header.Get("Content-Type"); {
 	case ct == "application/json":
 		shortcut = true
 		data, _ = io.ReadAll(resp.Body)
+		data = bytes.TrimSuffix(data, []byte("\n"))
 	case strings.HasPrefix(ct, "text/event-stream"):
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 16<<20)
@@ -106,10 +118,7 @@ func message(t *testing.T, resp *http.Response) (msg struct {
 	default:
 		t.Fatalf("content type %q", ct)
 	}
-	if err := json.Unmarshal(data, &msg); err != nil {
-		t.Fatalf("response %q: %v", data, err)
-	}
-	return msg, shortcut
+	return data, shortcut
 }
 
 func connectAs(t *testing.T, url, name string) (*mcp.ClientSession, rawSession) {

@@ -202,6 +202,9 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			}
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
+				if method == "notifications/cancelled" {
+					h.cancelFastCall(ss, req)
+				}
 			}
 			res, err = h.route(ctx, transport, method, req, ss, next)
 			if d != nil {
@@ -270,11 +273,8 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 		}
 		res, err := h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
-		if errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
+			return nil, callError(err)
 		}
 		return res, nil
 	}

@@ -1,0 +1,309 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// A plain tools/call on an established streamable HTTP session is answered
+// ahead of the go-sdk's handler, as tools/list is (fastlist.go): the body is
+// read once, the call goes the whole usual way (callTool: view, policies,
+// the raw upstream path, result policies, metrics, audit), and the answer is
+// one application/json JSON-RPC response.
+//
+// Why: through the go-sdk's stateful handler a call is decoded twice (the
+// batch, then its params), handed between three goroutines, and answered on
+// an event stream; that machinery, not mcphost's work, was most of what a
+// call through the gateway added to a direct one (docs/BENCHMARKS.md).
+//
+// What the shortcut takes: one tools/call request (string or integer id)
+// whose params hold only name, arguments (an object or null) and _meta (an object
+// without progressToken, and without the protocol version key of
+// 2026-07-28), on a session fastListSession accepts, with traces off (the
+// request span is made in the go-sdk path's middleware). A request with a
+// progress token asks for a stream and gets the go-sdk's.
+//
+// What differs from the go-sdk path, as when the go-sdk itself answers in
+// JSON (StreamableHTTPOptions.JSONResponse): a message the call sends the
+// client before its answer (an upstream's log, a sampling or elicitation
+// request) goes on the session's standalone stream, not on the answer's.
+// The answer's bytes are what the go-sdk encodes (jsonrpc.EncodeMessage of
+// the result encoded as its jsonrpc2 layer encodes it); TestFastCall*
+// compares the two paths. The call is cancelled when its HTTP request goes
+// away, when the session closes, or by the client's notifications/cancelled
+// naming it.
+
+// maxFastCallBody is the longest tools/call body the shortcut reads whole;
+// a longer one goes to the go-sdk.
+const maxFastCallBody = 64 << 10
+
+// fastCall answers body, a request of session e, if it is a plain
+// tools/call, and reports whether it did.
+func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSession, body []byte) bool {
+	if h.tracer != nil {
+		return false
+	}
+	p, ok := parseFastCall(body)
+	if !ok {
+		return false
+	}
+	var meta mcp.Meta
+	if p.meta != nil {
+		if meta, ok = fastCallMeta(p.meta); !ok {
+			return false
+		}
+	}
+	id, err := jsonrpc.MakeID(p.id)
+	if err != nil {
+		return false
+	}
+	d, _ := h.sessions.lookup(e.ss)
+	if d == nil {
+		return false // not tracked (yet, or any more): the go-sdk path tracks it
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	key := e.calls.add(p.id, cancel)
+	defer e.calls.remove(key)
+
+	caller := h.sessionCaller(e.ss, DownstreamHTTP)
+	caller.Meta = requestMeta(meta)
+	res, err := h.fastCallResult(ctx, caller, p, meta, e.ss)
+	// What the upstream sent during the call goes out first, as on the
+	// go-sdk path (on the standalone stream: see above).
+	d.out.flush(ctx)
+
+	msg := &jsonrpc.Response{ID: id}
+	if err != nil {
+		msg.Error = callError(err)
+	} else if msg.Result, err = encodeJSON(res); err != nil {
+		msg.Result, msg.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+	}
+	out, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		// Cannot happen for the values above; answered as the go-sdk
+		// answers what it cannot encode.
+		http.Error(w, "encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return true
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(out)+1))
+	hdr.Set("Mcp-Session-Id", e.ss.ID())
+	_, _ = w.Write(append(out, '\n'))
+	return true
+}
+
+// fastCallResult is route's tools/call case without the go-sdk: the same
+// call, the same errors, and the same recovery from a panic.
+func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *fastCallParams, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.log.Error("panic handling request", "method", "tools/call", "panic", v, "stack", string(debug.Stack()))
+			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error handling tools/call"}
+		}
+	}()
+	return h.callTool(ctx, caller, p.name, p.args, meta, ss)
+}
+
+// callError is the JSON-RPC error a failed tools/call is answered with,
+// on both paths.
+func callError(err error) *jsonrpc.Error {
+	if werr, ok := err.(*jsonrpc.Error); ok {
+		return werr // already one (a recovered panic)
+	}
+	switch {
+	case errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
+}
+
+// fastCallParams is a plain tools/call request as parseFastCall read it.
+type fastCallParams struct {
+	id   any             // string or float64, as the go-sdk decodes ids
+	name string          // the tool
+	args json.RawMessage // an object, or nil when absent
+	meta json.RawMessage // the params' _meta object, or nil when absent
+}
+
+// parseFastCall reports whether body is exactly one tools/call request the
+// shortcut takes, and reads it. Member names are matched exactly (as the
+// go-sdk matches them); a repeated or unknown member, an id that is not a
+// string or an integer, arguments that are not an object, or anything after
+// the request refuses the shortcut, which then leaves the request to the
+// go-sdk.
+func parseFastCall(body []byte) (*fastCallParams, bool) {
+	top, ok := strictObject(body, "jsonrpc", "id", "method", "params")
+	if !ok {
+		return nil, false
+	}
+	var version, method string
+	if json.Unmarshal(top["jsonrpc"], &version) != nil || version != "2.0" ||
+		json.Unmarshal(top["method"], &method) != nil || method != "tools/call" {
+		return nil, false
+	}
+	p := new(fastCallParams)
+	switch raw := top["id"]; {
+	case raw == nil || !plainID(raw):
+		return nil, false
+	case raw[0] == '"':
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		p.id = s
+	default:
+		// As the go-sdk reads a number id: a float64, exact up to 2^53.
+		n, _ := strconv.ParseInt(string(raw), 10, 64)
+		if n > 1<<53 || n < -(1<<53) {
+			return nil, false
+		}
+		p.id = float64(n)
+	}
+	params, ok := strictObject(top["params"], "name", "arguments", "_meta")
+	if !ok || json.Unmarshal(params["name"], &p.name) != nil || p.name == "" {
+		return nil, false
+	}
+	if a, given := params["arguments"]; given {
+		// An object, or null as the go-sdk's client sends no arguments
+		// (passed on as it is on the go-sdk's path).
+		if len(a) == 0 || (a[0] != '{' && string(a) != "null") {
+			return nil, false
+		}
+		p.args = a
+	}
+	if m, given := params["_meta"]; given {
+		if len(m) == 0 || m[0] != '{' {
+			return nil, false
+		}
+		p.meta = m
+	}
+	return p, true
+}
+
+// strictObject decodes raw, a JSON object with nothing after it, whose
+// members are among names and given once each.
+func strictObject(raw []byte, names ...string) (map[string]json.RawMessage, bool) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	rest, err := segjson.Parse(raw, &m, segjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) != 0 {
+		return nil, false
+	}
+	known := 0
+	for _, n := range names {
+		if _, ok := m[n]; ok {
+			known++
+		}
+	}
+	if known != len(m) || !uniqueMembers(raw, len(m)) {
+		return nil, false
+	}
+	return m, true
+}
+
+// fastCallMeta reads a tools/call's _meta as the go-sdk's path does (its
+// decoder into mcp.Meta). A progress token asks for a stream, and the
+// protocol version key for 2026-07-28: both are the go-sdk's to serve.
+func fastCallMeta(raw json.RawMessage) (mcp.Meta, bool) {
+	var m mcp.Meta
+	dec := segjson.NewDecoder(bytes.NewReader(raw))
+	dec.DontMatchCaseInsensitiveStructFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, false
+	}
+	if _, ok := m["progressToken"]; ok {
+		return nil, false
+	}
+	if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
+		return nil, false
+	}
+	return m, true
+}
+
+// fastCalls are a session's shortcut calls in flight, so that the client's
+// notifications/cancelled and the session's end reach them as they reach
+// the go-sdk's.
+type fastCalls struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]fastCallEntry
+}
+
+type fastCallEntry struct {
+	id     any // the request id
+	cancel context.CancelFunc
+}
+
+func (f *fastCalls) add(id any, cancel context.CancelFunc) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[uint64]fastCallEntry{}
+	}
+	f.next++
+	f.m[f.next] = fastCallEntry{id: id, cancel: cancel}
+	return f.next
+}
+
+func (f *fastCalls) remove(key uint64) {
+	f.mu.Lock()
+	delete(f.m, key)
+	f.mu.Unlock()
+}
+
+// cancel cancels the calls whose request id is id (a string or a float64,
+// as the go-sdk decodes both), and reports whether there was one.
+func (f *fastCalls) cancel(id any) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	found := false
+	for _, c := range f.m {
+		if c.id == id {
+			c.cancel()
+			found = true
+		}
+	}
+	return found
+}
+
+// cancelAll cancels every call: the session is gone.
+func (f *fastCalls) cancelAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.m {
+		c.cancel()
+	}
+}
+
+// cancelFastCall passes a client's notifications/cancelled to the shortcut
+// call it names, if any.
+func (h *Host) cancelFastCall(ss *mcp.ServerSession, req mcp.Request) {
+	if ss == nil {
+		return
+	}
+	p, ok := req.GetParams().(*mcp.CancelledParams)
+	if !ok || p == nil {
+		return
+	}
+	if e := h.fastSessions.lookup(ss.ID()); e != nil && e.ss == ss {
+		if e.calls.cancel(p.RequestID) {
+			h.log.Debug("call cancelled by the client", "session", ss.ID(), "request", fmt.Sprint(p.RequestID))
+		}
+	}
+}
