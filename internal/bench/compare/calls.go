@@ -24,7 +24,8 @@ const (
 
 // The mcp-go gateway, a stand-in for TBXark/mcp-proxy (whose module the Go
 // module proxy here refuses): its directory, the mcp-go version its go.mod
-// requires (the newest seen in mcp-proxy's go.mod), and its row's name.
+// requires (the newest found in a go.mod of mcp-proxy's source, a fork's
+// copy), and its row's name.
 const (
 	mcpgoDir     = "internal/bench/peers/mcpgo"
 	mcpgoVersion = "v0.39.1"
