@@ -2,7 +2,7 @@
 # A/B run for docs/BENCHMARKS.md: mcphost built against the go-sdk as pinned
 # (A) and against the go-sdk with bench/go-sdk-json.patch applied (B), both
 # from the committed tree (HEAD), measured in the same rounds by the
-# comparison (tools/call and tools/list, no npm gateways).
+# comparison (tools/call and tools/list, no npm gateways, no mcp-go gateway).
 #
 #   bash .ci/bench-sdk-ab.sh [compare flags, e.g. -rounds 3]
 #
@@ -30,5 +30,5 @@ git archive HEAD | tar -x -C "$tmp/src"
 	go mod edit -replace "github.com/modelcontextprotocol/go-sdk=$tmp/go-sdk"
 	go build -o "$tmp/mcphost-b" ./cmd/mcphost
 )
-go run ./internal/bench/compare -sections calls,list -no-npm -plugins-config /dev/null \
+go run ./internal/bench/compare -sections calls,list -no-npm -no-mcpgo -plugins-config /dev/null \
 	-mcphost "$tmp/mcphost-a" -mcphost-b "$tmp/mcphost-b" "$@"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the gateway comparison of docs/BENCHMARKS.md: tools/call direct, through
-# mcphost (no plugins, quickstart chain, HTTP upstream) and through the npm
-# gateways, start-up, idle RSS, tools/list of 1000 tools, and calls at a steady
-# rate while a plugin is hot-swapped.
+# mcphost (no plugins, quickstart chain, HTTP upstream), through the npm
+# gateways and through a gateway built on mcp-go; start-up, idle RSS, tools/list
+# of 1000 tools, and calls at a steady rate while a plugin is hot-swapped.
 #
 #   bash .ci/bench.sh                       # short mode, for CI: about 2 minutes
 #   bash .ci/bench.sh --full -profile cpu.pprof -o results.md -json results.json

@@ -22,6 +22,16 @@ const (
 	mcpProxyVersion     = "6.7.19"
 )
 
+// The mcp-go gateway, a stand-in for TBXark/mcp-proxy (whose module the Go
+// module proxy here refuses): its directory, the mcp-go version its go.mod
+// requires (the newest found in a go.mod of mcp-proxy's source, a fork's
+// copy), and its row's name.
+const (
+	mcpgoDir     = "internal/bench/peers/mcpgo"
+	mcpgoVersion = "v0.39.1"
+	nameMCPGo    = "mcp-go gateway (stand-in for TBXark/mcp-proxy), stdio upstream"
+)
+
 // protocolVersion is what every bench client asks for, so all targets speak
 // the same revision (the node gateways do not know 2026-07-28).
 const protocolVersion = "2025-11-25"
@@ -94,6 +104,13 @@ func (h *harness) measureCalls(ctx context.Context) error {
 			g, err = h.startMCPProxy(ctx, mp)
 			add("mcp-proxy "+mcpProxyVersion+", stdio upstream", "streamable HTTP", g, err)
 		}
+	}
+	if !h.o.noMCPGo {
+		err := h.mcpgoErr
+		if err == nil {
+			g, err = h.startMCPGo(ctx)
+		}
+		add(nameMCPGo, "mcp-go "+mcpgoVersion+", stateful streamable HTTP, "+mcpgoDir, g, err)
 	}
 
 	// One session per target, kept across rounds like a real client's.
@@ -271,6 +288,26 @@ func (h *harness) startMCPProxy(ctx context.Context, entry string) (*gateway, er
 		return nil, err
 	}
 	return &gateway{proc: p, url: "http://" + addr + "/mcp"}, nil
+}
+
+// startMCPGo starts the mcp-go gateway with the everything-server over
+// stdio. It listens only once every upstream tool is added, so its first
+// answer means ready.
+func (h *harness) startMCPGo(ctx context.Context) (*gateway, error) {
+	addr, err := bench.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.start(h.bins.mcpgo, []string{"-listen", addr, "--", h.bins.everything})
+	if err != nil {
+		return nil, err
+	}
+	url := "http://" + addr + "/mcp"
+	if _, err := p.WaitHTTP(ctx, 60*time.Second, url); err != nil {
+		h.stop(p)
+		return nil, err
+	}
+	return &gateway{proc: p, addr: addr, url: url}, nil
 }
 
 func fileExists(p string) bool {

@@ -296,3 +296,37 @@ func TestSwapSummaryAndGoals(t *testing.T) {
 		t.Errorf("%d hot swap goals", n)
 	}
 }
+
+// The mcp-go gateway's row names the mcp-go version its module requires, and
+// that module is its own: the main module must not require mcp-go.
+func TestMCPGoPeerModule(t *testing.T) {
+	repo := filepath.Join("..", "..", "..")
+	peer, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(mcpgoDir), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"module github.com/mcphost-project/mcphost/" + mcpgoDir + "\n", "github.com/mark3labs/mcp-go " + mcpgoVersion + "\n"} {
+		if !strings.Contains(string(peer), want) {
+			t.Errorf("%s/go.mod lacks %q:\n%s", mcpgoDir, want, peer)
+		}
+	}
+	root, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(root), "mark3labs/mcp-go") {
+		t.Error("the main module's go.mod requires mcp-go")
+	}
+}
+
+// A gateway that does not build is a one-line note, not the run's failure.
+func TestBuildMCPGoFailure(t *testing.T) {
+	h := &harness{repo: t.TempDir(), work: t.TempDir()}
+	bin, err := h.buildMCPGo(t.Context())
+	if err == nil || bin != "" {
+		t.Fatalf("bin %q err %v", bin, err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "go build -C "+mcpgoDir+": ") || strings.Contains(msg, "\n") {
+		t.Errorf("err %q", msg)
+	}
+}

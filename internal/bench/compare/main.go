@@ -1,11 +1,13 @@
-// Command compare measures mcphost against a direct connection and the npm
-// gateways people use today, in one run, and prints markdown tables.
+// Command compare measures mcphost against a direct connection, the npm
+// gateways people use today and a Go gateway built on mcp-go, in one run,
+// and prints markdown tables.
 //
 //	go run ./internal/bench/compare -short           # a quick check (CI)
 //	go run ./internal/bench/compare -profile cpu.pprof # the recorded run
 //
 // Run it from the repository root. It builds mcphost, the go-sdk's
-// everything-server and a many-tools test server into a temporary
+// everything-server, a many-tools test server and the mcp-go gateway of
+// internal/bench/peers/mcpgo (a module of its own) into a temporary
 // directory, starts every server on 127.0.0.1 in its own process group, and
 // stops them all on exit (also on Ctrl-C). Sections:
 //
@@ -54,6 +56,7 @@ type options struct {
 	npmCache      string
 	node          string
 	noNPM         bool
+	noMCPGo       bool
 	profile       string
 	profileTime   time.Duration
 	jsonOut       string
@@ -95,6 +98,7 @@ func main() {
 	fs.StringVar(&o.npmCache, "npm-cache", defaultNPMCache(), "directory to npm-install supergateway and mcp-proxy into")
 	fs.StringVar(&o.node, "node", "", "node binary for the npm gateways (default: .ci/.cache/bin/node if present, else node)")
 	fs.BoolVar(&o.noNPM, "no-npm", false, "skip the npm gateways")
+	fs.BoolVar(&o.noMCPGo, "no-mcpgo", false, "skip the mcp-go gateway (the stand-in for TBXark/mcp-proxy)")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the gateway under load to this file and print its top")
 	fs.DurationVar(&o.profileTime, "profile-time", 15*time.Second, "how long to load the gateway while profiling")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every figure as JSON to this file")
@@ -241,10 +245,14 @@ type harness struct {
 	o      options
 	repo   string
 	work   string
-	bins   struct{ mcphost, everything, manytools, gatewayprof string }
+	bins   struct{ mcphost, everything, manytools, gatewayprof, mcpgo string }
 	procs  []*bench.Process
 	chain  string // the quickstart plugin blocks, sources made absolute; "" if none
 	report Report
+
+	// mcpgoErr is why the mcp-go gateway did not build; its target is then
+	// skipped with a note, like an npm gateway that does not install.
+	mcpgoErr error
 }
 
 func newHarness(o options) (*harness, error) {
@@ -335,7 +343,24 @@ func (h *harness) build(ctx context.Context) error {
 			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
 		}
 	}
+	if h.o.sections["calls"] && !h.o.noMCPGo {
+		h.bins.mcpgo, h.mcpgoErr = h.buildMCPGo(ctx)
+	}
 	return nil
+}
+
+// buildMCPGo builds the mcp-go gateway. It is a module of its own (so the
+// main module does not depend on mcp-go), built with go build -C; a
+// failure, such as mcp-go not downloading, is returned for a note, not as
+// the run's.
+func (h *harness) buildMCPGo(ctx context.Context) (string, error) {
+	bin := filepath.Join(h.work, "mcpgo-gateway")
+	h.logf("building %s (its own module)", mcpgoDir)
+	cmd := exec.CommandContext(ctx, "go", "build", "-C", filepath.Join(h.repo, filepath.FromSlash(mcpgoDir)), "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build -C %s: %v: %s", mcpgoDir, err, lastLines(string(out), 3))
+	}
+	return bin, nil
 }
 
 // start starts a server process and registers it for clean-up.
