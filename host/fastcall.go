@@ -36,10 +36,13 @@ import (
 // request span is made in the go-sdk path's middleware). A request with a
 // progress token asks for a stream and gets the go-sdk's.
 //
-// What differs from the go-sdk path, as when the go-sdk itself answers in
-// JSON (StreamableHTTPOptions.JSONResponse): a message the call sends the
-// client before its answer (an upstream's log, a sampling or elicitation
-// request) goes on the session's standalone stream, not on the answer's.
+// Nothing the call sends the client before its answer may be lost or
+// reordered: a session that set a logging level (whose upstream logs go
+// out ahead of the answer, on its stream) gets the go-sdk's path, and a
+// session whose client may be asked something during a call (sampling,
+// elicitation, roots) gets the shortcut only while it has a standalone
+// stream open, where such a request then goes, as when the go-sdk itself
+// answers in JSON (StreamableHTTPOptions.JSONResponse).
 // The answer's bytes are what the go-sdk encodes (jsonrpc.EncodeMessage of
 // the result encoded as its jsonrpc2 layer encodes it); TestFastCall*
 // compares the two paths. The call is cancelled when its HTTP request goes
@@ -70,9 +73,12 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	if err != nil {
 		return false
 	}
-	d, _ := h.sessions.lookup(e.ss)
+	d, level := h.sessions.lookup(e.ss)
 	if d == nil {
 		return false // not tracked (yet, or any more): the go-sdk path tracks it
+	}
+	if level != "" || (asksClient(e.ss) && !h.fastSessions.listens(e.ss.ID())) {
+		return false // see above
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
@@ -118,6 +124,17 @@ func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *fastCal
 		}
 	}()
 	return h.callTool(ctx, caller, p.name, p.args, meta, ss)
+}
+
+// asksClient reports whether an upstream may send ss's client a request
+// during a call: it declared sampling, elicitation or roots.
+func asksClient(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil {
+		return false
+	}
+	c := ip.Capabilities
+	return c.Sampling != nil || c.Elicitation != nil || c.RootsV2 != nil || c.Roots.ListChanged
 }
 
 // callError is the JSON-RPC error a failed tools/call is answered with,

@@ -217,6 +217,41 @@ func TestFastCallKeepsServerRequests(t *testing.T) {
 	if n := rec.count("application/json"); n != 4 {
 		t.Errorf("%d of the 4 calls took the shortcut (%v)", n, rec.seen())
 	}
+
+	// A client without a standalone stream is asked on the call's own
+	// stream: the go-sdk's path.
+	rec2 := &answerTypes{}
+	cs2, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec2}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs2.Close() })
+	if err := cs2.Ping(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr := callText(t, cs2, "a__sample", map[string]any{"text": "no stream"}); isErr || got != "echo: no stream" {
+		t.Errorf("sampling without a standalone stream = %q (isError %v)", got, isErr)
+	}
+	if n := rec2.count("application/json"); n != 0 {
+		t.Errorf("a client without a standalone stream got %d shortcut answers", n)
+	}
+
+	// Once the client sets a logging level, an upstream's log goes out
+	// ahead of the call's answer, on its stream: the go-sdk's path.
+	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr := callText(t, cs, "a__log", map[string]any{"text": "note"}); isErr || got != "logged" {
+		t.Errorf("log = %q", got)
+	}
+	testproc.WaitFor(t, "the log message", 10*time.Second, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.logs) == 1 && c.logs[0] == "note"
+	})
+	if n := rec.count("application/json"); n != 4 {
+		t.Errorf("a session with a logging level took the shortcut (%v)", rec.seen())
+	}
 }
 
 // answerTypes records the content type of each tools/call answer.

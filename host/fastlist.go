@@ -50,6 +50,33 @@ const maxFastListBody = 1024
 // by Mcp-Session-Id.
 type fastListSessions struct {
 	m sync.Map // session ID -> *fastListSession
+
+	mu        sync.Mutex
+	listening map[string]int // session ID -> standalone (GET) streams open
+}
+
+// listen counts a standalone stream of session id until done is called.
+func (f *fastListSessions) listen(id string) (done func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listening == nil {
+		f.listening = map[string]int{}
+	}
+	f.listening[id]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.listening[id]--; f.listening[id] <= 0 {
+			delete(f.listening, id)
+		}
+	}
+}
+
+// listens reports whether session id has a standalone stream open.
+func (f *fastListSessions) listens(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.listening[id] > 0
 }
 
 type fastListSession struct {
@@ -104,6 +131,11 @@ func (f *fastListSessions) lookup(id string) *fastListSession {
 // next, the go-sdk's streamable HTTP handler.
 func (h *Host) shortcutHandler(next http.Handler, sessionTimeout time.Duration, maxBody int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodGet && id != "" {
+			// Where the shortcut's calls send what they ask the client
+			// (fastcall.go).
+			defer h.fastSessions.listen(id)()
+		}
 		e := h.fastListSession(r, sessionTimeout)
 		if e == nil {
 			next.ServeHTTP(w, r)
