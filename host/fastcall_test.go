@@ -25,7 +25,7 @@ import (
 // that a lax reading could change.
 var fastCallBodies = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__echo","arguments":{"text":"plain"}}}`,
-	`{"jsonrpc":"2.0","id":"r\u0031","method":"tools/call","params":{"name":"a__echo","arguments":{"text":"<&> \u00e9 \/ \ud83d\ude00"}}}`,
+	`{"jsonrpc":"2.0","id":"req-1","method":"tools/call","params":{"name":"a__echo","arguments":{"text":"<&> \u00e9 \/ \ud83d\ude00"}}}`,
 	`{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"arguments":{"text":"k"},"name":"a__structured_key"}}`,
 	`{"jsonrpc":"2.0","id":9007199254740992,"method":"tools/call","params":{"name":"a__meta","arguments":{"text":"m"},"_meta":{"trace":"x"}}}`,
 	`{ "method" : "tools/call" , "params" : { "name" : "a__nested" , "arguments" : { "text" : "n" } } , "id" : 4 , "jsonrpc" : "2.0" }`,
@@ -95,7 +95,11 @@ func TestFastCallLeavesTheRestToTheGoSDK(t *testing.T) {
 		{"a repeated name", call(`{"name":"a__echo","name":"a__pid"}`), true},
 		{"an empty name", call(`{"name":""}`), true},
 		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, false},
+		{"an escaped id", `{"jsonrpc":"2.0","id":"r\u0031","method":"tools/call","params":{"name":"a__pid"}}`, true},
+		{"an escaped tool name", call(`{"name":"a__\u0070id"}`), true},
+		{"an escaped member name", call(`{"n\u0061me":"a__pid"}`), true},
 		{"an id past 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"a__pid"}}`, true},
+		{"nesting deeper than the go-sdk reads", call(`{"name":"a__echo","arguments":{"x":`+strings.Repeat("[", 1000)+strings.Repeat("]", 1000)+`}}`), false},
 		{"a fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a__pid"}}`, false},
 		{"a batch", `[` + call(`{"name":"a__pid"}`) + `]`, false},
 		{"trailing data", call(`{"name":"a__pid"}`) + `{}`, false},
@@ -363,4 +367,14 @@ func jsonEqual(a, b json.RawMessage) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+func BenchmarkParseFastCall(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"everything__test_simple_text","arguments":{}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := parseFastCall(body); !ok {
+			b.Fatal("refused")
+		}
+	}
 }
