@@ -206,13 +206,10 @@ func parseFastCall(body []byte) (*fastCallParams, bool) {
 	case len(id) == 0:
 		return nil, false
 	case id[0] == '"':
-		s := id[1 : len(id)-1]
-		for _, c := range s {
-			if c < 0x20 || c >= 0x7f || c == '\\' {
-				return nil, false
-			}
+		if !plainASCII(id[1 : len(id)-1]) {
+			return nil, false
 		}
-		p.id = string(s)
+		p.id = string(id[1 : len(id)-1])
 	default:
 		// As the go-sdk reads a number id: a float64, exact up to 2^53.
 		n, err := strconv.ParseInt(string(id), 10, 64)
@@ -255,6 +252,17 @@ func parseFastCall(body []byte) (*fastCallParams, bool) {
 		return nil, false
 	}
 	return p, true
+}
+
+// plainASCII reports whether the inside of a JSON string is printable
+// ASCII without escapes: read as written, whatever the decoder.
+func plainASCII(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxJSONDepth is the deepest nesting the go-sdk decodes.

@@ -99,7 +99,7 @@ func TestFastCallLeavesTheRestToTheGoSDK(t *testing.T) {
 		{"an escaped tool name", call(`{"name":"a__\u0070id"}`), true},
 		{"an escaped member name", call(`{"n\u0061me":"a__pid"}`), true},
 		{"an id past 2^53", `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"a__pid"}}`, true},
-		{"nesting deeper than the go-sdk reads", call(`{"name":"a__echo","arguments":{"x":`+strings.Repeat("[", 1000)+strings.Repeat("]", 1000)+`}}`), false},
+		{"nesting deeper than the go-sdk reads", call(`{"name":"a__echo","arguments":{"x":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`), false},
 		{"a fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"a__pid"}}`, false},
 		{"a batch", `[` + call(`{"name":"a__pid"}`) + `]`, false},
 		{"trailing data", call(`{"name":"a__pid"}`) + `{}`, false},

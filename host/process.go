@@ -91,15 +91,17 @@ func (t *stdioTransport) command(tag string) *exec.Cmd {
 // start starts cmd as the server, recorded as a child the subreaper (if
 // any) must not reap before the go-sdk waits for it.
 func (t *stdioTransport) start(ctx context.Context, cmd *exec.Cmd) (mcp.Connection, error) {
-	inner := &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}
 	end := children.starting()
-	conn, err := inner.Connect(ctx)
+	pipes, err := startPipes(cmd, stdioGrace)
 	var pid int
 	if err == nil {
 		pid = cmd.Process.Pid
 	}
 	end(pid)
-	return conn, err
+	if err != nil {
+		return nil, err
+	}
+	return pipes.connect()
 }
 
 // groupConn ends the whole process group after the go-sdk has closed stdin

@@ -179,8 +179,7 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 	if err != nil {
 		return nil, err
 	}
-	jid, _ := jsonrpc.MakeID(id)
-	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: jid, Method: "tools/call", Params: params}); err != nil {
+	if err := c.writeCall(ctx, id, params); err != nil {
 		c.raw.remove(id)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -206,6 +205,19 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 		go c.cancelled(id, context.Cause(ctx))
 		return nil, ctx.Err()
 	}
+}
+
+// writeCall writes a raw tools/call: on a stdio server's pipes directly,
+// otherwise through the go-sdk's connection.
+func (c *tapConn) writeCall(ctx context.Context, id string, params json.RawMessage) error {
+	if c.pipes == nil {
+		jid, _ := jsonrpc.MakeID(id)
+		return c.Connection.Write(ctx, &jsonrpc.Request{ID: jid, Method: "tools/call", Params: params})
+	}
+	if err := ctx.Err(); err != nil {
+		return err // as the go-sdk's writer refuses
+	}
+	return c.pipes.writeRawCall(id, params)
 }
 
 func (c *tapConn) cancelled(id string, cause error) {

@@ -35,14 +35,20 @@ func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	tc := &tapConn{Connection: c, t: t}
 	tc.raw.init()
+	if p, ok := c.(rawPiper); ok && p.rawPipes() != nil {
+		// A stdio server's pipes: raw calls go around the go-sdk.
+		tc.pipes = p.rawPipes()
+		tc.pipes.stdout.divertTo(tc.raw.deliver)
+	}
 	t.conn.Store(tc)
 	return tc, nil
 }
 
 type tapConn struct {
 	mcp.Connection
-	t   tapTransport
-	raw rawCalls // calls made outside the go-sdk's session (rawcall.go)
+	t     tapTransport
+	raw   rawCalls       // calls made outside the go-sdk's session (rawcall.go)
+	pipes *upstreamPipes // a stdio server's, which raw calls use directly; nil otherwise
 }
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -1,0 +1,107 @@
+package host
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// readPipe reads stream through a pipeReader and returns what the go-sdk
+// would read and the responses taken off for raw calls.
+func readPipe(t testing.TB, stream string) (passed string, diverted []*jsonrpc.Response) {
+	r := newPipeReader(strings.NewReader(stream))
+	r.divertTo(func(resp *jsonrpc.Response) bool {
+		diverted = append(diverted, resp)
+		return true
+	})
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), diverted
+}
+
+func TestPipeReaderTakesOffOnlyRawReplies(t *testing.T) {
+	reply := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[{"type":"text","text":"a\"mcphost-2"}]}}`
+	errReply := `{"error":{"code":-32602,"message":"no"},"id":"mcphost-3","jsonrpc":"2.0"}`
+	for _, tc := range []struct {
+		name, stream, passed string
+		diverted             int
+	}{
+		{"a reply", reply + "\n", "", 1},
+		{"an error reply, members in any order", errReply + "\r\n", "", 1},
+		{"the go-sdk's own calls", `{"jsonrpc":"2.0","id":4,"result":{}}` + "\n", `{"jsonrpc":"2.0","id":4,"result":{}}` + "\n", 0},
+		{"a notification naming a raw id", `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcphost-1"}}` + "\n",
+			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcphost-1"}}` + "\n", 0},
+		{"inside a value spread over lines", "[\n" + reply + "\n]\n", "[\n" + reply + "\n]\n", 0},
+		{"after a value spread over lines", "{\"jsonrpc\":\"2.0\",\n\"id\":5,\"result\":{}}\n" + reply + "\n", "{\"jsonrpc\":\"2.0\",\n\"id\":5,\"result\":{}}\n", 1},
+		{"a reply with an unknown member", `{"jsonrpc":"2.0","id":"mcphost-1","result":{},"x":1}` + "\n", `{"jsonrpc":"2.0","id":"mcphost-1","result":{},"x":1}` + "\n", 0},
+		{"a reply with both result and error", `{"jsonrpc":"2.0","id":"mcphost-1","result":{},"error":{"code":1,"message":"m"}}` + "\n",
+			`{"jsonrpc":"2.0","id":"mcphost-1","result":{},"error":{"code":1,"message":"m"}}` + "\n", 0},
+		{"a last line without a newline", reply, reply, 0},
+		{"a long reply", strings.Replace(reply, `a\"`, strings.Repeat("x", 200<<10), 1) + "\n", "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			passed, diverted := readPipe(t, tc.stream)
+			if passed != tc.passed || len(diverted) != tc.diverted {
+				t.Errorf("passed %q and took off %d, want %q and %d", passed, len(diverted), tc.passed, tc.diverted)
+			}
+		})
+	}
+}
+
+// FuzzPipeReader checks that a line the reader takes off is a response
+// the go-sdk decodes the same way, and that every other byte reaches the
+// go-sdk unchanged.
+func FuzzPipeReader(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[]}}`,
+		`{"jsonrpc":"2.0","id":"mcphost-1","error":{"code":-1,"message":"m","data":{"a":1}}}`,
+		`{"jsonrpc":"2.0","id":"mcphost-1","error":{"Code":-1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":"mcphost-\u0031","result":{}}`,
+		`{"jsonrpc":"2.0","id":"mcphost-1","result":null}`,
+		`{"jsonrpc":"1.0","id":"mcphost-1","result":{}}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if strings.ContainsAny(line, "\n") {
+			return
+		}
+		passed, diverted := readPipe(t, line+"\n")
+		if len(diverted) == 0 {
+			if passed != line+"\n" {
+				t.Fatalf("passed %q for %q", passed, line)
+			}
+			return
+		}
+		if passed != "" || len(diverted) != 1 {
+			t.Fatalf("took off %d and passed %q for %q", len(diverted), passed, line)
+		}
+		msg, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatalf("took off %q, which the go-sdk does not decode: %v", line, err)
+		}
+		want, ok := msg.(*jsonrpc.Response)
+		got := diverted[0]
+		if !ok || want.ID != got.ID {
+			t.Fatalf("took off %q as id %v; the go-sdk reads %#v", line, got.ID.Raw(), msg)
+		}
+		if !jsonEqual(want.Result, got.Result) && !(len(want.Result) == 0 && len(got.Result) == 0) {
+			t.Fatalf("took off %q with result %s; the go-sdk reads %s", line, got.Result, want.Result)
+		}
+		if (want.Error == nil) != (got.Error == nil) {
+			t.Fatalf("took off %q with error %v; the go-sdk reads %v", line, got.Error, want.Error)
+		}
+		if want.Error != nil {
+			we, ge := want.Error.(*jsonrpc.Error), got.Error.(*jsonrpc.Error)
+			if we.Code != ge.Code || we.Message != ge.Message || !bytes.Equal(we.Data, ge.Data) && !reflect.DeepEqual(we.Data, ge.Data) {
+				t.Fatalf("took off %q with error %#v; the go-sdk reads %#v", line, ge, we)
+			}
+		}
+	})
+}
