@@ -116,6 +116,13 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
+	if v := protocolOf(ss); v >= newProtocolVersion {
+		// Protocol 2026-07-28 has no server-to-client requests: a server
+		// returns an input_required result and the client calls again
+		// with the answers (SEP-2322). The gateway cannot yet turn an
+		// upstream's request in the middle of a call into that.
+		return nil, errNoMidCallRequests(u.cfg.Name, method, v)
+	}
 	// What an upstream asks of a client goes through the request hook (a
 	// policy may refuse it) and, where it carries text the client shows or
 	// hands to its model, the message hook.

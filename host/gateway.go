@@ -335,18 +335,27 @@ func (h *Host) sessionCaller(ss *mcp.ServerSession, transport string) abi.Caller
 
 // requestMeta keeps the parts of a request's _meta that describe the caller;
 // the progress token changes per request and would defeat view caching.
+// What protocol 2026-07-28 puts in every request's _meta instead of a
+// session's initialize (version, client info and capabilities, log level)
+// is left out too: the Caller has the client's name and version from it
+// (sessionCaller), so a policy sees one client alike at every version.
 func requestMeta(m map[string]any) json.RawMessage {
 	if len(m) == 0 {
 		return nil
 	}
-	if _, ok := m["progressToken"]; ok {
+	drop := func(k string) bool { return k == "progressToken" || perRequestMeta(k) }
+	for k := range m {
+		if !drop(k) {
+			continue
+		}
 		m2 := make(map[string]any, len(m))
 		for k, v := range m {
-			if k != "progressToken" {
+			if !drop(k) {
 				m2[k] = v
 			}
 		}
 		m = m2
+		break
 	}
 	if len(m) == 0 {
 		return nil

@@ -122,7 +122,7 @@ func TestPerClientSessionsDoNotLeak(t *testing.T) {
 			defer wg.Done()
 			for range jobs {
 				c := mcp.NewClient(&mcp.Implementation{Name: "leak-client"}, nil)
-				cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+				cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 				if err != nil {
 					t.Error(err)
 					return
@@ -209,11 +209,16 @@ func TestProtocolVersions(t *testing.T) {
 			}
 			defer cs.Close()
 			got := cs.InitializeResult().ProtocolVersion
-			if v < "2026" && got != v {
+			if got != v {
 				t.Errorf("negotiated %s, want %s", got, v)
 			}
-			if s, isErr := callText(t, cs, "every__test_sampling", map[string]any{"prompt": "hi"}); isErr || s != "LLM response: echo: hi" {
+			s, isErr := callText(t, cs, "every__test_sampling", map[string]any{"prompt": "hi"})
+			switch {
+			case v < newProtocolVersion && (isErr || s != "LLM response: echo: hi"):
 				t.Errorf("sampling over %s (negotiated %s) = %q", v, got, s)
+			case v >= newProtocolVersion && (!isErr || !strings.Contains(s, "connect with protocol 2025-11-25")):
+				// Sessionless: no server-to-client requests (sessionless.go).
+				t.Errorf("sampling over %s = %q (isError %v), want the error that says what to do", v, s, isErr)
 			}
 			if _, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "test://static-text"}); err != nil {
 				t.Error(err)
