@@ -269,7 +269,19 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 		}
-		res, err := h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		var res mcp.Result
+		var err error
+		if ss != nil && protocolOf(ss) >= newProtocolVersion {
+			// What the upstream asks during the call comes back as
+			// input_required results (rounds.go).
+			res, err = h.callInRounds(ctx, h.callerOf(req, transport), h.identityOf(ctx, req, transport).Key(), r.Params, ss)
+			var werr *jsonrpc.Error
+			if errors.As(err, &werr) {
+				return nil, werr
+			}
+		} else {
+			res, err = h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		}
 		if errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 		}

@@ -80,14 +80,16 @@ func protocolOf(ss *mcp.ServerSession) string {
 }
 
 // errNoMidCallRequests is the answer to an upstream's sampling,
-// elicitation or roots request during a call from a client of protocol
-// version (2026-07-28 or later), which cannot be sent requests: the
-// upstream's tool reports it, and the client reads what to do.
+// elicitation or roots request from a client of protocol version
+// (2026-07-28 or later), which cannot be sent requests, outside a
+// tools/call (which asks in rounds, rounds.go): during a prompts/get or a
+// resources/read, or with no call in flight. The upstream reports it, and
+// the client reads what to do.
 func errNoMidCallRequests(server, method, version string) *jsonrpc.Error {
 	return &jsonrpc.Error{
 		Code: jsonrpc.CodeInvalidRequest,
-		Message: fmt.Sprintf("mcphost: server %q sent %s during a call from a client of protocol %s, which has no server-to-client requests, "+
-			"and mcphost cannot yet turn it into that protocol's input_required result: connect with protocol 2025-11-25 to use this tool",
+		Message: fmt.Sprintf("mcphost: server %q sent %s to a client of protocol %s, which has no server-to-client requests, "+
+			"outside a tools/call (the only request mcphost turns into that protocol's input_required rounds): connect with protocol 2025-11-25 to use it",
 			server, method, version),
 	}
 }

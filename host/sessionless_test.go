@@ -85,24 +85,15 @@ func TestClientVersionsThroughEveryUpstream(t *testing.T) {
 					t.Errorf("prompts/get: %v %+v", err, pr)
 				}
 
-				sampled, isErr := callText(t, cs, "every__test_sampling", map[string]any{"prompt": "hi"})
-				elicited, isErr2 := callText(t, cs, "every__test_elicitation", map[string]any{"message": "who?"})
-				if !sessionless {
-					if isErr || sampled != "LLM response: echo: hi" {
-						t.Errorf("sampling = %q (isError %v)", sampled, isErr)
-					}
-					if isErr2 || !strings.Contains(elicited, "ada") {
-						t.Errorf("elicitation = %q (isError %v)", elicited, isErr2)
-					}
-					return
+				// At 2026-07-28 in rounds (rounds.go), before it mid-call.
+				if got, isErr := callText(t, cs, "every__test_sampling", map[string]any{"prompt": "hi"}); isErr || got != "LLM response: echo: hi" {
+					t.Errorf("sampling = %q (isError %v)", got, isErr)
 				}
-				for method, got := range map[string]string{"sampling/createMessage": sampled, "elicitation/create": elicited} {
-					if !strings.Contains(got, method) || !strings.Contains(got, "connect with protocol 2025-11-25") {
-						t.Errorf("%s at 2026-07-28 = %q, want the error that names it and says what to do", method, got)
-					}
+				if got, isErr := callText(t, cs, "every__test_elicitation", map[string]any{"message": "who?"}); isErr || !strings.Contains(got, "ada") {
+					t.Errorf("elicitation = %q (isError %v)", got, isErr)
 				}
-				if !isErr || !isErr2 {
-					t.Errorf("sampling and elicitation at 2026-07-28 are not errors (%v, %v)", isErr, isErr2)
+				if prompts, _ := c.seen(); len(prompts) != 1 || prompts[0] != "hi" {
+					t.Errorf("the client's LLM was asked %q", prompts)
 				}
 			})
 		}
@@ -313,5 +304,101 @@ func TestSessionlessPerClient(t *testing.T) {
 				t.Errorf("per_session: alice's requests shared processes %s, %s and %s", p1, p2, p3)
 			}
 		})
+	}
+}
+
+// TestToolCallRounds: at 2026-07-28 what an upstream asks during a
+// tools/call comes back as input_required, with a requestState that only
+// the identity that made the call can use, once, for the same tool; the
+// go-sdk client's own rounds answer sampling, elicitation and roots, one
+// question or several at once; outside a tools/call an upstream's question
+// fails with an error that says what to do.
+func TestToolCallRounds(t *testing.T) {
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{everythingServer("every"), stdioServer("a")}}, nil)
+	url := httptestServer(t, h) + "/mcp"
+	ctx := context.Background()
+	connect := func(token string, opts *mcp.ClientOptions, roots ...string) *mcp.ClientSession {
+		t.Helper()
+		c := mcp.NewClient(&mcp.Implementation{Name: "rounds"}, opts)
+		for _, r := range roots {
+			c.AddRoots(&mcp.Root{URI: r})
+		}
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: authClient(token)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Fatalf("negotiated %s", v)
+		}
+		return cs
+	}
+	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	alice, bob := connect("alice-key-0123456789", manual), connect("bob-key-0123456789", manual)
+	start := func() *mcp.CallToolResult {
+		t.Helper()
+		res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "every__test_sampling", Arguments: map[string]any{"prompt": "by hand"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+			t.Fatalf("the first round answered %+v, want input_required with one question", res)
+		}
+		return res
+	}
+	answers := func(res *mcp.CallToolResult) mcp.InputResponseMap {
+		out := mcp.InputResponseMap{}
+		for id, q := range res.InputRequests {
+			p, ok := q.(*mcp.CreateMessageWithToolsParams)
+			if !ok || len(p.Messages) != 1 {
+				t.Fatalf("question %s is %#v, want sampling", id, q)
+			}
+			out[id] = &mcp.CreateMessageWithToolsResult{Role: "assistant", Model: "m", Content: []mcp.Content{&mcp.TextContent{Text: "by hand, answered"}}}
+		}
+		return out
+	}
+	retry := func(cs *mcp.ClientSession, name string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"prompt": "by hand"}, InputResponses: answers(res), RequestState: res.RequestState})
+	}
+	// Another identity's retry, a retry for another tool, and a second
+	// retry with one state are refused (the call is then cancelled).
+	res := start()
+	if _, err := retry(bob, "every__test_sampling", res); err == nil || !strings.Contains(err.Error(), "unknown or expired requestState") {
+		t.Errorf("bob retrying alice's call: %v", err)
+	}
+	res = start()
+	if _, err := retry(alice, "every__test_simple_text", res); err == nil || !strings.Contains(err.Error(), "unknown or expired requestState") {
+		t.Errorf("a retry for another tool: %v", err)
+	}
+	res = start()
+	done, err := retry(alice, "every__test_sampling", res)
+	if err != nil || done.NeedsInput() || done.IsError || text(t, done) != "LLM response: by hand, answered" {
+		t.Fatalf("alice's retry: %v %+v", err, done)
+	}
+	if _, err := retry(alice, "every__test_sampling", res); err == nil {
+		t.Error("a requestState served twice")
+	}
+
+	// The go-sdk client's own rounds.
+	var c samplingClient
+	opts := c.options()
+	opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+	}
+	auto := connect("alice-key-0123456789", opts, "file:///alice")
+	if got, isErr := callText(t, auto, "a__ask_roots", nil); isErr || got != "file:///alice" {
+		t.Errorf("roots = %q (isError %v)", got, isErr)
+	}
+	if got, isErr := callText(t, auto, "a__sample", map[string]any{"text": "two"}); isErr || got != "echo: two" {
+		t.Errorf("sampling from the second server = %q (isError %v)", got, isErr)
+	}
+	if got, isErr := callText(t, auto, "every__test_input_required_result_multiple_inputs", nil); isErr {
+		t.Errorf("several questions at once: %q", got)
+	}
+
+	// A prompt cannot ask.
+	_, err = auto.GetPrompt(ctx, &mcp.GetPromptParams{Name: "every__test_input_required_result_prompt"})
+	if err == nil || !strings.Contains(err.Error(), "outside a tools/call") || !strings.Contains(err.Error(), "connect with protocol 2025-11-25") {
+		t.Errorf("prompts/get whose server asks: %v", err)
 	}
 }
