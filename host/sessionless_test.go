@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -400,5 +401,31 @@ func TestToolCallRounds(t *testing.T) {
 	_, err = auto.GetPrompt(ctx, &mcp.GetPromptParams{Name: "every__test_input_required_result_prompt"})
 	if err == nil || !strings.Contains(err.Error(), "outside a tools/call") || !strings.Contains(err.Error(), "connect with protocol 2025-11-25") {
 		t.Errorf("prompts/get whose server asks: %v", err)
+	}
+}
+
+// TestSessionlessListChanged: a 2026-07-28 client that wants to hear of
+// tool list changes subscribes (subscriptions/listen, a request of its own
+// that stays open) and hears of an upstream's.
+func TestSessionlessListChanged(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}}, nil)
+	changed := make(chan struct{}, 10)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "listen"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s", v)
+	}
+	if got, isErr := callText(t, cs, "every__test_trigger_tool_change", nil); isErr {
+		t.Fatal(got)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/tools/list_changed")
 	}
 }
