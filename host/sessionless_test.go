@@ -429,3 +429,33 @@ func TestSessionlessListChanged(t *testing.T) {
 		t.Fatal("no notifications/tools/list_changed")
 	}
 }
+
+// TestSessionlessProgress: an upstream's progress during a 2026-07-28
+// call reaches the client on the call's own response stream.
+func TestSessionlessProgress(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}}, nil)
+	var mu sync.Mutex
+	var got []float64
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "progress"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, r.Params.Progress)
+		},
+	}).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	p := &mcp.CallToolParams{Name: "every__test_tool_with_progress"}
+	p.SetProgressToken("tok")
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 {
+		t.Error("no progress reached the client before the result")
+	}
+}
