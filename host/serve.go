@@ -23,8 +23,9 @@ import (
 
 // Handler returns the downstream HTTP endpoint: streamable HTTP at /mcp
 // (protocol 2026-07-28 served statelessly beside the earlier versions'
-// sessions, sessionless.go), legacy SSE at /sse, upstream statuses at /status and a liveness probe at
-// /healthz. DNS-rebinding protection is on, request bodies are limited, and
+// sessions, sessionless.go), legacy SSE at /sse, upstream statuses at
+// /status and a liveness probe at /healthz. DNS-rebinding protection is
+// on, request bodies are limited, and
 // when Listen.Auth or Listen.AuthToken is set every path but /healthz and
 // the OAuth metadata needs a credential (identity.go), sessions are bound
 // to the identity that opened them, and /status to listen.auth's admin
