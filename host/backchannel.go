@@ -118,8 +118,9 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
-	// Protocol 2026-07-28 has no server-to-client requests: a tools/call
-	// asks its client in rounds (rounds.go); anything else cannot ask.
+	// Protocol 2026-07-28 has no server-to-client requests: a tools/call,
+	// prompts/get or resources/read asks its client in rounds (rounds.go);
+	// nothing else can ask.
 	var rc *roundCall
 	if v := protocolOf(ss); v >= newProtocolVersion {
 		if rc = roundCallFrom(callCtx); rc == nil {

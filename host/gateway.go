@@ -246,13 +246,27 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
 		}
-		return h.getPrompt(ctx, h.callerOf(req, transport), ss, r.Params)
+		caller := h.callerOf(req, transport)
+		if usesRounds(ss) {
+			p := *r.Params
+			p.InputResponses, p.RequestState = nil, "" // the client's to mcphost, not the upstream's
+			return h.inRounds(ctx, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), r.Params.RequestState, r.Params.InputResponses,
+				func(ctx context.Context) (mcp.Result, error) { return asResult(h.getPrompt(ctx, caller, ss, &p)) })
+		}
+		return h.getPrompt(ctx, caller, ss, r.Params)
 	case "resources/read":
 		r, ok := req.(*mcp.ReadResourceRequest)
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
 		}
-		return h.readResource(ctx, h.callerOf(req, transport), ss, r.Params)
+		caller := h.callerOf(req, transport)
+		if usesRounds(ss) {
+			p := *r.Params
+			p.InputResponses, p.RequestState = nil, ""
+			return h.inRounds(ctx, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.URI), r.Params.RequestState, r.Params.InputResponses,
+				func(ctx context.Context) (mcp.Result, error) { return asResult(h.readResource(ctx, caller, ss, &p)) })
+		}
+		return h.readResource(ctx, caller, ss, r.Params)
 	case "logging/setLevel":
 		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
 			h.setLevel(ctx, ss, r.Params.Level)
@@ -271,10 +285,14 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		var res mcp.Result
 		var err error
-		if ss != nil && protocolOf(ss) >= newProtocolVersion {
+		if usesRounds(ss) {
 			// What the upstream asks during the call comes back as
 			// input_required results (rounds.go).
-			res, err = h.callInRounds(ctx, h.callerOf(req, transport), h.identityOf(ctx, req, transport).Key(), r.Params, ss)
+			caller, p := h.callerOf(req, transport), r.Params
+			res, err = h.inRounds(ctx, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), p.RequestState, p.InputResponses,
+				func(ctx context.Context) (mcp.Result, error) {
+					return h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
+				})
 			var werr *jsonrpc.Error
 			if errors.As(err, &werr) {
 				return nil, werr

@@ -23,8 +23,10 @@ import (
 // (inputResponses) and that state (SEP-2322, multi round-trip requests).
 //
 // Upstreams speak 2025-11-25, where they ask in the middle of the call and
-// wait. So a tools/call of a 2026-07-28 client runs in rounds: the upstream
-// call runs on its own, outliving the HTTP request that started it; each
+// wait. So a tools/call, prompts/get or resources/read of a 2026-07-28
+// client (the three requests the revision lets answer input_required; "the
+// call" below) runs in rounds: the upstream call runs on its own, outliving
+// the HTTP request that started it; each
 // round (the first request, then each retry) waits until the call ends,
 // and answers its result, or until the upstream asks something, and answers
 // input_required with the questions asked so far and a new requestState
@@ -32,7 +34,8 @@ import (
 // the upstream is waiting on, and waits again.
 //
 // A requestState is good for one retry, by the identity that started the
-// call, for the same tool, within roundTimeout; past that the call is
+// call, of the same request (method and name or URI), within roundTimeout;
+// past that the call is
 // cancelled. It lives in this process's memory: a retry that reaches
 // another replica is refused as unknown.
 
@@ -40,9 +43,9 @@ import (
 // answers.
 const roundTimeout = 5 * time.Minute
 
-// inputRequired is a tools/call result of protocol 2026-07-28 that asks the
-// client for input (SEP-2322). The go-sdk's CallToolResult keeps its
-// resultType to itself, so mcphost encodes its own.
+// inputRequired is a result of protocol 2026-07-28 that asks the client for
+// input (SEP-2322), for any of the three requests. The go-sdk's result
+// types keep their resultType to themselves, so mcphost encodes its own.
 type inputRequired struct {
 	mcp.ResultBase
 	ResultType    string              `json:"resultType"`
@@ -50,10 +53,10 @@ type inputRequired struct {
 	RequestState  string              `json:"requestState"`
 }
 
-// roundCall is a tools/call of a 2026-07-28 client in rounds.
+// roundCall is a call of a 2026-07-28 client in rounds.
 type roundCall struct {
 	owner  string // identity key of the caller ("" for none)
-	tool   string
+	what   string // the request: method and name or URI (roundKey)
 	caller abi.Caller
 	ctx    context.Context // the call's; done when it is cancelled
 	cancel context.CancelFunc
@@ -182,37 +185,42 @@ func (t *roundCalls) take(state string) *roundCall {
 	return rc
 }
 
-// callInRounds answers a tools/call of a 2026-07-28 client: a new call, or
-// the retry of one waiting for answers (params.RequestState).
-func (h *Host) callInRounds(ctx context.Context, caller abi.Caller, owner string, p *mcp.CallToolParamsRaw, ss *mcp.ServerSession) (mcp.Result, error) {
-	if p.RequestState != "" {
-		rc := h.rounds.take(p.RequestState)
-		if rc == nil || rc.owner != owner || rc.tool != p.Name {
+// roundKey names a request for its rounds: method and name (tools/call,
+// prompts/get) or URI (resources/read).
+func roundKey(method, name string) string { return method + " " + name }
+
+// inRounds answers a call of a 2026-07-28 client: a new one, which run
+// makes (on its own goroutine, with a context that outlives ctx), or, when
+// state is set, the retry of one waiting for the answers.
+func (h *Host) inRounds(ctx context.Context, caller abi.Caller, owner, what, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	if state != "" {
+		rc := h.rounds.take(state)
+		if rc == nil || rc.owner != owner || rc.what != what {
 			if rc != nil {
 				rc.cancel() // a state is good for one retry, and only its own
 			}
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tools/call %s: unknown or expired requestState (it is good for one retry of the same call, for %s)", p.Name, roundTimeout)}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}
 		}
-		rc.answer(p.InputResponses)
+		rc.answer(answers)
 		return h.awaitRound(ctx, rc)
 	}
 	// The call outlives this request (it may wait for answers in a later
 	// one), keeping its values (identity, trace).
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rc := &roundCall{owner: owner, tool: p.Name, caller: caller, ctx: callCtx, cancel: cancel,
+	rc := &roundCall{owner: owner, what: what, caller: caller, ctx: callCtx, cancel: cancel,
 		unsent: map[string]*question{}, sent: map[string]*question{}, wake: make(chan struct{}, 1)}
 	go func() {
 		var res mcp.Result
 		var err error
 		defer func() {
 			if r := recover(); r != nil {
-				h.log.Error("panic in a tool call", "tool", p.Name, "panic", r, "stack", string(debug.Stack()))
-				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error handling tools/call"}
+				h.log.Error("panic in a call in rounds", "request", what, "panic", r, "stack", string(debug.Stack()))
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error handling " + what}
 			}
 			cancel()
 			rc.finish(res, err)
 		}()
-		res, err = h.callTool(context.WithValue(callCtx, roundCallKey{}, rc), caller, p.Name, p.Arguments, p.Meta, ss)
+		res, err = run(context.WithValue(callCtx, roundCallKey{}, rc))
 	}()
 	return h.awaitRound(ctx, rc)
 }
@@ -283,4 +291,19 @@ func isNilResult(r mcp.Result) bool {
 		return v == nil
 	}
 	return false
+}
+
+// usesRounds reports whether ss's requests that may ask the client run in
+// rounds: those of a client of protocol 2026-07-28 or later.
+func usesRounds(ss *mcp.ServerSession) bool {
+	return ss != nil && protocolOf(ss) >= newProtocolVersion
+}
+
+// asResult turns a typed result and error into an mcp.Result without a
+// typed nil.
+func asResult[R mcp.Result](res R, err error) (mcp.Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }

@@ -80,16 +80,15 @@ func protocolOf(ss *mcp.ServerSession) string {
 }
 
 // errNoMidCallRequests is the answer to an upstream's sampling,
-// elicitation or roots request from a client of protocol version
-// (2026-07-28 or later), which cannot be sent requests, outside a
-// tools/call (which asks in rounds, rounds.go): during a prompts/get or a
-// resources/read, or with no call in flight. The upstream reports it, and
-// the client reads what to do.
+// elicitation or roots request for a client of protocol version
+// (2026-07-28 or later), which cannot be sent requests, outside the calls
+// that ask in rounds (rounds.go): a per-client upstream session asking its
+// client between calls, say. The upstream reports it.
 func errNoMidCallRequests(server, method, version string) *jsonrpc.Error {
 	return &jsonrpc.Error{
 		Code: jsonrpc.CodeInvalidRequest,
-		Message: fmt.Sprintf("mcphost: server %q sent %s to a client of protocol %s, which has no server-to-client requests, "+
-			"outside a tools/call (the only request mcphost turns into that protocol's input_required rounds): connect with protocol 2025-11-25 to use it",
+		Message: fmt.Sprintf("mcphost: server %q sent %s for a client of protocol %s, which has no server-to-client requests, "+
+			"outside a tools/call, prompts/get or resources/read (which mcphost turns into that protocol's input_required rounds): connect with protocol 2025-11-25 to use it",
 			server, method, version),
 	}
 }

@@ -308,13 +308,12 @@ func TestSessionlessPerClient(t *testing.T) {
 	}
 }
 
-// TestToolCallRounds: at 2026-07-28 what an upstream asks during a
-// tools/call comes back as input_required, with a requestState that only
-// the identity that made the call can use, once, for the same tool; the
-// go-sdk client's own rounds answer sampling, elicitation and roots, one
-// question or several at once; outside a tools/call an upstream's question
-// fails with an error that says what to do.
-func TestToolCallRounds(t *testing.T) {
+// TestRounds: at 2026-07-28 what an upstream asks during a tools/call
+// comes back as input_required, with a requestState that only the identity
+// that made the call can use, once, for the same tool; the go-sdk client's
+// own rounds answer sampling, elicitation and roots, one question or
+// several at once, during a tools/call or a prompts/get.
+func TestRounds(t *testing.T) {
 	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{everythingServer("every"), stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
@@ -384,7 +383,7 @@ func TestToolCallRounds(t *testing.T) {
 	var c samplingClient
 	opts := c.options()
 	opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada", "context": "a garden"}}, nil
 	}
 	auto := connect("alice-key-0123456789", opts, "file:///alice")
 	if got, isErr := callText(t, auto, "a__ask_roots", nil); isErr || got != "file:///alice" {
@@ -397,10 +396,9 @@ func TestToolCallRounds(t *testing.T) {
 		t.Errorf("several questions at once: %q", got)
 	}
 
-	// A prompt cannot ask.
-	_, err = auto.GetPrompt(ctx, &mcp.GetPromptParams{Name: "every__test_input_required_result_prompt"})
-	if err == nil || !strings.Contains(err.Error(), "outside a tools/call") || !strings.Contains(err.Error(), "connect with protocol 2025-11-25") {
-		t.Errorf("prompts/get whose server asks: %v", err)
+	pr, err := auto.GetPrompt(ctx, &mcp.GetPromptParams{Name: "every__test_input_required_result_prompt"})
+	if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Content.(*mcp.TextContent).Text != "Context: a garden" {
+		t.Errorf("prompts/get whose server asks: %v %+v", err, pr)
 	}
 }
 
