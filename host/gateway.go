@@ -293,9 +293,9 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 				func(ctx context.Context) (mcp.Result, error) {
 					return h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
 				})
-			var werr *jsonrpc.Error
-			if errors.As(err, &werr) {
-				return nil, werr
+			var serr errRequestState
+			if errors.As(err, &serr) {
+				return nil, serr.rpc
 			}
 		} else {
 			res, err = h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)

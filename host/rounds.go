@@ -185,6 +185,13 @@ func (t *roundCalls) take(state string) *roundCall {
 	return rc
 }
 
+// errRequestState refuses a retry whose requestState names no call of its
+// own; the JSON-RPC error goes to the client as it is.
+type errRequestState struct{ rpc *jsonrpc.Error }
+
+func (e errRequestState) Error() string { return e.rpc.Error() }
+func (e errRequestState) Unwrap() error { return e.rpc }
+
 // roundKey names a request for its rounds: method and name (tools/call,
 // prompts/get) or URI (resources/read).
 func roundKey(method, name string) string { return method + " " + name }
@@ -199,7 +206,7 @@ func (h *Host) inRounds(ctx context.Context, caller abi.Caller, owner, what, sta
 			if rc != nil {
 				rc.cancel() // a state is good for one retry, and only its own
 			}
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}
+			return nil, errRequestState{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}}
 		}
 		rc.answer(answers)
 		return h.awaitRound(ctx, rc)
