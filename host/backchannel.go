@@ -80,15 +80,17 @@ func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (s
 // for something cs sent: a per-client session's owner, or in shared mode
 // the one client with calls in flight on it.
 func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.ServerSession, context.Context, error) {
-	if owner := u.ownerOf(cs); owner != nil {
+	if owner := u.ownerOf(cs); owner != nil || u.isPerClientSession(cs) {
 		// A per-client session: its client's session with a call in
-		// flight on it, or the one that sent a request last.
+		// flight on it (which may have ended, when a 2026-07-28 call
+		// waits for its next round, rounds.go), or the one that sent a
+		// request last.
 		if ss, ctx, n := h.calls.caller(cs, nil); n == 1 {
 			return ss, ctx, nil
 		}
-		return owner, context.Background(), nil
-	}
-	if u.isPerClientSession(cs) {
+		if owner != nil {
+			return owner, context.Background(), nil
+		}
 		return nil, nil, fmt.Errorf("mcphost: server %q sent %s on a per-client session that serves no client now (starting or closing); dropped", u.cfg.Name, what)
 	}
 	ss, ctx, n := h.calls.caller(cs, nil)
@@ -116,10 +118,22 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
+	// Protocol 2026-07-28 has no server-to-client requests: a tools/call,
+	// prompts/get or resources/read asks its client in rounds (rounds.go);
+	// nothing else can ask.
+	var rc *roundCall
+	if v := protocolOf(ss); v >= newProtocolVersion {
+		if rc = roundCallFrom(callCtx); rc == nil {
+			return nil, errNoMidCallRequests(u.cfg.Name, method, v)
+		}
+	}
 	// What an upstream asks of a client goes through the request hook (a
 	// policy may refuse it) and, where it carries text the client shows or
 	// hands to its model, the message hook.
 	caller, server := h.sessionCaller(ss, h.transportOf(ss)), u.cfg.Name
+	if rc != nil {
+		caller = rc.caller // ss may have ended with the round that began the call
+	}
 	if err := h.admit(ctx, caller, method, server, "", req.GetParams(), nil); err != nil {
 		h.log.Info("server-to-client request refused by policy", "server", server, "method", method, "error", err)
 		return nil, err
@@ -135,17 +149,30 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 		if gerr != nil {
 			return nil, gerr
 		}
+		if rc != nil {
+			return h.askInRounds(ctx, rc, method, p)
+		}
 		res, err = ss.CreateMessageWithTools(dctx, p)
 	case *mcp.ElicitRequest:
 		p, gerr := governMessage(ctx, h, caller, method, server, "", r.Params)
 		if gerr != nil {
 			return nil, gerr
 		}
+		if rc != nil {
+			return h.askInRounds(ctx, rc, method, p)
+		}
 		if p != nil && p.ElicitationID != "" {
 			h.elicitations.put(p.ElicitationID, ss)
 		}
 		res, err = ss.Elicit(dctx, p)
 	case *mcp.ListRootsRequest:
+		if rc != nil {
+			p := r.Params
+			if p == nil {
+				p = &mcp.ListRootsParams{}
+			}
+			return h.askInRounds(ctx, rc, method, p)
+		}
 		res, err = ss.ListRoots(dctx, r.Params)
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("mcphost does not forward %s", method)}

@@ -76,7 +76,7 @@ func TestSamplingAndElicitationRoundTrip(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
-	cs2, err := c2.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, nil)
+	cs2, err := c2.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestRootsFromTheCaller(t *testing.T) {
 	srv := connectHTTPClient(t, h)
 	c := mcp.NewClient(&mcp.Implementation{Name: "roots-client"}, nil)
 	c.AddRoots(&mcp.Root{URI: "file:///work/one"}, &mcp.Root{URI: "file:///work/two"})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv + "/mcp"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

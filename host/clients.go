@@ -298,16 +298,21 @@ func (u *upstream) isClosed() bool {
 
 // dropClient lets go of a downstream session that ended: the per-client
 // session serving it ends when no other session of its client is left.
-func (u *upstream) dropClient(ss *mcp.ServerSession) {
+// When ss served one request of protocol 2026-07-28 (sessionless), an
+// identity's per-client session stays for that identity's next request,
+// until it is idle for the server's idle timeout or evicted: such a client
+// has no session whose end would say it is done.
+func (u *upstream) dropClient(ss *mcp.ServerSession, sessionless bool) {
 	u.mu.Lock()
-	clients := u.takeClientsLocked(ss)
+	clients := u.takeClientsLocked(ss, sessionless)
 	u.mu.Unlock()
 	u.closeClients(clients)
 }
 
 // takeClientsLocked removes ss from the per-client sessions it used and
-// takes those it was the last user of; every one when ss is nil.
-func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
+// takes those it was the last user of (but for an identity's, when ss was
+// sessionless); every one when ss is nil.
+func (u *upstream) takeClientsLocked(ss *mcp.ServerSession, sessionless bool) []*clientConn {
 	var out []*clientConn
 	for _, c := range u.clients {
 		if ss != nil {
@@ -315,7 +320,7 @@ func (u *upstream) takeClientsLocked(ss *mcp.ServerSession) []*clientConn {
 				continue
 			}
 			orphaned := c.leave(ss)
-			if len(c.owners) > 0 {
+			if len(c.owners) > 0 || (sessionless && c.key.identity != "") {
 				if len(orphaned) > 0 && c.cs != nil {
 					u.wg.Add(1)
 					go func(cs *mcp.ClientSession) {

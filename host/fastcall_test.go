@@ -195,7 +195,8 @@ func TestFastCallKeepsServerRequests(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, c.options())
 	client.AddRoots(&mcp.Root{URI: "file:///work/one"})
 	rec := &answerTypes{}
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}}, nil)
+	pinned := &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"} // sessions; 2026-07-28 has none
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec}}, pinned)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestFastCallKeepsServerRequests(t *testing.T) {
 	// A client without a standalone stream is asked on the call's own
 	// stream: the go-sdk's path.
 	rec2 := &answerTypes{}
-	cs2, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec2}, DisableStandaloneSSE: true}, nil)
+	cs2, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rec2}, DisableStandaloneSSE: true}, pinned)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func responseData(t *testing.T, resp *http.Response) (data []byte, shortcut bool
 func connectAs(t *testing.T, url, name string) (*mcp.ClientSession, rawSession) {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

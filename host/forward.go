@@ -71,18 +71,23 @@ func transportFailed(err error) bool {
 }
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a
-// progress token with one that routes progress back to ss. (forward adds
-// the trace context.)
+// progress token with one that routes progress back to ss, and leaving out
+// what protocol 2026-07-28 puts in every request (perRequestMeta): it
+// describes the downstream request, and the upstream session follows a
+// protocol of its own, which the go-sdk client would otherwise take from
+// it. (forward adds the trace context.)
 func (h *Host) upstreamMeta(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
-	if len(meta) == 0 {
-		if h.tracer != nil {
-			return mcp.Meta{}, func() {} // for forward's traceparent
-		}
-		return nil, func() {}
-	}
 	out := make(mcp.Meta, len(meta))
 	for k, v := range meta {
-		out[k] = v
+		if !perRequestMeta(k) {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		if h.tracer != nil {
+			return out, func() {} // for forward's traceparent
+		}
+		return nil, func() {}
 	}
 	token, ok := meta["progressToken"]
 	if !ok {

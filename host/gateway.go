@@ -249,13 +249,27 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "prompts/get: missing params"}
 		}
-		return h.getPrompt(ctx, h.callerOf(req, transport), ss, r.Params)
+		caller := h.callerOf(req, transport)
+		if usesRounds(ss) {
+			p := *r.Params
+			p.InputResponses, p.RequestState = nil, "" // the client's to mcphost, not the upstream's
+			return h.inRounds(ctx, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), r.Params.RequestState, r.Params.InputResponses,
+				func(ctx context.Context) (mcp.Result, error) { return asResult(h.getPrompt(ctx, caller, ss, &p)) })
+		}
+		return h.getPrompt(ctx, caller, ss, r.Params)
 	case "resources/read":
 		r, ok := req.(*mcp.ReadResourceRequest)
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/read: missing params"}
 		}
-		return h.readResource(ctx, h.callerOf(req, transport), ss, r.Params)
+		caller := h.callerOf(req, transport)
+		if usesRounds(ss) {
+			p := *r.Params
+			p.InputResponses, p.RequestState = nil, ""
+			return h.inRounds(ctx, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.URI), r.Params.RequestState, r.Params.InputResponses,
+				func(ctx context.Context) (mcp.Result, error) { return asResult(h.readResource(ctx, caller, ss, &p)) })
+		}
+		return h.readResource(ctx, caller, ss, r.Params)
 	case "logging/setLevel":
 		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil && ss != nil {
 			h.setLevel(ctx, ss, r.Params.Level)
@@ -272,7 +286,23 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 		}
-		res, err := h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		var res mcp.Result
+		var err error
+		if usesRounds(ss) {
+			// What the upstream asks during the call comes back as
+			// input_required results (rounds.go).
+			caller, p := h.callerOf(req, transport), r.Params
+			res, err = h.inRounds(ctx, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), p.RequestState, p.InputResponses,
+				func(ctx context.Context) (mcp.Result, error) {
+					return h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
+				})
+			var serr errRequestState
+			if errors.As(err, &serr) {
+				return nil, serr.rpc
+			}
+		} else {
+			res, err = h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		}
 		if err != nil {
 			return nil, callError(err)
 		}
@@ -335,18 +365,27 @@ func (h *Host) sessionCaller(ss *mcp.ServerSession, transport string) abi.Caller
 
 // requestMeta keeps the parts of a request's _meta that describe the caller;
 // the progress token changes per request and would defeat view caching.
+// What protocol 2026-07-28 puts in every request's _meta instead of a
+// session's initialize (version, client info and capabilities, log level)
+// is left out too: the Caller has the client's name and version from it
+// (sessionCaller), so a policy sees one client alike at every version.
 func requestMeta(m map[string]any) json.RawMessage {
 	if len(m) == 0 {
 		return nil
 	}
-	if _, ok := m["progressToken"]; ok {
+	drop := func(k string) bool { return k == "progressToken" || perRequestMeta(k) }
+	for k := range m {
+		if !drop(k) {
+			continue
+		}
 		m2 := make(map[string]any, len(m))
 		for k, v := range m {
-			if k != "progressToken" {
+			if !drop(k) {
 				m2[k] = v
 			}
 		}
 		m = m2
+		break
 	}
 	if len(m) == 0 {
 		return nil

@@ -104,6 +104,7 @@ type Host struct {
 	views          viewCache
 	progressRoutes progressRouter
 	calls          callRegistry
+	rounds         roundCalls // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
 	sessions       sessionTable
 	fastSessions   fastListSessions
 	elicitations   elicitationRoutes
@@ -296,6 +297,7 @@ func (h *Host) upstreamProgress(_ context.Context, u *upstream, p *mcp.ProgressN
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
+		h.rounds.cancelAll() // calls waiting for a client's next round
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)

@@ -41,7 +41,7 @@ func BenchmarkToolCallHTTPAuth(b *testing.B) {
 			if tc.token != "" {
 				tr.HTTPClient = authClient(tc.token)
 			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), tr, nil)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -91,9 +91,11 @@ func TestIdentityReachesPolicies(t *testing.T) {
 			t.Errorf("%s: call isError %v", name, res.IsError)
 		}
 	}
-	connect := func(tr mcp.Transport) *mcp.ClientSession {
+	// Streamable HTTP at 2025-11-25: the shortcut serves sessions.
+	legacy := &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	connect := func(tr mcp.Transport, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
 		t.Helper()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "id"}, nil).Connect(ctx, tr, nil)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "id"}, nil).Connect(ctx, tr, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,9 +103,9 @@ func TestIdentityReachesPolicies(t *testing.T) {
 		return cs
 	}
 	alice := "alice|eng|key|core|alice"
-	check("streamable alice", connect(&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("alice-key-0123456789")}), alice, true)
-	check("streamable bob", connect(&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("bob-key-0123456789")}), "bob|ops|key||bob", false)
-	check("sse alice", connect(&mcp.SSEClientTransport{Endpoint: srv.URL + "/sse", HTTPClient: authClient("alice-key-0123456789")}), alice, true)
+	check("streamable alice", connect(&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("alice-key-0123456789")}, legacy), alice, true)
+	check("streamable bob", connect(&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("bob-key-0123456789")}, legacy), "bob|ops|key||bob", false)
+	check("sse alice", connect(&mcp.SSEClientTransport{Endpoint: srv.URL + "/sse", HTTPClient: authClient("alice-key-0123456789")}, nil), alice, true)
 
 	// stdio: the identity of listen.auth.stdio_key.
 	ct, st := mcp.NewInMemoryTransports()
@@ -112,7 +114,7 @@ func TestIdentityReachesPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	check("stdio", connect(ct), "bob|ops|config||bob", false)
+	check("stdio", connect(ct, nil), "bob|ops|config||bob", false)
 }
 
 // TestSSESessionBound: a legacy SSE session id is worth nothing to
@@ -186,7 +188,7 @@ func TestOAuthThroughHost(t *testing.T) {
 	connect := func(token string) (*mcp.ClientSession, error) {
 		tokens = append(tokens, token)
 		return mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	}
 	// The client gets its token from the authorization server's token
 	// endpoint, as an OAuth client does (client_credentials).
@@ -196,7 +198,7 @@ func TestOAuthThroughHost(t *testing.T) {
 		tokens = append(tokens, tok.AccessToken) // a token like the one the client uses, for the log check
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: cc.Client(ctx)}, nil)
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: cc.Client(ctx)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func TestPerClientSessionsPerIdentity(t *testing.T) {
 			ctx := context.Background()
 			connect := func(token string) *mcp.ClientSession {
 				cs, err := mcp.NewClient(&mcp.Implementation{Name: "pc"}, nil).Connect(ctx,
-					&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+					&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -298,7 +300,7 @@ func TestPerIdentitySubscriptions(t *testing.T) {
 	connect := func(i int, token string) *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "sub"}, &mcp.ClientOptions{
 			ResourceUpdatedHandler: func(context.Context, *mcp.ResourceUpdatedNotificationRequest) { got[i].Add(1) },
-		}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+		}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +345,7 @@ func TestSessionNeedsTheSameRights(t *testing.T) {
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rights"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("alice-admin-0123456789")}, nil)
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient("alice-admin-0123456789")}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +377,7 @@ func TestKeysChangeAtReload(t *testing.T) {
 	ctx := context.Background()
 	connect := func(token string) (*mcp.ClientSession, error) {
 		return mcp.NewClient(&mcp.Implementation{Name: "reload"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, nil)
+			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: authClient(token)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	}
 	alice, err := connect("alice-key-0123456789")
 	if err != nil {

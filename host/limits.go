@@ -145,7 +145,8 @@ func errorBody(code int64, msg string) []byte {
 const codeServerBusy = -32000
 
 // limitSessions refuses requests that would open a new downstream session
-// (a POST to /mcp without Mcp-Session-Id, a GET of /sse) while max are
+// (a POST to /mcp without Mcp-Session-Id, unless it is of protocol
+// 2026-07-28, which has no sessions; a GET of /sse) while max are
 // open. A legacy SSE session is counted by its stream, from the moment the
 // GET arrives until it ends (the session is tracked only from its first
 // message, which a client need never send), a streamable one from its
@@ -157,7 +158,8 @@ func (h *Host) limitSessions(next http.Handler, max int) http.Handler {
 	var full atomic.Bool // warned since a session last opened
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sse := r.URL.Path == "/sse" && r.Method == http.MethodGet
-		opens := sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "")
+		// A request of protocol 2026-07-28 opens no session (sessionless.go).
+		opens := sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r))
 		if !opens || max <= 0 {
 			next.ServeHTTP(w, r)
 			return

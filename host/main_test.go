@@ -21,6 +21,7 @@ import (
 var (
 	upstreamBin   string // host/testdata/upstream
 	everythingBin string // the go-sdk conformance server
+	sseBridgeBin  string // host/testdata/ssebridge: a stdio server over legacy SSE
 )
 
 func TestMain(m *testing.M) {
@@ -32,12 +33,13 @@ func TestMain(m *testing.M) {
 	bins, err := testproc.Build(dir, map[string]string{
 		"upstream":          "./testdata/upstream",
 		"everything-server": "github.com/modelcontextprotocol/go-sdk/conformance/everything-server",
+		"ssebridge":         "./testdata/ssebridge",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	upstreamBin, everythingBin = bins["upstream"], bins["everything-server"]
+	upstreamBin, everythingBin, sseBridgeBin = bins["upstream"], bins["everything-server"], bins["ssebridge"]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -87,7 +89,7 @@ func connectHTTP(t testing.TB, h *Host, copts *mcp.ClientOptions) *mcp.ClientSes
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func startPerUser(t *testing.T, rs *resource, opts *Options) (*Host, string) {
 func dialAs(t *testing.T, url, key string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "peruser", Version: "1"}, opts).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: authClient(key)}, nil)
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: authClient(key)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

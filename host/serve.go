@@ -21,22 +21,23 @@ import (
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
-// Handler returns the downstream HTTP endpoint: streamable HTTP at /mcp,
-// legacy SSE at /sse, upstream statuses at /status and a liveness probe at
-// /healthz. DNS-rebinding protection is on, request bodies are limited, and
+// Handler returns the downstream HTTP endpoint: streamable HTTP at /mcp
+// (protocol 2026-07-28 served statelessly beside the earlier versions'
+// sessions, sessionless.go), legacy SSE at /sse, upstream statuses at
+// /status and a liveness probe at /healthz. DNS-rebinding protection is
+// on, request bodies are limited, and
 // when Listen.Auth or Listen.AuthToken is set every path but /healthz and
 // the OAuth metadata needs a credential (identity.go), sessions are bound
 // to the identity that opened them, and /status to listen.auth's admin
 // groups.
 func (h *Host) Handler() http.Handler {
-	streamable := mcp.NewStreamableHTTPHandler(h.serverFor(h.MCPServer(DownstreamHTTP)), &mcp.StreamableHTTPOptions{
-		SessionTimeout:      h.cfg.Listen.SessionTimeout,
-		MaxRequestBodyBytes: h.cfg.Listen.MaxBodyBytes,
-	})
+	// Protocol 2026-07-28 goes to a stateless handler beside the
+	// stateful one, over the same server (sessionless.go).
+	streamable, stateless := h.streamableHandlers(h.MCPServer(DownstreamHTTP), h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes)
 	sse := mcp.NewSSEHandler(h.serverFor(h.MCPServer(DownstreamSSE)), nil)
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes))
+	mux.Handle("/mcp", byProtocol(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes), stateless))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		if !h.mayAdminister(w, r) {

@@ -19,7 +19,10 @@ type sessionTable struct {
 	mu   sync.Mutex
 	m    map[*mcp.ServerSession]*downstream
 	next uint64
-	sse  int // how many of m are legacy SSE sessions (limits.go counts those by their streams)
+	// uncounted is how many of m are legacy SSE sessions (limits.go
+	// counts those by their streams) or sessionless requests (not
+	// sessions).
+	uncounted int
 }
 
 type downstream struct {
@@ -33,6 +36,11 @@ type downstream struct {
 	level  mcp.LoggingLevel
 	subs   map[string]string // URI -> server, on shared sessions; nil until the first
 	out    outbox            // notifications on their way to the client (outbox.go)
+	// sessionless marks the go-sdk's session for one request of protocol
+	// 2026-07-28 (sessionless.go): tracked while the request runs, so that
+	// what the upstream sends during it is routed to it, but not a session
+	// in counts and limits.
+	sessionless bool
 }
 
 // sse reports whether d is a legacy SSE session.
@@ -54,21 +62,27 @@ func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.I
 	}
 	t.next++
 	d := &downstream{id: "ds-" + strconv.FormatUint(t.next, 10), transport: transport, identity: id}
+	// The stateful handler gives every session an id; the stateless one
+	// none.
+	d.sessionless = transport == DownstreamHTTP && ss.ID() == ""
 	t.m[ss] = d
-	if d.sse() {
-		t.sse++
+	if d.sse() || d.sessionless {
+		t.uncounted++
 	}
 	return d, true
 }
 
 // SessionCounts returns how many downstream sessions the host tracks, by
-// transport (DownstreamHTTP, DownstreamSSE, DownstreamStdio, ...).
+// transport (DownstreamHTTP, DownstreamSSE, DownstreamStdio, ...). Requests
+// of protocol 2026-07-28, which has no sessions, are not among them.
 func (h *Host) SessionCounts() map[string]int {
 	h.sessions.mu.Lock()
 	defer h.sessions.mu.Unlock()
 	out := map[string]int{}
 	for _, d := range h.sessions.m {
-		out[d.transport]++
+		if !d.sessionless {
+			out[d.transport]++
+		}
 	}
 	return out
 }
@@ -103,8 +117,8 @@ func (t *sessionTable) remove(ss *mcp.ServerSession) *downstream {
 	defer t.mu.Unlock()
 	d := t.m[ss]
 	delete(t.m, ss)
-	if d != nil && d.sse() {
-		t.sse--
+	if d != nil && (d.sse() || d.sessionless) {
+		t.uncounted--
 	}
 	return d
 }
@@ -204,11 +218,12 @@ func (t *sessionTable) count() int {
 	return len(t.m)
 }
 
-// countNotSSE is count without the legacy SSE sessions.
+// countNotSSE is count without the legacy SSE sessions and the
+// sessionless requests.
 func (t *sessionTable) countNotSSE() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.m) - t.sse
+	return len(t.m) - t.uncounted
 }
 
 // trackSession starts watching a downstream session the first time a
@@ -284,7 +299,7 @@ func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	h.fastSessions.forget(ss)
 	h.elicitations.forget(ss)
 	for _, u := range h.upstreamList() {
-		u.dropClient(ss)
+		u.dropClient(ss, d != nil && d.sessionless)
 	}
 	if d == nil {
 		return

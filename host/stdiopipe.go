@@ -22,7 +22,8 @@ import (
 // A stdio upstream's pipes, under the go-sdk's newline-delimited JSON
 // connection (mcp.IOTransport): what the go-sdk's CommandTransport does
 // (start, and on close: stdin closed, then SIGTERM, then SIGKILL), plus a
-// way around the go-sdk for raw calls (rawcall.go).
+// way around the go-sdk for raw calls (rawcall.go) and, so that they keep
+// their order with raw replies, the notifications tapConn forwards.
 //
 // Why: a raw call's reply went through the go-sdk's read loop, decoded
 // twice (a frame, then a batch of one, each with its own buffers) and
@@ -137,7 +138,7 @@ type pipeReader struct {
 	pending []byte // read, not yet handed to the go-sdk
 	err     error  // after pending
 	long    []byte // a line longer than br's buffer, gathered
-	sink    atomic.Pointer[func(*jsonrpc.Response) bool]
+	sink    atomic.Pointer[pipeSinks]
 
 	// Where the bytes handed on stand in the go-sdk's stream of JSON
 	// values: a line is taken off only where a value may start.
@@ -150,8 +151,18 @@ func newPipeReader(r io.Reader) *pipeReader {
 	return &pipeReader{br: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// divertTo has replies to raw calls handed to deliver from now on.
-func (r *pipeReader) divertTo(deliver func(*jsonrpc.Response) bool) { r.sink.Store(&deliver) }
+// pipeSinks take lines off an upstream's stdout: replies to raw calls, and
+// the notifications tapConn forwards at once (tap.go). Both must be taken
+// in the same place, in wire order: a progress notification handed to the
+// go-sdk could otherwise reach its client after the result it preceded,
+// which was taken off first.
+type pipeSinks struct {
+	deliver func(*jsonrpc.Response) bool
+	tap     func(method string, params json.RawMessage) bool
+}
+
+// divertTo has lines handed to sinks from now on.
+func (r *pipeReader) divertTo(sinks pipeSinks) { r.sink.Store(&sinks) }
 
 func (r *pipeReader) Read(p []byte) (int, error) {
 	for len(r.pending) == 0 {
@@ -222,7 +233,13 @@ func (r *pipeReader) track(b []byte) {
 // result and error, nothing else) whose id is a raw call's.
 func (r *pipeReader) divert(line []byte) bool {
 	sink := r.sink.Load()
-	if sink == nil || !bytes.Contains(line, []byte(`"`+rawIDPrefix)) {
+	if sink == nil {
+		return false
+	}
+	if bytes.Contains(line, []byte(`"notifications/`)) {
+		return r.divertNotification(line, sink.tap)
+	}
+	if !bytes.Contains(line, []byte(`"`+rawIDPrefix)) {
 		return false
 	}
 	msg := bytes.TrimSpace(line)
@@ -267,7 +284,18 @@ func (r *pipeReader) divert(line []byte) bool {
 	} else {
 		resp.Result = append(json.RawMessage(nil), result...) // line is the reader's buffer
 	}
-	return (*sink)(resp)
+	return sink.deliver(resp)
+}
+
+// divertNotification hands a notification to tap, read by the go-sdk's own
+// decoder, and reports whether tap took it.
+func (r *pipeReader) divertNotification(line []byte, tap func(string, json.RawMessage) bool) bool {
+	msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(line))
+	if err != nil {
+		return false
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	return ok && !req.IsCall() && tap(req.Method, req.Params)
 }
 
 // writeRawCall writes a raw tools/call request with the given id and

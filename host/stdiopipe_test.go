@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"reflect"
 	"strings"
@@ -14,10 +15,10 @@ import (
 // would read and the responses taken off for raw calls.
 func readPipe(t testing.TB, stream string) (passed string, diverted []*jsonrpc.Response) {
 	r := newPipeReader(strings.NewReader(stream))
-	r.divertTo(func(resp *jsonrpc.Response) bool {
+	r.divertTo(pipeSinks{deliver: func(resp *jsonrpc.Response) bool {
 		diverted = append(diverted, resp)
 		return true
-	})
+	}, tap: func(string, json.RawMessage) bool { return false }})
 	b, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)
@@ -104,4 +105,32 @@ func FuzzPipeReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A progress notification and the reply after it are taken off in the
+// order the server sent them (the notification first), so that a client
+// gets the progress before the result.
+func TestPipeReaderKeepsWireOrder(t *testing.T) {
+	stream := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}` + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n" +
+		`{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[]}}` + "\n"
+	var order []string
+	r := newPipeReader(strings.NewReader(stream))
+	r.divertTo(pipeSinks{
+		deliver: func(*jsonrpc.Response) bool { order = append(order, "reply"); return true },
+		tap: func(method string, _ json.RawMessage) bool {
+			if method != "notifications/progress" {
+				return false
+			}
+			order = append(order, "progress")
+			return true
+		},
+	})
+	passed, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "progress,reply" || string(passed) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n" {
+		t.Errorf("order %v, passed %q", order, passed)
+	}
 }

@@ -38,7 +38,9 @@ func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if p, ok := c.(rawPiper); ok && p.rawPipes() != nil {
 		// A stdio server's pipes: raw calls go around the go-sdk.
 		tc.pipes = p.rawPipes()
-		tc.pipes.stdout.divertTo(tc.raw.deliver)
+		tc.pipes.stdout.divertTo(pipeSinks{deliver: tc.raw.deliver, tap: func(method string, params json.RawMessage) bool {
+			return t.u.tap(t.bound.Load(), method, params)
+		}})
 	}
 	t.conn.Store(tc)
 	return tc, nil

@@ -90,7 +90,7 @@ func TestTLSListener(t *testing.T) {
 	testproc.WaitFor(t, "the HTTPS listener", 10*time.Second, func() bool { return peer() == "first" })
 
 	c := mcp.NewClient(&mcp.Implementation{Name: "tls-test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "https://" + addr + "/mcp", HTTPClient: client}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "https://" + addr + "/mcp", HTTPClient: client}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

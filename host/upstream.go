@@ -824,7 +824,7 @@ func (u *upstream) close() {
 	if u.idleTimer != nil {
 		u.idleTimer.Stop()
 	}
-	clients := u.takeClientsLocked(nil)
+	clients := u.takeClientsLocked(nil, false)
 	u.mu.Unlock()
 	u.cancel()
 	if f, ok := u.oauth.(*codeFlow); ok {

@@ -262,7 +262,7 @@ server "up" {
 	defer cancel()
 	hc := &http.Client{Transport: &authTransport{token: "tok"}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "authorised", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: hc}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("an authorised client could not connect after 600 idle connections: %v", err)
 	}

@@ -103,7 +103,7 @@ func TestAuditCommands(t *testing.T) {
 	})
 	hc := &http.Client{Transport: bearer{auditKey, http.DefaultTransport}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "audit-test"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp", HTTPClient: hc}, nil)
+		&mcp.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}

@@ -238,7 +238,7 @@ server "p" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
-			Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{token: key, base: http.DefaultTransport}}}, nil)
+			Endpoint: "http://" + addr + "/mcp", HTTPClient: &http.Client{Transport: bearer{token: key, base: http.DefaultTransport}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}

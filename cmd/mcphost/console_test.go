@@ -349,7 +349,7 @@ func TestConsoleBrowser(t *testing.T) {
 	// then changes its echo tool, which the plugin hides until approved.
 	hc := &http.Client{Transport: bearer{consoleDevKey, http.DefaultTransport}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp", HTTPClient: hc}, nil)
+		&mcp.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestTwoUsers(t *testing.T) {
 		t.Helper()
 		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "two-users"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, nil)
+			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,7 +117,7 @@ func TestReplicasShareAPostgresStore(t *testing.T) {
 	// b serves it to an MCP client.
 	hc := &http.Client{Transport: bearer{replicaKey, http.DefaultTransport}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "replica-test"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: "http://" + b.mcp + "/mcp", HTTPClient: hc}, nil)
+		&mcp.StreamableClientTransport{Endpoint: "http://" + b.mcp + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func BenchmarkAuditToolCallHTTP(b *testing.B) {
 			srv := httptest.NewServer(e.Host().Handler())
 			defer srv.Close()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+				&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -101,7 +101,7 @@ func (r *toolRig) connect(t *testing.T) *mcp.ClientSession {
 			r.note(fmt.Sprintf("log: %s %s", req.Params.Level, b))
 		},
 	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.srv.URL + "/mcp"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 			}
 			srv := httptest.NewServer(h.Handler())
 			defer srv.Close()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				b.Fatal(err)
 			}
