@@ -50,6 +50,10 @@ import (
 // away, when the session closes, or by the client's notifications/cancelled
 // naming it.
 
+// jsonContentType is the Content-Type of every shortcut answer (net/http
+// only reads header values).
+var jsonContentType = []string{"application/json"}
+
 // maxFastCallBody is the longest tools/call body the shortcut reads whole;
 // a longer one goes to the go-sdk.
 const maxFastCallBody = 64 << 10
@@ -95,7 +99,11 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	d.out.flush(ctx)
 
 	msg := &jsonrpc.Response{ID: id}
-	if err != nil {
+	if raw, ok := res.(*rawToolResult); ok && err == nil && len(raw.Meta) == 0 {
+		// The upstream's bytes: EncodeMessage compacts them as encoding
+		// them first would, so that pass is spared.
+		msg.Result = raw.raw
+	} else if err != nil {
 		msg.Error = callError(err)
 	} else if msg.Result, err = encodeJSON(res); err != nil {
 		msg.Result, msg.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
@@ -108,9 +116,9 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 		return true
 	}
 	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Content-Length", strconv.Itoa(len(out)+1))
-	hdr.Set("Mcp-Session-Id", e.ss.ID())
+	hdr["Content-Type"] = jsonContentType // canonical keys, set without Set's work
+	hdr["Content-Length"] = []string{strconv.Itoa(len(out) + 1)}
+	hdr["Mcp-Session-Id"] = []string{e.ss.ID()}
 	_, _ = w.Write(append(out, '\n'))
 	return true
 }

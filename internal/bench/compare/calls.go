@@ -33,8 +33,13 @@ const (
 )
 
 // protocolVersion is what every bench client asks for, so all targets speak
-// the same revision (the node gateways do not know 2026-07-28).
-const protocolVersion = "2025-11-25"
+// the same revision (the node gateways do not know 2026-07-28); the rows
+// named with newProtocolSuffix ask for newProtocol, sessionless.
+const (
+	protocolVersion   = "2025-11-25"
+	newProtocol       = "2026-07-28"
+	newProtocolSuffix = ", 2026-07-28 client"
+)
 
 // callTarget is one way of reaching the everything-server's tool.
 type callTarget struct {
@@ -45,6 +50,7 @@ type callTarget struct {
 	// counts as the target's (the HTTP upstream).
 	upstream *bench.Process
 	sess     *mcp.ClientSession
+	version  string // the protocol its client asks for; protocolVersion when empty
 	tool     string
 	err      error // set when a measurement failed; the target is dropped
 }
@@ -79,6 +85,16 @@ func (h *harness) measureCalls(ctx context.Context) error {
 	cache := filepath.Join(h.work, "cache-calls")
 	g, err := h.startMcphost(ctx, "calls-plain", cache, stdioUp, "")
 	add("mcphost, stdio upstream, no plugins", "", g, err)
+	if !h.o.noNewProtocol {
+		// The same two servers, asked by a client of the stateless
+		// revision (no session; every request on its own).
+		targets = append(targets, &callTarget{Name: directName + newProtocolSuffix, proc: direct.proc, version: newProtocol})
+		urls = append(urls, direct.url)
+		if err == nil {
+			targets = append(targets, &callTarget{Name: "mcphost, stdio upstream, no plugins" + newProtocolSuffix, proc: g.proc, version: newProtocol})
+			urls = append(urls, g.url)
+		}
+	}
 	if h.chain != "" {
 		g, err = h.startMcphost(ctx, "calls-chain", cache, stdioUp, h.chain)
 		add("mcphost, stdio upstream, quickstart chain", "", g, err)
@@ -115,7 +131,11 @@ func (h *harness) measureCalls(ctx context.Context) error {
 
 	// One session per target, kept across rounds like a real client's.
 	for i, t := range targets {
-		target := bench.Target{Transport: bench.TransportStreamable, URL: urls[i], ProtocolVersion: protocolVersion}
+		version := protocolVersion
+		if t.version != "" {
+			version = t.version
+		}
+		target := bench.Target{Transport: bench.TransportStreamable, URL: urls[i], ProtocolVersion: version}
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		cs, err := target.Connect(cctx)
 		if err == nil {

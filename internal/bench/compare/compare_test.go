@@ -22,7 +22,7 @@ func sample(round int, target string, c int, p50 time.Duration, cps float64) Cal
 func TestSummaryRatiosAndGoals(t *testing.T) {
 	var r Report
 	r.Calls.Concurrency = []int{1, 4}
-	r.Calls.Targets = []TargetInfo{{Name: directName}, {Name: namePlain}, {Name: nameChain}}
+	r.Calls.Targets = []TargetInfo{{Name: directName}, {Name: namePlain}, {Name: nameChain}, {Name: nameMCPGo}}
 	// Round 2 is slower for everyone: ratios are taken within a round.
 	for round, scale := range map[int]time.Duration{1: 1, 2: 3, 3: 1} {
 		r.Calls.Samples = append(r.Calls.Samples,
@@ -31,6 +31,9 @@ func TestSummaryRatiosAndGoals(t *testing.T) {
 			sample(round, nameChain, 1, 130*time.Microsecond*scale+40*time.Microsecond, 700/float64(scale)),
 			sample(round, directName, 4, 200*time.Microsecond*scale, 2000/float64(scale)),
 			sample(round, namePlain, 4, 300*time.Microsecond*scale, 1000/float64(scale)),
+			// A peer ahead at c=1 (p50, calls/s), behind at c=4.
+			sample(round, nameMCPGo, 1, 120*time.Microsecond*scale, 850/float64(scale)),
+			sample(round, nameMCPGo, 4, 400*time.Microsecond*scale, 900/float64(scale)),
 		)
 	}
 	r.Startup = []StartupSummary{
@@ -52,12 +55,14 @@ func TestSummaryRatiosAndGoals(t *testing.T) {
 		t.Errorf("chain overhead %v %v", d, ok)
 	}
 	want := map[string]string{
-		"p50 through mcphost, no plugins, c=1":     "met",
-		"p50 through mcphost, no plugins, c=4":     "missed",
-		"calls/s through mcphost, no plugins, c=4": "missed",
-		"p50 added by the quickstart chain, c=1":   "met",
-		"idle RSS, no plugins":                     "met",
-		"idle RSS, quickstart chain":               "met",
+		"p50 through mcphost, no plugins, c=1":                                           "missed", // 1.3x against issue 20's 1.2x
+		"ahead of every peer gateway on p50, p99, calls/s and gateway CPU per call, c=1": "missed",
+		"ahead of every peer gateway on p50, p99, calls/s and gateway CPU per call, c=4": "met",
+		"p50 through mcphost, no plugins, c=4":                                           "missed",
+		"calls/s through mcphost, no plugins, c=4":                                       "missed",
+		"p50 added by the quickstart chain, c=1":                                         "met",
+		"idle RSS, no plugins":                                                           "met",
+		"idle RSS, quickstart chain":                                                     "met",
 	}
 	got := map[string]string{}
 	for _, g := range r.Goals {

@@ -57,6 +57,7 @@ type options struct {
 	node          string
 	noNPM         bool
 	noMCPGo       bool
+	noNewProtocol bool
 	profile       string
 	profileTime   time.Duration
 	jsonOut       string
@@ -99,6 +100,7 @@ func main() {
 	fs.StringVar(&o.node, "node", "", "node binary for the npm gateways (default: .ci/.cache/bin/node if present, else node)")
 	fs.BoolVar(&o.noNPM, "no-npm", false, "skip the npm gateways")
 	fs.BoolVar(&o.noMCPGo, "no-mcpgo", false, "skip the mcp-go gateway (the stand-in for TBXark/mcp-proxy)")
+	fs.BoolVar(&o.noNewProtocol, "no-2026", false, "skip the rows of clients asking for protocol 2026-07-28 (direct and mcphost with no plugins)")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of the gateway under load to this file and print its top")
 	fs.DurationVar(&o.profileTime, "profile-time", 15*time.Second, "how long to load the gateway while profiling")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every figure as JSON to this file")

@@ -365,6 +365,42 @@ func (r *Report) callSummary(target string, c int) *CallSummary {
 
 // chainOverhead is the median over rounds of the chain's p50 minus the
 // plain gateway's p50 in the same round.
+// isPeer reports whether name is the row of a gateway other than mcphost.
+func isPeer(name string) bool {
+	return strings.HasPrefix(name, "supergateway ") || strings.HasPrefix(name, "mcp-proxy ") || name == nameMCPGo
+}
+
+// behindPeers lists where mcphost with no plugins is behind a peer gateway
+// at concurrency c (p50, p99, calls/s, gateway CPU per call), and how many
+// peers were measured.
+func (r *Report) behindPeers(c int) (behind []string, peers int) {
+	m := r.callSummary(namePlain, c)
+	if m == nil {
+		return nil, 0
+	}
+	for _, t := range r.Calls.Targets {
+		p := r.callSummary(t.Name, c)
+		if !isPeer(t.Name) || p == nil || p.CallsPerSec == 0 {
+			continue
+		}
+		peers++
+		short, _, _ := strings.Cut(t.Name, ",")
+		if m.P50 > p.P50 {
+			behind = append(behind, fmt.Sprintf("%s p50 %s vs %s", short, fmtDur(m.P50), fmtDur(p.P50)))
+		}
+		if m.P99 > p.P99 {
+			behind = append(behind, fmt.Sprintf("%s p99 %s vs %s", short, fmtDur(m.P99), fmtDur(p.P99)))
+		}
+		if m.CallsPerSec < p.CallsPerSec {
+			behind = append(behind, fmt.Sprintf("%s calls/s %.0f vs %.0f", short, m.CallsPerSec, p.CallsPerSec))
+		}
+		if m.GatewayCPU > p.GatewayCPU {
+			behind = append(behind, fmt.Sprintf("%s CPU/call %s vs %s", short, fmtDur(m.GatewayCPU), fmtDur(p.GatewayCPU)))
+		}
+	}
+	return behind, peers
+}
+
 func (r *Report) chainOverhead(c int) (time.Duration, bool) {
 	plain := map[int]time.Duration{}
 	for _, s := range r.Calls.Samples {
@@ -428,8 +464,13 @@ func (r *Report) evaluate() {
 		}
 		goal(fmt.Sprintf("p50 through mcphost, no plugins, c=%d", c), fmt.Sprintf("<= %.2fx direct", limit), m, have && s.P50Ratio <= limit, have)
 	}
-	ratioGoal(1, 1.4)
+	ratioGoal(1, 1.2) // issue 20 (issue 6 asked 1.4x)
 	ratioGoal(4, 0.95)
+	for _, c := range []int{1, 4} {
+		behind, peers := r.behindPeers(c)
+		goal(fmt.Sprintf("ahead of every peer gateway on p50, p99, calls/s and gateway CPU per call, c=%d", c), "all",
+			fmt.Sprintf("behind on %d of %d (%s)", len(behind), 4*peers, strings.Join(behind, "; ")), len(behind) == 0, peers > 0)
+	}
 	if s := r.callSummary(namePlain, 4); s != nil && s.CPSRatio > 0 {
 		goal("calls/s through mcphost, no plugins, c=4", ">= direct", fmt.Sprintf("%.2fx (%.0f vs %.0f)", s.CPSRatio, s.CallsPerSec, r.callSummary(directName, 4).CallsPerSec), s.CPSRatio >= 1, true)
 	} else {
