@@ -172,6 +172,10 @@ func (s *Shared) syncOne(ctx context.Context, p Plugin, rev int64) (bool, error)
 		// it was read stays, and reaches the store at the next Sync.
 		cur, err := read(p)
 		if err != nil {
+			// What was seen of the store is not in the file: forgotten,
+			// so the next Sync takes the store's again rather than push
+			// the file's back.
+			delete(s.seen, p.Name)
 			return false, err
 		}
 		for k, c := range toFile {
@@ -187,11 +191,13 @@ func (s *Shared) syncOne(ctx context.Context, p Plugin, rev int64) (bool, error)
 			}
 			var e policies.PinEntry
 			if err := json.Unmarshal(c.entry, &e); err != nil {
+				delete(s.seen, p.Name)
 				return false, fmt.Errorf("pins: plugin %q: the store's %s: %w", p.Name, k, err)
 			}
 			cur.Tools[k] = &e
 		}
 		if err := policies.WritePinFile(p.HostPath, cur); err != nil {
+			delete(s.seen, p.Name)
 			return false, &FileError{Plugin: p.Name, Path: p.HostPath, Write: true, Err: err}
 		}
 	}
