@@ -109,6 +109,7 @@ type haClient struct {
 	lb   string
 	seen *replicaSeen
 
+	pause                time.Duration // between calls
 	ok, notRun, sessions int
 	lastOK               time.Time
 	failed               []failedCall
@@ -183,7 +184,7 @@ func (c *haClient) run(ctx context.Context, end time.Time) {
 			c.ok++
 			c.lastOK = time.Now()
 			i++
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(c.pause)
 			continue
 		}
 		old := cs
@@ -296,7 +297,14 @@ server "up" {
 	end := time.Now().Add(duration)
 	var cwg sync.WaitGroup
 	for i := range clients {
-		c := &haClient{id: i + 1, lb: lb, seen: &replicaSeen{base: http.DefaultTransport}, onReplica: map[string]int{}}
+		// Half the clients pause 5 ms between calls, so that each is
+		// nearly always in the middle of one; the others 300 ms, so that
+		// the kill finds them between calls, their session gone.
+		pause := 5 * time.Millisecond
+		if i%2 == 1 {
+			pause = 300 * time.Millisecond
+		}
+		c := &haClient{id: i + 1, lb: lb, pause: pause, seen: &replicaSeen{base: http.DefaultTransport}, onReplica: map[string]int{}}
 		clients[i] = c
 		cwg.Add(1)
 		go func() { defer cwg.Done(); c.run(ctx, end) }()
@@ -328,6 +336,7 @@ server "up" {
 		for _, f := range c.failed {
 			if f.replica == victim.name && f.start.Before(killedAt) && f.end.After(killStart) {
 				inFlight++
+				t.Logf("client %d (pause %v): a call in flight on %s at the kill failed, as it may: %v", c.id, c.pause, victim.name, f.err)
 				continue
 			}
 			t.Errorf("client %d: a call lost that was not in flight on the killed replica (session on %s, %v to %v, kill at %v): %v",
