@@ -15,11 +15,16 @@ import (
 // flight, and those of the sessions already open, are served.
 type drainState struct {
 	draining atomic.Bool
+	done     atomic.Bool  // Drain returned: what was in flight finished or was given up on
 	inflight atomic.Int64 // requests other than GET (calls, notifications, session ends)
 }
 
 // Draining reports whether Drain has been called.
 func (h *Host) Draining() bool { return h.drain.draining.Load() }
+
+// drained is upstreamEvents' view of Draining: Close after a drain does
+// not wait for upstream calls a second time.
+func (h *Host) drained() bool { return h.drain.done.Load() }
 
 // Drain starts the graceful drain of the HTTP endpoint, for a replica that
 // is about to stop (SIGTERM): /healthz answers 503 "draining", so that
@@ -29,11 +34,13 @@ func (h *Host) Draining() bool { return h.drain.draining.Load() }
 // already open, and 2026-07-28 requests, are still served. It then waits
 // until no request is in flight (open GET streams do not count) or ctx
 // ends, and returns ctx's error in that case. The caller then stops the
-// server.
+// server; closing the host after Drain returned does not wait for
+// upstream calls again.
 func (h *Host) Drain(ctx context.Context) error {
 	if !h.drain.draining.Swap(true) {
 		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load())
 	}
+	defer h.drain.done.Store(true)
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for h.drain.inflight.Load() > 0 {

@@ -133,3 +133,73 @@ func inFlight(addr string) bool {
 	b, _ := io.ReadAll(resp.Body)
 	return strings.Contains(string(b), `"inFlight":1`)
 }
+
+// TestDrainIsBounded: a call longer than listen.drain_timeout does not
+// hold the process: it stops soon after the timeout, and says so.
+func TestDrainIsBounded(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen {
+  http          = %q
+  drain_timeout = "1s"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+  timeout = "60s"
+}
+`, addr))
+	logs := &testproc.Buffer{}
+	cmd := exec.Command(mcphostBin, "run", cfg)
+	cmd.Stderr = logs
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "drain-test"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 20000}})
+	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlight(addr) })
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("mcphost still runs 15 s after SIGTERM with drain_timeout 1s\n%s", logs)
+	}
+	took := time.Since(signalled)
+	// 1 s of drain, up to 1 s for the listener, 2 s for plugin calls,
+	// and the upstream's stop.
+	if took > 10*time.Second {
+		t.Errorf("stopped %v after SIGTERM, with drain_timeout 1s", took)
+	}
+	if !strings.Contains(logs.String(), "still in flight when the drain timeout ended") {
+		t.Errorf("no word of the call cut:\n%s", logs)
+	}
+	t.Logf("stopped %v after SIGTERM", took.Round(time.Millisecond))
+}
