@@ -19,8 +19,11 @@ func (e *Engine) SyncPins(ctx context.Context) error {
 	if e.pins == nil {
 		return nil
 	}
-	file := e.File()
-	changed, err := e.pins.Sync(ctx, pinPlugins(file))
+	ps := pinPlugins(e.File())
+	if len(ps) == 0 {
+		return nil // no query every poll for a config without pins
+	}
+	changed, err := e.pins.Sync(ctx, ps)
 	if changed {
 		if rerr := e.ReloadPlugins(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -31,7 +34,11 @@ func (e *Engine) SyncPins(ctx context.Context) error {
 
 // syncPins is SyncPins before the host exists: no reload is needed.
 func (e *Engine) syncPins(ctx context.Context, file *config.File) error {
-	_, err := e.pins.Sync(ctx, pinPlugins(file))
+	ps := pinPlugins(file)
+	if len(ps) == 0 {
+		return nil
+	}
+	_, err := e.pins.Sync(ctx, ps)
 	return err
 }
 
