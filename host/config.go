@@ -59,6 +59,7 @@ const (
 	DefaultConnIdleTimeout       = 2 * time.Minute
 	DefaultMaxConnections        = 1024
 	DefaultMaxDownstreamSessions = 4096
+	DefaultDrainTimeout          = 20 * time.Second
 )
 
 // Config is everything the host needs, as a Go value. The CLI decodes it from
@@ -90,6 +91,9 @@ type Listen struct {
 	IdleTimeout    time.Duration // a keep-alive connection with no request is closed after this
 	MaxConnections int           // open connections; at the cap idle ones are closed, then new ones refused
 	MaxSessions    int           // downstream MCP sessions (HTTP and SSE); more are refused with 503
+	// DrainTimeout bounds how long, after SIGTERM, the requests in flight
+	// may take to finish before the process stops (Host.Drain).
+	DrainTimeout time.Duration
 
 	// AllowedOrigins are browser origins ("https://app.example.com") that
 	// may call besides the defaults: the request's own host, and loopback
@@ -164,6 +168,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Listen.MaxSessions == 0 {
 		c.Listen.MaxSessions = DefaultMaxDownstreamSessions
+	}
+	if c.Listen.DrainTimeout == 0 {
+		c.Listen.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Tools.Separator == "" {
 		c.Tools.Separator = DefaultSeparator

@@ -91,6 +91,7 @@ type Host struct {
 	metrics      http.Handler
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
 	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
+	drain        drainState                         // SIGTERM's graceful drain (drain.go)
 
 	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
 	upstreams []*upstream          // config order

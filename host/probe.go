@@ -246,5 +246,6 @@ func (probeEvents) clientSessionStarted(context.Context, *upstream, *mcp.ServerS
 func (probeEvents) identity(*mcp.ServerSession) *auth.Identity       { return nil }
 func (probeEvents) latestIdentity(*mcp.ServerSession) *auth.Identity { return nil }
 func (probeEvents) sessionLive(*mcp.ServerSession) bool              { return false }
+func (probeEvents) drained() bool                                    { return false }
 
 var _ upstreamEvents = probeEvents{}

@@ -127,9 +127,10 @@ func (c *tapConn) drain(max time.Duration) {
 }
 
 // drainRaw lets the raw calls in flight on cs finish, within the server's
-// call timeout, before the session is closed.
+// call timeout, before the session is closed; after the host's drain,
+// which already gave them listen.drain_timeout, it does not wait.
 func (u *upstream) drainRaw(cs *mcp.ClientSession) {
-	if c := u.rawConn(cs); c != nil {
+	if c := u.rawConn(cs); c != nil && !u.events.drained() {
 		c.drain(u.cfg.Timeout)
 	}
 }

@@ -65,10 +65,15 @@ func (h *Host) Handler() http.Handler {
 	}
 	mux.Handle("GET "+CallbackPath, h.oauth.Logins)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if h.Draining() {
+			// Readiness fails, so that load balancers stop sending here.
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	l := h.cfg.Listen
-	var handler http.Handler = h.limitSessions(mux, l.MaxSessions)
+	var handler http.Handler = h.drainGate(h.limitSessions(mux, l.MaxSessions))
 	handler = h.authenticate(h.bindSessions(handler))
 	return withDeadlines(checkOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
@@ -219,7 +224,13 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	grace := 5 * time.Second
+	if h.Draining() {
+		// The drain waited for the requests; what remains is mostly
+		// streams that never go idle.
+		grace = time.Second
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	// Streaming responses never go idle, so after the grace period close
 	// what remains.

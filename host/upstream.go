@@ -158,6 +158,9 @@ type upstreamEvents interface {
 	// request finishing after its session ended must not open a per-client
 	// session nobody will close.
 	sessionLive(ss *mcp.ServerSession) bool
+	// drained reports whether the host is stopping after a drain (Drain):
+	// closing then does not wait again for the calls in flight.
+	drained() bool
 }
 
 // sharedClientCaps is what a shared session offers upstream: everything a

@@ -51,18 +51,43 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	watch := file.Runtime.Watch && !*noWatch
 
-	ctx, cancel := context.WithCancel(ctx)
+	// ctx, from here, is the serving's: it ends after the drain that the
+	// signal (sigCtx ending) starts, not at the signal.
+	sigCtx := ctx
+	ctx, cancel := context.WithCancel(context.WithoutCancel(sigCtx))
 	defer cancel()
 	started := time.Now()
 	// GC pacing by headroom (internal/gctune): unless GOGC is set, a
 	// small live heap gets GOGC up to 400, a large one 100.
 	gc := gctune.Start()
 	defer gc.Stop()
+	stopStarting := context.AfterFunc(sigCtx, cancel) // a signal during the start ends it
 	e, err := startEngine(ctx, file, log, watch)
+	stopStarting()
 	if err != nil {
 		return err
 	}
 	gc.Adjust()
+	if *stdio {
+		context.AfterFunc(sigCtx, cancel)
+	} else {
+		// SIGTERM: /healthz fails and new sessions are refused while the
+		// requests in flight finish, within listen.drain_timeout; then
+		// the server stops.
+		drain := file.Host.Listen.DrainTimeout
+		if drain <= 0 {
+			drain = host.DefaultDrainTimeout
+		}
+		context.AfterFunc(sigCtx, func() {
+			defer cancel()
+			dctx, dcancel := context.WithTimeout(context.Background(), drain)
+			defer dcancel()
+			start := time.Now()
+			if err := e.Host().Drain(dctx); err == nil {
+				log.Info("drained", "took", time.Since(start).Round(time.Millisecond))
+			}
+		})
+	}
 	// Shutdown never waits on a guest: shutdownDrain after the signal, the
 	// plugin calls still running are stopped, whatever their timeouts, so
 	// the requests waiting on them end while HTTP drains.

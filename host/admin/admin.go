@@ -480,6 +480,11 @@ func (a *api) approvePins(w http.ResponseWriter, r *http.Request) {
 		if err := a.e.ReloadPlugins(r.Context()); err != nil {
 			a.log.Warn("approved pins written; reloading failed", "error", err)
 		}
+		// With a shared store, to the other replicas now rather than at
+		// the next poll.
+		if err := a.e.SyncPins(r.Context()); err != nil {
+			a.log.Warn("approved pins written; sharing them through the store failed (the next poll retries)", "error", err)
+		}
 	}
 	if len(res.Unknown) > 0 {
 		// A pin file changed by another process since the check.

@@ -52,6 +52,9 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 	if n, ok := d.int(attrs["max_sessions"], 1, 1<<24); ok {
 		l.MaxSessions = int(n)
 	}
+	if dur, ok := d.duration(attrs["drain_timeout"], false); ok {
+		l.DrainTimeout = dur
+	}
 	if origins, ranges, ok := d.stringList(attrs["allowed_origins"]); ok {
 		for i, o := range origins {
 			if _, err := host.ParseOrigin(o); err != nil {

@@ -70,6 +70,7 @@ var listenSchema = &hcl.BodySchema{
 		{Name: "idle_timeout"},
 		{Name: "max_connections"},
 		{Name: "max_sessions"},
+		{Name: "drain_timeout"},
 		{Name: "allowed_origins"},
 		{Name: "tls_cert"},
 		{Name: "tls_key"},

@@ -32,6 +32,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/metrics"
+	"github.com/mcphost-project/mcphost/host/pins"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/toolplugin"
@@ -90,6 +91,10 @@ type Engine struct {
 	storeRev  int64
 	stopPoll  context.CancelFunc
 	polling   sync.WaitGroup
+
+	// pins shares the builtin:pin plugins' pins through the store
+	// (pins.go); nil unless the store has a key.
+	pins *pins.Shared
 }
 
 // ErrPluginLoad is returned by Reload and ReloadPlugins when a plugin of
@@ -149,6 +154,13 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	}
 	if e.store != nil {
 		e.rt.UseKV(storeKV{e})
+	}
+	if e.store != nil && e.store.CanKeepSecrets() {
+		// Before the host lists anything through the pin plugins.
+		e.pins = pins.NewShared(e.store)
+		if err := e.syncPins(ctx, file); err != nil {
+			e.log.Warn("the store's pins could not be taken; this replica keeps its pin files until it can", "error", err)
+		}
 	}
 	e.tmgr, err = plugins.NewManager(e.rt, &plugins.ManagerOptions{Watch: opts.WatchPlugins, Logger: log.Named("plugins").Named("tools")})
 	if err != nil {

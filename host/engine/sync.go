@@ -92,7 +92,7 @@ func (e *Engine) startPolling(interval time.Duration) {
 		defer e.polling.Done()
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		failing := false
+		failing, pinsFailing := false, false
 		for {
 			select {
 			case <-ctx.Done():
@@ -107,6 +107,16 @@ func (e *Engine) startPolling(interval time.Duration) {
 				e.log.Info("the store can be read again")
 			}
 			failing = err != nil
+			if e.pins != nil {
+				err := e.pollPins(ctx, interval)
+				switch {
+				case err != nil && !pinsFailing && ctx.Err() == nil:
+					e.log.Warn("pins cannot be shared through the store; this replica keeps its pin files until they can", "error", err)
+				case err == nil && pinsFailing:
+					e.log.Info("pins are shared through the store again")
+				}
+				pinsFailing = err != nil
+			}
 		}
 	}()
 }

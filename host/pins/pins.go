@@ -8,6 +8,10 @@
 // Approve makes pending definitions the pinned ones and writes the files
 // back, atomically. A running gateway takes an approval into account once
 // its plugins reload.
+//
+// Replicas on one store share their pins through it (Shared): each keeps
+// its own file, which the plugin reads, merged with the store every few
+// seconds.
 package pins
 
 import (

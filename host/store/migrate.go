@@ -54,6 +54,18 @@ CREATE INDEX mcphost_audit_at ON mcphost_audit (at);`,
 	updated BIGINT NOT NULL,
 	PRIMARY KEY (plugin, k)
 );`,
+	// 5: the pins of builtin:pin plugins (pins.go), one row per plugin
+	// and tool, shared by the replicas; row 2 of mcphost_revision counts
+	// their changes, apart from the servers' row 1.
+	5: `CREATE TABLE mcphost_pins (
+	plugin  TEXT NOT NULL,
+	k       TEXT NOT NULL,
+	entry   TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	updated BIGINT NOT NULL,
+	PRIMARY KEY (plugin, k)
+);
+INSERT INTO mcphost_revision (id, revision) VALUES (2, 0);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// TestDrainOnSIGTERM: after SIGTERM a `mcphost run` process fails
+// /healthz with 503 "draining" and refuses new sessions, lets the call in
+// flight finish and answer, and exits 0.
+func TestDrainOnSIGTERM(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen {
+  http          = %q
+  drain_timeout = "15s"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+`, addr))
+	logs := &testproc.Buffer{}
+	cmd := exec.Command(mcphostBin, "run", cfg)
+	cmd.Stderr = logs
+	cmd.WaitDelay = 5 * time.Second // an upstream left holding stderr does not hold Wait
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	healthz := func() (int, string) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool { c, _ := healthz(); return c == http.StatusOK })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	connect := func() (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "drain-test"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	}
+	cs, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// A call of 2 s, in flight when the signal comes.
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	call := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 2000, "steps": 4}})
+		call <- result{res, err}
+	}()
+	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlight(addr) })
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitFor(t, "/healthz to answer 503 draining", 2*time.Second, func() bool {
+		c, body := healthz()
+		return c == http.StatusServiceUnavailable && body == "draining"
+	})
+	if s, err := connect(); err == nil {
+		s.Close()
+		t.Fatal("a new session was accepted while draining")
+	} else if !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Fatalf("a new session while draining: %v, want 503 Service Unavailable", err)
+	}
+	// The session open before the signal is still served.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("listing on the open session while draining: %v", err)
+	}
+	select {
+	case r := <-call:
+		if r.err != nil || r.res.IsError {
+			t.Fatalf("the call in flight at SIGTERM: %v %+v", r.err, r.res)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call in flight never answered")
+	}
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("exit: %v\n%s", waitErr, logs)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("mcphost did not exit after the drain\n%s", logs)
+	}
+	if !strings.Contains(logs.String(), "drained") {
+		t.Errorf("no drain in the log:\n%s", logs)
+	}
+	t.Logf("exited %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
+}
+
+// inFlight reports whether the upstream "up" of the mcphost at addr has a
+// call in flight, from /status.
+func inFlight(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return strings.Contains(string(b), `"inFlight":1`)
+}
+
+// TestDrainIsBounded: a call longer than listen.drain_timeout does not
+// hold the process: it stops soon after the timeout, and says so.
+func TestDrainIsBounded(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen {
+  http          = %q
+  drain_timeout = "1s"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+  timeout = "60s"
+}
+`, addr))
+	logs := &testproc.Buffer{}
+	cmd := exec.Command(mcphostBin, "run", cfg)
+	cmd.Stderr = logs
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "drain-test"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 20000}})
+	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlight(addr) })
+	signalled := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("mcphost still runs 15 s after SIGTERM with drain_timeout 1s\n%s", logs)
+	}
+	took := time.Since(signalled)
+	// 1 s of drain, up to 1 s for the listener, 2 s for plugin calls,
+	// and the upstream's stop.
+	if took > 10*time.Second {
+		t.Errorf("stopped %v after SIGTERM, with drain_timeout 1s", took)
+	}
+	if !strings.Contains(logs.String(), "still in flight when the drain timeout ended") {
+		t.Errorf("no word of the call cut:\n%s", logs)
+	}
+	t.Logf("stopped %v after SIGTERM", took.Round(time.Millisecond))
+}
