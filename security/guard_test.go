@@ -152,9 +152,18 @@ func TestRecursingPluginTimesOut(t *testing.T) {
 
 // TestSIGTERMWithGuestsSpinning: mcphost run exits within a few seconds of
 // SIGTERM while two guests with a ten-minute timeout recurse, and /healthz
-// answers meanwhile.
+// answers meanwhile. The calls in flight get listen.drain_timeout (here 2s)
+// to finish; spinning guests cannot hold the process past it.
 func TestSIGTERMWithGuestsSpinning(t *testing.T) {
-	s := startServer(t, recurseConfig(t, "10m"))
+	cfg := recurseConfig(t, "10m")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append([]byte("listen {\n  drain_timeout = \"2s\"\n}\n"), b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, cfg)
 	results := spinCalls(t, s)
 	waitSpinning(t, s.cmd.Process.Pid)
 	for range 5 {
