@@ -1,10 +1,7 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -54,10 +51,6 @@ func (h *Host) Drain(ctx context.Context) error {
 	return nil
 }
 
-// maxInitializePeek bounds how much of a request body the drain reads to
-// tell an initialize from other requests.
-const maxInitializePeek = 64 << 10
-
 // drainGate counts the requests in flight and, while draining, refuses
 // the requests that open a session.
 func (h *Host) drainGate(next http.Handler) http.Handler {
@@ -72,26 +65,14 @@ func (h *Host) drainGate(next http.Handler) http.Handler {
 		}
 		h.drain.inflight.Add(1)
 		defer h.drain.inflight.Add(-1)
-		if h.Draining() && r.URL.Path == "/mcp" && r.Header.Get("Mcp-Session-Id") == "" && r.Body != nil {
-			head, _ := io.ReadAll(io.LimitReader(r.Body, maxInitializePeek))
-			if isInitialize(head) {
-				w.Header().Set("Connection", "close")
-				writeUnavailable(w, "mcphost: this replica is shutting down; initialize again, on another")
-				return
-			}
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		if h.Draining() && r.URL.Path == "/mcp" && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r) {
+			// Without a session, a request before 2026-07-28 opens one
+			// (an initialize, alone or in a batch) or is refused by the
+			// go-sdk anyway: either way, another replica should have it.
+			w.Header().Set("Connection", "close")
+			writeUnavailable(w, "mcphost: this replica is shutting down; initialize again, on another")
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// isInitialize reports whether body is a JSON-RPC initialize request.
-func isInitialize(body []byte) bool {
-	var req struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &req) == nil && req.Method == "initialize"
 }

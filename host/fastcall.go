@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -43,7 +44,11 @@ import (
 // session whose client may be asked something during a call (sampling,
 // elicitation, roots) gets the shortcut only while it has a standalone
 // stream open, where such a request then goes, as when the go-sdk itself
-// answers in JSON (StreamableHTTPOptions.JSONResponse).
+// answers in JSON (StreamableHTTPOptions.JSONResponse). (A stream counts as
+// open from its GET's arrival to its end; one that closes during the call
+// leaves such a question undelivered, and the upstream gets an error for
+// it.) And a call that could outlive the session's idle timer, which only
+// the go-sdk's own requests hold, goes the go-sdk's way (outlivesCalls).
 // The answer's bytes are what the go-sdk encodes (jsonrpc.EncodeMessage of
 // the result encoded as its jsonrpc2 layer encodes it); TestFastCall*
 // compares the two paths. The call is cancelled when its HTTP request goes
@@ -84,6 +89,9 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	}
 	if level != "" || (asksClient(e.ss) && !h.fastSessions.listens(e.ss.ID())) {
 		return false // see above
+	}
+	if !h.outlivesCalls(e) {
+		return false
 	}
 
 	ctx, cancel := context.WithCancel(r.Context())
@@ -133,6 +141,28 @@ func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *fastCal
 		}
 	}()
 	return h.callTool(ctx, caller, p.name, p.args, meta, ss)
+}
+
+// outlivesCalls reports whether the go-sdk's idle timer of e's session,
+// which only its own requests stop and reset, cannot fire during a call
+// that starts now: a call may last as long as the longest call timeout of
+// the servers (a per_user login as long again). The go-sdk's path holds
+// the timer while it serves a request.
+func (h *Host) outlivesCalls(e *fastListSession) bool {
+	timeout := h.cfg.Listen.SessionTimeout
+	if timeout <= 0 {
+		return true
+	}
+	var longest time.Duration
+	for _, u := range h.upstreamList() {
+		d := u.cfg.Timeout
+		if u.perUser() {
+			d *= 2
+		}
+		longest = max(longest, d)
+	}
+	left := timeout - time.Since(time.Unix(0, e.lastSeen.Load()))
+	return longest+time.Minute < left
 }
 
 // asksClient reports whether an upstream may send ss's client a request

@@ -117,6 +117,10 @@ func TestFastCallLeavesTheRestToTheGoSDK(t *testing.T) {
 			}
 		})
 	}
+	// A POST with Last-Event-ID, which the go-sdk refuses.
+	if resp := s.post(call(`{"name":"a__pid"}`), func(r *http.Request) { r.Header.Set("Last-Event-ID", "1") }); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a POST with Last-Event-ID: status %d, want the go-sdk's 400", resp.StatusCode)
+	}
 	// A body longer than the shortcut reads goes to the go-sdk whole.
 	long := strings.Repeat("x", maxFastCallBody)
 	data, shortcut := responseData(t, s.post(call(`{"name":"a__echo","arguments":{"text":"`+long+`"}}`), nil))
@@ -377,5 +381,19 @@ func BenchmarkParseFastCall(b *testing.B) {
 		if _, ok := parseFastCall(body); !ok {
 			b.Fatal("refused")
 		}
+	}
+}
+
+// A call that could outlive the go-sdk's idle timer of its session (which
+// only the go-sdk's own requests hold) goes the go-sdk's way, and is not
+// cut when the timer would have fired.
+func TestFastCallLeavesLongCallsToTheGoSDK(t *testing.T) {
+	up := stdioServer("a")
+	up.Timeout = 10 * time.Second
+	h := startHost(t, Config{Listen: Listen{SessionTimeout: 2 * time.Second}, Servers: []ServerConfig{up}}, nil)
+	_, s := connectAs(t, httptestServer(t, h)+"/mcp", "c")
+	data, shortcut := responseData(t, s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__sleep","arguments":{"millis":3000}}}`, nil))
+	if shortcut || !bytes.Contains(data, []byte("slept")) {
+		t.Errorf("a 3s call on a session that idles out after 2s: shortcut %v, answer %s", shortcut, data)
 	}
 }

@@ -238,6 +238,9 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 	if e == nil || r.Header.Get("Mcp-Protocol-Version") != e.version {
 		return nil
 	}
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
+		return nil // the go-sdk refuses it on a POST
+	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil
 	}

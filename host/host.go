@@ -106,6 +106,7 @@ type Host struct {
 	progressRoutes progressRouter
 	calls          callRegistry
 	rounds         roundCalls // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
+	roundHolds     roundHolds // sessions of requests whose calls in rounds outlive them
 	sessions       sessionTable
 	fastSessions   fastListSessions
 	elicitations   elicitationRoutes

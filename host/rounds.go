@@ -199,7 +199,7 @@ func roundKey(method, name string) string { return method + " " + name }
 // inRounds answers a call of a 2026-07-28 client: a new one, which run
 // makes (on its own goroutine, with a context that outlives ctx), or, when
 // state is set, the retry of one waiting for the answers.
-func (h *Host) inRounds(ctx context.Context, caller abi.Caller, owner, what, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
 	if state != "" {
 		rc := h.rounds.take(state)
 		if rc == nil || rc.owner != owner || rc.what != what {
@@ -216,9 +216,13 @@ func (h *Host) inRounds(ctx context.Context, caller abi.Caller, owner, what, sta
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	rc := &roundCall{owner: owner, what: what, caller: caller, ctx: callCtx, cancel: cancel,
 		unsent: map[string]*question{}, sent: map[string]*question{}, wake: make(chan struct{}, 1)}
+	// ss, the first request's session, ends with that request; the
+	// upstream sessions the call uses stay until the call ends.
+	release := h.roundHolds.hold(ss)
 	go func() {
 		var res mcp.Result
 		var err error
+		defer release()
 		defer func() {
 			if r := recover(); r != nil {
 				h.log.Error("panic in a call in rounds", "request", what, "panic", r, "stack", string(debug.Stack()))
@@ -313,4 +317,65 @@ func asResult[R mcp.Result](res R, err error) (mcp.Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// roundHolds keep what a sessionless request's session holds upstream (its
+// per-client upstream sessions) while a call in rounds it started runs
+// past it: that session ends with the request, and its end would close
+// the upstream session the call is waiting on.
+type roundHolds struct {
+	mu sync.Mutex
+	m  map[*mcp.ServerSession]*roundHold
+}
+
+type roundHold struct {
+	calls int
+	ended func() // the session's end, put off until the last call ends
+}
+
+// hold holds ss for a call until release is called.
+func (r *roundHolds) hold(ss *mcp.ServerSession) (release func()) {
+	if ss == nil {
+		return func() {}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[*mcp.ServerSession]*roundHold{}
+	}
+	hd := r.m[ss]
+	if hd == nil {
+		hd = &roundHold{}
+		r.m[ss] = hd
+	}
+	hd.calls++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			hd.calls--
+			var ended func()
+			if hd.calls == 0 {
+				delete(r.m, ss)
+				ended = hd.ended
+			}
+			r.mu.Unlock()
+			if ended != nil {
+				ended()
+			}
+		})
+	}
+}
+
+// putOff reports whether ss is held, in which case end runs when the last
+// call holding it ends.
+func (r *roundHolds) putOff(ss *mcp.ServerSession, end func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hd := r.m[ss]
+	if hd == nil {
+		return false
+	}
+	hd.ended = end
+	return true
 }

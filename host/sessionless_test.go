@@ -457,3 +457,31 @@ func TestSessionlessProgress(t *testing.T) {
 		t.Error("no progress reached the client before the result")
 	}
 }
+
+// A call in rounds keeps the per-client upstream session it runs on when
+// the request that started it (and its short-lived session) ends: without
+// auth every request has a session of its own, so the upstream session is
+// per request, and its end used to close the session the call waited on.
+func TestRoundsOnPerRequestUpstreams(t *testing.T) {
+	for _, mode := range []string{SessionsPerClient, SessionsPerSession} {
+		t.Run(mode, func(t *testing.T) {
+			up := stdioServer("a")
+			up.Sessions = mode
+			up.Timeout = 10 * time.Second
+			h := startHost(t, Config{Servers: []ServerConfig{up}}, nil)
+			var c samplingClient
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "rounds"}, c.options()).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+				t.Fatalf("negotiated %s", v)
+			}
+			if got, isErr := callText(t, cs, "a__sample", map[string]any{"text": "per request"}); isErr || got != "echo: per request" {
+				t.Errorf("sampling in rounds = %q (isError %v)", got, isErr)
+			}
+		})
+	}
+}

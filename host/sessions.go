@@ -298,8 +298,14 @@ func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	}
 	h.fastSessions.forget(ss)
 	h.elicitations.forget(ss)
-	for _, u := range h.upstreamList() {
-		u.dropClient(ss, d != nil && d.sessionless)
+	sessionless := d != nil && d.sessionless
+	drop := func() {
+		for _, u := range h.upstreamList() {
+			u.dropClient(ss, sessionless)
+		}
+	}
+	if !sessionless || !h.roundHolds.putOff(ss, drop) {
+		drop()
 	}
 	if d == nil {
 		return

@@ -79,10 +79,9 @@ func (p *upstreamPipes) Write(b []byte) (int, error) {
 // Close ends the process as the MCP spec asks of a stdio client: stdin
 // closed, then SIGTERM if it has not exited, then SIGKILL.
 func (p *upstreamPipes) Close() error {
-	p.wmu.Lock()
-	err := p.stdin.Close()
-	p.wmu.Unlock()
-	if err != nil {
+	// Not under wmu: a write stuck on a server that stopped reading holds
+	// it, and closing stdin is what ends that write.
+	if err := p.stdin.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %v", err)
 	}
 	exited := make(chan error, 1)
@@ -189,6 +188,9 @@ func (r *pipeReader) Read(p []byte) (int, error) {
 // buffer is gathered up to the go-sdk's frame limit; past that, it comes
 // in parts (whole false), which the go-sdk then refuses as it would.
 func (r *pipeReader) line() (line []byte, whole bool, err error) {
+	if cap(r.long) > 1<<20 {
+		r.long = nil // a long line's buffer is not kept for the next
+	}
 	b, err := r.br.ReadSlice('\n')
 	if err != bufio.ErrBufferFull {
 		return b, err == nil, err

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -132,5 +134,28 @@ func TestPipeReaderKeepsWireOrder(t *testing.T) {
 	}
 	if strings.Join(order, ",") != "progress,reply" || string(passed) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`+"\n" {
 		t.Errorf("order %v, passed %q", order, passed)
+	}
+}
+
+// Closing the pipes of a server that stopped reading ends the process even
+// while a write is stuck on its full stdin (the write holds the write lock).
+func TestPipesCloseDespiteAStuckWrite(t *testing.T) {
+	p, err := startPipes(exec.Command("sleep", "60"), 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- p.writeRawCall("mcphost-1", bytes.Repeat([]byte("x"), 1<<20)) }()
+	time.Sleep(100 * time.Millisecond) // the write fills the pipe and waits
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case err := <-closed:
+		t.Logf("closed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still waits 10s later, behind the stuck write")
+	}
+	if err := <-wrote; err == nil {
+		t.Error("the stuck write succeeded")
 	}
 }
