@@ -121,6 +121,18 @@ func (s *Shared) syncOne(ctx context.Context, p Plugin, rev int64) (bool, error)
 	}
 	toFile := map[string]change{}
 	var errs []error
+	// push writes the file's entry of k to the store over version; another
+	// replica's write meanwhile wins (the next Sync takes it).
+	push := func(k string, inFile []byte, version int64) {
+		v, err := s.st.PutPin(ctx, p.Name, k, inFile, version)
+		switch {
+		case errors.Is(err, store.ErrPinChanged):
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			seen.keys[k] = seenPin{inFile, v}
+		}
+	}
 	for _, k := range sortedKeys(keys) {
 		inFile, err := marshalEntry(f.Tools[k])
 		if err != nil {
@@ -133,15 +145,7 @@ func (s *Shared) syncOne(ctx context.Context, p Plugin, rev int64) (bool, error)
 			// Changed in both, the file by approving the change the store
 			// holds pending (seen here first, or by another replica):
 			// the approval wins.
-			v, err := s.st.PutPin(ctx, p.Name, k, inFile, st.Version)
-			if errors.Is(err, store.ErrPinChanged) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			seen.keys[k] = seenPin{inFile, v}
+			push(k, inFile, st.Version)
 		case st.Version != last.version:
 			// Changed in the store (or first seen): the store's wins.
 			if !bytes.Equal(inFile, st.Entry) {
@@ -152,15 +156,7 @@ func (s *Shared) syncOne(ctx context.Context, p Plugin, rev int64) (bool, error)
 			// Changed in the file only: to the store, unless another
 			// replica wrote it meanwhile (then the next Sync takes
 			// theirs).
-			v, err := s.st.PutPin(ctx, p.Name, k, inFile, last.version)
-			if errors.Is(err, store.ErrPinChanged) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			seen.keys[k] = seenPin{inFile, v}
+			push(k, inFile, last.version)
 		}
 		if seen.keys[k].entry == nil && seen.keys[k].version == 0 {
 			delete(seen.keys, k)
