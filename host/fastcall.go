@@ -15,7 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -205,38 +204,14 @@ type fastCallParams struct {
 // that is not plain UTF-8 text, arguments that are neither an object nor
 // null, and JSON nested deeper than the go-sdk reads. The request then goes
 // to the go-sdk, which answers it as it always did. FuzzParseFastCall holds
-// it to the go-sdk's decoder.
-//
-// It walks the bytes once it knows them to be valid JSON rather than
-// decoding into maps: decoding was an eighth of the gateway's CPU per call.
+// it to the go-sdk's decoder. It walks the bytes (jsonwalk.go).
 func parseFastCall(body []byte) (*fastCallParams, bool) {
-	if len(body) == 0 || body[0] != '{' || !segjson.Valid(body) || nesting(body) > maxJSONDepth {
+	if !validObject(body) {
 		return nil, false
 	}
-	var version, method, id, params []byte
-	if !eachMember(body, func(name, value []byte) bool {
-		var slot *[]byte
-		switch string(name) {
-		case `"jsonrpc"`:
-			slot = &version
-		case `"method"`:
-			slot = &method
-		case `"id"`:
-			slot = &id
-		case `"params"`:
-			slot = &params
-		default:
-			return false
-		}
-		if *slot != nil {
-			return false // given twice
-		}
-		*slot = value
-		return true
-	}) {
-		return nil, false
-	}
-	if string(version) != `"2.0"` || string(method) != `"tools/call"` || len(params) == 0 || params[0] != '{' {
+	top, ok := members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
+	version, id, method, params := top[0], top[1], top[2], top[3]
+	if !ok || string(version) != `"2.0"` || string(method) != `"tools/call"` || len(params) == 0 || params[0] != '{' {
 		return nil, false
 	}
 	p := new(fastCallParams)
@@ -256,25 +231,9 @@ func parseFastCall(body []byte) (*fastCallParams, bool) {
 		}
 		p.id = float64(n)
 	}
-	var name, args, meta []byte
-	if !eachMember(params, func(k, value []byte) bool {
-		var slot *[]byte
-		switch string(k) {
-		case `"name"`:
-			slot = &name
-		case `"arguments"`:
-			slot = &args
-		case `"_meta"`:
-			slot = &meta
-		default:
-			return false
-		}
-		if *slot != nil {
-			return false
-		}
-		*slot = value
-		return true
-	}) {
+	in, ok := members(params, `"name"`, `"arguments"`, `"_meta"`)
+	name, args, meta := in[0], in[1], in[2]
+	if !ok {
 		return nil, false
 	}
 	if len(name) < 3 || name[0] != '"' || bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
@@ -292,123 +251,12 @@ func parseFastCall(body []byte) (*fastCallParams, bool) {
 	return p, true
 }
 
-// plainASCII reports whether the inside of a JSON string is printable
-// ASCII without escapes: read as written, whatever the decoder.
-func plainASCII(s []byte) bool {
-	for _, c := range s {
-		if c < 0x20 || c >= 0x7f || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// maxJSONDepth is the deepest nesting the go-sdk decodes.
-const maxJSONDepth = 1000
-
-// nesting returns how deeply the JSON text b nests, counted as the go-sdk
-// counts before it decodes.
-func nesting(b []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > deepest {
-				deepest = depth
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
-}
-
-// eachMember calls f with the name (as written, quotes included) and the
-// value of each member of obj, a JSON object known to be valid, until f
-// returns false; it reports whether f never did.
-func eachMember(obj []byte, f func(name, value []byte) bool) bool {
-	i := skipSpace(obj, 1)
-	if obj[i] == '}' {
-		return true
-	}
-	for {
-		end := skipString(obj, i)
-		name := obj[i:end]
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past the colon
-		end = skipValue(obj, i)
-		if !f(name, obj[i:end]) {
-			return false
-		}
-		i = skipSpace(obj, end)
-		if obj[i] == '}' {
-			return true
-		}
-		i = skipSpace(obj, i+1) // past the comma
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at b[i].
-func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
-}
-
-// skipValue returns the index just past the valid JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[i])) {
-		i++
-	}
-	return i
-}
-
 // fastCallMeta reads a tools/call's _meta as the go-sdk's path does (its
 // decoder into mcp.Meta). A progress token asks for a stream, and the
 // protocol version key for 2026-07-28: both are the go-sdk's to serve.
 func fastCallMeta(raw json.RawMessage) (mcp.Meta, bool) {
-	var m mcp.Meta
-	dec := segjson.NewDecoder(bytes.NewReader(raw))
-	dec.DontMatchCaseInsensitiveStructFields()
-	if err := dec.Decode(&m); err != nil {
+	m, ok := decodeMeta(raw)
+	if !ok {
 		return nil, false
 	}
 	if _, ok := m["progressToken"]; ok {

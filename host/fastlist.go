@@ -354,13 +354,23 @@ func listParams(raw json.RawMessage) (meta json.RawMessage, ok bool) {
 // asks for the very view, and gets the very bytes, that the go-sdk's
 // handler would.
 func fastListMeta(raw json.RawMessage) (json.RawMessage, bool) {
+	m, ok := decodeMeta(raw)
+	if !ok {
+		return nil, false
+	}
+	return requestMeta(m), true
+}
+
+// decodeMeta decodes a request's _meta as the go-sdk does (its decoder,
+// member names matched exactly).
+func decodeMeta(raw json.RawMessage) (mcp.Meta, bool) {
 	var m mcp.Meta
 	dec := segjson.NewDecoder(bytes.NewReader(raw))
 	dec.DontMatchCaseInsensitiveStructFields()
 	if err := dec.Decode(&m); err != nil {
 		return nil, false
 	}
-	return requestMeta(m), true
+	return m, true
 }
 
 // plainID accepts a JSON string or an integer that fits an int64, the ids

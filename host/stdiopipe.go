@@ -141,9 +141,7 @@ type pipeReader struct {
 
 	// Where the bytes handed on stand in the go-sdk's stream of JSON
 	// values: a line is taken off only where a value may start.
-	depth    int
-	inString bool
-	escaped  bool
+	handed jsonScan
 }
 
 func newPipeReader(r io.Reader) *pipeReader {
@@ -173,10 +171,10 @@ func (r *pipeReader) Read(p []byte) (int, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if whole && r.depth == 0 && !r.inString && r.divert(line) {
+		if whole && r.handed.atTop() && r.divert(line) {
 			continue
 		}
-		r.track(line)
+		r.handed.feed(line)
 		r.pending = line
 	}
 	n := copy(p, r.pending)
@@ -206,30 +204,6 @@ func (r *pipeReader) line() (line []byte, whole bool, err error) {
 	return r.long, false, nil
 }
 
-// track follows the JSON text handed to the go-sdk, to know where its
-// values end.
-func (r *pipeReader) track(b []byte) {
-	for _, c := range b {
-		switch {
-		case r.inString:
-			switch {
-			case r.escaped:
-				r.escaped = false
-			case c == '\\':
-				r.escaped = true
-			case c == '"':
-				r.inString = false
-			}
-		case c == '"':
-			r.inString = true
-		case c == '{' || c == '[':
-			r.depth++
-		case c == '}' || c == ']':
-			r.depth--
-		}
-	}
-}
-
 // divert hands line to the sink and reports whether it did: a JSON-RPC
 // response (as the go-sdk would decode it: version "2.0", exactly one of
 // result and error, nothing else) whose id is a raw call's.
@@ -245,30 +219,12 @@ func (r *pipeReader) divert(line []byte) bool {
 		return false
 	}
 	msg := bytes.TrimSpace(line)
-	if len(msg) == 0 || msg[0] != '{' || !segjson.Valid(msg) || nesting(msg) > maxJSONDepth {
+	if !validObject(msg) {
 		return false
 	}
-	var version, id, result, rpcErr []byte
-	if !eachMember(msg, func(name, value []byte) bool {
-		var slot *[]byte
-		switch string(name) {
-		case `"jsonrpc"`:
-			slot = &version
-		case `"id"`:
-			slot = &id
-		case `"result"`:
-			slot = &result
-		case `"error"`:
-			slot = &rpcErr
-		default:
-			return false
-		}
-		if *slot != nil {
-			return false
-		}
-		*slot = value
-		return true
-	}) {
+	m, ok := members(msg, `"jsonrpc"`, `"id"`, `"result"`, `"error"`)
+	version, id, result, rpcErr := m[0], m[1], m[2], m[3]
+	if !ok {
 		return false
 	}
 	if string(version) != `"2.0"` || (result == nil) == (rpcErr == nil) || string(result) == "null" ||
