@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -135,8 +134,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *fastCallParams, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			h.log.Error("panic handling request", "method", "tools/call", "panic", v, "stack", string(debug.Stack()))
-			res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error handling tools/call"}
+			res, err = nil, h.panicked("tools/call", v)
 		}
 	}()
 	return h.callTool(ctx, caller, p.name, p.args, meta, ss)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -189,8 +188,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			// recovering: a panic here would end the whole host.
 			defer func() {
 				if p := recover(); p != nil {
-					h.log.Error("panic handling request", "method", method, "panic", p, "stack", string(debug.Stack()))
-					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error handling %s", method)}
+					res, err = nil, h.panicked(method, p)
 				}
 			}()
 			var d *downstream
@@ -214,6 +212,13 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			return res, err
 		}
 	}
+}
+
+// panicked logs a panic recovered while handling a request for method and
+// returns the JSON-RPC error its client is answered with.
+func (h *Host) panicked(method string, p any) *jsonrpc.Error {
+	h.log.Error("panic handling request", "method", method, "panic", p, "stack", string(debug.Stack()))
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error handling " + method}
 }
 
 // route answers one downstream request (receive's switch).
