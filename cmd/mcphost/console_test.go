@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,36 +123,7 @@ audit {
 // admin API; it returns its log.
 func runMcphost(t *testing.T, cfg, adminAddr string) *testproc.Buffer {
 	t.Helper()
-	cmd := exec.Command(mcphostBin, "run", cfg, "--no-watch")
-	logs := &testproc.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	testproc.WaitFor(t, "the admin API", 60*time.Second, func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("mcphost ended; logs:\n%s", logs)
-		default:
-		}
-		resp, err := http.Get("http://" + adminAddr + "/openapi.json")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
-	return logs
+	return startMcphost(t, "http://"+adminAddr+"/openapi.json", 60*time.Second, "run", cfg, "--no-watch").logs
 }
 
 // browser is one Chromium tab, with the page's script errors collected.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,24 +30,8 @@ server "up" {
   args    = ["-name", "up"]
 }
 `, addr))
-	logs := &testproc.Buffer{}
-	cmd := exec.Command(mcphostBin, "run", cfg)
-	cmd.Stderr = logs
-	cmd.WaitDelay = 5 * time.Second // an upstream left holding stderr does not hold Wait
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
+	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	cmd, logs := m.cmd, m.logs
 	healthz := func() (int, string) {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err != nil {
@@ -58,7 +41,6 @@ server "up" {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, strings.TrimSpace(string(b))
 	}
-	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool { c, _ := healthz(); return c == http.StatusOK })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -109,9 +91,9 @@ server "up" {
 		t.Fatal("the call in flight never answered")
 	}
 	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Fatalf("exit: %v\n%s", waitErr, logs)
+	case <-m.exited:
+		if m.err != nil {
+			t.Fatalf("exit: %v\n%s", m.err, logs)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("mcphost did not exit after the drain\n%s", logs)
@@ -149,30 +131,8 @@ server "up" {
   timeout = "60s"
 }
 `, addr))
-	logs := &testproc.Buffer{}
-	cmd := exec.Command(mcphostBin, "run", cfg)
-	cmd.Stderr = logs
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	})
+	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	cmd, logs, exited := m.cmd, m.logs, m.exited
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "drain-test"}, nil).Connect(ctx,

@@ -56,49 +56,19 @@ type haReplica struct {
 	name     string // HAProxy's name for it
 	mcp, api string
 	cfg      string
-	logs     *testproc.Buffer
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	proc     *runningMcphost // the latest process started
 }
 
 func (r *haReplica) start(t *testing.T) {
 	t.Helper()
-	r.logs = &testproc.Buffer{}
-	r.exited = make(chan struct{})
-	r.cmd = exec.Command(mcphostBin, "run", r.cfg)
-	r.cmd.Stderr = r.logs
-	r.cmd.WaitDelay = 5 * time.Second
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	cmd, exited := r.cmd, r.exited
-	go func() { cmd.Wait(); close(exited) }()
-	testproc.WaitFor(t, r.name+" to serve", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + r.mcp + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	})
+	r.proc = startMcphost(t, "http://"+r.mcp+"/healthz", 30*time.Second, "run", r.cfg)
 }
 
 // stop ends the process with sig, and with SIGKILL if it is still there
 // 15 s later.
 func (r *haReplica) stop(sig syscall.Signal) {
-	if r.cmd == nil {
-		return
-	}
-	select {
-	case <-r.exited:
-		return
-	default:
-	}
-	r.cmd.Process.Signal(sig)
-	select {
-	case <-r.exited:
-	case <-time.After(15 * time.Second):
-		r.cmd.Process.Kill()
-		<-r.exited
+	if r.proc != nil {
+		r.proc.stop(sig, 15*time.Second)
 	}
 }
 
@@ -398,7 +368,7 @@ server "up" {
 	if t.Failed() {
 		t.Logf("haproxy:\n%s", hlogs)
 		for _, r := range replicas {
-			t.Logf("%s:\n%s", r.name, r.logs)
+			t.Logf("%s:\n%s", r.name, r.proc.logs)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,30 +264,8 @@ func TestRunStdio(t *testing.T) {
 func TestRunHTTP(t *testing.T) {
 	cfg := writeConfig(t, twoServers)
 	addr := testproc.FreeAddr(t)
-	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
-	logs := &testproc.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr)
+	cmd, logs := m.cmd, m.logs
 
 	changed := make(chan struct{}, 10)
 	c := mcp.NewClient(&mcp.Implementation{Name: "http-test"}, &mcp.ClientOptions{
@@ -385,9 +362,9 @@ func TestRunHTTP(t *testing.T) {
 
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("mcphost exited with %v after SIGTERM; logs:\n%s", waitErr, logs.String())
+	case <-m.exited:
+		if m.err != nil {
+			t.Errorf("mcphost exited with %v after SIGTERM; logs:\n%s", m.err, logs.String())
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("mcphost did not exit after SIGTERM; logs:\n%s", logs.String())

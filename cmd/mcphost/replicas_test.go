@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -23,16 +22,14 @@ const replicaKey = "replica-admin-key-0123456789"
 
 // replica is one `mcphost run` process of a set sharing a store.
 type replica struct {
-	cmd       *exec.Cmd
+	proc      *runningMcphost
 	mcp, api  string
-	logs      *testproc.Buffer
-	exited    chan struct{}
 	configDir string
 }
 
 func startReplica(t *testing.T, storeBlock string) *replica {
 	t.Helper()
-	r := &replica{mcp: testproc.FreeAddr(t), api: testproc.FreeAddr(t), logs: &testproc.Buffer{}, exited: make(chan struct{})}
+	r := &replica{mcp: testproc.FreeAddr(t), api: testproc.FreeAddr(t)}
 	cfg := writeConfig(t, fmt.Sprintf(`
 listen {
   http = %q
@@ -51,37 +48,11 @@ store {
   %s
 }
 `, r.mcp, replicaKey, r.api, storeBlock))
-	r.cmd = exec.Command(mcphostBin, "run", cfg)
-	r.cmd.Stderr = r.logs
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { r.cmd.Wait(); close(r.exited) }()
-	t.Cleanup(func() { r.stop(syscall.SIGTERM) })
-	testproc.WaitFor(t, "mcphost's admin API", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + r.api + "/openapi.json")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	r.proc = startMcphost(t, "http://"+r.api+"/openapi.json", 30*time.Second, "run", cfg)
 	return r
 }
 
-func (r *replica) stop(sig syscall.Signal) {
-	select {
-	case <-r.exited:
-		return
-	default:
-	}
-	r.cmd.Process.Signal(sig)
-	select {
-	case <-r.exited:
-	case <-time.After(10 * time.Second):
-		r.cmd.Process.Kill()
-		<-r.exited
-	}
-}
+func (r *replica) stop(sig syscall.Signal) { r.proc.stop(sig, 10*time.Second) }
 
 // call sends one admin request and returns the status and body.
 func (r *replica) call(method, path, body string) (int, map[string]any, error) {

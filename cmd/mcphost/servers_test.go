@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -69,48 +67,14 @@ func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // admin API; stop ends it with SIGTERM and waits.
 func startAdmin(t *testing.T, cfg, adminAddr string) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(mcphostBin, "run", cfg, "--http", testproc.FreeAddr(t), "--no-watch")
-	logs := &testproc.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	m := startMcphost(t, "http://"+adminAddr+"/openapi.json", 30*time.Second, "run", cfg, "--http", testproc.FreeAddr(t), "--no-watch")
 	stop = func() {
-		select {
-		case <-exited:
-			return
-		default:
-		}
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("mcphost did not end after SIGTERM; logs:\n%s", logs.String())
+		if !m.stop(syscall.SIGTERM, 15*time.Second) {
+			t.Errorf("mcphost did not end after SIGTERM; logs:\n%s", m.logs.String())
 		}
 	}
 	t.Cleanup(stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + adminAddr + "/openapi.json")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return stop
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("mcphost ended before serving its admin API; logs:\n%s", logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no admin API on %s after 30s; logs:\n%s", adminAddr, logs.String())
-		}
-	}
+	return stop
 }
 
 // TestServersCommands drives mcphost servers against a real mcphost and a
