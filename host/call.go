@@ -235,6 +235,8 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 		// mcphost's own words and the issuer's (without secrets): the
 		// masking of errorText would take half of them for credentials.
 		return errorResult("%s", cleanText(xf.Error()))
+	case errors.Is(err, ErrShuttingDown):
+		return errorResult("server %q: call cancelled: %v", server, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorResult("server %q: call timed out after %s", server, timeout)
 	case errors.Is(err, context.Canceled):

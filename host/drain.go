@@ -2,10 +2,21 @@ package host
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
 )
+
+// ErrShuttingDown is the cause of an upstream request that was still in
+// flight when the drain gave up on it (listen.drain_timeout): it is
+// cancelled, and its caller answered with this error, rather than cut
+// with its connection.
+var ErrShuttingDown = errors.New("mcphost is shutting down: the request was still running when listen.drain_timeout ended; send it again")
+
+// cutGrace bounds how long Drain, having cancelled the requests still in
+// flight, waits for their answers to be written.
+const cutGrace = time.Second
 
 // drainState is the HTTP endpoint's graceful drain: once draining,
 // /healthz fails and new sessions are refused, while the requests in
@@ -14,6 +25,21 @@ type drainState struct {
 	draining atomic.Bool
 	done     atomic.Bool  // Drain returned: what was in flight finished or was given up on
 	inflight atomic.Int64 // requests other than GET (calls, notifications, session ends)
+	// cut ends, with ErrShuttingDown as its cause, when the drain times
+	// out: the upstream requests still in flight (forward) end with it.
+	cut    context.Context
+	cutAll context.CancelCauseFunc
+}
+
+func (d *drainState) init() { d.cut, d.cutAll = context.WithCancelCause(context.Background()) }
+
+// bound ties ctx, an upstream request's, to the drain: it is cancelled
+// with ErrShuttingDown if the drain times out before it ends. stop
+// releases what bound set up.
+func (d *drainState) bound(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(d.cut, func() { cancel(ErrShuttingDown) })
+	return ctx, func() { unhook(); cancel(nil) }
 }
 
 // Draining reports whether Drain has been called.
@@ -30,9 +56,11 @@ func (h *Host) drained() bool { return h.drain.done.Load() }
 // clients open theirs on another replica; the requests of the sessions
 // already open, and 2026-07-28 requests, are still served. It then waits
 // until no request is in flight (open GET streams do not count) or ctx
-// ends, and returns ctx's error in that case. The caller then stops the
-// server; closing the host after Drain returned does not wait for
-// upstream calls again.
+// ends; in that case it cancels the upstream requests still in flight,
+// whose callers answer with ErrShuttingDown (a tool call with an error
+// result), waits up to a second for those answers, and returns ctx's
+// error. The caller then stops the server; closing the host after Drain
+// returned does not wait for upstream calls again.
 func (h *Host) Drain(ctx context.Context) error {
 	if !h.drain.draining.Swap(true) {
 		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load())
@@ -43,12 +71,26 @@ func (h *Host) Drain(ctx context.Context) error {
 	for h.drain.inflight.Load() > 0 {
 		select {
 		case <-ctx.Done():
-			h.log.Warn("draining: requests still in flight when the drain timeout ended", "in_flight", h.drain.inflight.Load())
+			n := h.drain.inflight.Load()
+			h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", n)
+			h.drain.cutAll(ErrShuttingDown)
+			h.waitInFlight(cutGrace)
+			if left := h.drain.inflight.Load(); left > 0 {
+				h.log.Warn("draining: requests still unanswered after the cancel; their connections will be closed", "in_flight", left)
+			}
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
 	return nil
+}
+
+// waitInFlight waits up to d for the requests in flight to end.
+func (h *Host) waitInFlight(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for h.drain.inflight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // drainGate counts the requests in flight and, while draining, refuses

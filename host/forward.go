@@ -26,7 +26,9 @@ import (
 // the server's call timeout, and records the call so that what the server
 // sends during it finds ss. When tracing, the call is a client span, whose
 // context goes to the server in meta (the request's _meta, which fn
-// sends; nil for a request without one).
+// sends; nil for a request without one). If the drain gives up on the
+// requests in flight (Drain), fn's context ends and forward returns
+// ErrShuttingDown.
 func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, method string, meta mcp.Meta, fn func(context.Context, *mcp.ClientSession) error) (err error) {
 	if h.tracer != nil {
 		var span trace.Span
@@ -37,6 +39,8 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 	}
 	u.acquire()
 	defer u.release()
+	ctx, unbind := h.drain.bound(ctx)
+	defer unbind()
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	cs, done, err := u.sessionFor(ctx, ss)
@@ -50,6 +54,9 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 	err = fn(ctx, cs)
 	if transportFailed(err) {
 		u.lost(cs, err) // do not hand the dead session to the next call
+	}
+	if err != nil && errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return ErrShuttingDown
 	}
 	return err
 }

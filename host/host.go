@@ -161,6 +161,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	h.oauth = &OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce}
 	h.views.init()
+	h.drain.init()
 	h.progressRoutes.init()
 	h.cat.Store(buildCatalog(0, cfg.Tools, nil))
 	h.feats.Store(buildFeatures(cfg.Tools, cfg.Resources, nil))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -63,7 +64,7 @@ server "up" {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 2000, "steps": 4}})
 		call <- result{res, err}
 	}()
-	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlight(addr) })
+	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlightCalls(addr) == 1 })
 	signalled := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -104,20 +105,12 @@ server "up" {
 	t.Logf("exited %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
 }
 
-// inFlight reports whether the upstream "up" of the mcphost at addr has a
-// call in flight, from /status.
-func inFlight(addr string) bool {
-	resp, err := http.Get("http://" + addr + "/status")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return strings.Contains(string(b), `"inFlight":1`)
-}
-
 // TestDrainIsBounded: a call longer than listen.drain_timeout does not
-// hold the process: it stops soon after the timeout, and says so.
+// hold the process: it stops soon after the timeout, and says so. The
+// calls still in flight are not cut with their connection: they are
+// cancelled upstream and answered with an error that says why, on the
+// call shortcut (a plain call) and on the go-sdk's path (a call with a
+// progress token) alike.
 func TestDrainIsBounded(t *testing.T) {
 	addr := testproc.FreeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf(`
@@ -141,11 +134,42 @@ server "up" {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	go cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 20000}})
-	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlight(addr) })
+	type answer struct {
+		how string
+		res *mcp.CallToolResult
+		err error
+	}
+	answers := make(chan answer, 2)
+	for _, how := range []string{"plain", "with a progress token"} {
+		p := &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 20000}}
+		if how != "plain" {
+			p.Meta = mcp.Meta{"progressToken": "p1"}
+		}
+		go func() {
+			res, err := cs.CallTool(ctx, p)
+			answers <- answer{how, res, err}
+		}()
+	}
+	testproc.WaitFor(t, "the calls to reach the upstream", 10*time.Second, func() bool { return inFlightCalls(addr) == 2 })
 	signalled := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case a := <-answers:
+			if a.err != nil {
+				t.Errorf("the %s call in flight at the drain timeout: %v, want an error result", a.how, a.err)
+				continue
+			}
+			text := resultText(a.res)
+			if !a.res.IsError || !strings.Contains(text, "shutting down") || !strings.Contains(text, "drain_timeout") {
+				t.Errorf("the %s call in flight at the drain timeout answered %q (isError %v), want an error that says mcphost is shutting down", a.how, text, a.res.IsError)
+			}
+			t.Logf("%s call answered after %v: %s", a.how, time.Since(signalled).Round(time.Millisecond), text)
+		case <-time.After(15 * time.Second):
+			t.Fatalf("a call in flight at the drain timeout was never answered\n%s", logs)
+		}
 	}
 	select {
 	case <-exited:
@@ -153,13 +177,52 @@ server "up" {
 		t.Fatalf("mcphost still runs 15 s after SIGTERM with drain_timeout 1s\n%s", logs)
 	}
 	took := time.Since(signalled)
-	// 1 s of drain, up to 1 s for the listener, 2 s for plugin calls,
-	// and the upstream's stop.
+	// 1 s of drain, up to 1 s for the answers and 1 s for the listener,
+	// 2 s for plugin calls, and the upstream's stop.
 	if took > 10*time.Second {
 		t.Errorf("stopped %v after SIGTERM, with drain_timeout 1s", took)
 	}
 	if !strings.Contains(logs.String(), "still in flight when the drain timeout ended") {
-		t.Errorf("no word of the call cut:\n%s", logs)
+		t.Errorf("no word of the calls cancelled:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), "still unanswered") {
+		t.Errorf("the cancelled calls were not all answered within the grace:\n%s", logs)
 	}
 	t.Logf("stopped %v after SIGTERM", took.Round(time.Millisecond))
+}
+
+// inFlightCalls is the number of calls in flight on the upstream "up" of
+// the mcphost at addr, from /status (-1 when unknown).
+func inFlightCalls(addr string) int {
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Servers []struct {
+			Name     string `json:"name"`
+			InFlight int    `json:"inFlight"`
+		} `json:"servers"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return -1
+	}
+	for _, s := range st.Servers {
+		if s.Name == "up" {
+			return s.InFlight
+		}
+	}
+	return -1
+}
+
+// resultText is the text of a result's content, joined.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
