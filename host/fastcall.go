@@ -204,6 +204,7 @@ type fastCallParams struct {
 // to the go-sdk, which answers it as it always did. FuzzParseFastCall holds
 // it to the go-sdk's decoder. It walks the bytes (jsonwalk.go).
 func parseFastCall(body []byte) (*fastCallParams, bool) {
+	body = trimSpace(body)
 	if !validObject(body) {
 		return nil, false
 	}

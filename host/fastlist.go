@@ -259,94 +259,48 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 // parseFastList reports whether body is exactly one tools/list request
 // with no cursor, and returns its id as sent and its params' _meta (nil
 // when absent). It is strict where the go-sdk's reading could differ from
-// a lax one: member names are matched exactly, and a repeated or unknown
-// member, an id that is not a string or an integer, or anything after the
-// object refuses the shortcut.
+// a lax one: member names are matched as written (no escapes), and a
+// repeated or unknown member, an id that is not a string or an integer,
+// or anything after the object refuses the shortcut. It walks the bytes
+// (jsonwalk.go), as parseFastCall does.
 func parseFastList(body []byte) (id, meta json.RawMessage, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	body = trimSpace(body)
+	if !validObject(body) {
 		return nil, nil, false
 	}
-	var version, method string
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		key, isKey := t.(string)
-		if err != nil || !isKey || seen[key] {
+	top, ok := members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
+	version, id, method, params := top[0], top[1], top[2], top[3]
+	if !ok || string(version) != `"2.0"` || string(method) != `"tools/list"` || id == nil || !plainID(id) {
+		return nil, nil, false
+	}
+	if params != nil {
+		if meta, ok = listParams(params); !ok {
 			return nil, nil, false
 		}
-		seen[key] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, nil, false
-		}
-		switch key {
-		case "jsonrpc":
-			if json.Unmarshal(raw, &version) != nil {
-				return nil, nil, false
-			}
-		case "method":
-			if json.Unmarshal(raw, &method) != nil {
-				return nil, nil, false
-			}
-		case "id":
-			if !plainID(raw) {
-				return nil, nil, false
-			}
-			id = raw
-		case "params":
-			if meta, ok = listParams(raw); !ok {
-				return nil, nil, false
-			}
-		default:
-			return nil, nil, false
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, false
-	}
-	if version != "2.0" || method != "tools/list" || id == nil {
-		return nil, nil, false
 	}
 	return id, meta, true
 }
 
 // listParams accepts null, {} and {"_meta": OBJECT-or-null}, and returns
-// the _meta object (nil when absent or null).
-func listParams(raw json.RawMessage) (meta json.RawMessage, ok bool) {
-	if bytes.Equal(raw, []byte("null")) {
+// the _meta object (nil when absent or null). params is valid JSON.
+func listParams(params []byte) (meta json.RawMessage, ok bool) {
+	if string(params) == "null" {
 		return nil, true
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	if params[0] != '{' {
 		return nil, false
 	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil || t != "_meta" || meta != nil {
-			return nil, false
-		}
-		if err := dec.Decode(&meta); err != nil {
-			return nil, false
-		}
-		switch {
-		case bytes.Equal(meta, []byte("null")):
-			meta = json.RawMessage{} // seen, and means none
-		case len(meta) == 0 || meta[0] != '{':
-			return nil, false
-		}
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+	in, ok := members(params, `"_meta"`)
+	switch m := in[0]; {
+	case !ok:
 		return nil, false
+	case m == nil || string(m) == "null":
+		return nil, true
+	case m[0] != '{':
+		return nil, false
+	default:
+		return m, true
 	}
-	if len(meta) == 0 {
-		meta = nil
-	}
-	return meta, true
 }
 
 // fastListMeta reads a tools/list request's _meta as the go-sdk's path
