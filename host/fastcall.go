@@ -97,7 +97,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	key := e.calls.add(p.id, cancel)
 	defer e.calls.remove(key)
 
-	caller := h.sessionCaller(e.ss, DownstreamHTTP)
+	caller := trackedCaller(d, e.ss, DownstreamHTTP)
 	caller.Meta = requestMeta(meta)
 	res, err := h.fastCallResult(ctx, caller, p, meta, e.ss)
 	// What the upstream sent during the call goes out first, as on the

@@ -353,11 +353,18 @@ func (h *Host) transportOf(ss *mcp.ServerSession) string {
 // request adds is in callerOf. The tools/list shortcut uses it alone, for
 // requests that add nothing.
 func (h *Host) sessionCaller(ss *mcp.ServerSession, transport string) abi.Caller {
-	c := abi.Caller{Transport: transport}
 	if ss == nil {
-		return c
+		return abi.Caller{Transport: transport}
 	}
-	if d, _ := h.sessions.lookup(ss); d != nil {
+	d, _ := h.sessions.lookup(ss)
+	return trackedCaller(d, ss, transport)
+}
+
+// trackedCaller is sessionCaller for a session already looked up: d is
+// its entry in the session table (nil when not tracked).
+func trackedCaller(d *downstream, ss *mcp.ServerSession, transport string) abi.Caller {
+	c := abi.Caller{Transport: transport}
+	if d != nil {
 		d.identity.Fill(&c)
 	}
 	c.SessionID = ss.ID()
