@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
+	"github.com/mcphost-project/mcphost/internal/tooltest"
 )
 
 // TestDrainOnSIGTERM: after SIGTERM a `mcphost run` process fails
@@ -162,7 +163,7 @@ server "up" {
 				t.Errorf("the %s call in flight at the drain timeout: %v, want an error result", a.how, a.err)
 				continue
 			}
-			text := resultText(a.res)
+			text := tooltest.Text(a.res)
 			if !a.res.IsError || !strings.Contains(text, "shutting down") || !strings.Contains(text, "drain_timeout") {
 				t.Errorf("the %s call in flight at the drain timeout answered %q (isError %v), want an error that says mcphost is shutting down", a.how, text, a.res.IsError)
 			}
@@ -214,15 +215,4 @@ func inFlightCalls(addr string) int {
 		}
 	}
 	return -1
-}
-
-// resultText is the text of a result's content, joined.
-func resultText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
