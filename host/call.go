@@ -40,7 +40,7 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 
 // callTool is the whole call path: resolve, admit, call, transform. The
 // result is a *mcp.CallToolResult, or a *rawToolResult for a downstream
-// session that takes results as sent (plainResults) when no policy reads
+// session that takes results as sent (rawResults) when no policy reads
 // them.
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
 	if h.observer == nil && h.audit == nil {
@@ -135,7 +135,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by
 	// policies that say so when they leave it unchanged.
-	raw := !h.noShortcuts && plainResults(ss) && (!wantsResult || h.keepsResults())
+	raw := !h.noShortcuts && rawResults(ss) && (!wantsResult || h.keepsResults())
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	upStart := time.Now()

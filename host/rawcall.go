@@ -386,9 +386,10 @@ var (
 )
 
 // rawToolResult is a tools/call result that encodes as the bytes an
-// upstream sent. Should the go-sdk set _meta on it (it annotates results
-// for protocols after 2025-11-25, which never get one), the members are
-// merged.
+// upstream sent. For protocol 2026-07-28 and later the go-sdk puts its
+// server info in a result's _meta (GetMeta/SetMeta): it is merged into the
+// upstream's _meta as into a typed result's, a key the upstream set
+// staying.
 type rawToolResult struct {
 	mcp.ResultBase
 	raw json.RawMessage
@@ -402,11 +403,22 @@ func (r *rawToolResult) MarshalJSON() ([]byte, error) {
 	if err := json.Unmarshal(r.raw, &m); err != nil {
 		return nil, err
 	}
-	meta, err := json.Marshal(r.Meta)
+	meta := map[string]any{}
+	if own := m["_meta"]; len(own) > 0 && string(own) != "null" {
+		if err := json.Unmarshal(own, &meta); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range r.Meta {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	b, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
 	}
-	m["_meta"] = meta
+	m["_meta"] = b
 	return json.Marshal(m)
 }
 
@@ -428,13 +440,15 @@ func plainUpstream(cs *mcp.ClientSession) bool {
 	return ir != nil && plainVersions[ir.ProtocolVersion]
 }
 
-// plainResults reports whether ss takes results exactly as a handler
-// returns them: the protocols up to 2025-11-25 (later ones have the go-sdk
-// annotate typed results, see plainVersions).
-func plainResults(ss *mcp.ServerSession) bool {
+// rawResults reports whether ss takes tools/call results as the
+// upstream's bytes (rawToolResult): the protocols up to 2025-11-25, which
+// the go-sdk sends exactly as a handler returns them (plainVersions), and
+// 2026-07-28 and later, whose one annotation of a tools/call result (its
+// server info in _meta) rawToolResult merges in.
+func rawResults(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
-	ip := ss.InitializeParams()
-	return ip != nil && plainVersions[ip.ProtocolVersion]
+	v := protocolOf(ss)
+	return plainVersions[v] || v >= newProtocolVersion
 }

@@ -2,8 +2,11 @@ package host
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -483,5 +486,59 @@ func TestRoundsOnPerRequestUpstreams(t *testing.T) {
 				t.Errorf("sampling in rounds = %q (isError %v)", got, isErr)
 			}
 		})
+	}
+}
+
+// TestSessionlessResultsAsSent: a 2026-07-28 tools/call result goes out as
+// the upstream's bytes (rawToolResult) with the go-sdk's one annotation,
+// its server info merged into the upstream's _meta: the same JSON values
+// as the go-sdk's typed path gives (shortcuts off).
+func TestSessionlessResultsAsSent(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	calls := []string{
+		`{"name":"a__echo","arguments":{"text":"same <&> \u00e9"}}`,
+		`{"name":"a__structured_key","arguments":{"text":"k"}}`,
+		`{"name":"a__meta","arguments":{"text":"t"}}`,
+		`{"name":"a__resource_link","arguments":{"text":"r"}}`,
+		`{"name":"a__embedded","arguments":{"text":"e"}}`,
+		`{"name":"a__tool_error","arguments":{"text":"failed"}}`,
+	}
+	answers := map[bool][]any{}
+	for _, off := range []bool{false, true} {
+		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{NoShortcuts: off})
+		s := rawSession{t: t, url: httptestServer(t, h) + "/mcp", version: "2026-07-28"}
+		for i, params := range calls {
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, strings.Replace(params, "{", "{"+meta+",", 1))
+			var name struct{ Name string }
+			_ = json.Unmarshal([]byte(params), &name)
+			msg, _ := message(t, s.post(body, func(r *http.Request) {
+				r.Header.Del("Mcp-Session-Id")
+				r.Header.Set("Mcp-Method", "tools/call")
+				r.Header.Set("Mcp-Name", name.Name)
+			}))
+			var v map[string]any
+			if err := json.Unmarshal(msg.Result, &v); err != nil {
+				t.Fatalf("%s: %q: %v", name.Name, msg.Result, err)
+			}
+			if m, _ := v["_meta"].(map[string]any); m[mcp.MetaKeyServerInfo] == nil {
+				t.Errorf("%s (shortcuts off: %v): no server info in _meta: %s", name.Name, off, msg.Result)
+			}
+			answers[off] = append(answers[off], v)
+		}
+		want := uint64(len(calls))
+		if off {
+			want = 0
+		}
+		if n := rawCallsMade(t, h, "a"); n != want {
+			t.Errorf("shortcuts off: %v: %d raw calls for %d tools/call, want %d", off, n, len(calls), want)
+		}
+	}
+	for i := range calls {
+		if !reflect.DeepEqual(answers[false][i], answers[true][i]) {
+			t.Errorf("%s: as sent %v\ntyped %v", calls[i], answers[false][i], answers[true][i])
+		}
+	}
+	if m, _ := answers[false][2].(map[string]any)["_meta"].(map[string]any); m["trace"] != "t" {
+		t.Errorf("the upstream's own _meta was lost: %v", m)
 	}
 }
