@@ -130,6 +130,30 @@ func TestUpstreamCrashAndRecovery(t *testing.T) {
 	}
 }
 
+// TestReconnectByACallIsCounted: a call that finds the server lost
+// connects it again before the retry timer does; that reconnect counts
+// in the status (and the metric built on it) as the timer's would, once.
+func TestReconnectByACallIsCounted(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	ctx := context.Background()
+	if res, err := h.CallTool(ctx, abi.Caller{}, "a__crash", nil); err != nil || !res.IsError {
+		t.Fatalf("a__crash: %+v, %v; want an error result", res, err)
+	}
+	// As soon as the loss is seen: the retry timer waits at least
+	// minBackoff/2 after it.
+	testproc.WaitFor(t, "the crash to be noticed", 5*time.Second, func() bool { return h.Statuses()[0].State != StateConnected })
+	if res, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); err != nil || res.IsError {
+		t.Fatalf("a__pid after the crash: %+v, %v", res, err)
+	}
+	if st := h.Statuses()[0]; st.State != StateConnected || st.Reconnects != 1 {
+		t.Fatalf("after a call reconnected the server: %+v, want connected with 1 reconnect", st)
+	}
+	time.Sleep(2 * minBackoff) // past the retry timer, which finds it connected
+	if n := h.Statuses()[0].Reconnects; n != 1 {
+		t.Errorf("%d reconnects counted for one, after the retry timer", n)
+	}
+}
+
 // A server that never starts leaves the rest serving, and says why.
 func TestUpstreamThatNeverStarts(t *testing.T) {
 	h := startHost(t, Config{Servers: []ServerConfig{

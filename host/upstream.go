@@ -117,7 +117,8 @@ type upstream struct {
 	owners      map[*mcp.ClientSession]*clientConn // per-client session -> its bookkeeping
 	inflight    int
 	lastUsed    time.Time
-	reconnects  int
+	reconnects  int  // connected again after a loss (Status.Reconnects)
+	wasLost     bool // the session was lost, and not connected since
 	backoff     time.Duration
 	retryTimer  *time.Timer
 	idleTimer   *time.Timer
@@ -403,6 +404,12 @@ func (u *upstream) connect(done chan struct{}) {
 		return
 	}
 	u.sess = cs
+	if u.wasLost {
+		// Counted here, whoever asked: the retry timer, or a call
+		// that came first.
+		u.reconnects++
+		u.wasLost = false
+	}
 	u.tools = tools
 	if feats != nil {
 		u.feats = *feats
@@ -581,6 +588,7 @@ func (u *upstream) lost(cs *mcp.ClientSession, err error) {
 		return // closed on purpose: idle, shutdown or replaced
 	}
 	u.sess = nil
+	u.wasLost = true
 	cause := errors.New("connection closed by the server")
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		cause = fmt.Errorf("connection lost: %w", err)
@@ -607,7 +615,6 @@ func (u *upstream) scheduleRetryLocked() {
 		if u.closed || u.sess != nil || u.connectDone != nil {
 			return
 		}
-		u.reconnects++
 		u.connectLocked()
 	})
 }
