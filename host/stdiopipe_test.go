@@ -31,6 +31,7 @@ func readPipe(t testing.TB, stream string) (passed string, diverted []*jsonrpc.R
 func TestPipeReaderTakesOffOnlyRawReplies(t *testing.T) {
 	reply := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[{"type":"text","text":"a\"mcphost-2"}]}}`
 	errReply := `{"error":{"code":-32602,"message":"no"},"id":"mcphost-3","jsonrpc":"2.0"}`
+	deep := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"x":` + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + `}}`
 	for _, tc := range []struct {
 		name, stream, passed string
 		diverted             int
@@ -47,6 +48,7 @@ func TestPipeReaderTakesOffOnlyRawReplies(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"mcphost-1","result":{},"error":{"code":1,"message":"m"}}` + "\n", 0},
 		{"a last line without a newline", reply, reply, 0},
 		{"a long reply", strings.Replace(reply, `a\"`, strings.Repeat("x", 200<<10), 1) + "\n", "", 1},
+		{"a reply nested deeper than the go-sdk reads", deep + "\n", deep + "\n", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			passed, diverted := readPipe(t, tc.stream)
@@ -56,6 +58,19 @@ func TestPipeReaderTakesOffOnlyRawReplies(t *testing.T) {
 		})
 	}
 }
+
+// maxFuzzLine is the longest line FuzzPipeReader reads. Without a bound
+// the fuzzer stalls for a minute at a time: a run in this package's test
+// binary costs some 0.4ms of coverage bookkeeping (a fuzz function that
+// does nothing runs about 2,300 times a second with one worker), and the
+// new coverage of a long line is mostly a count of its bytes (a loop's
+// 8-bit counter, which wraps past 255), which a one-byte cut loses, so Go's
+// minimizer goes on to try every cut, O(n²) runs. For a line of 2KB that
+// outlasts -fuzzminimizetime (60s), all the while the only worker fuzzes
+// nothing, and then the worker is restarted. At this length each
+// minimization takes under a second. Long lines, past the reader's
+// buffer, are the unit tests' (TestPipeReaderTakesOffOnlyRawReplies).
+const maxFuzzLine = 128
 
 // FuzzPipeReader checks that a line the reader takes off is a response
 // the go-sdk decodes the same way, and that every other byte reaches the
@@ -72,7 +87,9 @@ func FuzzPipeReader(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		if strings.ContainsAny(line, "\n") {
+		// The length first: no code that loops over the bytes of a line
+		// longer than maxFuzzLine may run, or its count is new coverage.
+		if len(line) > maxFuzzLine || strings.ContainsAny(line, "\n") {
 			return
 		}
 		passed, diverted := readPipe(t, line+"\n")
