@@ -55,24 +55,24 @@ func (h *Host) drained() bool { return h.drain.done.Load() }
 // a legacy SSE stream) are refused with 503 and Retry-After, so that
 // clients open theirs on another replica; the requests of the sessions
 // already open, and 2026-07-28 requests, are still served. It then waits
-// until no request is in flight (open GET streams do not count) or ctx
-// ends; in that case it cancels the upstream requests still in flight,
-// whose callers answer with ErrShuttingDown (a tool call with an error
-// result), waits up to a second for those answers, and returns ctx's
-// error. The caller then stops the server; closing the host after Drain
-// returned does not wait for upstream calls again.
+// until no request is in flight (open GET streams do not count) and no
+// 2026-07-28 call in rounds waits for its client's retry (rounds.go), or
+// ctx ends; in that case it cancels the upstream requests still in
+// flight, whose callers answer with ErrShuttingDown (a tool call with an
+// error result), waits up to a second for those answers, and returns
+// ctx's error. The caller then stops the server; closing the host after
+// Drain returned does not wait for upstream calls again.
 func (h *Host) Drain(ctx context.Context) error {
 	if !h.drain.draining.Swap(true) {
-		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load())
+		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "in_rounds", h.rounds.waiting())
 	}
 	defer h.drain.done.Store(true)
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for h.drain.inflight.Load() > 0 {
+	for h.drain.inflight.Load() > 0 || h.rounds.waiting() > 0 {
 		select {
 		case <-ctx.Done():
-			n := h.drain.inflight.Load()
-			h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", n)
+			h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "in_rounds", h.rounds.waiting())
 			h.drain.cutAll(ErrShuttingDown)
 			h.waitInFlight(cutGrace)
 			if left := h.drain.inflight.Load(); left > 0 {

@@ -258,7 +258,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, "" // the client's to mcphost, not the upstream's
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.getPrompt(ctx, caller, ss, &p)) })
 		}
 		return h.getPrompt(ctx, caller, ss, r.Params)
@@ -271,7 +271,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, ""
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.URI), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.URI), replicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.readResource(ctx, caller, ss, &p)) })
 		}
 		return h.readResource(ctx, caller, ss, r.Params)
@@ -297,7 +297,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 			// What the upstream asks during the call comes back as
 			// input_required results (rounds.go).
 			caller, p := h.callerOf(req, transport), r.Params
-			res, err = h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), p.RequestState, p.InputResponses,
+			res, err = h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), p.RequestState, p.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) {
 					return h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
 				})

@@ -37,7 +37,12 @@ import (
 // call, of the same request (method and name or URI), within roundTimeout;
 // past that the call is
 // cancelled. It lives in this process's memory: a retry that reaches
-// another replica is refused as unknown.
+// another replica is refused as unknown. So that a load balancer can send
+// the retry to the replica that holds the call, a request that names the
+// replica it was sent to, in the header X-Mcphost-Replica (HAProxy's
+// http-send-name-header; deploy/haproxy.cfg), gets a requestState that
+// starts with that name and a dot: "mcphost2.3f9c...". The balancer reads
+// the name back from the retry's body (docs/DEPLOY.md).
 
 // roundTimeout is how long a call waits for its client to come back with
 // answers.
@@ -57,6 +62,7 @@ type inputRequired struct {
 type roundCall struct {
 	owner  string // identity key of the caller ("" for none)
 	what   string // the request: method and name or URI (roundKey)
+	route  string // the balancer's name for this replica, from the latest round's request ("" for none)
 	caller abi.Caller
 	ctx    context.Context // the call's; done when it is cancelled
 	cancel context.CancelFunc
@@ -147,11 +153,15 @@ type roundCalls struct {
 }
 
 // park keeps rc until its client comes back with the returned state, or
-// for roundTimeout, after which the call is cancelled.
-func (t *roundCalls) park(rc *roundCall) string {
+// for roundTimeout, after which the call is cancelled. The state starts
+// with route and a dot when the round's request named this replica.
+func (t *roundCalls) park(rc *roundCall, route string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	state := hex.EncodeToString(b[:])
+	if route != "" {
+		state = route + "." + state
+	}
 	t.mu.Lock()
 	if t.m == nil {
 		t.m = make(map[string]*roundCall)
@@ -177,6 +187,14 @@ func (t *roundCalls) cancelAll() {
 	}
 }
 
+// waiting reports how many calls wait for their clients' next round
+// (Drain waits for them as for requests in flight).
+func (t *roundCalls) waiting() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
 func (t *roundCalls) take(state string) *roundCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -196,10 +214,36 @@ func (e errRequestState) Unwrap() error { return e.rpc }
 // prompts/get) or URI (resources/read).
 func roundKey(method, name string) string { return method + " " + name }
 
+// replicaHeader is the request header in which a load balancer names the
+// replica it sent the request to (HAProxy: http-send-name-header).
+const replicaHeader = "X-Mcphost-Replica"
+
+// replicaRoute returns the replica name that req's X-Mcphost-Replica
+// header gives, for the requestStates of its rounds; "" when there is
+// none, or when it is not 1 to 64 letters, digits, '-' or '_' (a name that
+// could not be read back from the state unambiguously).
+func replicaRoute(req mcp.Request) string {
+	extra := req.GetExtra()
+	if extra == nil || extra.Header == nil {
+		return ""
+	}
+	name := extra.Header.Get(replicaHeader)
+	if len(name) == 0 || len(name) > 64 {
+		return ""
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return ""
+		}
+	}
+	return name
+}
+
 // inRounds answers a call of a 2026-07-28 client: a new one, which run
 // makes (on its own goroutine, with a context that outlives ctx), or, when
-// state is set, the retry of one waiting for the answers.
-func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+// state is set, the retry of one waiting for the answers. route is the
+// request's replicaRoute.
+func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what, route, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
 	if state != "" {
 		rc := h.rounds.take(state)
 		if rc == nil || rc.owner != owner || rc.what != what {
@@ -208,13 +252,16 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 			}
 			return nil, errRequestState{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}}
 		}
+		rc.mu.Lock()
+		rc.route = route
+		rc.mu.Unlock()
 		rc.answer(answers)
 		return h.awaitRound(ctx, rc)
 	}
 	// The call outlives this request (it may wait for answers in a later
 	// one), keeping its values (identity, trace).
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rc := &roundCall{owner: owner, what: what, caller: caller, ctx: callCtx, cancel: cancel,
+	rc := &roundCall{owner: owner, what: what, route: route, caller: caller, ctx: callCtx, cancel: cancel,
 		unsent: map[string]*question{}, sent: map[string]*question{}, wake: make(chan struct{}, 1)}
 	// ss, the first request's session, ends with that request; the
 	// upstream sessions the call uses stay until the call ends.
@@ -253,8 +300,9 @@ func (h *Host) awaitRound(ctx context.Context, rc *roundCall) (mcp.Result, error
 				rc.sent[id] = q
 				delete(rc.unsent, id)
 			}
+			route := rc.route
 			rc.mu.Unlock()
-			return &inputRequired{ResultType: "input_required", InputRequests: asked, RequestState: h.rounds.park(rc)}, nil
+			return &inputRequired{ResultType: "input_required", InputRequests: asked, RequestState: h.rounds.park(rc, route)}, nil
 		}
 		rc.mu.Unlock()
 		select {

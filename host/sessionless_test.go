@@ -405,6 +405,81 @@ func TestRounds(t *testing.T) {
 	}
 }
 
+// TestRoundsNameTheReplica: a request that names the replica it was sent
+// to (X-Mcphost-Replica, as HAProxy's http-send-name-header does) gets a
+// requestState that starts with that name, so that the balancer can send
+// the retry there; a name that could not be read back is left out. While
+// a call in rounds waits for its client, Drain waits too, and the retry
+// is served.
+func TestRoundsNameTheReplica(t *testing.T) {
+	up := stdioServer("a")
+	up.Sessions = SessionsPerSession // the calls below wait at once; each asks on its own session
+	h := startHost(t, Config{Servers: []ServerConfig{up}}, nil)
+	url := httptestServer(t, h) + "/mcp"
+	ctx := context.Background()
+	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	start := func(replica string) (*mcp.ClientSession, *mcp.CallToolResult) {
+		t.Helper()
+		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: map[string]string{"X-Mcphost-Replica": replica}}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "rounds"}, manual).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sample", Arguments: map[string]any{"text": replica}})
+		if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 {
+			t.Fatalf("the first round with X-Mcphost-Replica %q answered %v %+v, want input_required", replica, err, res)
+		}
+		return cs, res
+	}
+	for _, tc := range []struct{ header, prefix string }{
+		{"mcphost2", "mcphost2."},
+		{"pod-7_b", "pod-7_b."},
+		{"", ""},
+		{"a.b", ""},
+		{"two words", ""},
+		{strings.Repeat("x", 65), ""},
+	} {
+		_, res := start(tc.header)
+		state, found := strings.CutPrefix(res.RequestState, tc.prefix)
+		if !found || len(state) != 32 {
+			t.Errorf("X-Mcphost-Replica %q: requestState %q, want %q and 32 hex digits", tc.header, res.RequestState, tc.prefix)
+		}
+	}
+
+	cs, res := start("mcphost1")
+	drained := make(chan error, 1)
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		drained <- h.Drain(dctx)
+	}()
+	select {
+	case err := <-drained:
+		t.Fatalf("Drain returned %v while a call in rounds waited for its retry", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	answers := mcp.InputResponseMap{}
+	for id := range res.InputRequests {
+		answers[id] = &mcp.CreateMessageWithToolsResult{Role: "assistant", Model: "m", Content: []mcp.Content{&mcp.TextContent{Text: "answered"}}}
+	}
+	done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "a__sample", Arguments: map[string]any{"text": "mcphost1"}, InputResponses: answers, RequestState: res.RequestState})
+	if err != nil || done.IsError || text(t, done) != "answered" {
+		t.Fatalf("the retry while draining: %v %+v", err, done)
+	}
+	// The other calls started above still wait; cancel them (the host's
+	// close would), and the drain ends.
+	h.rounds.cancelAll()
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Errorf("Drain: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Drain still waits after the calls in rounds ended")
+	}
+}
+
 // TestSessionlessListChanged: a 2026-07-28 client that wants to hear of
 // tool list changes subscribes (subscriptions/listen, a request of its own
 // that stays open) and hears of an upstream's.

@@ -175,19 +175,17 @@ func (c *haClient) run(ctx context.Context, end time.Time) {
 	}
 }
 
-// TestThreeReplicasBehindHAProxy: HAProxy, with deploy/haproxy.cfg, in
-// front of three `mcphost run` processes sharing one PostgreSQL store.
-// Clients call tools through it in 2025-11-25 sessions while one replica
-// is killed (SIGKILL) and started again. No call is lost but those in
-// flight on the killed replica, every client recovers, a server added
-// through one replica's admin API is served by all within seconds, and
-// the three catalogs are identical.
-func TestThreeReplicasBehindHAProxy(t *testing.T) {
+// startHA starts one PostgreSQL database, three `mcphost run` processes
+// sharing it, and HAProxy in front of them with deploy/haproxy.cfg; it
+// returns the replicas, HAProxy's address and its log. Each replica's
+// config has the server "up" and then extra. Everything stops when the
+// test ends.
+func startHA(t *testing.T, extra string) (replicas []*haReplica, lb string, hlogs *testproc.Buffer) {
+	t.Helper()
 	haproxy := haproxyPath(t)
-	duration := haDuration(t)
 	dsn := pgtest.NewDatabase(t)
 
-	replicas := make([]*haReplica, 3)
+	replicas = make([]*haReplica, 3)
 	env := []string{}
 	for i := range replicas {
 		r := &haReplica{name: fmt.Sprintf("mcphost%d", i+1), mcp: testproc.FreeAddr(t), api: testproc.FreeAddr(t)}
@@ -215,7 +213,7 @@ server "up" {
   command = "UPSTREAM"
   args    = ["-name", "up"]
 }
-`, r.mcp, replicaKey, r.api, dsn))
+`+extra, r.mcp, replicaKey, r.api, dsn))
 		replicas[i] = r
 		t.Cleanup(func() { r.stop(syscall.SIGTERM) })
 		env = append(env, fmt.Sprintf("MCPHOST_%d=%s", i+1, r.mcp))
@@ -227,12 +225,12 @@ server "up" {
 	}
 	wg.Wait()
 	if t.Failed() {
-		return
+		t.FailNow()
 	}
 
 	// HAProxy with the documented config, in the foreground.
-	lb := testproc.FreeAddr(t)
-	hlogs := &testproc.Buffer{}
+	lb = testproc.FreeAddr(t)
+	hlogs = &testproc.Buffer{}
 	hp := exec.Command(haproxy, "-f", filepath.Join("..", "..", "deploy", "haproxy.cfg"), "-db")
 	hp.Env = append(os.Environ(), append(env, "MCPHOST_LB="+lb)...)
 	hp.Stdout, hp.Stderr = hlogs, hlogs
@@ -258,6 +256,19 @@ server "up" {
 		}
 		return err == nil && resp.StatusCode == http.StatusOK
 	})
+	return replicas, lb, hlogs
+}
+
+// TestThreeReplicasBehindHAProxy: HAProxy, with deploy/haproxy.cfg, in
+// front of three `mcphost run` processes sharing one PostgreSQL store.
+// Clients call tools through it in 2025-11-25 sessions while one replica
+// is killed (SIGKILL) and started again. No call is lost but those in
+// flight on the killed replica, every client recovers, a server added
+// through one replica's admin API is served by all within seconds, and
+// the three catalogs are identical.
+func TestThreeReplicasBehindHAProxy(t *testing.T) {
+	duration := haDuration(t)
+	replicas, lb, hlogs := startHA(t, "")
 
 	// The load: clients looping calls through HAProxy.
 	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
