@@ -396,9 +396,18 @@ func TestRequestBodyLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("%s: status %d, want 413", path, resp.StatusCode)
+		}
+		// An MCP client shows the JSON-RPC error's words: they name the
+		// setting to change.
+		var msg struct {
+			Error struct{ Message string }
+		}
+		if err := json.Unmarshal(body, &msg); err != nil || !strings.Contains(msg.Error.Message, "listen.max_body (1024 bytes)") {
+			t.Errorf("%s: body %q, want a JSON-RPC error naming listen.max_body", path, body)
 		}
 	}
 }

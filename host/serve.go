@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -37,7 +38,7 @@ func (h *Host) Handler() http.Handler {
 	sse := mcp.NewSSEHandler(h.serverFor(h.MCPServer(DownstreamSSE)), nil)
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", byProtocol(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes), stateless))
+	mux.Handle("/mcp", refuseLargeBody(byProtocol(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes), stateless), h.cfg.Listen.MaxBodyBytes))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		if !h.mayAdminister(w, r) {
@@ -159,12 +160,25 @@ func (h *Host) serverFor(srv *mcp.Server) func(*http.Request) *mcp.Server {
 
 // limitBody caps request bodies for handlers that do not do so themselves.
 func limitBody(next http.Handler, limit int64) http.Handler {
+	return refuseLargeBody(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		next.ServeHTTP(w, r)
+	}), limit)
+}
+
+// refuseLargeBody answers 413, with a JSON-RPC error that names the
+// setting, a request whose declared length is over limit, before anything
+// reads it. (A body without a length is cut where it passes the limit.)
+func refuseLargeBody(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > limit {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Connection", "close") // the body is not read
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = w.Write(errorBody(jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("the request body is %d bytes, over listen.max_body (%d bytes)", r.ContentLength, limit)))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
 }
