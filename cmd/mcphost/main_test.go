@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -440,5 +441,34 @@ func TestPluginCheck(t *testing.T) {
 	out, _, code = mcphost(t, "plugin", "check", wasm["nodestructive"], wrong)
 	if code != 1 || !strings.Contains(out, "FAIL "+wrong) || !strings.Contains(out, "1 of ") {
 		t.Fatalf("plugin check with a failing case: exit %d\n%s", code, out)
+	}
+}
+
+// TestRunAddressTaken: a listen address that is taken (or malformed)
+// fails `mcphost run` at once, naming the address and where to change it,
+// before any server process starts.
+func TestRunAddressTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	marker := filepath.Join(t.TempDir(), "started")
+	cfg := writeConfig(t, fmt.Sprintf(`
+server "up" {
+  command = "/bin/sh"
+  args    = ["-c", "touch %s; exec UPSTREAM -name up"]
+}
+`, marker))
+	for _, addr := range []string{taken.Addr().String(), "127.0.0.1:notaport"} {
+		start := time.Now()
+		_, stderr, code := mcphost(t, "run", cfg, "--http", addr)
+		if code == 0 || !strings.Contains(stderr, addr) || !strings.Contains(stderr, "--http") {
+			t.Errorf("run --http %s: exit %d, stderr:\n%s\nwant a failure naming the address and --http", addr, code, stderr)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("run --http %s started the server before finding the address unusable", addr)
+		}
+		t.Logf("%s: failed in %v: %s", addr, time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr))
 	}
 }
