@@ -263,7 +263,7 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	cat := h.cat.Load()
 	r, ok := cat.routes[name]
 	if !ok {
-		if res := h.waitingForLogin(name); res != nil {
+		if res := h.notListedYet(name); res != nil {
 			return res, nil
 		}
 		return nil, unknown
@@ -300,29 +300,40 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
 }
 
-// waitingForLogin answers a call to a tool of a server that has never
-// connected because it waits for an OAuth login (its tools are not known
-// yet): an error result that says where to log in, rather than "unknown
-// tool". nil when name is not such a tool.
-func (h *Host) waitingForLogin(name string) *mcp.CallToolResult {
+// notListedYet answers a call to a tool of a server that has never
+// listed its tools, because it has not connected: an error result that
+// names the server and what it waits for (an OAuth login: where to log
+// in), rather than "unknown tool". nil when name is not such a tool.
+func (h *Host) notListedYet(name string) *mcp.CallToolResult {
 	sep := h.Config().Tools.Separator
 	for _, u := range h.upstreamList() {
-		if _, ok := u.oauth.(*codeFlow); !ok || !strings.HasPrefix(name, u.cfg.Name+sep) {
+		if !strings.HasPrefix(name, u.cfg.Name+sep) {
 			continue
 		}
 		st := u.status()
-		if st.State != StateAuthorizing && st.State != StateUnauthorized {
-			continue
+		if _, ok := u.oauth.(*codeFlow); ok && (st.State == StateAuthorizing || st.State == StateUnauthorized) {
+			msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
+			if u.perUser() {
+				// The gateway's own login lists the tools; callers' logins
+				// come after.
+				msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
+			} else if st.State == StateUnauthorized {
+				msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 		}
-		msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
-		if u.perUser() {
-			// The gateway's own login lists the tools; callers' logins
-			// come after.
-			msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
-		} else if st.State == StateUnauthorized {
-			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
+		if st.Tools > 0 || st.State == StateConnected {
+			continue // its tools are known, and name is not one
 		}
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+		why := "is still connecting"
+		if st.State == StateFailed {
+			why = "could not be started or reached; mcphost retries with backoff"
+		} else if st.State == StateDisconnected {
+			why = "is disconnected"
+		}
+		// Not the server's error, which may hold what only operators
+		// should read: they have it in mcphost status.
+		return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.cfg.Name, why)
 	}
 	return nil
 }

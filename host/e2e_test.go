@@ -175,6 +175,24 @@ func TestUpstreamThatNeverStarts(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("good__echo: %v %+v", err, res)
 	}
+	// A call to a tool of a server that never listed any names the server
+	// and its state, not "unknown tool", and not its error (operators'
+	// to read, in status).
+	res, err = h.CallTool(context.Background(), abi.Caller{}, "bad__echo", nil)
+	if err != nil || !res.IsError {
+		t.Fatalf("bad__echo: %v %+v, want an error result", err, res)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, `server "bad" has not listed its tools yet`) || !strings.Contains(text, "retries") || strings.Contains(text, "/nope") {
+		t.Errorf("bad__echo: %q", text)
+	}
+	// A name no server could have is still unknown.
+	if _, err := h.CallTool(context.Background(), abi.Caller{}, "nosuch__echo", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("nosuch__echo: %v, want ErrUnknownTool", err)
+	}
+	if _, err := h.CallTool(context.Background(), abi.Caller{}, "good__nosuch", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("good__nosuch: %v, want ErrUnknownTool", err)
+	}
 }
 
 func TestCallTimeout(t *testing.T) {
