@@ -195,7 +195,7 @@ func Check(wasm []byte) ([]byte, error) {
 			return nil, err
 		}
 		if uint64(size) > uint64(top.left()) {
-			return nil, pastEnd{limitErr("%s section: size %d, %d bytes left in the file", sectionName(id), size, top.left())}
+			return nil, pastEnd{limitErr("%s section: size %d, %d bytes left in the file (the file is cut short, or not a Wasm module)", sectionName(id), size, top.left())}
 		}
 		r := &creader{b: wasm[:top.pos+int(size)], pos: top.pos, name: sectionName(id)}
 		span := sectionSpan{header: hdr, body: top.pos, end: top.pos + int(size)}
