@@ -199,7 +199,11 @@ func (s *Staged) Commit() {
 		s.prev.retire() // closes once its calls in flight have finished
 	}
 	s.swapped = s.prev != nil
-	m.log.Info("plugins swapped in", "generation", s.next.Generation(), "plugins", len(s.specs), "took", time.Since(s.start))
+	log := m.log.Info
+	if s.prev == nil && len(s.specs) == 0 {
+		log = m.log.Debug // a first generation of none is no news at start
+	}
+	log("plugins swapped in", "generation", s.next.Generation(), "plugins", len(s.specs), "took", time.Since(s.start))
 }
 
 // Close discards the generation if it was not committed, or else reports
