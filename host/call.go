@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -241,7 +242,7 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 		return errorResult("server %q: call timed out after %s", server, timeout)
 	case errors.Is(err, context.Canceled):
 		return errorResult("server %q: call cancelled", server)
-	case errors.Is(err, mcp.ErrConnectionClosed):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return errorResult("server %q: connection closed during the call: %s", server, errorText(err))
 	}
 	return errorResult("server %q: %s", server, errorText(err))

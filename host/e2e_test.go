@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +129,91 @@ func TestUpstreamCrashAndRecovery(t *testing.T) {
 	}
 	if st := h.Statuses()[0]; st.Reconnects < 1 {
 		t.Errorf("status = %+v, want a reconnect counted", st)
+	}
+}
+
+// TestCallAfterACrash: a call made right after another call saw its
+// server die goes to a new connection instead of failing on the dead one,
+// on the go-sdk's path (an embedded caller; the go-sdk reports the death as
+// a bare EOF) and on the raw path (a 2025-11-25 session over HTTP).
+func TestCallAfterACrash(t *testing.T) {
+	ctx := context.Background()
+	t.Run("go-sdk", func(t *testing.T) {
+		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+		for range 3 {
+			res, err := h.CallTool(ctx, abi.Caller{}, "a__crash", nil)
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "connection closed during the call") {
+				t.Fatalf("a__crash: %+v, %v; want an error result saying the connection closed", res, err)
+			}
+			if res, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); err != nil || res.IsError {
+				t.Fatalf("a__pid at once after a crash: %+v, %v", res, err)
+			}
+		}
+	})
+	t.Run("raw", func(t *testing.T) {
+		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+		cs := connectHTTP(t, h, nil)
+		before := rawCallsMade(t, h, "a")
+		for range 3 {
+			if got, isErr := callText(t, cs, "a__crash", nil); !isErr {
+				t.Fatalf("a__crash: %q; want an error result", got)
+			}
+			if got, isErr := callText(t, cs, "a__pid", nil); isErr {
+				t.Fatalf("a__pid at once after a crash: %q", got)
+			}
+		}
+		if rawCallsMade(t, h, "a") == before {
+			t.Error("no raw call was made: the test does not check the raw path")
+		}
+	})
+}
+
+// TestNeverSentReadsTheGoSDK: the go-sdk's refusal of a call on a closed
+// connection is read as never sent; a call cut by its server's death is
+// not (it was sent: sending it again could run it twice).
+func TestNeverSentReadsTheGoSDK(t *testing.T) {
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: exec.Command(upstreamBin, "-name", "x")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"}); err == nil || neverSent(err) {
+		t.Errorf("a call cut by a crash: %v; neverSent = %v, want false", err, neverSent(err))
+	}
+	cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"}); !neverSent(err) {
+		t.Errorf("a call on a closed connection: %v; neverSent = false, want true", err)
+	}
+}
+
+// TestForwardSendsANeverSentRequestAgain: a request that failed before it
+// was written goes once more, on the connection that replaces the dead
+// one. (The first failure is made by fn: the moment a server dies between
+// calls cannot be timed from a test.)
+func TestForwardSendsANeverSentRequestAgain(t *testing.T) {
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	u := h.upstreamNamed("a")
+	var sessions []*mcp.ClientSession
+	err := h.forward(context.Background(), nil, u, "tools/call", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+		sessions = append(sessions, cs)
+		if len(sessions) == 1 {
+			return notSent{fmt.Errorf("%w: calling \"tools/call\": file already closed", mcp.ErrConnectionClosed)}
+		}
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"})
+		return err
+	})
+	if err != nil || len(sessions) != 2 || sessions[0] == sessions[1] {
+		t.Fatalf("forward: %v after %d attempts (same session: %v); want success on a new session", err, len(sessions), len(sessions) == 2 && sessions[0] == sessions[1])
+	}
+	// A request that was sent is not sent again.
+	sessions = nil
+	err = h.forward(context.Background(), nil, u, "tools/call", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+		sessions = append(sessions, cs)
+		return fmt.Errorf("%w: calling \"tools/call\": EOF", mcp.ErrConnectionClosed)
+	})
+	if err == nil || len(sessions) != 1 {
+		t.Errorf("a sent request: %v after %d attempts; want its error after 1", err, len(sessions))
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"strings"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,18 +49,56 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 	if err != nil {
 		return err
 	}
-	defer done()
-	if ss != nil {
-		defer h.calls.enter(cs, ss, ctx)()
-	}
-	err = fn(ctx, cs)
-	if transportFailed(err) {
-		u.lost(cs, err) // do not hand the dead session to the next call
+	err = h.sendOn(ctx, ss, u, cs, done, fn)
+	if neverSent(err) && ctx.Err() == nil {
+		// The connection was found gone before the request was written
+		// (the server died since the last call): nothing reached the
+		// server, so the request goes once more, on the connection that
+		// replaces it.
+		if cs2, done2, err2 := u.sessionFor(ctx, ss); err2 != nil {
+			err = err2
+		} else if cs2 == cs {
+			done2()
+		} else {
+			u.log.Debug("request sent again on a new connection: the last one was gone before it was sent", "method", method, "error", err)
+			err = h.sendOn(ctx, ss, u, cs2, done2, fn)
+		}
 	}
 	if err != nil && errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		return ErrShuttingDown
 	}
 	return err
+}
+
+// sendOn is one attempt of forward: fn on cs, which done releases.
+func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream, cs *mcp.ClientSession, done func(), fn func(context.Context, *mcp.ClientSession) error) error {
+	defer done()
+	if ss != nil {
+		defer h.calls.enter(cs, ss, ctx)()
+	}
+	err := fn(ctx, cs)
+	if transportFailed(err) {
+		u.lost(cs, err) // do not hand the dead session to the next call
+	}
+	return err
+}
+
+// notSent marks a raw call's failure before its request was written.
+type notSent struct{ error }
+
+func (e notSent) Unwrap() error { return e.error }
+
+// neverSent reports whether err says that a request failed before it was
+// written to its connection: a raw call's (notSent), or the go-sdk's
+// refusal of a call on a connection that is shutting down (its jsonrpc2
+// ErrClientClosing, which it reports only for calls it did not send, and
+// passes on only as text).
+func neverSent(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ns notSent
+	return errors.As(err, &ns) || errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), ": client is closing")
 }
 
 // transportFailed reports whether err says the connection to an upstream
@@ -71,9 +111,18 @@ func transportFailed(err error) bool {
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
+	return connectionGone(err)
+}
+
+// connectionGone reports whether err says the connection ended under a
+// request: closed (the go-sdk's ErrConnectionClosed, or the end of a stdio
+// server's output when it died mid-call, which the go-sdk passes on as a
+// bare EOF), refused, reset, or an HTTP request cut.
+func connectionGone(err error) bool {
 	var op *net.OpError
 	var ue *url.Error
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.As(err, &op) || errors.As(err, &ue) ||
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.As(err, &op) || errors.As(err, &ue) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 

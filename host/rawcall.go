@@ -178,14 +178,14 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 	}
 	id, reply, err := c.raw.add()
 	if err != nil {
-		return nil, err
+		return nil, notSent{err}
 	}
 	if err := c.writeCall(ctx, id, params); err != nil {
 		c.raw.remove(id)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: calling \"tools/call\": %v", mcp.ErrConnectionClosed, err)
+		return nil, notSent{fmt.Errorf("%w: calling \"tools/call\": %v", mcp.ErrConnectionClosed, err)}
 	}
 	select {
 	case resp := <-reply:
