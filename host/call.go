@@ -323,8 +323,8 @@ func (h *Host) notListedYet(name string) *mcp.CallToolResult {
 			}
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 		}
-		if st.Tools > 0 || st.State == StateConnected {
-			continue // its tools are known, and name is not one
+		if st.Tools > 0 || st.State == StateConnected || u.isHeld() {
+			continue // its tools are known, and name is not one; or an operator took them away
 		}
 		why := "is still connecting"
 		if st.State == StateFailed {

@@ -15,6 +15,13 @@ import (
 var ErrUnknownServer = errors.New("no such server")
 
 // heldError is what a call to a server an operator disconnected gets.
+// isHeld reports whether an operator disconnected u (Host.Disconnect).
+func (u *upstream) isHeld() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.held
+}
+
 func (u *upstream) heldError() error {
 	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.cfg.Name, u.cfg.Name)
 }
