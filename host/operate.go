@@ -14,7 +14,6 @@ import (
 // not have.
 var ErrUnknownServer = errors.New("no such server")
 
-// heldError is what a call to a server an operator disconnected gets.
 // isHeld reports whether an operator disconnected u (Host.Disconnect).
 func (u *upstream) isHeld() bool {
 	u.mu.Lock()
@@ -22,6 +21,7 @@ func (u *upstream) isHeld() bool {
 	return u.held
 }
 
+// heldError is what a call to a server an operator disconnected gets.
 func (u *upstream) heldError() error {
 	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.cfg.Name, u.cfg.Name)
 }
