@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,7 +49,7 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		return exitError(2)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost plugin inspect FILE [--json]")
+		fmt.Fprintln(stderr, "usage: mcphost plugin inspect FILE|builtin:NAME [--json]")
 		return exitError(2)
 	}
 	rt, err := pluginRuntime(ctx, stderr, "warn")
@@ -72,7 +73,7 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
+	} else if ierr == nil || described(ierr) {
 		fmt.Fprintf(stdout, "file:        %s\n", info.Path)
 		fmt.Fprintf(stdout, "size:        %d bytes\n", info.Size)
 		fmt.Fprintf(stdout, "sha256:      %s\n", info.SHA256)
@@ -82,7 +83,11 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 			fmt.Fprintf(stdout, "version:     %s\n", info.Version)
 			fmt.Fprintf(stdout, "hooks:       %s\n", strings.Join(info.Hooks, ", "))
 		}
-		fmt.Fprintf(stdout, "exports:     %s\n", strings.Join(info.Exports, ", "))
+		exports := strings.Join(info.Exports, ", ")
+		if exports == "" {
+			exports = "(none)"
+		}
+		fmt.Fprintf(stdout, "exports:     %s\n", exports)
 		fmt.Fprintf(stdout, "compile:     %s (cached compiles are much faster)\n", info.CompileTime.Round(time.Millisecond))
 		fmt.Fprintf(stdout, "instantiate: %s\n", info.InstantiateTime.Round(10*time.Microsecond))
 	}
@@ -91,6 +96,19 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		return exitError(1)
 	}
 	return nil
+}
+
+// described reports whether Inspect got as far as an instance of the
+// module, so that its report means something although the module fails
+// the load check. Before that (a file that is missing or no module, a
+// module that does not compile or instantiate), only the error does.
+func described(err error) bool {
+	for _, early := range []error{plugins.ErrSource, plugins.ErrChecksum, plugins.ErrCompile, plugins.ErrInstantiate} {
+		if errors.Is(err, early) {
+			return false
+		}
+	}
+	return true
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
