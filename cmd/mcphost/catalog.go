@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -421,12 +422,32 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "\nserver %s authorizes each caller (oauth per_user): %d authorized, %d with a login link out\n", st.Name, u.Authorized, u.Authorizing)
 		}
 	}
-	if r := doc.Reload; r != nil {
-		if r.OK {
-			fmt.Fprintf(stdout, "\nlast reload (%s): ok at %s\n", r.Trigger, r.At.Format(time.RFC3339))
-		} else {
-			fmt.Fprintf(stdout, "\nlast reload (%s): FAILED at %s (%d in a row; the running config stays): %s\n", r.Trigger, r.At.Format(time.RFC3339), r.Failures, oneLine(r.Error))
-		}
+	if doc.Reload != nil {
+		fmt.Fprintln(stdout, "")
+		writeReload(stdout, doc.Reload)
 	}
 	return nil
+}
+
+// writeReload prints the latest reload's line of status. Its label is the
+// latest reload's kind; the failures in a row are split by kind when they
+// are not all of that one.
+func writeReload(w io.Writer, r *host.ReloadStatus) {
+	at := r.At.Format(time.RFC3339)
+	if r.OK {
+		fmt.Fprintf(w, "last reload (%s): ok at %s\n", r.Trigger, at)
+		return
+	}
+	row := fmt.Sprintf("%d in a row", r.Failures)
+	if r.FailuresByTrigger[r.Trigger] != r.Failures {
+		row = plural(r.Failures, "failed reload") + " in a row"
+		if len(r.FailuresByTrigger) > 0 {
+			var kinds []string
+			for _, k := range slices.Sorted(maps.Keys(r.FailuresByTrigger)) {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, r.FailuresByTrigger[k]))
+			}
+			row += ": " + strings.Join(kinds, ", ")
+		}
+	}
+	fmt.Fprintf(w, "last reload (%s): FAILED at %s (%s; the running config stays): %s\n", r.Trigger, at, row, oneLine(r.Error))
 }
