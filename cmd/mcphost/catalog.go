@@ -31,15 +31,20 @@ import (
 // cliCaller is who policies see when the CLI lists or calls tools.
 var cliCaller = abi.Caller{Transport: host.DownstreamEmbedded, ClientName: "mcphost-cli"}
 
+const validateUsage = `usage: mcphost validate CONFIG
+
+Prints every mistake in CONFIG, each with its place (file:line:col), what is
+wrong and how to fix it, and loads its plugins as a reload would. Exit status
+1 on any error; without one it says what CONFIG holds.`
+
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("validate", stderr)
-	pos, err := parseInterleaved(fs, args)
+	fs := newFlagSet("validate", validateUsage, stdout, stderr)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost validate CONFIG")
-		return exitError(2)
+		return fs.misuse()
 	}
 	file, diags := config.Load(pos[0])
 	if !diags.HasErrors() {
@@ -106,19 +111,19 @@ func pluginDiagnostic(file *config.File, spec plugins.Spec, err error) *hcl.Diag
 // connectOnce loads a config, connects its upstreams (those pick names, or
 // every one when pick is nil or names none), and reports the ones that
 // failed on stderr. The caller closes the engine.
-func connectOnce(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine.Engine, []string, error) {
-	fs := newFlagSet(name, stderr)
+func connectOnce(ctx context.Context, name string, args []string, stdout, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine.Engine, []string, error) {
+	fs := newFlagSet(name, connectUsage[name], stdout, stderr)
 	var lf logFlags
-	lf.register(fs, "warn")
+	lf.register(fs.FlagSet, "warn")
 	if extra != nil {
-		extra(fs)
+		extra(fs.FlagSet)
 	}
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return nil, nil, exitError(2)
+		return nil, nil, err
 	}
 	if len(pos) < 1 {
-		return nil, nil, errUsageFor(name, stderr)
+		return nil, nil, fs.misuse()
 	}
 	log, err := lf.logger(stderr)
 	if err != nil {
@@ -130,7 +135,9 @@ func connectOnce(ctx context.Context, name string, args []string, stderr io.Writ
 	}
 	if pick != nil {
 		names, err := pick(file, pos[1:])
-		if err != nil {
+		if errors.Is(err, errMisuse) {
+			return nil, nil, fs.misuse()
+		} else if err != nil {
 			return nil, nil, err
 		}
 		onlyServers(file, names)
@@ -212,21 +219,21 @@ func serversFor(file *config.File, name string) []string {
 	return names
 }
 
-func errUsageFor(name string, stderr io.Writer) error {
-	switch name {
-	case "tools":
-		fmt.Fprintln(stderr, "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]")
-	case "call":
-		fmt.Fprintln(stderr, "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]")
-	}
-	return exitError(2)
+// connectUsage is the usage of each command that connectOnce parses.
+var connectUsage = map[string]string{
+	"tools": "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]",
+	"call":  "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]",
 }
+
+// errMisuse, from a pick function of connectOnce, is arguments that do
+// not fit the command's usage.
+var errMisuse = errors.New("misuse")
 
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
 	var format string
 	// Only the servers named, if any, are started.
-	e, _, err := connectOnce(ctx, "tools", args, stderr, func(fs *flagSetT) {
+	e, _, err := connectOnce(ctx, "tools", args, stdout, stderr, func(fs *flagSetT) {
 		fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON")
 		fs.StringVar(&format, "format", "", "print the catalog as a model API's tool definitions: mcp, openai, anthropic or gemini")
 	}, serversNamed)
@@ -276,9 +283,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Only the servers whose prefix the name carries are started; should
 	// none of them serve it, every server is.
 	picked := false
-	e, rest, err := connectOnce(ctx, "call", args, stderr, flags, func(file *config.File, rest []string) ([]string, error) {
+	e, rest, err := connectOnce(ctx, "call", args, stdout, stderr, flags, func(file *config.File, rest []string) ([]string, error) {
 		if len(rest) < 1 || len(rest) > 2 {
-			return nil, errUsageFor("call", stderr)
+			return nil, errMisuse
 		}
 		names := serversFor(file, rest[0])
 		picked = len(names) > 0
@@ -299,7 +306,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res, err := e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
 	if errors.Is(err, host.ErrUnknownTool) && picked {
 		e.Close()
-		if e, _, err = connectOnce(ctx, "call", args, stderr, flags, nil); err != nil {
+		if e, _, err = connectOnce(ctx, "call", args, stdout, stderr, flags, nil); err != nil {
 			return err
 		}
 		res, err = e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
@@ -340,16 +347,15 @@ func printResult(w io.Writer, res *mcp.CallToolResult) {
 
 // runStatus asks a running mcphost for its upstreams' states.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", stderr)
+	fs := newFlagSet("status", "usage: mcphost status URL [--token TOKEN] [--json]   (URL like http://127.0.0.1:7700)", stdout, stderr)
 	token := fs.String("token", "", "bearer token, if the endpoint requires one (default $MCPHOST_TOKEN)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost status URL [--token TOKEN] [--json]   (URL like http://127.0.0.1:7700)")
-		return exitError(2)
+		return fs.misuse()
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(pos[0], "/mcp"), "/")
 	if !strings.Contains(base, "://") {
