@@ -53,8 +53,19 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := reportDiags(diags, stderr); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers)+len(file.ToolPlugins), "server"), plural(len(file.Plugins), "plugin"))
+	fmt.Fprintf(stdout, "%s: ok (%s)\n", pos[0], holds(file))
 	return nil
+}
+
+// holds says what a valid config holds: its servers, tool plugins (when
+// it has any: they serve tools as a server does, but are plugins) and
+// plugins.
+func holds(file *config.File) string {
+	parts := []string{plural(len(file.Host.Servers), "server")}
+	if n := len(file.ToolPlugins); n > 0 {
+		parts = append(parts, plural(n, "tool plugin"))
+	}
+	return strings.Join(append(parts, plural(len(file.Plugins), "plugin")), ", ")
 }
 
 // checkPlugins loads every plugin as a reload would (plugins.Check: the
