@@ -236,7 +236,7 @@ func authSummary(l host.Listen) string {
 		keys++
 	}
 	if keys > 0 {
-		ways = append(ways, fmt.Sprintf("%d keys", keys))
+		ways = append(ways, plural(keys, "key"))
 	}
 	if l.Auth != nil && l.Auth.OAuth != nil {
 		ways = append(ways, "oauth "+l.Auth.OAuth.Issuer)
