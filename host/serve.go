@@ -292,8 +292,11 @@ type ReloadStatus struct {
 	OK       bool      `json:"ok"`
 	Error    string    `json:"error,omitempty"`
 	LastOKAt time.Time `json:"lastOkAt,omitzero"`
-	// Failures counts the reloads that failed since the last that did not.
-	Failures int `json:"failures"`
+	// Failures counts the reloads that failed since the last that did not,
+	// whatever started them; FailuresByTrigger splits that count by
+	// Trigger, so that "3 in a row" is not read as 3 of the latest kind.
+	Failures          int            `json:"failures"`
+	FailuresByTrigger map[string]int `json:"failuresByTrigger,omitempty"`
 }
 
 // NoteReload records the outcome of a reload (err nil: it succeeded) for
@@ -309,6 +312,13 @@ func (h *Host) NoteReload(trigger string, err error) {
 	if err != nil {
 		r.Error = errorText(err)
 		r.Failures++
+		// A new map: the previous status may be being encoded.
+		r.FailuresByTrigger = map[string]int{trigger: 1}
+		if prev != nil {
+			for k, n := range prev.FailuresByTrigger {
+				r.FailuresByTrigger[k] += n
+			}
+		}
 	} else {
 		r.LastOKAt, r.Failures = r.At, 0
 	}

@@ -3,11 +3,8 @@ package plugins
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -64,30 +61,29 @@ type Info struct {
 	InstantiateTime time.Duration // instantiation and describe of one instance
 }
 
-// Inspect compiles the module at path, instantiates it once and reads its
-// describe output. When the module loads but fails the load check, Info is
-// filled as far as it got and the error says why.
+// Inspect compiles the module at path (a file, or "builtin:NAME" as in
+// Spec.Source), instantiates it once and reads its describe output, with
+// the configuration the host would give it: a builtin's own, and the ABI
+// version. When the module loads but fails the load check, Info is filled
+// as far as it got and the error says why; an error that wraps ErrSource,
+// ErrCompile or ErrInstantiate means there was no module to describe.
 func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
 	info := Info{Path: path}
-	wasm, err := os.ReadFile(path)
+	spec := Spec{Name: filepath.Base(path), Source: path, Instances: 1}.WithDefaults()
+	src, err := rt.resolve(spec)
+	info.Size = len(src.wasm)
 	if err != nil {
-		return info, fmt.Errorf("%w: %w", ErrSource, err)
-	}
-	info.Size = len(wasm)
-	if err := CheckHeader(wasm); err != nil {
 		return info, err
 	}
-	sum := sha256.Sum256(wasm)
-	info.SHA256 = hex.EncodeToString(sum[:])
-	mod, err := rt.acquire(ctx, wasm, info.SHA256)
+	info.SHA256 = src.sha
+	mod, err := rt.acquire(ctx, src.wasm, info.SHA256)
 	if err != nil {
 		return info, err
 	}
 	info.CompileTime = mod.compileTime
-	spec := Spec{Name: filepath.Base(path), Source: path, Instances: 1}.WithDefaults()
 	p := &Plugin{rt: rt, spec: spec, mod: mod, log: rt.log.Named(spec.Name),
 		sem: make(chan struct{}, 1), idle: make(chan *instance, 1), done: make(chan struct{})}
-	p.src = source{sha: info.SHA256, config: map[string]string{}}
+	p.src = src
 	p.env = &extismhost.Env{Config: p.src.config, Log: p.log, LogLevel: rt.guestLevel} // no allowed_hosts
 	p.modCfg = defaultModuleConfig()
 	start := time.Now()
@@ -104,6 +100,7 @@ func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
 	sort.Strings(info.Exports)
 	if _, ok := exports[abi.ExportDescribe]; !ok {
 		in.close()
+		info.InstantiateTime = time.Since(start)
 		return info, fmt.Errorf("%w: %s is not exported", ErrMissingExport, abi.ExportDescribe)
 	}
 	out, keep, err := p.callInstance(ctx, in, "describe", abi.ExportDescribe, nil)

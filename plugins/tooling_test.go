@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -39,8 +40,27 @@ func TestInspect(t *testing.T) {
 	}
 	empty := filepath.Join(t.TempDir(), "empty.wasm")
 	os.WriteFile(empty, []byte("\x00asm\x01\x00\x00\x00"), 0o644)
-	if info, err = Inspect(context.Background(), rt, empty); !errors.Is(err, ErrMissingExport) || info.Size != 8 {
+	if info, err = Inspect(context.Background(), rt, empty); !errors.Is(err, ErrMissingExport) || info.Size != 8 || info.InstantiateTime <= 0 {
 		t.Fatalf("%+v, %v", info, err)
+	}
+	// A file that is no module stops before anything is described.
+	text := filepath.Join(t.TempDir(), "text.wasm")
+	os.WriteFile(text, []byte("garbage\n"), 0o644)
+	if info, err = Inspect(context.Background(), rt, text); !errors.Is(err, ErrCompile) || info.SHA256 != "" {
+		t.Fatalf("%+v, %v", info, err)
+	}
+}
+
+// Inspect reads "builtin:NAME" as a plugin spec does, and describes the
+// module with the builtin's configuration.
+func TestInspectBuiltin(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, BuiltinNames: filters.Names()})
+	info, err := Inspect(context.Background(), rt, "builtin:titles")
+	if err != nil || info.Name != "titles" || len(info.SHA256) != 64 || info.Size == 0 {
+		t.Fatalf("%+v, %v", info, err)
+	}
+	if _, err := Inspect(context.Background(), rt, "builtin:nope"); !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), "titles") {
+		t.Fatalf("unknown builtin: %v", err)
 	}
 }
 

@@ -55,6 +55,12 @@ type auditOptions struct {
 	follow bool
 }
 
+// auditSubUsage is the usage of each audit command, before its flags.
+var auditSubUsage = map[string]string{
+	"tail":  "usage: mcphost audit tail [--lines N] [--follow] [FILTERS] [--file F | --admin URL] [--json]\n\nRun \"mcphost help audit\" for more.",
+	"query": "usage: mcphost audit query [--limit N] [--before C] [FILTERS] [--file F | --admin URL] [--json]\n\nRun \"mcphost help audit\" for more.",
+}
+
 // runAudit is `mcphost audit`.
 func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -63,7 +69,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sub := args[0]
 	switch sub {
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, auditUsage)
 		return nil
 	case "tail", "query":
@@ -71,7 +77,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "mcphost audit: unknown command %q\n\n%s\n", sub, auditUsage)
 		return exitError(2)
 	}
-	fs := newFlagSet("audit "+sub, stderr)
+	fs := newFlagSet("audit "+sub, auditSubUsage[sub], stdout, stderr)
 	var o auditOptions
 	fs.StringVar(&o.file, "file", "", "read this audit file (and F.1, F.2, ...)")
 	fs.StringVar(&o.admin, "admin", "", "admin API URL (default $MCPHOST_ADMIN, else "+defaultAdminURL+")")
@@ -91,9 +97,9 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.IntVar(&o.limit, "limit", 100, "entries at most (1 to 1000 through the admin API)")
 		fs.StringVar(&o.before, "before", "", "the cursor of the next page (admin API)")
 	}
-	pos, err := parseInterleaved(fs, args[1:])
+	pos, err := fs.parse(args[1:])
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })

@@ -45,19 +45,22 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitError(2)
 	}
 	sub := args[0]
-	fs := newFlagSet("auth "+sub, stderr)
+	if isHelp(sub) {
+		fmt.Fprintln(stdout, authUsage)
+		return nil
+	}
+	fs := newFlagSet("auth "+sub, authUsage, stdout, stderr)
 	noBrowser := fs.Bool("no-browser", false, "print the link only (login)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the browser (login)")
 	asJSON := fs.Bool("json", false, "print JSON (status)")
 	subject := fs.String("subject", "", "the caller whose grant to remove, as status names it (logout, per_user)")
-	pos, err := parseInterleaved(fs, args[1:])
+	pos, err := fs.parse(args[1:])
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	want := map[string]int{"login": 2, "logout": 2, "status": 1}[sub]
 	if want == 0 || len(pos) != want {
-		fmt.Fprintln(stderr, authUsage)
-		return exitError(2)
+		return fs.misuse()
 	}
 	file, err := loadConfig(pos[len(pos)-1], stderr)
 	if err != nil {

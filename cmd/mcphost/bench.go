@@ -45,11 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return exitError(2)
 		}
 	}
-	fs := newFlagSet("bench", stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, benchUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("bench", benchUsage, stdout, stderr)
 	tool := fs.String("tool", "", "the tool to call (required)")
 	argsJSON := fs.String("args", "", "the tool's arguments, a JSON object")
 	calls := fs.Int("calls", 0, "measured calls to make (default 1000 unless --duration is set)")
@@ -61,13 +57,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	token := fs.String("token", envToken(), "bearer token for an HTTP target (default $MCPHOST_TOKEN)")
 	protocol := fs.String("protocol-version", "", "MCP protocol version to ask for (default: the go-sdk's latest)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) > 1 || *tool == "" {
-		fs.Usage()
-		return exitError(2)
+		return fs.misuse()
 	}
 	spec := ""
 	if len(pos) == 1 {
@@ -96,7 +91,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "mcphost bench: --calls, --duration and --rate must not be negative, --concurrency at least 1")
 		return exitError(2)
 	}
-	if *rate > 0 && !flagGiven(fs, "concurrency") {
+	if *rate > 0 && !flagGiven(fs.FlagSet, "concurrency") {
 		*conc = 0 // bench.Options reads 0 as DefaultRateWorkers
 	}
 	if *warmup == 0 {

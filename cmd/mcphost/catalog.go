@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -30,15 +31,20 @@ import (
 // cliCaller is who policies see when the CLI lists or calls tools.
 var cliCaller = abi.Caller{Transport: host.DownstreamEmbedded, ClientName: "mcphost-cli"}
 
+const validateUsage = `usage: mcphost validate CONFIG
+
+Prints every mistake in CONFIG, each with its place (file:line:col), what is
+wrong and how to fix it, and loads its plugins as a reload would. Exit status
+1 on any error; without one it says what CONFIG holds.`
+
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("validate", stderr)
-	pos, err := parseInterleaved(fs, args)
+	fs := newFlagSet("validate", validateUsage, stdout, stderr)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost validate CONFIG")
-		return exitError(2)
+		return fs.misuse()
 	}
 	file, diags := config.Load(pos[0])
 	if !diags.HasErrors() {
@@ -47,8 +53,19 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := reportDiags(diags, stderr); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: ok (%s, %s)\n", pos[0], plural(len(file.Host.Servers)+len(file.ToolPlugins), "server"), plural(len(file.Plugins), "plugin"))
+	fmt.Fprintf(stdout, "%s: ok (%s)\n", pos[0], holds(file))
 	return nil
+}
+
+// holds says what a valid config holds: its servers, tool plugins (when
+// it has any: they serve tools as a server does, but are plugins) and
+// plugins.
+func holds(file *config.File) string {
+	parts := []string{plural(len(file.Host.Servers), "server")}
+	if n := len(file.ToolPlugins); n > 0 {
+		parts = append(parts, plural(n, "tool plugin"))
+	}
+	return strings.Join(append(parts, plural(len(file.Plugins), "plugin")), ", ")
 }
 
 // checkPlugins loads every plugin as a reload would (plugins.Check: the
@@ -105,19 +122,19 @@ func pluginDiagnostic(file *config.File, spec plugins.Spec, err error) *hcl.Diag
 // connectOnce loads a config, connects its upstreams (those pick names, or
 // every one when pick is nil or names none), and reports the ones that
 // failed on stderr. The caller closes the engine.
-func connectOnce(ctx context.Context, name string, args []string, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine.Engine, []string, error) {
-	fs := newFlagSet(name, stderr)
+func connectOnce(ctx context.Context, name string, args []string, stdout, stderr io.Writer, extra func(*flagSetT), pick func(*config.File, []string) ([]string, error)) (*engine.Engine, []string, error) {
+	fs := newFlagSet(name, connectUsage[name], stdout, stderr)
 	var lf logFlags
-	lf.register(fs, "warn")
+	lf.register(fs.FlagSet, "warn")
 	if extra != nil {
-		extra(fs)
+		extra(fs.FlagSet)
 	}
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return nil, nil, exitError(2)
+		return nil, nil, err
 	}
 	if len(pos) < 1 {
-		return nil, nil, errUsageFor(name, stderr)
+		return nil, nil, fs.misuse()
 	}
 	log, err := lf.logger(stderr)
 	if err != nil {
@@ -129,7 +146,9 @@ func connectOnce(ctx context.Context, name string, args []string, stderr io.Writ
 	}
 	if pick != nil {
 		names, err := pick(file, pos[1:])
-		if err != nil {
+		if errors.Is(err, errMisuse) {
+			return nil, nil, fs.misuse()
+		} else if err != nil {
 			return nil, nil, err
 		}
 		onlyServers(file, names)
@@ -211,21 +230,21 @@ func serversFor(file *config.File, name string) []string {
 	return names
 }
 
-func errUsageFor(name string, stderr io.Writer) error {
-	switch name {
-	case "tools":
-		fmt.Fprintln(stderr, "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]")
-	case "call":
-		fmt.Fprintln(stderr, "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]")
-	}
-	return exitError(2)
+// connectUsage is the usage of each command that connectOnce parses.
+var connectUsage = map[string]string{
+	"tools": "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]",
+	"call":  "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]",
 }
+
+// errMisuse, from a pick function of connectOnce, is arguments that do
+// not fit the command's usage.
+var errMisuse = errors.New("misuse")
 
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
 	var format string
 	// Only the servers named, if any, are started.
-	e, _, err := connectOnce(ctx, "tools", args, stderr, func(fs *flagSetT) {
+	e, _, err := connectOnce(ctx, "tools", args, stdout, stderr, func(fs *flagSetT) {
 		fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON")
 		fs.StringVar(&format, "format", "", "print the catalog as a model API's tool definitions: mcp, openai, anthropic or gemini")
 	}, serversNamed)
@@ -275,9 +294,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Only the servers whose prefix the name carries are started; should
 	// none of them serve it, every server is.
 	picked := false
-	e, rest, err := connectOnce(ctx, "call", args, stderr, flags, func(file *config.File, rest []string) ([]string, error) {
+	e, rest, err := connectOnce(ctx, "call", args, stdout, stderr, flags, func(file *config.File, rest []string) ([]string, error) {
 		if len(rest) < 1 || len(rest) > 2 {
-			return nil, errUsageFor("call", stderr)
+			return nil, errMisuse
 		}
 		names := serversFor(file, rest[0])
 		picked = len(names) > 0
@@ -298,7 +317,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res, err := e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
 	if errors.Is(err, host.ErrUnknownTool) && picked {
 		e.Close()
-		if e, _, err = connectOnce(ctx, "call", args, stderr, flags, nil); err != nil {
+		if e, _, err = connectOnce(ctx, "call", args, stdout, stderr, flags, nil); err != nil {
 			return err
 		}
 		res, err = e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
@@ -339,16 +358,15 @@ func printResult(w io.Writer, res *mcp.CallToolResult) {
 
 // runStatus asks a running mcphost for its upstreams' states.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", stderr)
+	fs := newFlagSet("status", "usage: mcphost status URL [--token TOKEN] [--json]   (URL like http://127.0.0.1:7700)", stdout, stderr)
 	token := fs.String("token", "", "bearer token, if the endpoint requires one (default $MCPHOST_TOKEN)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost status URL [--token TOKEN] [--json]   (URL like http://127.0.0.1:7700)")
-		return exitError(2)
+		return fs.misuse()
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(pos[0], "/mcp"), "/")
 	if !strings.Contains(base, "://") {
@@ -421,12 +439,32 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "\nserver %s authorizes each caller (oauth per_user): %d authorized, %d with a login link out\n", st.Name, u.Authorized, u.Authorizing)
 		}
 	}
-	if r := doc.Reload; r != nil {
-		if r.OK {
-			fmt.Fprintf(stdout, "\nlast reload (%s): ok at %s\n", r.Trigger, r.At.Format(time.RFC3339))
-		} else {
-			fmt.Fprintf(stdout, "\nlast reload (%s): FAILED at %s (%d in a row; the running config stays): %s\n", r.Trigger, r.At.Format(time.RFC3339), r.Failures, oneLine(r.Error))
-		}
+	if doc.Reload != nil {
+		fmt.Fprintln(stdout, "")
+		writeReload(stdout, doc.Reload)
 	}
 	return nil
+}
+
+// writeReload prints the latest reload's line of status. Its label is the
+// latest reload's kind; the failures in a row are split by kind when they
+// are not all of that one.
+func writeReload(w io.Writer, r *host.ReloadStatus) {
+	at := r.At.Format(time.RFC3339)
+	if r.OK {
+		fmt.Fprintf(w, "last reload (%s): ok at %s\n", r.Trigger, at)
+		return
+	}
+	row := fmt.Sprintf("%d in a row", r.Failures)
+	if r.FailuresByTrigger[r.Trigger] != r.Failures {
+		row = plural(r.Failures, "failed reload") + " in a row"
+		if len(r.FailuresByTrigger) > 0 {
+			var kinds []string
+			for _, k := range slices.Sorted(maps.Keys(r.FailuresByTrigger)) {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, r.FailuresByTrigger[k]))
+			}
+			row += ": " + strings.Join(kinds, ", ")
+		}
+	}
+	fmt.Fprintf(w, "last reload (%s): FAILED at %s (%s; the running config stays): %s\n", r.Trigger, at, row, oneLine(r.Error))
 }

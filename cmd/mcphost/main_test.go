@@ -405,9 +405,15 @@ func TestPluginInspectAndTest(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "mcphost_tools_list") || !strings.Contains(errs, `no "mcphost.builtin" configuration key`) {
 		t.Fatalf("plugin inspect: exit %d\n%s\n%s", code, out, errs)
 	}
-	_, errs, code = mcphost(t, "plugin", "inspect", in)
-	if code != 1 || !strings.Contains(errs, "does not load") {
-		t.Fatalf("plugin inspect of JSON: exit %d\n%s", code, errs)
+	// A file that is no module gets the error alone, not an empty report.
+	out, errs, code = mcphost(t, "plugin", "inspect", in)
+	if code != 1 || !strings.Contains(errs, "does not load") || out != "" {
+		t.Fatalf("plugin inspect of JSON: exit %d\n%s\n%s", code, out, errs)
+	}
+	// inspect takes builtin:NAME as test does.
+	out, errs, code = mcphost(t, "plugin", "inspect", "builtin:titles")
+	if code != 0 || !regexp.MustCompile(`(?m)^name: +titles$`).MatchString(out) {
+		t.Fatalf("plugin inspect builtin:titles: exit %d\n%s\n%s", code, out, errs)
 	}
 }
 

@@ -27,17 +27,20 @@ func runPins(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitError(2)
 	}
 	sub := args[0]
-	fs := newFlagSet("pins "+sub, stderr)
+	if isHelp(sub) {
+		fmt.Fprintln(stdout, pinsUsage)
+		return nil
+	}
+	fs := newFlagSet("pins "+sub, pinsUsage, stdout, stderr)
 	plugin := fs.String("plugin", "", "only the builtin:pin plugin of this name")
 	asJSON := fs.Bool("json", false, "print JSON (list)")
 	all := fs.Bool("all", false, "approve every pending change (approve)")
-	pos, err := parseInterleaved(fs, args[1:])
+	pos, err := fs.parse(args[1:])
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if (sub != "list" && sub != "approve") || len(pos) == 0 {
-		fmt.Fprintln(stderr, pinsUsage)
-		return exitError(2)
+		return fs.misuse()
 	}
 	file, err := loadConfig(pos[0], stderr)
 	if err != nil {

@@ -2,26 +2,34 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/plugins"
 	"github.com/mcphost-project/mcphost/plugins/compat"
 )
 
 func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: mcphost plugin inspect|test|check FILE ...")
+		fmt.Fprintln(stderr, pluginUsage)
 		return exitError(2)
 	}
 	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, pluginUsage)
+		return nil
 	case "inspect":
 		return runPluginInspect(ctx, args[1:], stdout, stderr)
 	case "test":
@@ -29,9 +37,19 @@ func runPlugin(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "check":
 		return runPluginCheck(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "mcphost plugin: unknown command %q (want inspect, test or check)\n", args[0])
+	fmt.Fprintf(stderr, "mcphost plugin: unknown command %q (want inspect, test or check)\n\n%s\n", args[0], pluginUsage)
 	return exitError(2)
 }
+
+const pluginUsage = `usage:
+  mcphost plugin inspect FILE [--json]
+  mcphost plugin test FILE --hook HOOK --input IN.json [--config KEY=VALUE ...] [--timeout D] [--log-level LEVEL]
+  mcphost plugin check FILE [CASE.txtar | DIR ...] [--config KEY=VALUE ...] [--timeout D]
+
+FILE is a WebAssembly plugin, or builtin:NAME for a policy built into
+mcphost. inspect describes it; test runs one hook on an input as the host
+would; check proves it keeps the ABI, then passes its own cases. Run
+"mcphost plugin COMMAND -h" for a command's flags.`
 
 // pluginRuntime is a runtime for one-off plugin commands, logging plugin
 // output to stderr.
@@ -41,15 +59,14 @@ func pluginRuntime(ctx context.Context, stderr io.Writer, level string) (*plugin
 }
 
 func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plugin inspect", stderr)
+	fs := newFlagSet("plugin inspect", "usage: mcphost plugin inspect FILE|builtin:NAME [--json]", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost plugin inspect FILE [--json]")
-		return exitError(2)
+		return fs.misuse()
 	}
 	rt, err := pluginRuntime(ctx, stderr, "warn")
 	if err != nil {
@@ -72,7 +89,7 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
-	} else {
+	} else if ierr == nil || described(ierr) {
 		fmt.Fprintf(stdout, "file:        %s\n", info.Path)
 		fmt.Fprintf(stdout, "size:        %d bytes\n", info.Size)
 		fmt.Fprintf(stdout, "sha256:      %s\n", info.SHA256)
@@ -82,7 +99,11 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 			fmt.Fprintf(stdout, "version:     %s\n", info.Version)
 			fmt.Fprintf(stdout, "hooks:       %s\n", strings.Join(info.Hooks, ", "))
 		}
-		fmt.Fprintf(stdout, "exports:     %s\n", strings.Join(info.Exports, ", "))
+		exports := strings.Join(info.Exports, ", ")
+		if exports == "" {
+			exports = "(none)"
+		}
+		fmt.Fprintf(stdout, "exports:     %s\n", exports)
 		fmt.Fprintf(stdout, "compile:     %s (cached compiles are much faster)\n", info.CompileTime.Round(time.Millisecond))
 		fmt.Fprintf(stdout, "instantiate: %s\n", info.InstantiateTime.Round(10*time.Microsecond))
 	}
@@ -91,6 +112,28 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		return exitError(1)
 	}
 	return nil
+}
+
+// described reports whether Inspect got as far as an instance of the
+// module, so that its report means something although the module fails
+// the load check. Before that (a file that is missing or no module, a
+// module that does not compile or instantiate), only the error does.
+func described(err error) bool {
+	for _, early := range []error{plugins.ErrSource, plugins.ErrChecksum, plugins.ErrCompile, plugins.ErrInstantiate} {
+		if errors.Is(err, early) {
+			return false
+		}
+	}
+	return true
+}
+
+// hookList names the hooks plugin test runs: those of abi.HookMinor, the
+// ABI's hooks, oldest first.
+func hookList() string {
+	hooks := slices.SortedFunc(maps.Keys(abi.HookMinor), func(a, b string) int {
+		return cmp.Or(cmp.Compare(abi.HookMinor[a], abi.HookMinor[b]), cmp.Compare(a, b))
+	})
+	return strings.Join(hooks[:len(hooks)-1], ", ") + " or " + hooks[len(hooks)-1]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -110,20 +153,19 @@ func (c configFlags) Set(s string) error {
 }
 
 func runPluginTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plugin test", stderr)
-	hook := fs.String("hook", "", "hook to run: tools_list, tool_call or tool_result")
+	fs := newFlagSet("plugin test", "usage: mcphost plugin test FILE|builtin:NAME --hook HOOK --input IN.json [--config KEY=VALUE ...]", stdout, stderr)
+	hook := fs.String("hook", "", "hook to run: "+hookList())
 	input := fs.String("input", "", `file holding the hook's input JSON ("-" for stdin)`)
 	timeout := fs.Duration("timeout", time.Second, "hook timeout")
 	logLevel := fs.String("log-level", "info", "level of the plugin's own log output")
 	cfg := configFlags{}
 	fs.Var(cfg, "config", "plugin config KEY=VALUE (repeatable)")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 || *hook == "" || *input == "" {
-		fmt.Fprintln(stderr, "usage: mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]")
-		return exitError(2)
+		return fs.misuse()
 	}
 	var in []byte
 	if *input == "-" {
@@ -158,17 +200,16 @@ func runPluginTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 // runPluginCheck proves a plugin keeps the ABI (plugins/compat): what the
 // ABI asks of every plugin, then the plugin's own cases, if given.
 func runPluginCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plugin check", stderr)
+	fs := newFlagSet("plugin check", "usage: mcphost plugin check FILE|builtin:NAME [CASE.txtar | DIR ...] [--config KEY=VALUE ...]", stdout, stderr)
 	timeout := fs.Duration("timeout", 5*time.Second, "hook timeout")
 	cfg := configFlags{}
 	fs.Var(cfg, "config", "plugin config KEY=VALUE (repeatable), for the ABI's checks and under each case's own")
-	pos, err := parseInterleaved(fs, args)
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) < 1 {
-		fmt.Fprintln(stderr, "usage: mcphost plugin check FILE [CASE.txtar | DIR ...] [--config KEY=VALUE ...]")
-		return exitError(2)
+		return fs.misuse()
 	}
 	rt, err := pluginRuntime(ctx, stderr, "warn")
 	if err != nil {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,14 +27,15 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e))
 const usage = `mcphost serves the tools of many MCP servers as one, under Wasm policies.
 
 Usage:
-  mcphost run CONFIG [--http ADDR] [--stdio] [--log-level LEVEL] [--log-format json]
+  mcphost run CONFIG [--http ADDR] [--stdio] [--no-watch] [--log-level LEVEL] [--log-format json]
   mcphost validate CONFIG
-  mcphost tools CONFIG [--json]
+  mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]
   mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
-  mcphost status URL [--token TOKEN]
+  mcphost status URL [--token TOKEN] [--json]
   mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--rate N] [--duration D] [--json]
   mcphost plugin inspect FILE [--json]
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
+  mcphost plugin check FILE [CASE.txtar | DIR ...] [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
   mcphost auth login|logout SERVER CONFIG, mcphost auth status CONFIG
   mcphost audit tail [--follow] [--file F | --admin URL]
@@ -50,12 +53,21 @@ The servers of a running mcphost, through its admin API (flags --admin URL,
   mcphost servers reconnect files
   mcphost servers disconnect files
 
-Flags may come before or after CONFIG. Run "mcphost COMMAND -h" for a
-command's flags.
+A plugin FILE may be builtin:NAME, a policy built into mcphost. Flags may
+come before or after CONFIG. Run "mcphost COMMAND -h" (or "mcphost help
+COMMAND") for a command's usage and flags.
 `
 
 // run is the whole CLI; main only wires it to the process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, args, stdin, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitError(2)
@@ -87,14 +99,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
-	case "help", "-h", "--help":
-		if len(rest) > 0 && rest[0] == "servers" {
-			fmt.Fprintln(stdout, serversUsage)
-			return nil
-		}
-		if len(rest) > 0 && rest[0] == "audit" {
-			fmt.Fprintln(stdout, auditUsage)
-			return nil
+	case "help", "-h", "-help", "--help":
+		// "mcphost help COMMAND [SUBCOMMAND]" is "mcphost COMMAND [SUBCOMMAND] -h".
+		if len(rest) > 0 && !isHelp(rest[0]) {
+			return runCommand(ctx, append(slices.Clone(rest[:min(len(rest), 2)]), "-h"), stdin, stdout, stderr)
 		}
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -103,15 +111,63 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return exitError(2)
 }
 
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments, which it returns in order.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+// errHelp is what a command returns once -h or --help printed its usage;
+// run makes it exit status 0.
+var errHelp = errors.New("help requested")
+
+// cmdFlags are a command's flags and its usage, which -h or --help prints
+// to stdout (exit status 0) and a bad flag or misuse to stderr (exit
+// status 2), each followed by the list of flags.
+type cmdFlags struct {
+	*flag.FlagSet
+	usage          string
+	stdout, stderr io.Writer
+}
+
+// newFlagSet makes the flags of command name ("plugin test"); usage is
+// its text, starting "usage:".
+func newFlagSet(name, usage string, stdout, stderr io.Writer) *cmdFlags {
+	c := &cmdFlags{FlagSet: flag.NewFlagSet("mcphost "+name, flag.ContinueOnError), usage: usage, stdout: stdout, stderr: stderr}
+	c.SetOutput(stderr)         // a bad flag's error; the usage follows, from parse
+	c.FlagSet.Usage = func() {} // parse prints it, where it belongs
+	return c
+}
+
+// writeUsage prints the usage and the flags to w.
+func (c *cmdFlags) writeUsage(w io.Writer) {
+	fmt.Fprintln(w, strings.TrimRight(c.usage, "\n"))
+	hasFlags := false
+	c.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if hasFlags {
+		fmt.Fprintln(w, "\nFlags:")
+		c.SetOutput(w)
+		c.PrintDefaults()
+		c.SetOutput(c.stderr)
+	}
+}
+
+// misuse prints the usage to stderr, for arguments that do not fit it:
+// exit status 2.
+func (c *cmdFlags) misuse() error {
+	c.writeUsage(c.stderr)
+	return exitError(2)
+}
+
+// parse parses flags that may come before, between or after the
+// positional arguments, which it returns in order. After -h or --help it
+// prints the usage to stdout and returns errHelp; after a bad flag, the
+// error and the usage to stderr, and exit status 2.
+func (c *cmdFlags) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+		if err := c.Parse(args); errors.Is(err, flag.ErrHelp) {
+			c.writeUsage(c.stdout)
+			return nil, errHelp
+		} else if err != nil {
+			fmt.Fprintln(c.stderr)
+			return nil, c.misuse()
 		}
-		args = fs.Args()
+		args = c.Args()
 		if len(args) == 0 {
 			return pos, nil
 		}
@@ -123,10 +179,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("mcphost "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+// isHelp reports whether arg asks for a command's usage.
+func isHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "-help" || arg == "--help"
 }
 
 // loadConfig loads and prints the diagnostics of a config file; any error

@@ -23,19 +23,18 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", stderr)
+	fs := newFlagSet("run", "usage: mcphost run CONFIG [--http ADDR] [--stdio] [--no-watch] [--log-level LEVEL] [--log-format json]", stdout, stderr)
 	httpAddr := fs.String("http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this address (overrides listen.http)")
 	stdio := fs.Bool("stdio", false, "serve one client on stdin/stdout instead of HTTP (logs go to stderr)")
 	noWatch := fs.Bool("no-watch", false, "do not reload when the config or plugin files change (SIGHUP still reloads)")
 	var lf logFlags
-	lf.register(fs, "info")
-	pos, err := parseInterleaved(fs, args)
+	lf.register(fs.FlagSet, "info")
+	pos, err := fs.parse(args)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: mcphost run CONFIG [--http ADDR] [--stdio] [--log-level LEVEL] [--log-format json]")
-		return exitError(2)
+		return fs.misuse()
 	}
 	log, err := lf.logger(stderr)
 	if err != nil {
@@ -246,7 +245,7 @@ func authSummary(l host.Listen) string {
 		keys++
 	}
 	if keys > 0 {
-		ways = append(ways, fmt.Sprintf("%d keys", keys))
+		ways = append(ways, plural(keys, "key"))
 	}
 	if l.Auth != nil && l.Auth.OAuth != nil {
 		ways = append(ways, "oauth "+l.Auth.OAuth.Issuer)

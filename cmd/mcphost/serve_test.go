@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -64,5 +66,25 @@ func TestShutdownAnswersAdminRequests(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request in flight got no answer")
+	}
+}
+
+// The start-up log's auth summary counts keys (auth_token is one) in the
+// right number.
+func TestAuthSummary(t *testing.T) {
+	key := auth.Key{Name: "k"}
+	for _, tc := range []struct {
+		l    host.Listen
+		want string
+	}{
+		{host.Listen{}, "none"},
+		{host.Listen{AuthToken: "t"}, "1 key"},
+		{host.Listen{Auth: &auth.Config{Keys: []auth.Key{key}}}, "1 key"},
+		{host.Listen{AuthToken: "t", Auth: &auth.Config{Keys: []auth.Key{key}}}, "2 keys"},
+		{host.Listen{Auth: &auth.Config{Keys: []auth.Key{key}, OAuth: &auth.OAuth{Issuer: "https://idp.example"}}}, "1 key, oauth https://idp.example"},
+	} {
+		if got := authSummary(tc.l); got != tc.want {
+			t.Errorf("authSummary(%+v) = %q, want %q", tc.l, got, tc.want)
+		}
 	}
 }

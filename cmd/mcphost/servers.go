@@ -69,13 +69,24 @@ process, and needs no running mcphost. Given --admin, $MCPHOST_ADMIN or
 --remote, the mcphost there connects to it instead, from where it would run
 it once added. --local forces the former.`
 
+// serversArgs are the arguments of each servers command, for its usage.
+var serversArgs = map[string]string{
+	"list":       " [--admin URL] [--key KEY] [--json]",
+	"add":        " NAME (-- COMMAND [ARGS] | --url URL | --file FILE) [flags]",
+	"update":     " NAME [flags] [-- COMMAND [ARGS]]",
+	"rm":         " NAME [--if-version N]",
+	"test":       " [NAME] (-- COMMAND [ARGS] | --url URL | --file FILE) [--local | --remote]",
+	"reconnect":  " NAME",
+	"disconnect": " NAME",
+}
+
 // runServers is `mcphost servers`: a client of the admin API.
 func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, serversUsage)
 		return exitError(2)
 	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if isHelp(args[0]) {
 		fmt.Fprintln(stdout, serversUsage)
 		return nil
 	}
@@ -90,7 +101,7 @@ func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		rest, command, hasCommand = rest[:i], rest[i+1:], true
 	}
 
-	fs := newFlagSet("servers "+sub, stderr)
+	fs := newFlagSet("servers "+sub, fmt.Sprintf("usage: mcphost servers %s%s\n\nRun \"mcphost servers help\" for more.", sub, serversArgs[sub]), stdout, stderr)
 	var o serversOptions
 	fs.StringVar(&o.admin, "admin", "", "admin API URL (default $MCPHOST_ADMIN, else "+defaultAdminURL+")")
 	fs.StringVar(&o.key, "key", "", "admin credential (default $MCPHOST_ADMIN_KEY, else $MCPHOST_TOKEN)")
@@ -100,7 +111,7 @@ func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var local, remote bool
 	switch sub {
 	case "add", "update", "test":
-		d.register(fs)
+		d.register(fs.FlagSet)
 	}
 	switch sub {
 	case "update", "rm":
@@ -109,9 +120,9 @@ func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		fs.BoolVar(&local, "local", false, "test here, without a running mcphost (the default without --admin or $MCPHOST_ADMIN)")
 		fs.BoolVar(&remote, "remote", false, "test through the admin API of a running mcphost")
 	}
-	pos, err := parseInterleaved(fs, rest)
+	pos, err := fs.parse(rest)
 	if err != nil {
-		return exitError(2)
+		return err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })

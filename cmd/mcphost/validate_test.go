@@ -106,3 +106,24 @@ plugin "fine" {
 		t.Errorf("a good plugin is reported:\n%s", errs)
 	}
 }
+
+// validate's summary counts tool plugins apart from servers, each noun
+// in the plural only when it is not one.
+func TestValidateSummary(t *testing.T) {
+	semver, err := filepath.Abs("../../examples/tools/as-semver/semver.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"tools_plugin \"semver\" {\n  source = \"" + semver + "\"\n}\nplugin \"titles\" {\n  source = \"builtin:titles\"\n}\n",
+			"ok (0 servers, 1 tool plugin, 1 plugin)"},
+		{"server \"up\" {\n  command = \"UPSTREAM\"\n}\ntools_plugin \"a\" {\n  source = \"" + semver + "\"\n}\ntools_plugin \"b\" {\n  source = \"" + semver + "\"\n}\n",
+			"ok (1 server, 2 tool plugins, 0 plugins)"},
+		{"server \"up\" {\n  command = \"UPSTREAM\"\n}\n", "ok (1 server, 0 plugins)"},
+	} {
+		cfg := writeConfig(t, tc.body)
+		if out, errs, code := runCLI(t, "validate", cfg); code != 0 || out != cfg+": "+tc.want+"\n" {
+			t.Errorf("validate: exit %d, %q, want %q\n%s", code, out, tc.want, errs)
+		}
+	}
+}
