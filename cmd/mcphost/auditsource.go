@@ -141,7 +141,11 @@ func (s *fileSource) newest(_ context.Context, f auditFilter, n int, _ string) (
 		bad += b
 	}
 	if bad > 0 && s.warn != nil {
-		fmt.Fprintf(s.warn, "mcphost audit: %d lines of %s are not audit lines; skipped\n", bad, s.path)
+		verb := "are not audit lines"
+		if bad == 1 {
+			verb = "is not an audit line"
+		}
+		fmt.Fprintf(s.warn, "mcphost audit: %s of %s %s; skipped\n", plural(bad, "line"), s.path, verb)
 	}
 	if len(kept) > n {
 		kept = kept[len(kept)-n:]

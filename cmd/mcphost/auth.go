@@ -126,7 +126,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "mcphost auth: login to %s failed: %s\n", sc.Name, oneLine(err.Error()))
 		return exitError(1)
 	}
-	fmt.Fprintf(stdout, "authorized %s: %d tools; the grant is kept in %s\n", sc.Name, n, kept.Path())
+	fmt.Fprintf(stdout, "authorized %s: %s; the grant is kept in %s\n", sc.Name, plural(n, "tool"), kept.Path())
 	return nil
 }
 

@@ -146,7 +146,7 @@ server "p" {
 	os.WriteFile(browser, []byte("#!/bin/sh\nexec curl -sS -L -o /dev/null --max-time 20 \"$1\"\n"), 0o755)
 	t.Setenv("BROWSER", browser)
 	out, errs, code := mcphost(t, "auth", "login", "p", cfg)
-	if code != 0 || !strings.Contains(out, "authorized p: 1 tools") || !strings.Contains(errs, "/authorize?") {
+	if code != 0 || !strings.Contains(out, "authorized p: 1 tool;") || !strings.Contains(errs, "/authorize?") {
 		t.Fatalf("auth login: %d\n%s\n%s", code, out, errs)
 	}
 	t.Setenv("BROWSER", "/bin/false") // no second login

@@ -85,7 +85,7 @@ func listPins(ps []pins.Plugin, asJSON bool, config string, stdout, stderr io.Wr
 }
 
 func printListed(stdout io.Writer, l pins.Listed, config string) {
-	fmt.Fprintf(stdout, "plugin %q: %s: %d tools pinned, %d changed\n", l.Name, l.HostPath, len(l.Tools), l.Pending())
+	fmt.Fprintf(stdout, "plugin %q: %s: %s pinned, %d changed\n", l.Name, l.HostPath, plural(len(l.Tools), "tool"), l.Pending())
 	for _, k := range l.Keys() {
 		e := l.Tools[k]
 		sum := e.SHA256
