@@ -41,8 +41,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return exitError(2)
 	}
 	file, diags := config.Load(pos[0])
-	if !diags.HasErrors() {
-		checkPlugins(ctx, file, diags)
+	// Plugins are loaded even when decoding found errors, so that one run
+	// reports every mistake; Partial leaves out the plugins whose own
+	// arguments have an error, whose load would only repeat it.
+	checked := file
+	if checked == nil {
+		checked = diags.Partial()
+	}
+	if checked != nil {
+		checkPlugins(ctx, checked, diags)
 	}
 	if err := reportDiags(diags, stderr); err != nil {
 		return err

@@ -158,13 +158,16 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	hideSecrets(d.diags, d.hidden)
 	out.List = append(out.List, d.diags...)
 	sortBySource(out.List)
-	if out.HasErrors() {
-		return nil, out
-	}
 	file.Path = abs
 	file.Sources = append([]string{abs}, d.sources...)
 	file.sourceRanges = d.sourceRanges
 	file.configRanges = d.configRanges
+	if out.HasErrors() {
+		file.Plugins = d.loadable(file.Plugins, "plugin", out.List)
+		file.ToolPlugins = d.loadable(file.ToolPlugins, "tools_plugin", out.List)
+		out.partial = file
+		return nil, out
+	}
 	return file, out
 }
 

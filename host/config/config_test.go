@@ -414,3 +414,60 @@ func TestPluginSourceNotWasm(t *testing.T) {
 		t.Errorf("not-WebAssembly diagnostics on lines %v, want [2 5 8]: %v", lines, diags.List)
 	}
 }
+
+// TestPartial: a file with errors still gives what decoded, for the checks
+// after decoding, with only the plugins whose module loads as written.
+func TestPartial(t *testing.T) {
+	os.Unsetenv("MCPHOST_TEST_UNSET")
+	src := `
+server "a" {
+  command = "x"
+  timout  = "5s"
+}
+plugin "clean" {
+  source  = "builtin:nosuch"
+  servers = ["nope"] # scope: the module loads the same
+  memroy  = "64MiB"  # an unknown argument: the module loads with the default
+}
+plugin "badconfig" {
+  source = "builtin:deny"
+  config = { tools = env("MCPHOST_TEST_UNSET") }
+}
+plugin "badmemory" {
+  source = "builtin:deny"
+  memory = "1KiB"
+}
+plugin "nosource" {
+  sourc = "builtin:deny"
+}
+tools_plugin "t" {
+  source  = "builtin:deny"
+  timeout = "soon"
+}
+`
+	f, diags := Parse([]byte(src), "p.hcl")
+	if f != nil || !diags.HasErrors() {
+		t.Fatalf("Parse: got %v, %v; want errors and no File", f, diags.List)
+	}
+	p := diags.Partial()
+	if p == nil {
+		t.Fatal("Partial() = nil")
+	}
+	var names []string
+	for _, sp := range p.Plugins {
+		names = append(names, sp.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"clean"}) || len(p.ToolPlugins) != 0 {
+		t.Errorf("Partial plugins = %v, tool plugins %v; want only [clean]", names, p.ToolPlugins)
+	}
+	if _, ok := p.SourceRange("clean"); !ok || len(p.Host.Servers) != 1 {
+		t.Errorf("Partial lacks the source range or the server: %+v", p)
+	}
+
+	if _, diags := Parse([]byte("server \"a\" {\n  command = \"x\"\n}\n"), "ok.hcl"); diags.Partial() != nil {
+		t.Error("Partial() of a file without errors is not nil")
+	}
+	if _, diags := Parse([]byte("server {"), "syntax.hcl"); diags.Partial() != nil {
+		t.Error("Partial() of a file that does not parse is not nil")
+	}
+}

@@ -25,6 +25,10 @@ type decoder struct {
 	// configRanges are where each plugin's config and its keys are
 	// written (File.ConfigRange).
 	configRanges map[string]configRange
+	// loadRanges are, for each plugin, the arguments its module is loaded
+	// with (source, config, memory, ...): a plugin with an error in one of
+	// them is not loaded to check it further (Diagnostics.Partial).
+	loadRanges map[string][]hcl.Range
 	// evalSecrets collects what env() and file() return while one
 	// attribute is evaluated; hidden lists the attributes that held any.
 	evalSecrets []secret

@@ -12,12 +12,33 @@ import (
 type Diagnostics struct {
 	List  hcl.Diagnostics
 	files map[string]*hcl.File
+	// partial is the file as far as it decoded, when List has errors.
+	partial *File
 }
 
-// Add appends a diagnostic found after decoding (such as a plugin module
-// that does not compile), to be printed with the others.
+// Add adds a diagnostic found after decoding (such as a plugin module that
+// does not compile), in source order among the others.
 func (d *Diagnostics) Add(diag *hcl.Diagnostic) {
 	d.List = append(d.List, diag)
+	sortBySource(d.List)
+}
+
+// Partial returns the config as far as it decoded when there are errors,
+// so that checks which come after decoding (mcphost validate loading each
+// plugin's module) still report mistakes independent of those errors, in
+// the same run. It is nil when there are no errors (Load and Parse return
+// the File then) or when the file could not be parsed or decoded at all.
+//
+// It must not be served: a block with an error holds zero values where
+// the error is. Plugins and ToolPlugins keep only the plugins whose module
+// can be loaded as written (no error in source, sha256, config, memory,
+// timeout, instances, env, allowed_paths or allowed_hosts), so that
+// loading them reports nothing that merely repeats an error.
+func (d *Diagnostics) Partial() *File {
+	if d == nil {
+		return nil
+	}
+	return d.partial
 }
 
 // HasErrors reports whether any diagnostic is an error (warnings alone do not
