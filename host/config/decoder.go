@@ -33,6 +33,10 @@ type decoder struct {
 	// attribute is evaluated; hidden lists the attributes that held any.
 	evalSecrets []secret
 	hidden      []hiddenAttr
+	// authTokenFailed is set when listen.auth_token is written but its
+	// value failed (reported there): the listener has a token, as far as
+	// the checks that need one go.
+	authTokenFailed bool
 }
 
 // path makes p absolute against the config file's directory, so the meaning
@@ -264,6 +268,15 @@ func (d *decoder) reported(attr *hcl.Attribute) bool {
 		}
 	}
 	return false
+}
+
+// missing reports whether a required attribute is missing: not written, or
+// written as "". One whose value failed to evaluate (an unset env(), say)
+// counts as set: its error is reported where it is written, and a second
+// one saying it is missing would send the operator after a mistake they
+// did not make.
+func (d *decoder) missing(attr *hcl.Attribute, v string) bool {
+	return v == "" && !d.reported(attr)
 }
 
 // rangeOr points at attr's value when it is written, else at fallback

@@ -236,10 +236,11 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 				d.errorf(a.NameRange, fmt.Sprintf("%s is for logins", name), "The %s grant logs nobody in; remove %s, or remove grant to log in with the authorization code flow.", o.Grant, name)
 			}
 		}
-		if o.ClientID == "" || (o.ClientSecret == "" && o.ClientAssertionKey == "") {
+		if d.missing(attrs["client_id"], o.ClientID) ||
+			(d.missing(attrs["client_secret"], o.ClientSecret) && d.missing(attrs["client_assertion_key"], o.ClientAssertionKey)) {
 			d.errorf(b.DefRange, "Missing client credentials", "The %s grant needs client_id and client_secret (usually client_secret = env(\"NAME\")), or for client_credentials a client_assertion_key (private_key_jwt, usually file(\"key.pem\")).", o.Grant)
 		}
-		if o.Grant == host.GrantTokenExchange && o.Issuer == "" {
+		if o.Grant == host.GrantTokenExchange && d.missing(attrs["issuer"], o.Issuer) {
 			d.errorf(b.DefRange, "Missing issuer", "The %s grant needs issuer: the authorization server that issued the callers' tokens (listen.auth's oauth issuer) and exchanges them.", o.Grant)
 		}
 	}
