@@ -321,8 +321,16 @@ func TestErr(t *testing.T) {
 	_, diags = Parse([]byte("listen {\n  http = \"0.0.0.0:1\"\n  max_body = \"x\"\n}\n"), "err.hcl")
 	err := diags.Err()
 	var hd hcl.Diagnostics
-	if !errors.As(err, &hd) || len(hd) != 1 || !strings.HasPrefix(err.Error(), "config: err.hcl:3,") {
-		t.Errorf("Err() = %v; want only the error, as hcl.Diagnostics with its position", err)
+	if !errors.As(err, &hd) || len(hd) != 1 || !strings.HasPrefix(err.Error(), "config: err.hcl:3:14: Invalid size") {
+		t.Errorf("Err() = %v; want only the error, as hcl.Diagnostics with its position as file:line:col", err)
+	}
+	// Every error, one a line, each at file:line:col as validate prints
+	// them: a reload's log and status name the same places.
+	_, diags = Parse([]byte("server \"a\" {\n  comand = \"x\"\n}\nserver \"a\" {\n  command = \"x\"\n}\n"), "two.hcl")
+	lines := strings.Split(diags.Err().Error(), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "config: two.hcl:2:3: Unsupported argument; ") ||
+		!strings.HasPrefix(lines[1], "two.hcl:4:8: Duplicate server name; A server named \"a\" is already declared at two.hcl:1:1. ") {
+		t.Errorf("Err() = %q; want both errors, one a line, at file:line:col", diags.Err())
 	}
 	var nilDiags *Diagnostics
 	if nilDiags.HasErrors() || nilDiags.Err() != nil || nilDiags.WriteText(&strings.Builder{}, 0, false) != nil {

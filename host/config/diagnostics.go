@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -58,13 +59,19 @@ func (d *Diagnostics) WriteText(w io.Writer, width uint, color bool) error {
 		// A compiler-style first line (file:line:col) that editors and grep
 		// understand, then HCL's own rendering with the source snippet.
 		if r := diag.Subject; r != nil {
-			fmt.Fprintf(w, "%s:%d:%d: %s\n", r.Filename, r.Start.Line, r.Start.Column, severityWord(diag.Severity))
+			fmt.Fprintf(w, "%s: %s\n", position(*r), severityWord(diag.Severity))
 		}
 		if err := tw.WriteDiagnostic(diag); err != nil {
 			return fmt.Errorf("config: write diagnostics: %w", err)
 		}
 	}
 	return nil
+}
+
+// position is where r starts as file:line:col, the one way mcphost writes
+// a place in a config (HCL's own Range.String is file:line,col-col).
+func position(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
 }
 
 func severityWord(s hcl.DiagnosticSeverity) string {
@@ -75,7 +82,9 @@ func severityWord(s hcl.DiagnosticSeverity) string {
 }
 
 // Err returns the errors as one error value, or nil if there are none, for
-// callers such as a hot reload that log instead of printing snippets.
+// callers such as a hot reload that log instead of printing snippets. Its
+// text has every error, one a line, each starting with file:line:col as
+// WriteText writes them; errors.As finds them as hcl.Diagnostics.
 func (d *Diagnostics) Err() error {
 	if !d.HasErrors() {
 		return nil
@@ -86,5 +95,30 @@ func (d *Diagnostics) Err() error {
 			errs = append(errs, diag)
 		}
 	}
-	return fmt.Errorf("config: %w", errs)
+	return fmt.Errorf("config: %w", diagErrors(errs))
 }
+
+// diagErrors prints diagnostics as WriteText's first lines do, rather
+// than as hcl.Diagnostics.Error does (file:line,col-col, and only the
+// first).
+type diagErrors hcl.Diagnostics
+
+func (e diagErrors) Error() string {
+	var b strings.Builder
+	for i, diag := range e {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if diag.Subject != nil {
+			b.WriteString(position(*diag.Subject) + ": ")
+		}
+		b.WriteString(diag.Summary)
+		if diag.Detail != "" {
+			b.WriteString("; " + diag.Detail)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap gives the diagnostics themselves, for errors.As.
+func (e diagErrors) Unwrap() error { return hcl.Diagnostics(e) }

@@ -23,7 +23,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
-					block.Type, first.DefRange)
+					block.Type, position(first.DefRange))
 				continue
 			}
 			singletons[block.Type] = block
@@ -99,7 +99,7 @@ func (s *nameSet) add(d *decoder, block *hcl.Block) {
 	if first, dup := s.at[name]; dup {
 		d.errorf(block.LabelRanges[0], fmt.Sprintf("Duplicate %s name", s.kind),
 			"A %s named %q is already declared at %s. Each %s needs its own name; rename or remove one of them.",
-			s.kind, name, first, s.kind)
+			s.kind, name, position(first), s.kind)
 		return
 	}
 	s.at[name] = block.DefRange
