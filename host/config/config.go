@@ -47,8 +47,8 @@ type File struct {
 	// of them changes.
 	Sources []string
 
-	sourceRanges map[string]hcl.Range // plugin name -> its source expression
-	configRanges map[string]configRange
+	sourceRanges map[string]hcl.Range   // sourceKey -> the plugin's source expression
+	configRanges map[string]configRange // sourceKey -> its config
 }
 
 // configRange is where a plugin's config object is written, and each of
@@ -70,10 +70,10 @@ func configRangeOf(attr *hcl.Attribute) configRange {
 	return r
 }
 
-// ConfigRange returns where key of plugin's config is written, or the
+// ConfigRange returns where key of the plugin's config is written, or the
 // whole config object when key is "" or not written as such.
-func (f *File) ConfigRange(plugin, key string) (hcl.Range, bool) {
-	c, ok := f.configRanges[plugin]
+func (f *File) ConfigRange(spec plugins.Spec, key string) (hcl.Range, bool) {
+	c, ok := f.configRanges[specKey(spec)]
 	if !ok {
 		return hcl.Range{}, false
 	}
@@ -83,11 +83,20 @@ func (f *File) ConfigRange(plugin, key string) (hcl.Range, bool) {
 	return c.whole, true
 }
 
-// SourceRange returns where plugin's source is written, for a diagnostic
-// about the module it names.
-func (f *File) SourceRange(plugin string) (hcl.Range, bool) {
-	r, ok := f.sourceRanges[plugin]
+// SourceRange returns where the plugin's source is written, for a
+// diagnostic about the module it names.
+func (f *File) SourceRange(spec plugins.Spec) (hcl.Range, bool) {
+	r, ok := f.sourceRanges[specKey(spec)]
 	return r, ok
+}
+
+// specKey is sourceKey for a decoded plugin: a plugin and a tools_plugin
+// may share a name.
+func specKey(spec plugins.Spec) string {
+	if spec.Kind == plugins.KindTools {
+		return sourceKey("tools_plugin", spec.Name)
+	}
+	return sourceKey("plugin", spec.Name)
 }
 
 // Runtime configures the process around the host.

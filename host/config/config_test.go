@@ -96,13 +96,13 @@ func TestLoadFullConfig(t *testing.T) {
 		Path:    filepath.Join(dir, "full.hcl"),
 		Sources: []string{filepath.Join(dir, "full.hcl"), filepath.Join(dir, "token.txt")},
 	}
-	if r, ok := f.SourceRange("no-destructive"); !ok || r.Start.Line != 44 {
+	if r, ok := f.SourceRange(f.Plugins[0]); !ok || r.Start.Line != 44 {
 		t.Errorf("SourceRange(no-destructive) = %v, %v; want line 44", r, ok)
 	}
-	if r, ok := f.ConfigRange("no-destructive", "limit"); !ok || r.Start.Line != 49 || r.Start.Column != 5 {
+	if r, ok := f.ConfigRange(f.Plugins[0], "limit"); !ok || r.Start.Line != 49 || r.Start.Column != 5 {
 		t.Errorf("ConfigRange(no-destructive, limit) = %v, %v; want line 49 column 5", r, ok)
 	}
-	if r, ok := f.ConfigRange("no-destructive", "missing"); !ok || r.Start.Line != 47 {
+	if r, ok := f.ConfigRange(f.Plugins[0], "missing"); !ok || r.Start.Line != 47 {
 		t.Errorf("ConfigRange(no-destructive, missing) = %v, %v; want the config object, line 47", r, ok)
 	}
 	f.sourceRanges, f.configRanges = nil, nil
@@ -468,7 +468,7 @@ tools_plugin "t" {
 	if !reflect.DeepEqual(names, []string{"clean"}) || len(p.ToolPlugins) != 0 {
 		t.Errorf("Partial plugins = %v, tool plugins %v; want only [clean]", names, p.ToolPlugins)
 	}
-	if _, ok := p.SourceRange("clean"); !ok || len(p.Host.Servers) != 1 {
+	if _, ok := p.SourceRange(p.Plugins[0]); !ok || len(p.Host.Servers) != 1 {
 		t.Errorf("Partial lacks the source range or the server: %+v", p)
 	}
 
