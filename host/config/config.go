@@ -142,6 +142,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 		return nil, out
 	}
 
+	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
 		// An empty file is what a writer leaves between truncating and
 		// writing: serving it would drop every server and policy.
@@ -155,13 +156,10 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 			})
 			return nil, out
 		}
-		if diags := checkNumbers(body); diags.HasErrors() {
-			out.List = append(out.List, diags...)
-			return nil, out
-		}
+		// Among the decoder's own, so that an attribute holding such a
+		// number counts as reported (decoder.reported).
+		d.diags = checkNumbers(body)
 	}
-
-	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	d.ctx = d.evalContext()
 	file := d.decodeFile(f.Body)
 	hideSecrets(d.diags, d.hidden)
