@@ -15,6 +15,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	file := &File{Runtime: Runtime{Watch: true, WatchSettle: DefaultWatchSettle}}
 	singletons := map[string]*hcl.Block{}
 	var pluginRefs []pluginRef
+	var serverBlocks []*hcl.Block // parallel to file.Host.Servers
 	servers := newNameSet("server")
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
@@ -50,6 +51,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
+			serverBlocks = append(serverBlocks, block)
 		case "tools_plugin":
 			// A tool plugin is served as a server: it takes a server's name.
 			servers.add(d, block)
@@ -70,6 +72,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 				ref.plugin, ref.name, didYouMean(ref.name, servers.names))
 		}
 	}
+	d.checkServersWithHost(file, serverBlocks, singletons["listen"])
 	d.checkAdmin(file, singletons["admin"])
 	d.checkAudit(file, singletons["audit"])
 	d.defaultGrants(file)

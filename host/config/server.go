@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcphost-project/mcphost/host"
 )
@@ -245,4 +247,41 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 		}
 	}
 	return o
+}
+
+// checkServersWithHost runs the host's own checks (host.Config.Validate,
+// which mcphost run applies at start and at every reload) on each server,
+// so that what the host would refuse, such as an oauth grant with
+// sessions = "shared" or a token exchange at an issuer listen.auth does
+// not trust, is reported at the server's block, by validate too. A server
+// whose block has an error, or any server when the listen block has one,
+// is not checked: its zero values would only repeat that error.
+func (d *decoder) checkServersWithHost(file *File, blocks []*hcl.Block, listen *hcl.Block) {
+	if listen != nil && anyErrorIn(d.diags, []hcl.Range{blockRange(listen)}) {
+		return
+	}
+	for i, s := range file.Host.Servers {
+		block := blocks[i]
+		if anyErrorIn(d.diags, []hcl.Range{blockRange(block)}) {
+			continue
+		}
+		err := host.Config{Listen: file.Host.Listen, Servers: []host.ServerConfig{s}}.WithDefaults().Validate()
+		if err == nil {
+			continue
+		}
+		prefix := fmt.Sprintf("host: server 0 (%q): ", s.Name)
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if msg, ok := strings.CutPrefix(line, prefix); ok {
+				d.errorf(block.DefRange, "Invalid server", "Server %q: %s.", s.Name, strings.TrimSuffix(msg, "."))
+			}
+		}
+	}
+}
+
+// blockRange is the whole of block, from its type to its closing brace.
+func blockRange(block *hcl.Block) hcl.Range {
+	if body, ok := block.Body.(*hclsyntax.Body); ok {
+		return hcl.RangeOver(block.DefRange, body.SrcRange)
+	}
+	return block.DefRange
 }
