@@ -47,8 +47,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fs.misuse()
 	}
 	file, diags := config.Load(pos[0])
-	if !diags.HasErrors() {
-		checkPlugins(ctx, file, diags)
+	// Plugins are loaded even when decoding found errors, so that one run
+	// reports every mistake; Partial leaves out the plugins whose own
+	// arguments have an error, whose load would only repeat it.
+	checked := file
+	if checked == nil {
+		checked = diags.Partial()
+	}
+	if checked != nil {
+		checkPlugins(ctx, checked, diags)
 	}
 	if err := reportDiags(diags, stderr); err != nil {
 		return err
@@ -68,13 +75,14 @@ func holds(file *config.File) string {
 	return strings.Join(append(parts, plural(len(file.Plugins), "plugin")), ", ")
 }
 
-// checkPlugins loads every plugin as a reload would (plugins.Check: the
-// module, and describe with its configuration) and adds a diagnostic for
-// each one that would not load: at the config key a configuration error
-// names, at the config object for other configuration errors, else at its
-// source.
+// checkPlugins loads every plugin and tools_plugin as a reload would
+// (plugins.Check: the module, and describe with its configuration) and
+// adds a diagnostic for each one that would not load: at the config key a
+// configuration error names, at the config object for other configuration
+// errors, else at its source.
 func checkPlugins(ctx context.Context, file *config.File, diags *config.Diagnostics) {
-	if len(file.Plugins) == 0 {
+	specs := slices.Concat(file.Plugins, file.ToolPlugins)
+	if len(specs) == 0 {
 		return
 	}
 	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: file.Runtime.CacheDir, Builtin: builtinPolicy, BuiltinNames: builtinNames})
@@ -84,7 +92,7 @@ func checkPlugins(ctx context.Context, file *config.File, diags *config.Diagnost
 		return
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	for _, spec := range file.Plugins {
+	for _, spec := range specs {
 		if err := plugins.Check(ctx, rt, spec); err != nil {
 			diags.Add(pluginDiagnostic(file, spec, err))
 		}
@@ -98,7 +106,11 @@ var configKeyInError = regexp.MustCompile(`config "([^"]+)":`)
 func pluginDiagnostic(file *config.File, spec plugins.Spec, err error) *hcl.Diagnostic {
 	// Whole: the suggestion and the list of what is valid come last.
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plugin does not load", Detail: fmt.Sprintf("Plugin %q: %s.", spec.Name, msg)}
+	what := "Plugin"
+	if spec.Kind == plugins.KindTools {
+		what = "Tools plugin"
+	}
+	d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plugin does not load", Detail: fmt.Sprintf("%s %q: %s.", what, spec.Name, msg)}
 	configErr := errors.Is(err, plugins.ErrConfig) || strings.Contains(msg, "pdk: configuring ")
 	if configErr {
 		d.Summary = "Invalid plugin configuration"
@@ -106,14 +118,14 @@ func pluginDiagnostic(file *config.File, spec plugins.Spec, err error) *hcl.Diag
 		if m := configKeyInError.FindStringSubmatch(msg); m != nil {
 			key = m[1]
 		}
-		if r, ok := file.ConfigRange(spec.Name, key); ok {
+		if r, ok := file.ConfigRange(spec, key); ok {
 			d.Subject = r.Ptr()
 			return d
 		}
 	} else if !strings.HasPrefix(spec.Source, plugins.BuiltinPrefix) {
 		d.Detail += " Point source at a WebAssembly module built for mcphost (see mcphost plugin inspect FILE)."
 	}
-	if r, ok := file.SourceRange(spec.Name); ok {
+	if r, ok := file.SourceRange(spec); ok {
 		d.Subject = r.Ptr()
 	}
 	return d

@@ -333,6 +333,10 @@ func TestRunHTTP(t *testing.T) {
 	})
 	if out, _, _ := mcphost(t, "status", "http://"+addr); !strings.Contains(out, "last reload (config): FAILED") {
 		t.Errorf("status does not show the failed reload:\n%s", out)
+	} else if !regexp.MustCompile(`config\.hcl:\d+:\d+: `).MatchString(out) || regexp.MustCompile(`config\.hcl:\d+,`).MatchString(out) {
+		// The place as validate writes it (file:line:col), not HCL's
+		// file:line,col-col.
+		t.Errorf("status gives the failed reload's place in another format than validate:\n%s", out)
 	}
 
 	// Remove the "up" server from the config: its process ends and its

@@ -127,3 +127,56 @@ func TestValidateSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateChecksPluginsPastOtherErrors: a mistake elsewhere in the
+// file does not hide a plugin (or tools_plugin) that would not load, so
+// one run reports both; a plugin whose own arguments have an error is not loaded, so that
+// error is not reported a second time as a plugin that does not load.
+func TestValidateChecksPluginsPastOtherErrors(t *testing.T) {
+	cfg := writeConfig(t, `
+server "files" {
+  command = "UPSTREAM"
+  timout  = "5s"
+}
+
+plugin "p" {
+  source = "builtin:nosuch"
+}
+
+plugin "q" {
+  source = "builtin:deny"
+  config = { tools = env("MCPHOST_TEST_UNSET_VAR") }
+}
+
+plugin "r" {
+  source = "./missing.wasm"
+}
+
+tools_plugin "t" {
+  source = "builtin:nosuch2"
+}
+`)
+	_, errs, code := mcphost(t, "validate", cfg)
+	if code != 1 {
+		t.Fatalf("validate: exit %d, want 1; stderr:\n%s", code, errs)
+	}
+	flat := strings.Join(strings.Fields(errs), " ")
+	for _, want := range []string{
+		"config.hcl:4:3: error", `Did you mean "timeout"?`,
+		"config.hcl:8:12: error", `unknown builtin "nosuch"`,
+		"config.hcl:13:22: error", "Environment variable not set",
+		"config.hcl:17:12: error", "Plugin file not found",
+		"config.hcl:21:12: error", `Tools plugin "t"`, `unknown builtin "nosuch2"`,
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, errs)
+		}
+	}
+	if n := strings.Count(errs, ": error\n"); n != 5 {
+		t.Errorf("%d errors, want 5 (one per mistake):\n%s", n, errs)
+	}
+	// In source order, as the operator fixes them.
+	if i, j := strings.Index(errs, "config.hcl:4:3"), strings.Index(errs, "config.hcl:8:12"); i > j {
+		t.Errorf("diagnostics out of source order:\n%s", errs)
+	}
+}

@@ -91,7 +91,7 @@ func (d *decoder) checkAdmin(file *File, block *hcl.Block) {
 		file.Store = &Store{Driver: store.SQLite, DSN: filepath.Join(d.dir, DefaultStoreFile), Poll: DefaultStorePoll}
 	}
 	l := file.Host.Listen
-	if l.Auth == nil && l.AuthToken == "" {
+	if l.Auth == nil && l.AuthToken == "" && !d.authTokenFailed {
 		d.errorf(block.DefRange, "Admin API without credentials",
 			"The admin API adds servers, which can start any program on this machine, so it needs credentials. "+
 				"Add a listen { auth { key %q { sha256 = \"...\", groups = [\"admins\"] } } } block (or listen.auth_token); "+

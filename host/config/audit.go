@@ -93,7 +93,7 @@ func (d *decoder) checkAudit(file *File, block *hcl.Block) {
 	}
 	content, _ := block.Body.Content(auditSchema) // diagnostics reported by decodeAudit
 	attrs := content.Attributes
-	if a.File == "" && file.Store == nil {
+	if d.missing(attrs["file"], a.File) && file.Store == nil {
 		d.errorf(block.DefRange, "Audit log without a destination",
 			`The audit block names no file and the config has no store, so the lines would go nowhere. `+
 				`Add file = "audit.jsonl" (or "-" for standard output), or a store block.`)

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -15,10 +18,15 @@ func (d *decoder) decodeAuth(block *hcl.Block) *auth.Config {
 		cfg.AdminGroups = groups
 	}
 	names := map[string]bool{}
+	// declared are the names of every key block, even one with an error:
+	// it is there, and its error is reported at its cause, not again at
+	// what names it.
+	declared := map[string]bool{}
 	seen := map[[32]byte]string{}
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "key":
+			declared[b.Labels[0]] = true
 			k, ok := d.decodeKey(b)
 			if !ok {
 				continue
@@ -43,68 +51,81 @@ func (d *decoder) decodeAuth(block *hcl.Block) *auth.Config {
 	}
 	if attr := content.Attributes["stdio_key"]; attr != nil {
 		if s, ok := d.string(attr); ok {
-			if !names[s] {
-				d.errorf(attr.Expr.Range(), "Unknown key", "stdio_key = %q names no key block of listen.auth; name the key whose identity a stdio client has.", s)
-			} else {
+			switch {
+			case names[s]:
 				cfg.StdioKey = s
+			case !declared[s]:
+				d.errorf(attr.Expr.Range(), "Unknown key", "stdio_key = %q names no key block of listen.auth; name the key whose identity a stdio client has.%s",
+					s, didYouMean(s, slices.Sorted(maps.Keys(declared))))
 			}
 		}
 	}
-	if len(cfg.Keys) == 0 && cfg.OAuth == nil {
+	if len(declared) == 0 && cfg.OAuth == nil {
 		d.errorf(block.DefRange, "Empty auth block", "listen.auth needs at least one key block or an oauth block; without them nobody could connect.")
 	}
 	return cfg
 }
 
-// decodeKey decodes one key block.
-func (d *decoder) decodeKey(b *hcl.Block) (auth.Key, bool) {
+// decodeKey decodes one key block. ok is false when it has an error; the
+// rest of the block is still checked, so that each of its mistakes is
+// reported in one run.
+func (d *decoder) decodeKey(b *hcl.Block) (k auth.Key, ok bool) {
 	content, diags := b.Body.Content(keySchema)
 	d.diags = append(d.diags, diags...)
+	ok = !diags.HasErrors()
 	attrs := content.Attributes
-	k := auth.Key{Name: b.Labels[0]}
+	k = auth.Key{Name: b.Labels[0]}
 	hashAttr, valueAttr := attrs["sha256"], attrs["value"]
 	switch {
 	case hashAttr != nil && valueAttr != nil:
 		d.errorf(b.DefRange, "Both sha256 and value", "Key %q sets sha256 and value: keep sha256 (the digest of the key) or value (the key itself, usually env(\"NAME\")), not both.", k.Name)
-		return k, false
+		ok = false
 	case hashAttr != nil:
-		s, ok := d.string(hashAttr)
-		if !ok {
-			return k, false
+		s, valid := d.string(hashAttr)
+		if !valid {
+			ok = false
+			break
 		}
 		sum, err := auth.ParseSHA256(s)
 		if err != nil {
 			d.errorf(hashAttr.Expr.Range(), "Invalid key digest", "%v.", err)
-			return k, false
+			ok = false
+			break
 		}
 		k.SHA256 = sum
 	case valueAttr != nil:
-		s, ok := d.string(valueAttr)
-		if !ok {
-			return k, false
+		s, valid := d.string(valueAttr)
+		if !valid {
+			ok = false
+			break
 		}
 		if len(s) < auth.MinKeyBytes {
 			d.errorf(valueAttr.Expr.Range(), "Key too short", "Key %q is %d bytes; a key must be at least %d (for example from `openssl rand -hex 32`).", k.Name, len(s), auth.MinKeyBytes)
-			return k, false
+			ok = false
+			break
 		}
 		k.SHA256 = auth.KeyFromValue(k.Name, s).SHA256
 	default:
 		d.errorf(b.DefRange, "Key without a key", "Key %q needs sha256 (the SHA-256 of the key, hex) or value (the key, usually env(\"NAME\")).", k.Name)
-		return k, false
+		ok = false
 	}
-	subj, ok := d.string(attrs["subject"])
-	if !ok || subj == "" {
+	subj, valid := d.string(attrs["subject"])
+	if d.missing(attrs["subject"], subj) && !misspelled(b, keySchema, "subject") {
 		d.errorf(b.DefRange, "Key without a subject", "Key %q needs subject: the identity policies see for a client presenting it.", k.Name)
-		return k, false
 	}
+	ok = ok && valid && subj != ""
 	k.Subject = subj
-	if groups, _, ok := d.stringList(attrs["groups"]); ok {
+	if groups, _, valid := d.stringList(attrs["groups"]); valid {
 		k.Groups = groups
+	} else if d.reported(attrs["groups"]) {
+		ok = false
 	}
-	if m, ok := d.stringMap(attrs["attributes"]); ok {
+	if m, valid := d.stringMap(attrs["attributes"]); valid {
 		k.Attributes = m
+	} else if d.reported(attrs["attributes"]) {
+		ok = false
 	}
-	return k, true
+	return k, ok
 }
 
 // decodeOAuth decodes the oauth block.

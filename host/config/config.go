@@ -47,8 +47,8 @@ type File struct {
 	// of them changes.
 	Sources []string
 
-	sourceRanges map[string]hcl.Range // plugin name -> its source expression
-	configRanges map[string]configRange
+	sourceRanges map[string]hcl.Range   // sourceKey -> the plugin's source expression
+	configRanges map[string]configRange // sourceKey -> its config
 }
 
 // configRange is where a plugin's config object is written, and each of
@@ -70,10 +70,10 @@ func configRangeOf(attr *hcl.Attribute) configRange {
 	return r
 }
 
-// ConfigRange returns where key of plugin's config is written, or the
+// ConfigRange returns where key of the plugin's config is written, or the
 // whole config object when key is "" or not written as such.
-func (f *File) ConfigRange(plugin, key string) (hcl.Range, bool) {
-	c, ok := f.configRanges[plugin]
+func (f *File) ConfigRange(spec plugins.Spec, key string) (hcl.Range, bool) {
+	c, ok := f.configRanges[specKey(spec)]
 	if !ok {
 		return hcl.Range{}, false
 	}
@@ -83,11 +83,20 @@ func (f *File) ConfigRange(plugin, key string) (hcl.Range, bool) {
 	return c.whole, true
 }
 
-// SourceRange returns where plugin's source is written, for a diagnostic
-// about the module it names.
-func (f *File) SourceRange(plugin string) (hcl.Range, bool) {
-	r, ok := f.sourceRanges[plugin]
+// SourceRange returns where the plugin's source is written, for a
+// diagnostic about the module it names.
+func (f *File) SourceRange(spec plugins.Spec) (hcl.Range, bool) {
+	r, ok := f.sourceRanges[specKey(spec)]
 	return r, ok
+}
+
+// specKey is sourceKey for a decoded plugin: a plugin and a tools_plugin
+// may share a name.
+func specKey(spec plugins.Spec) string {
+	if spec.Kind == plugins.KindTools {
+		return sourceKey("tools_plugin", spec.Name)
+	}
+	return sourceKey("plugin", spec.Name)
 }
 
 // Runtime configures the process around the host.
@@ -133,6 +142,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 		return nil, out
 	}
 
+	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
 		// An empty file is what a writer leaves between truncating and
 		// writing: serving it would drop every server and policy.
@@ -146,25 +156,25 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 			})
 			return nil, out
 		}
-		if diags := checkNumbers(body); diags.HasErrors() {
-			out.List = append(out.List, diags...)
-			return nil, out
-		}
+		// Among the decoder's own, so that an attribute holding such a
+		// number counts as reported (decoder.reported).
+		d.diags = checkNumbers(body)
 	}
-
-	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	d.ctx = d.evalContext()
 	file := d.decodeFile(f.Body)
 	hideSecrets(d.diags, d.hidden)
 	out.List = append(out.List, d.diags...)
 	sortBySource(out.List)
-	if out.HasErrors() {
-		return nil, out
-	}
 	file.Path = abs
 	file.Sources = append([]string{abs}, d.sources...)
 	file.sourceRanges = d.sourceRanges
 	file.configRanges = d.configRanges
+	if out.HasErrors() {
+		file.Plugins = d.loadable(file.Plugins, "plugin", out.List)
+		file.ToolPlugins = d.loadable(file.ToolPlugins, "tools_plugin", out.List)
+		out.partial = file
+		return nil, out
+	}
 	return file, out
 }
 

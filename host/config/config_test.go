@@ -96,13 +96,13 @@ func TestLoadFullConfig(t *testing.T) {
 		Path:    filepath.Join(dir, "full.hcl"),
 		Sources: []string{filepath.Join(dir, "full.hcl"), filepath.Join(dir, "token.txt")},
 	}
-	if r, ok := f.SourceRange("no-destructive"); !ok || r.Start.Line != 44 {
+	if r, ok := f.SourceRange(f.Plugins[0]); !ok || r.Start.Line != 44 {
 		t.Errorf("SourceRange(no-destructive) = %v, %v; want line 44", r, ok)
 	}
-	if r, ok := f.ConfigRange("no-destructive", "limit"); !ok || r.Start.Line != 49 || r.Start.Column != 5 {
+	if r, ok := f.ConfigRange(f.Plugins[0], "limit"); !ok || r.Start.Line != 49 || r.Start.Column != 5 {
 		t.Errorf("ConfigRange(no-destructive, limit) = %v, %v; want line 49 column 5", r, ok)
 	}
-	if r, ok := f.ConfigRange("no-destructive", "missing"); !ok || r.Start.Line != 47 {
+	if r, ok := f.ConfigRange(f.Plugins[0], "missing"); !ok || r.Start.Line != 47 {
 		t.Errorf("ConfigRange(no-destructive, missing) = %v, %v; want the config object, line 47", r, ok)
 	}
 	f.sourceRanges, f.configRanges = nil, nil
@@ -321,8 +321,16 @@ func TestErr(t *testing.T) {
 	_, diags = Parse([]byte("listen {\n  http = \"0.0.0.0:1\"\n  max_body = \"x\"\n}\n"), "err.hcl")
 	err := diags.Err()
 	var hd hcl.Diagnostics
-	if !errors.As(err, &hd) || len(hd) != 1 || !strings.HasPrefix(err.Error(), "config: err.hcl:3,") {
-		t.Errorf("Err() = %v; want only the error, as hcl.Diagnostics with its position", err)
+	if !errors.As(err, &hd) || len(hd) != 1 || !strings.HasPrefix(err.Error(), "config: err.hcl:3:14: Invalid size") {
+		t.Errorf("Err() = %v; want only the error, as hcl.Diagnostics with its position as file:line:col", err)
+	}
+	// Every error, one a line, each at file:line:col as validate prints
+	// them: a reload's log and status name the same places.
+	_, diags = Parse([]byte("server \"a\" {\n  comand = \"x\"\n}\nserver \"a\" {\n  command = \"x\"\n}\n"), "two.hcl")
+	lines := strings.Split(diags.Err().Error(), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "config: two.hcl:2:3: Unsupported argument; ") ||
+		!strings.HasPrefix(lines[1], "two.hcl:4:8: Duplicate server name; A server named \"a\" is already declared at two.hcl:1:1. ") {
+		t.Errorf("Err() = %q; want both errors, one a line, at file:line:col", diags.Err())
 	}
 	var nilDiags *Diagnostics
 	if nilDiags.HasErrors() || nilDiags.Err() != nil || nilDiags.WriteText(&strings.Builder{}, 0, false) != nil {
@@ -412,5 +420,62 @@ func TestPluginSourceNotWasm(t *testing.T) {
 	}
 	if !reflect.DeepEqual(lines, []int{2, 5, 8}) {
 		t.Errorf("not-WebAssembly diagnostics on lines %v, want [2 5 8]: %v", lines, diags.List)
+	}
+}
+
+// TestPartial: a file with errors still gives what decoded, for the checks
+// after decoding, with only the plugins whose module loads as written.
+func TestPartial(t *testing.T) {
+	os.Unsetenv("MCPHOST_TEST_UNSET")
+	src := `
+server "a" {
+  command = "x"
+  timout  = "5s"
+}
+plugin "clean" {
+  source  = "builtin:nosuch"
+  servers = ["nope"] # scope: the module loads the same
+  memroy  = "64MiB"  # an unknown argument: the module loads with the default
+}
+plugin "badconfig" {
+  source = "builtin:deny"
+  config = { tools = env("MCPHOST_TEST_UNSET") }
+}
+plugin "badmemory" {
+  source = "builtin:deny"
+  memory = "1KiB"
+}
+plugin "nosource" {
+  sourc = "builtin:deny"
+}
+tools_plugin "t" {
+  source  = "builtin:deny"
+  timeout = "soon"
+}
+`
+	f, diags := Parse([]byte(src), "p.hcl")
+	if f != nil || !diags.HasErrors() {
+		t.Fatalf("Parse: got %v, %v; want errors and no File", f, diags.List)
+	}
+	p := diags.Partial()
+	if p == nil {
+		t.Fatal("Partial() = nil")
+	}
+	var names []string
+	for _, sp := range p.Plugins {
+		names = append(names, sp.Name)
+	}
+	if !reflect.DeepEqual(names, []string{"clean"}) || len(p.ToolPlugins) != 0 {
+		t.Errorf("Partial plugins = %v, tool plugins %v; want only [clean]", names, p.ToolPlugins)
+	}
+	if _, ok := p.SourceRange(p.Plugins[0]); !ok || len(p.Host.Servers) != 1 {
+		t.Errorf("Partial lacks the source range or the server: %+v", p)
+	}
+
+	if _, diags := Parse([]byte("server \"a\" {\n  command = \"x\"\n}\n"), "ok.hcl"); diags.Partial() != nil {
+		t.Error("Partial() of a file without errors is not nil")
+	}
+	if _, diags := Parse([]byte("server {"), "syntax.hcl"); diags.Partial() != nil {
+		t.Error("Partial() of a file that does not parse is not nil")
 	}
 }

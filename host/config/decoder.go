@@ -25,10 +25,18 @@ type decoder struct {
 	// configRanges are where each plugin's config and its keys are
 	// written (File.ConfigRange).
 	configRanges map[string]configRange
+	// loadRanges are, for each plugin, the arguments its module is loaded
+	// with (source, config, memory, ...): a plugin with an error in one of
+	// them is not loaded to check it further (Diagnostics.Partial).
+	loadRanges map[string][]hcl.Range
 	// evalSecrets collects what env() and file() return while one
 	// attribute is evaluated; hidden lists the attributes that held any.
 	evalSecrets []secret
 	hidden      []hiddenAttr
+	// authTokenFailed is set when listen.auth_token is written but its
+	// value failed (reported there): the listener has a token, as far as
+	// the checks that need one go.
+	authTokenFailed bool
 }
 
 // path makes p absolute against the config file's directory, so the meaning
@@ -260,6 +268,15 @@ func (d *decoder) reported(attr *hcl.Attribute) bool {
 		}
 	}
 	return false
+}
+
+// missing reports whether a required attribute is missing: not written, or
+// written as "". One whose value failed to evaluate (an unset env(), say)
+// counts as set: its error is reported where it is written, and a second
+// one saying it is missing would send the operator after a mistake they
+// did not make.
+func (d *decoder) missing(attr *hcl.Attribute, v string) bool {
+	return v == "" && !d.reported(attr)
 }
 
 // rangeOr points at attr's value when it is written, else at fallback

@@ -26,6 +26,7 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 	if s, ok := d.string(attrs["auth_token"]); ok {
 		l.AuthToken = s
 	}
+	d.authTokenFailed = d.reported(attrs["auth_token"])
 	if dur, ok := d.duration(attrs["session_timeout"], false); ok {
 		l.SessionTimeout = dur
 	}
@@ -75,7 +76,7 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 		}
 		l.Auth = d.decodeAuth(b)
 	}
-	if l.AuthToken == "" && l.Auth == nil && l.HTTP != "" && !isLoopback(l.HTTP) {
+	if l.AuthToken == "" && !d.authTokenFailed && l.Auth == nil && l.HTTP != "" && !isLoopback(l.HTTP) {
 		d.warnf(attrs["http"].Expr.Range(), "Listening beyond this machine without a token",
 			"%s accepts connections from other machines and no auth_token is set, so anyone who can reach it can call every tool. "+
 				"Set auth_token (for example auth_token = env(\"MCPHOST_TOKEN\")) or a listen.auth block, or listen on 127.0.0.1.", l.HTTP)
@@ -118,12 +119,18 @@ func isLoopback(addr string) bool {
 func (d *decoder) decodeTLS(block *hcl.Block, attrs hcl.Attributes, l *host.Listen) {
 	cert, haveCert := d.string(attrs["tls_cert"])
 	key, haveKey := d.string(attrs["tls_key"])
+	// One whose value failed (an unset env()) is set, as far as pairing
+	// goes: its own error says what is wrong with it.
+	setCert := haveCert || d.reported(attrs["tls_cert"])
+	setKey := haveKey || d.reported(attrs["tls_key"])
 	switch {
-	case !haveCert && !haveKey:
+	case !setCert && !setKey:
 		return
-	case !haveCert || !haveKey:
+	case !setCert || !setKey:
 		d.errorf(block.DefRange, "Incomplete TLS settings",
 			"Set both tls_cert (the certificate chain, PEM) and tls_key (its private key, PEM), or neither for plain HTTP.")
+		return
+	case !haveCert || !haveKey:
 		return
 	}
 	l.TLSCert, l.TLSKey = d.path(cert), d.path(key)

@@ -12,7 +12,10 @@ import (
 const maxNumberExp = 1100 // binary exponent; float64 tops out at 1024
 
 // checkNumbers reports number literals too large or too small to mean
-// anything here, before any of them is evaluated.
+// anything here, before any of them is evaluated, and makes each such
+// literal an unknown number: decoding then goes on to report the file's
+// other mistakes, and an attribute holding one reads as failed (reported),
+// as after an unset env().
 func checkNumbers(body *hclsyntax.Body) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
@@ -31,6 +34,7 @@ func checkNumbers(body *hclsyntax.Body) hcl.Diagnostics {
 				Detail:   "This number is beyond what any setting can use (about 1e308 either way). Write a smaller one.",
 				Subject:  lit.SrcRange.Ptr(),
 			})
+			lit.Val = cty.UnknownVal(cty.Number)
 		}
 		return nil
 	})

@@ -142,7 +142,54 @@ func (d *decoder) decodePluginWith(block *hcl.Block, schema *hcl.BodySchema, kin
 	if v, ok := d.stringMap(attrs["env"]); ok {
 		p.Env = v
 	}
+	d.noteLoadRanges(sourceKey(kind, p.Name), attrs)
 	return p, refs
+}
+
+// scopeArgs are the plugin arguments that choose which calls a plugin
+// sees; its module loads the same whatever they say.
+var scopeArgs = []string{"servers", "callers", "groups", "on_error"}
+
+// noteLoadRanges records where the arguments a plugin's module is loaded
+// with are written, so that Diagnostics.Partial can leave out a plugin
+// whose load would only repeat an error already reported.
+func (d *decoder) noteLoadRanges(key string, attrs hcl.Attributes) {
+	if d.loadRanges == nil {
+		d.loadRanges = map[string][]hcl.Range{}
+	}
+	for name, attr := range attrs {
+		if !slices.Contains(scopeArgs, name) {
+			d.loadRanges[key] = append(d.loadRanges[key], attr.Range)
+		}
+	}
+}
+
+// loadable keeps the plugins whose module can be loaded as written: a
+// source decoded, and no error in an argument the load uses.
+func (d *decoder) loadable(specs []plugins.Spec, kind string, diags hcl.Diagnostics) []plugins.Spec {
+	var out []plugins.Spec
+	for _, p := range specs {
+		if p.Source == "" || anyErrorIn(diags, d.loadRanges[sourceKey(kind, p.Name)]) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// anyErrorIn reports whether an error in diags points into one of ranges.
+func anyErrorIn(diags hcl.Diagnostics, ranges []hcl.Range) bool {
+	for _, diag := range diags {
+		if diag.Severity != hcl.DiagError || diag.Subject == nil {
+			continue
+		}
+		for _, r := range ranges {
+			if diag.Subject.Overlaps(r) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sourceKey is how File.sourceRanges and configRanges know a plugin:

@@ -15,6 +15,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	file := &File{Runtime: Runtime{Watch: true, WatchSettle: DefaultWatchSettle}}
 	singletons := map[string]*hcl.Block{}
 	var pluginRefs []pluginRef
+	var serverBlocks []*hcl.Block // parallel to file.Host.Servers
 	servers := newNameSet("server")
 	plugs := newNameSet("plugin")
 	for _, block := range content.Blocks {
@@ -23,7 +24,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
-					block.Type, first.DefRange)
+					block.Type, position(first.DefRange))
 				continue
 			}
 			singletons[block.Type] = block
@@ -50,6 +51,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))
+			serverBlocks = append(serverBlocks, block)
 		case "tools_plugin":
 			// A tool plugin is served as a server: it takes a server's name.
 			servers.add(d, block)
@@ -70,6 +72,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 				ref.plugin, ref.name, didYouMean(ref.name, servers.names))
 		}
 	}
+	d.checkServersWithHost(file, serverBlocks, singletons["listen"])
 	d.checkAdmin(file, singletons["admin"])
 	d.checkAudit(file, singletons["audit"])
 	d.defaultGrants(file)
@@ -99,7 +102,7 @@ func (s *nameSet) add(d *decoder, block *hcl.Block) {
 	if first, dup := s.at[name]; dup {
 		d.errorf(block.LabelRanges[0], fmt.Sprintf("Duplicate %s name", s.kind),
 			"A %s named %q is already declared at %s. Each %s needs its own name; rename or remove one of them.",
-			s.kind, name, first, s.kind)
+			s.kind, name, position(first), s.kind)
 		return
 	}
 	s.at[name] = block.DefRange

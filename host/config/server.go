@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcphost-project/mcphost/host"
 )
@@ -236,12 +238,50 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 				d.errorf(a.NameRange, fmt.Sprintf("%s is for logins", name), "The %s grant logs nobody in; remove %s, or remove grant to log in with the authorization code flow.", o.Grant, name)
 			}
 		}
-		if o.ClientID == "" || (o.ClientSecret == "" && o.ClientAssertionKey == "") {
+		if d.missing(attrs["client_id"], o.ClientID) ||
+			(d.missing(attrs["client_secret"], o.ClientSecret) && d.missing(attrs["client_assertion_key"], o.ClientAssertionKey)) {
 			d.errorf(b.DefRange, "Missing client credentials", "The %s grant needs client_id and client_secret (usually client_secret = env(\"NAME\")), or for client_credentials a client_assertion_key (private_key_jwt, usually file(\"key.pem\")).", o.Grant)
 		}
-		if o.Grant == host.GrantTokenExchange && o.Issuer == "" {
+		if o.Grant == host.GrantTokenExchange && d.missing(attrs["issuer"], o.Issuer) {
 			d.errorf(b.DefRange, "Missing issuer", "The %s grant needs issuer: the authorization server that issued the callers' tokens (listen.auth's oauth issuer) and exchanges them.", o.Grant)
 		}
 	}
 	return o
+}
+
+// checkServersWithHost runs the host's own checks (host.Config.Validate,
+// which mcphost run applies at start and at every reload) on each server,
+// so that what the host would refuse, such as an oauth grant with
+// sessions = "shared" or a token exchange at an issuer listen.auth does
+// not trust, is reported at the server's block, by validate too. A server
+// whose block has an error, or any server when the listen block has one,
+// is not checked: its zero values would only repeat that error.
+func (d *decoder) checkServersWithHost(file *File, blocks []*hcl.Block, listen *hcl.Block) {
+	if listen != nil && anyErrorIn(d.diags, []hcl.Range{blockRange(listen)}) {
+		return
+	}
+	for i, s := range file.Host.Servers {
+		block := blocks[i]
+		if anyErrorIn(d.diags, []hcl.Range{blockRange(block)}) {
+			continue
+		}
+		err := host.Config{Listen: file.Host.Listen, Servers: []host.ServerConfig{s}}.WithDefaults().Validate()
+		if err == nil {
+			continue
+		}
+		prefix := fmt.Sprintf("host: server 0 (%q): ", s.Name)
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if msg, ok := strings.CutPrefix(line, prefix); ok {
+				d.errorf(block.DefRange, "Invalid server", "Server %q: %s.", s.Name, strings.TrimSuffix(msg, "."))
+			}
+		}
+	}
+}
+
+// blockRange is the whole of block, from its type to its closing brace.
+func blockRange(block *hcl.Block) hcl.Range {
+	if body, ok := block.Body.(*hclsyntax.Body); ok {
+		return hcl.RangeOver(block.DefRange, body.SrcRange)
+	}
+	return block.DefRange
 }
