@@ -469,22 +469,13 @@ func (a *api) approvePins(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := pins.Approve(ps, req.Keys, req.All, time.Now())
+	// Written, then in effect at once: the plugins reload (as SIGHUP does
+	// after `mcphost pins approve`) and, with a shared store, the other
+	// replicas hear of it now.
+	res, err := a.e.ApprovePins(r.Context(), ps, req.Keys, req.All)
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "Approval not written", err.Error())
 		return
-	}
-	if len(res.Approved) > 0 {
-		// The pin plugin reads its file when loaded: a reload makes the
-		// approval take effect, as SIGHUP does after `mcphost pins approve`.
-		if err := a.e.ReloadPlugins(r.Context()); err != nil {
-			a.log.Warn("approved pins written; reloading failed", "error", err)
-		}
-		// With a shared store, to the other replicas now rather than at
-		// the next poll.
-		if err := a.e.SyncPins(r.Context()); err != nil {
-			a.log.Warn("approved pins written; sharing them through the store failed (the next poll retries)", "error", err)
-		}
 	}
 	if len(res.Unknown) > 0 {
 		// A pin file changed by another process since the check.

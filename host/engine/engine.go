@@ -93,8 +93,10 @@ type Engine struct {
 	polling   sync.WaitGroup
 
 	// pins shares the builtin:pin plugins' pins through the store
-	// (pins.go); nil unless the store has a key.
-	pins *pins.Shared
+	// (pins.go); nil unless the store has a key. pinMu orders the writes
+	// to pin files of its merge and of approvals (ApprovePins).
+	pins  *pins.Shared
+	pinMu sync.Mutex
 }
 
 // ErrPluginLoad is returned by Reload and ReloadPlugins when a plugin of

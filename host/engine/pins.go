@@ -16,6 +16,12 @@ import (
 // The poll calls it every store poll interval; the admin API right after
 // an approval, so that the other replicas see it within one interval.
 func (e *Engine) SyncPins(ctx context.Context) error {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	return e.syncPinsLocked(ctx)
+}
+
+func (e *Engine) syncPinsLocked(ctx context.Context) error {
 	if e.pins == nil {
 		return nil
 	}
@@ -30,6 +36,31 @@ func (e *Engine) SyncPins(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// ApprovePins approves keys (all pending changes, with all) in the pin
+// files of ps, as pins.Approve does, and makes the approval take effect
+// at once: the plugins reload (the pin plugin reads its file when
+// loaded), and with a shared store the approval goes to the other
+// replicas now rather than at the next poll. It is ordered with SyncPins:
+// a merge that read a pin file before the approval wrote it would write
+// the pending entry back over it, and the approval would be lost.
+// Failures after the approval is written are logged: it stands, and the
+// next reload or poll takes it.
+func (e *Engine) ApprovePins(ctx context.Context, ps []pins.Plugin, keys []string, all bool) (pins.Approval, error) {
+	e.pinMu.Lock()
+	defer e.pinMu.Unlock()
+	res, err := pins.Approve(ps, keys, all, time.Now())
+	if err != nil || len(res.Approved) == 0 {
+		return res, err
+	}
+	if err := e.ReloadPlugins(ctx); err != nil {
+		e.log.Warn("approved pins written; reloading failed", "error", err)
+	}
+	if err := e.syncPinsLocked(ctx); err != nil {
+		e.log.Warn("approved pins written; sharing them through the store failed (the next poll retries)", "error", err)
+	}
+	return res, nil
 }
 
 // syncPins is SyncPins before the host exists: no reload is needed.
