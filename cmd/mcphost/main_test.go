@@ -419,6 +419,24 @@ func TestPluginInspectAndTest(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^name: +titles$`).MatchString(out) {
 		t.Fatalf("plugin inspect builtin:titles: exit %d\n%s\n%s", code, out, errs)
 	}
+	// An input the host would never send runs, with a word on what it
+	// lacks or has too much of; a whole one gets none.
+	for _, tc := range []struct{ input, warn string }{
+		{`{"tool":"delete_note"}`, `no "name" (the tool's exposed name`},
+		{`{"name":"notes__delete_note","server":"notes","tool":"delete_note","tool_name":"x"}`, `unknown field "tool_name"`},
+		{`{"name":"notes__delete_note","server":"notes","tool":"delete_note","caller":{}}`, ""},
+	} {
+		if err := os.WriteFile(in, []byte(tc.input), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errs, code = mcphost(t, "plugin", "test", "builtin:deny", "--hook", "tool_call", "--input", in, "--config", `tools=["notes__delete_*"]`)
+		if code != 0 || !strings.Contains(out, `"action"`) {
+			t.Fatalf("plugin test %s: exit %d\n%s\n%s", tc.input, code, out, errs)
+		}
+		if tc.warn == "" && strings.Contains(errs, "warning") || !strings.Contains(errs, tc.warn) {
+			t.Errorf("plugin test %s: stderr %q, want a warning with %q", tc.input, errs, tc.warn)
+		}
+	}
 }
 
 // mcphost plugin check proves a .wasm keeps the ABI and its own cases,

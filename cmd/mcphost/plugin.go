@@ -181,6 +181,9 @@ func runPluginTest(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
+	for _, w := range hookInputWarnings(*hook, in) {
+		fmt.Fprintf(stderr, "mcphost: warning: %s\n", w)
+	}
 	spec := plugins.Spec{Name: "test", Source: pos[0], Config: cfg, Timeout: *timeout}.WithDefaults()
 	out, err := plugins.RunHook(ctx, rt, spec, *hook, in)
 	if len(out) > 0 {
