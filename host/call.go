@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,11 +68,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	}
 	r, ok := v.routes[name]
 	if !ok {
-		res, err := h.hiddenCall(ctx, caller, name, args, tr)
-		if err == nil {
-			tr.set(CallDenied)
-		}
-		return res, err
+		return h.hiddenCall(ctx, caller, name, args, tr)
 	}
 	u := h.upstreamNamed(r.server)
 	if u == nil { // removed by a reload since the view was built
@@ -264,10 +261,7 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	cat := h.cat.Load()
 	r, ok := cat.routes[name]
 	if !ok {
-		if res := h.notListedYet(name); res != nil {
-			return res, nil
-		}
-		return nil, unknown
+		return h.notListedYet(ctx, caller, name, tr)
 	}
 	if !h.wants(abi.HookToolCall) {
 		return nil, unknown
@@ -282,6 +276,9 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	tr.addPolicy(t0)
 	if err != nil || d.Action != abi.ActionDeny {
 		return nil, unknown
+	}
+	if !d.Hidden {
+		tr.set(CallDenied)
 	}
 	return h.denied(name, d)
 }
@@ -301,40 +298,75 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
 }
 
-// notListedYet answers a call to a tool of a server that has never
-// listed its tools, because it has not connected: an error result that
-// names the server and what it waits for (an OAuth login: where to log
-// in), rather than "unknown tool". nil when name is not such a tool.
-func (h *Host) notListedYet(name string) *mcp.CallToolResult {
+// notListedYet answers a call of a name that no catalog tool has. Under
+// the prefix of a server that has never listed its tools (it has not
+// connected), and only if the caller's policies would show and admit a
+// tool of that name (asked as for any call: the listing of that one tool,
+// then tool_call), it is an error result that names the server and what it
+// waits for (an OAuth login: where to log in), rather than "unknown tool";
+// a caller the policies keep from the server learns nothing of it.
+func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string, tr *callTrace) (mcp.Result, error) {
+	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
 	sep := h.Config().Tools.Separator
-	for _, u := range h.upstreamList() {
-		if !strings.HasPrefix(name, u.cfg.Name+sep) {
-			continue
+	var u *upstream
+	for _, c := range h.upstreamList() {
+		if strings.HasPrefix(name, c.cfg.Name+sep) && (u == nil || len(c.cfg.Name) > len(u.cfg.Name)) {
+			u = c
 		}
-		st := u.status()
-		if _, ok := u.oauth.(*codeFlow); ok && (st.State == StateAuthorizing || st.State == StateUnauthorized) {
-			msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
-			if u.perUser() {
-				// The gateway's own login lists the tools; callers' logins
-				// come after.
-				msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
-			} else if st.State == StateUnauthorized {
-				msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
-			}
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
-		}
-		if st.Tools > 0 || st.State == StateConnected || u.isHeld() {
-			continue // its tools are known, and name is not one; or an operator took them away
-		}
-		why := "is still connecting"
-		if st.State == StateFailed {
-			why = "could not be started or reached; mcphost retries with backoff"
-		} else if st.State == StateDisconnected {
-			why = "is disconnected"
-		}
-		// Not the server's error, which may hold what only operators
-		// should read: they have it in mcphost status.
-		return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.cfg.Name, why)
 	}
-	return nil
+	if u == nil {
+		return nil, unknown
+	}
+	st := u.status()
+	_, oauth := u.oauth.(*codeFlow)
+	waitsForLogin := oauth && (st.State == StateAuthorizing || st.State == StateUnauthorized)
+	if !waitsForLogin && (st.Tools > 0 || st.State == StateConnected || u.isHeld()) {
+		return nil, unknown // its tools are known, and name is not one; or an operator took them away
+	}
+	tool := abi.Tool{Name: name, Server: u.cfg.Name, Tool: strings.TrimPrefix(name, u.cfg.Name+sep)}
+	if h.wants(abi.HookToolsList) {
+		shown, err := h.policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: []abi.Tool{tool}})
+		if err != nil || !slices.ContainsFunc(shown, func(t abi.Tool) bool { return t.Name == name }) {
+			return nil, unknown
+		}
+	}
+	if h.wants(abi.HookToolCall) {
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: tool.Server, Tool: tool.Tool}
+		if tr != nil {
+			tr.server, tr.tool, tr.hidden = tool.Server, tool.Tool, true
+		}
+		t0 := tr.now()
+		d, err := h.toolCallPolicy(ctx, in, tr)
+		tr.addPolicy(t0)
+		switch {
+		case err != nil:
+			return nil, unknown
+		case d.Action == abi.ActionDeny:
+			if !d.Hidden {
+				tr.set(CallDenied)
+			}
+			return h.denied(name, d)
+		}
+	}
+	tr.set(CallUpstreamError)
+	if waitsForLogin {
+		msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
+		if u.perUser() {
+			// The gateway's own login lists the tools; callers' logins
+			// come after.
+			msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
+		} else if st.State == StateUnauthorized {
+			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+	}
+	why := "is still connecting"
+	if st.State == StateFailed {
+		why = "could not be started or reached; mcphost retries with backoff"
+	} else if st.State == StateDisconnected {
+		why = "is disconnected"
+	}
+	// Not the server's error, which may hold what only operators should
+	// read: they have it in mcphost status.
+	return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.cfg.Name, why), nil
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -534,5 +536,89 @@ func TestDownstreamSSE(t *testing.T) {
 	}
 	if got, isErr := callText(t, cs, "a__echo", map[string]any{"text": "via sse"}); got != "via sse" || isErr {
 		t.Errorf("a__echo over SSE = %q (isError %v)", got, isErr)
+	}
+}
+
+// TestSSEWriteFailureIsNotSentAgain: a raw call to an SSE upstream whose
+// POST failed after the server took it (a proxy's 502) is not sent again:
+// the tool runs once, and the caller gets an error.
+func TestSSEWriteFailureIsNotSentAgain(t *testing.T) {
+	var runs atomic.Int32
+	srv := mcp.NewServer(&mcp.Implementation{Name: "inc", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "inc"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		runs.Add(1)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var broken atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && broken.Load() {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				sse.ServeHTTP(httptest.NewRecorder(), r) // the server took it
+				broken.Store(false)
+				http.Error(w, "proxy timeout", http.StatusBadGateway)
+				return
+			}
+		}
+		sse.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	h := startHost(t, Config{Servers: []ServerConfig{{Name: "s", Transport: TransportSSE, URL: proxy.URL}}}, nil)
+	cs := connectHTTPAt(t, h, "2025-11-25", nil)
+	broken.Store(true)
+	got, isErr := callText(t, cs, "s__inc", nil)
+	testproc.WaitFor(t, "the tool to run", 5*time.Second, func() bool { return runs.Load() >= 1 })
+	time.Sleep(200 * time.Millisecond) // room for a second run, if one were sent
+	if n := runs.Load(); n != 1 || !isErr {
+		t.Errorf("one call whose POST failed after delivery: the tool ran %d times, answer %q (isError %v); want once, and an error", n, got, isErr)
+	}
+}
+
+// hideServer hides every tool of one server from listings and denies
+// calls to it as invisible, as a per-caller policy may.
+type hideServer struct {
+	ToolsOnly
+	server string
+}
+
+func (p hideServer) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
+	var out []abi.Tool
+	for _, t := range in.Tools {
+		if t.Server != p.server {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+func (p hideServer) ToolCall(_ context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
+	if in.Server == p.server {
+		return &abi.CallDecision{Action: abi.ActionDeny, Hidden: true}, nil
+	}
+	return &abi.CallDecision{Action: abi.ActionAllow}, nil
+}
+
+func (hideServer) ToolResult(_ context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	return in.Result, nil
+}
+
+func (hideServer) Generation() uint64 { return 1 }
+
+// TestNotListedYetFollowsPolicies: a server that never connected is named
+// only to callers whose policies would show and admit its tools; to the
+// others its tools are unknown, as they would be if it ran.
+func TestNotListedYetFollowsPolicies(t *testing.T) {
+	ctx := context.Background()
+	down := ServerConfig{Name: "secret", Transport: TransportStdio, Command: "/nonexistent/secret-server"}
+	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), down}}, &Options{Policy: hideServer{server: "secret"}})
+	if res, err := h.CallTool(ctx, abi.Caller{Subject: "mallory"}, "secret__x", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("a call to a hidden server that is down: %+v, %v; want unknown tool", res, err)
+	}
+	h = startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), down}}, &Options{Policy: hideServer{server: "other"}})
+	res, err := h.CallTool(ctx, abi.Caller{Subject: "alice"}, "secret__x", nil)
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `server "secret" has not listed its tools yet`) {
+		t.Errorf("a call to a visible server that is down: %+v, %v; want an error result naming it", res, err)
 	}
 }

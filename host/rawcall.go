@@ -185,7 +185,15 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, notSent{fmt.Errorf("%w: calling \"tools/call\": %v", mcp.ErrConnectionClosed, err)}
+		err = fmt.Errorf("%w: calling \"tools/call\": %v", mcp.ErrConnectionClosed, err)
+		if c.pipes != nil {
+			// A write to a stdio server's stdin that failed: its process
+			// is gone, and nothing it could run was received. (An SSE
+			// write is an HTTP POST, which can fail after the server took
+			// the request: a proxy's 502, a reset after the body.)
+			err = notSent{err}
+		}
+		return nil, err
 	}
 	select {
 	case resp := <-reply:
