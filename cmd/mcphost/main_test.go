@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -499,4 +500,41 @@ server "up" {
 		}
 		t.Logf("%s: failed in %v: %s", addr, time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr))
 	}
+}
+
+// TestRunRefusesWhileStarting: until the servers have started, the HTTP
+// address refuses connections (a load balancer moves on), rather than
+// accepting them and leaving them unanswered through the start.
+func TestRunRefusesWhileStarting(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen {
+  http = %q
+}
+server "slow" {
+  command = "/bin/sh"
+  args    = ["-c", "sleep 2; exec UPSTREAM -name slow"]
+}
+`, addr))
+	cmd := exec.Command(mcphostBin, "run", cfg)
+	logs := &testproc.Buffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	time.Sleep(500 * time.Millisecond) // started, and within the server's 2 s sleep
+	start := time.Now()
+	c := &http.Client{Timeout: time.Second}
+	_, err := c.Get("http://" + addr + "/healthz")
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("/healthz during the start: %v after %v, want connection refused at once", err, time.Since(start).Round(time.Millisecond))
+	}
+	testproc.WaitFor(t, "mcphost to serve", 15*time.Second, func() bool {
+		resp, err := c.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
 }

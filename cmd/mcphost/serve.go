@@ -60,21 +60,24 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// small live heap gets GOGC up to 400, a large one 100.
 	gc := gctune.Start()
 	defer gc.Stop()
-	// The HTTP address is bound first: taken or malformed, it fails now,
-	// before any server process starts.
-	var ln net.Listener
+	// The HTTP address is tried first: taken or malformed, it fails now,
+	// before any server process starts. It is bound for good once the
+	// engine is ready: until then a connection is refused, so a load
+	// balancer passes over this replica, rather than accepted and left
+	// unanswered through the start.
+	addr := *httpAddr
+	if addr == "" {
+		addr = file.Host.Listen.HTTP
+	}
+	if addr == "" {
+		addr = host.DefaultListenHTTP
+	}
 	if !*stdio {
-		addr := *httpAddr
-		if addr == "" {
-			addr = file.Host.Listen.HTTP
-		}
-		if addr == "" {
-			addr = host.DefaultListenHTTP
-		}
-		if ln, err = net.Listen("tcp", addr); err != nil {
+		probe, err := net.Listen("tcp", addr)
+		if err != nil {
 			return fmt.Errorf("serving HTTP on %s: %w (set listen.http in %s, or pass --http ADDR)", addr, err, pos[0])
 		}
-		defer ln.Close() // if the start fails; Serve closes it otherwise
+		probe.Close()
 	}
 	stopStarting := context.AfterFunc(sigCtx, cancel) // a signal during the start ends it
 	e, err := startEngine(ctx, file, log, watch)
@@ -148,7 +151,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		in, out := readCloser(stdin), writeCloser(stdout)
 		return e.Host().ServeStdio(ctx, in, out)
 	}
-	err = e.Host().Serve(ctx, ln, func(a net.Addr) {
+	err = e.Host().ListenAndServe(ctx, addr, func(a net.Addr) {
 		scheme := "http"
 		if file.Host.Listen.TLSCert != "" {
 			scheme = "https"
@@ -157,7 +160,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			"auth", authSummary(file.Host.Listen), "ready_in", time.Since(started).Round(time.Millisecond))
 	})
 	if err != nil {
-		return fmt.Errorf("serving HTTP on %s: %w", ln.Addr(), err)
+		return fmt.Errorf("serving HTTP on %s: %w", addr, err)
 	}
 	return nil
 }
