@@ -25,6 +25,9 @@ type drainState struct {
 	draining atomic.Bool
 	done     atomic.Bool  // Drain returned: what was in flight finished or was given up on
 	inflight atomic.Int64 // requests other than GET (calls, notifications, session ends)
+	// forwarding counts the upstream requests in flight (bound): a legacy
+	// SSE client's call is one, though its POST was answered 202 at once.
+	forwarding atomic.Int64
 	// cut ends, with ErrShuttingDown as its cause, when the drain times
 	// out: the upstream requests still in flight (forward) end with it.
 	cut    context.Context
@@ -37,9 +40,17 @@ func (d *drainState) init() { d.cut, d.cutAll = context.WithCancelCause(context.
 // with ErrShuttingDown if the drain times out before it ends. stop
 // releases what bound set up.
 func (d *drainState) bound(ctx context.Context) (_ context.Context, stop func()) {
+	d.forwarding.Add(1)
 	ctx, cancel := context.WithCancelCause(ctx)
 	unhook := context.AfterFunc(d.cut, func() { cancel(ErrShuttingDown) })
-	return ctx, func() { unhook(); cancel(nil) }
+	return ctx, func() { unhook(); cancel(nil); d.forwarding.Add(-1) }
+}
+
+// busy reports whether anything the drain waits for is still running:
+// a request, an upstream call (a legacy SSE client's, say), or a call in
+// rounds waiting for its client's retry.
+func (h *Host) busy() bool {
+	return h.drain.inflight.Load() > 0 || h.drain.forwarding.Load() > 0 || h.rounds.waiting() > 0
 }
 
 // Draining reports whether Drain has been called.
@@ -55,24 +66,25 @@ func (h *Host) drained() bool { return h.drain.done.Load() }
 // a legacy SSE stream) are refused with 503 and Retry-After, so that
 // clients open theirs on another replica; the requests of the sessions
 // already open, and 2026-07-28 requests, are still served. It then waits
-// until no request is in flight (open GET streams do not count) and no
-// 2026-07-28 call in rounds waits for its client's retry (rounds.go), or
-// ctx ends; in that case it cancels the upstream requests still in
+// until no request is in flight (open GET streams do not count), no
+// upstream call runs (a legacy SSE client's, whose POST was answered at
+// once, is answered on its stream) and no 2026-07-28 call in rounds waits
+// for its client's retry (rounds.go), or ctx ends; in that case it cancels the upstream requests still in
 // flight, whose callers answer with ErrShuttingDown (a tool call with an
 // error result), waits up to a second for those answers, and returns
 // ctx's error. The caller then stops the server; closing the host after
 // Drain returned does not wait for upstream calls again.
 func (h *Host) Drain(ctx context.Context) error {
 	if !h.drain.draining.Swap(true) {
-		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "in_rounds", h.rounds.waiting())
+		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
 	}
 	defer h.drain.done.Store(true)
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for h.drain.inflight.Load() > 0 || h.rounds.waiting() > 0 {
+	for h.busy() {
 		select {
 		case <-ctx.Done():
-			h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "in_rounds", h.rounds.waiting())
+			h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
 			h.drain.cutAll(ErrShuttingDown)
 			h.waitInFlight(cutGrace)
 			if left := h.drain.inflight.Load(); left > 0 {
@@ -85,10 +97,11 @@ func (h *Host) Drain(ctx context.Context) error {
 	return nil
 }
 
-// waitInFlight waits up to d for the requests in flight to end.
+// waitInFlight waits up to d for the requests and upstream calls in
+// flight to end.
 func (h *Host) waitInFlight(d time.Duration) {
 	deadline := time.Now().Add(d)
-	for h.drain.inflight.Load() > 0 && time.Now().Before(deadline) {
+	for (h.drain.inflight.Load() > 0 || h.drain.forwarding.Load() > 0) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

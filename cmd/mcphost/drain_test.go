@@ -106,6 +106,59 @@ server "up" {
 	t.Logf("exited %v after SIGTERM", time.Since(signalled).Round(time.Millisecond))
 }
 
+// TestDrainWaitsForLegacySSECalls: a legacy SSE client's POST is answered
+// 202 at once and its call answered later on its stream; a call of such a
+// client in flight at SIGTERM still finishes and answers before the
+// process stops.
+func TestDrainWaitsForLegacySSECalls(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen {
+  http          = %q
+  drain_timeout = "15s"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+`, addr))
+	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sse-drain-test"}, nil).Connect(ctx,
+		&mcp.SSEClientTransport{Endpoint: "http://" + addr + "/sse"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	call := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__sleep", Arguments: map[string]any{"millis": 1500}})
+		call <- result{res, err}
+	}()
+	testproc.WaitFor(t, "the call to reach the upstream", 10*time.Second, func() bool { return inFlightCalls(addr) == 1 })
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-call:
+		if r.err != nil || r.res.IsError {
+			t.Fatalf("the legacy SSE call in flight at SIGTERM: %v %+v\n%s", r.err, r.res, m.logs)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the legacy SSE call in flight at SIGTERM never answered\n%s", m.logs)
+	}
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("mcphost did not exit after the drain\n%s", m.logs)
+	}
+}
+
 // TestDrainIsBounded: a call longer than listen.drain_timeout does not
 // hold the process: it stops soon after the timeout, and says so. The
 // calls still in flight are not cut with their connection: they are
