@@ -1,0 +1,140 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+)
+
+// Calls of names the caller's view does not show: a tool hidden from
+// them (the policies say why, or nothing), or a tool of a server that has
+// not listed its tools yet (the caller hears why, if the policies let
+// them see the server).
+
+// hiddenCall answers a call of a name the caller's listing does not show.
+// When it names a tool of the catalog, the policies' tool_call hooks are
+// asked about it, so that a tool hidden by a policy is refused with that
+// policy's reason (an error result, as for any denial), and a model or
+// user can tell a policy from a typo. A policy may ask to stay invisible
+// (a deny with hidden set), and a tool no policy refuses (hidden by a
+// listing alone) is not called either: both answer "unknown tool".
+func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (mcp.Result, error) {
+	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
+	cat := h.cat.Load()
+	r, ok := cat.routes[name]
+	if !ok {
+		return h.notListedYet(ctx, caller, name, tr)
+	}
+	if !h.wants(abi.HookToolCall) {
+		return nil, unknown
+	}
+	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
+	if tr != nil {
+		// For the audit line; the metrics keep such calls unlabelled.
+		tr.server, tr.tool, tr.hidden = r.server, r.tool, true
+	}
+	t0 := tr.now()
+	d, err := h.toolCallPolicy(ctx, in, tr)
+	tr.addPolicy(t0)
+	if err != nil || d.Action != abi.ActionDeny {
+		return nil, unknown
+	}
+	if !d.Hidden {
+		tr.set(CallDenied)
+	}
+	return h.denied(name, d)
+}
+
+// denied answers a call a policy denied: an error result with its reason,
+// or, for a denial that asks to stay hidden, "unknown tool" (the reason
+// goes to the log).
+func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
+	if d.Hidden {
+		h.log.Debug("call refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = "denied by policy"
+	}
+	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
+}
+
+// notListedYet answers a call of a name that no catalog tool has. Under
+// the prefix of a server that has never listed its tools (it has not
+// connected), and only if the caller's policies would show and admit a
+// tool of that name (asked as for any call: the listing of that one tool,
+// then tool_call), it is an error result that names the server and what it
+// waits for (an OAuth login: where to log in), rather than "unknown tool";
+// a caller the policies keep from the server learns nothing of it.
+func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string, tr *callTrace) (mcp.Result, error) {
+	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
+	sep := h.Config().Tools.Separator
+	var u *upstream
+	for _, c := range h.upstreamList() {
+		if strings.HasPrefix(name, c.cfg.Name+sep) && (u == nil || len(c.cfg.Name) > len(u.cfg.Name)) {
+			u = c
+		}
+	}
+	if u == nil {
+		return nil, unknown
+	}
+	st := u.status()
+	_, oauth := u.oauth.(*codeFlow)
+	waitsForLogin := oauth && (st.State == StateAuthorizing || st.State == StateUnauthorized)
+	if !waitsForLogin && (st.Tools > 0 || st.State == StateConnected || u.isHeld()) {
+		return nil, unknown // its tools are known, and name is not one; or an operator took them away
+	}
+	tool := abi.Tool{Name: name, Server: u.cfg.Name, Tool: strings.TrimPrefix(name, u.cfg.Name+sep)}
+	if h.wants(abi.HookToolsList) {
+		shown, err := h.policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: []abi.Tool{tool}})
+		if err != nil || !slices.ContainsFunc(shown, func(t abi.Tool) bool { return t.Name == name }) {
+			return nil, unknown
+		}
+	}
+	if h.wants(abi.HookToolCall) {
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: tool.Server, Tool: tool.Tool}
+		if tr != nil {
+			tr.server, tr.tool, tr.hidden = tool.Server, tool.Tool, true
+		}
+		t0 := tr.now()
+		d, err := h.toolCallPolicy(ctx, in, tr)
+		tr.addPolicy(t0)
+		switch {
+		case err != nil:
+			return nil, unknown
+		case d.Action == abi.ActionDeny:
+			if !d.Hidden {
+				tr.set(CallDenied)
+			}
+			return h.denied(name, d)
+		}
+	}
+	tr.set(CallUpstreamError)
+	if waitsForLogin {
+		msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
+		if u.perUser() {
+			// The gateway's own login lists the tools; callers' logins
+			// come after.
+			msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
+		} else if st.State == StateUnauthorized {
+			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+	}
+	why := "is still connecting"
+	if st.State == StateFailed {
+		why = "could not be started or reached; mcphost retries with backoff"
+	} else if st.State == StateDisconnected {
+		why = "is disconnected"
+	}
+	// Not the server's error, which may hold what only operators should
+	// read: they have it in mcphost status.
+	return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.cfg.Name, why), nil
+}
