@@ -569,10 +569,11 @@ func TestSSEWriteFailureIsNotSentAgain(t *testing.T) {
 	cs := connectHTTPAt(t, h, "2025-11-25", nil)
 	broken.Store(true)
 	got, isErr := callText(t, cs, "s__inc", nil)
-	testproc.WaitFor(t, "the tool to run", 5*time.Second, func() bool { return runs.Load() >= 1 })
-	time.Sleep(200 * time.Millisecond) // room for a second run, if one were sent
-	if n := runs.Load(); n != 1 || !isErr {
-		t.Errorf("one call whose POST failed after delivery: the tool ran %d times, answer %q (isError %v); want once, and an error", n, got, isErr)
+	// The server may or may not get to run it before the failed session
+	// is closed under it; sent again, it would run (again) and answer ok.
+	time.Sleep(300 * time.Millisecond)
+	if n := runs.Load(); n > 1 || !isErr {
+		t.Errorf("one call whose POST failed after delivery: the tool ran %d times, answer %q (isError %v); want at most once, and an error", n, got, isErr)
 	}
 }
 
