@@ -46,11 +46,30 @@ func (d *drainState) bound(ctx context.Context) (_ context.Context, stop func())
 	return ctx, func() { unhook(); cancel(nil); d.forwarding.Add(-1) }
 }
 
-// busy reports whether anything the drain waits for is still running:
-// a request, an upstream call (a legacy SSE client's, say), or a call in
-// rounds waiting for its client's retry.
-func (h *Host) busy() bool {
-	return h.drain.inflight.Load() > 0 || h.drain.forwarding.Load() > 0 || h.rounds.waiting() > 0
+// answering reports whether a request or an upstream call is still in
+// flight (a legacy SSE client's call is answered on its stream, after its
+// POST ended).
+func (h *Host) answering() bool {
+	return h.drain.inflight.Load() > 0 || h.drain.forwarding.Load() > 0
+}
+
+// busy is answering, or a call in rounds waiting for its client's retry:
+// what the drain waits for.
+func (h *Host) busy() bool { return h.answering() || h.rounds.waiting() > 0 }
+
+// waitUntil polls until done reports true, or ctx ends; it reports
+// whether done did.
+func waitUntil(ctx context.Context, done func() bool) bool {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // Draining reports whether Drain has been called.
@@ -69,41 +88,27 @@ func (h *Host) drained() bool { return h.drain.done.Load() }
 // until no request is in flight (open GET streams do not count), no
 // upstream call runs (a legacy SSE client's, whose POST was answered at
 // once, is answered on its stream) and no 2026-07-28 call in rounds waits
-// for its client's retry (rounds.go), or ctx ends; in that case it cancels the upstream requests still in
-// flight, whose callers answer with ErrShuttingDown (a tool call with an
-// error result), waits up to a second for those answers, and returns
-// ctx's error. The caller then stops the server; closing the host after
+// for its client's retry (rounds.go), or ctx ends; in that case it
+// cancels the upstream requests still in flight, whose callers answer
+// with ErrShuttingDown (a tool call with an error result), waits up to a
+// second for those answers, and returns ctx's error. The caller then stops the server; closing the host after
 // Drain returned does not wait for upstream calls again.
 func (h *Host) Drain(ctx context.Context) error {
 	if !h.drain.draining.Swap(true) {
 		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
 	}
 	defer h.drain.done.Store(true)
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for h.busy() {
-		select {
-		case <-ctx.Done():
-			h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
-			h.drain.cutAll(ErrShuttingDown)
-			h.waitInFlight(cutGrace)
-			if left := h.drain.inflight.Load(); left > 0 {
-				h.log.Warn("draining: requests still unanswered after the cancel; their connections will be closed", "in_flight", left)
-			}
-			return ctx.Err()
-		case <-t.C:
-		}
+	if waitUntil(ctx, func() bool { return !h.busy() }) {
+		return nil
 	}
-	return nil
-}
-
-// waitInFlight waits up to d for the requests and upstream calls in
-// flight to end.
-func (h *Host) waitInFlight(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for (h.drain.inflight.Load() > 0 || h.drain.forwarding.Load() > 0) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
+	h.drain.cutAll(ErrShuttingDown)
+	grace, cancel := context.WithTimeout(context.Background(), cutGrace)
+	defer cancel()
+	if !waitUntil(grace, func() bool { return !h.answering() }) {
+		h.log.Warn("draining: requests still unanswered after the cancel; their connections will be closed", "in_flight", h.drain.inflight.Load())
 	}
+	return ctx.Err()
 }
 
 // drainGate counts the requests in flight and, while draining, refuses

@@ -114,16 +114,13 @@ func (c *tapConn) alive() bool {
 // under them (a reload replacing the server) would fail calls the typed path
 // let finish.
 func (c *tapConn) drain(max time.Duration) {
-	deadline := time.Now().Add(max)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), max)
+	defer cancel()
+	waitUntil(ctx, func() bool {
 		c.raw.mu.Lock()
-		n, gone := len(c.raw.pending), c.raw.err != nil
-		c.raw.mu.Unlock()
-		if n == 0 || gone || time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer c.raw.mu.Unlock()
+		return len(c.raw.pending) == 0 || c.raw.err != nil
+	})
 }
 
 // drainRaw lets the raw calls in flight on cs finish, within the server's
