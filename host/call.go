@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -237,7 +236,7 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 		return errorResult("server %q: call timed out after %s", server, timeout)
 	case errors.Is(err, context.Canceled):
 		return errorResult("server %q: call cancelled", server)
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+	case closedUnder(err):
 		return errorResult("server %q: connection closed during the call: %s", server, errorText(err))
 	}
 	return errorResult("server %q: %s", server, errorText(err))

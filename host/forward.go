@@ -103,27 +103,27 @@ func neverSent(err error) bool {
 
 // transportFailed reports whether err says the connection to an upstream
 // is gone, rather than that the server answered with an error or the call
-// ran out of time: a closed connection, or, over HTTP, a request that got
-// no HTTP answer at all (refused, reset, cut: the go-sdk wraps the HTTP
-// client's *url.Error). An HTTP error status (502, 503, 429) is not: the
-// go-sdk calls those transient, and one must not cost a shared session.
+// ran out of time: a closed connection (closedUnder), or, over HTTP, a
+// request that got no HTTP answer at all (refused, reset, cut: the go-sdk
+// wraps the HTTP client's *url.Error). An HTTP error status (502, 503,
+// 429) is not: the go-sdk calls those transient, and one must not cost a
+// shared session.
 func transportFailed(err error) bool {
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	return connectionGone(err)
-}
-
-// connectionGone reports whether err says the connection ended under a
-// request: closed (the go-sdk's ErrConnectionClosed, or the end of a stdio
-// server's output when it died mid-call, which the go-sdk passes on as a
-// bare EOF), refused, reset, or an HTTP request cut.
-func connectionGone(err error) bool {
 	var op *net.OpError
 	var ue *url.Error
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.As(err, &op) || errors.As(err, &ue) ||
+	return closedUnder(err) || errors.As(err, &op) || errors.As(err, &ue) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// closedUnder reports whether err says the connection closed under a
+// request: the go-sdk's ErrConnectionClosed, or the end of a stdio
+// server's output when it died mid-call, which the go-sdk passes on as a
+// bare EOF.
+func closedUnder(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a
