@@ -69,7 +69,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	}
 	u := h.upstreamNamed(r.server)
 	if u == nil { // removed by a reload since the view was built
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+		return nil, unknownTool(name)
 	}
 	if tr != nil {
 		tr.server, tr.tool = r.server, r.tool

@@ -25,31 +25,48 @@ import (
 // (a deny with hidden set), and a tool no policy refuses (hidden by a
 // listing alone) is not called either: both answer "unknown tool".
 func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (mcp.Result, error) {
-	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
 	cat := h.cat.Load()
 	r, ok := cat.routes[name]
 	if !ok {
 		return h.notListedYet(ctx, caller, name, tr)
 	}
-	if !h.wants(abi.HookToolCall) {
-		return nil, unknown
+	if h.wants(abi.HookToolCall) {
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
+		if res, refused, err := h.refuseHidden(ctx, in, tr); refused {
+			return res, err
+		}
 	}
-	in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
+	return nil, unknownTool(name)
+}
+
+// refuseHidden asks the tool_call policies about in, a call of a tool the
+// caller's view does not show, and reports whether they refused it, with
+// the answer: a denial (an error result with its reason, or unknown tool
+// for a denial that asks to stay hidden), or unknown tool when a policy
+// failed. A tool they allow is for the caller to answer.
+func (h *Host) refuseHidden(ctx context.Context, in *abi.ToolCallInput, tr *callTrace) (_ mcp.Result, refused bool, _ error) {
 	if tr != nil {
 		// For the audit line; the metrics keep such calls unlabelled.
-		tr.server, tr.tool, tr.hidden = r.server, r.tool, true
+		tr.server, tr.tool, tr.hidden = in.Server, in.Tool, true
 	}
 	t0 := tr.now()
 	d, err := h.toolCallPolicy(ctx, in, tr)
 	tr.addPolicy(t0)
-	if err != nil || d.Action != abi.ActionDeny {
-		return nil, unknown
+	switch {
+	case err != nil:
+		return nil, true, unknownTool(in.Name)
+	case d.Action != abi.ActionDeny:
+		return nil, false, nil
 	}
 	if !d.Hidden {
 		tr.set(CallDenied)
 	}
-	return h.denied(name, d)
+	res, err := h.denied(in.Name, d)
+	return res, true, err
 }
+
+// unknownTool is the error for a name the caller cannot call.
+func unknownTool(name string) error { return fmt.Errorf("%w %q", ErrUnknownTool, name) }
 
 // denied answers a call a policy denied: an error result with its reason,
 // or, for a denial that asks to stay hidden, "unknown tool" (the reason
@@ -57,7 +74,7 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 	if d.Hidden {
 		h.log.Debug("call refused by policy, answered as for an unknown tool", "tool", name, "reason", d.Reason)
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+		return nil, unknownTool(name)
 	}
 	reason := d.Reason
 	if reason == "" {
@@ -74,7 +91,6 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 // waits for (an OAuth login: where to log in), rather than "unknown tool";
 // a caller the policies keep from the server learns nothing of it.
 func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string, tr *callTrace) (mcp.Result, error) {
-	unknown := fmt.Errorf("%w %q", ErrUnknownTool, name)
 	sep := h.Config().Tools.Separator
 	var u *upstream
 	for _, c := range h.upstreamList() {
@@ -83,37 +99,25 @@ func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string,
 		}
 	}
 	if u == nil {
-		return nil, unknown
+		return nil, unknownTool(name)
 	}
 	st := u.status()
 	_, oauth := u.oauth.(*codeFlow)
 	waitsForLogin := oauth && (st.State == StateAuthorizing || st.State == StateUnauthorized)
 	if !waitsForLogin && (st.Tools > 0 || st.State == StateConnected || u.isHeld()) {
-		return nil, unknown // its tools are known, and name is not one; or an operator took them away
+		return nil, unknownTool(name) // its tools are known, and name is not one; or an operator took them away
 	}
 	tool := abi.Tool{Name: name, Server: u.cfg.Name, Tool: strings.TrimPrefix(name, u.cfg.Name+sep)}
 	if h.wants(abi.HookToolsList) {
 		shown, err := h.policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: []abi.Tool{tool}})
 		if err != nil || !slices.ContainsFunc(shown, func(t abi.Tool) bool { return t.Name == name }) {
-			return nil, unknown
+			return nil, unknownTool(name)
 		}
 	}
 	if h.wants(abi.HookToolCall) {
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: tool.Server, Tool: tool.Tool}
-		if tr != nil {
-			tr.server, tr.tool, tr.hidden = tool.Server, tool.Tool, true
-		}
-		t0 := tr.now()
-		d, err := h.toolCallPolicy(ctx, in, tr)
-		tr.addPolicy(t0)
-		switch {
-		case err != nil:
-			return nil, unknown
-		case d.Action == abi.ActionDeny:
-			if !d.Hidden {
-				tr.set(CallDenied)
-			}
-			return h.denied(name, d)
+		if res, refused, err := h.refuseHidden(ctx, in, tr); refused {
+			return res, err
 		}
 	}
 	tr.set(CallUpstreamError)
