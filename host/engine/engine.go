@@ -160,7 +160,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	if e.store != nil && e.store.CanKeepSecrets() {
 		// Before the host lists anything through the pin plugins.
 		e.pins = pins.NewShared(e.store)
-		if err := e.syncPins(ctx, file); err != nil {
+		if _, err := e.syncPinFiles(ctx, file); err != nil {
 			e.log.Warn("the store's pins could not be taken; this replica keeps its pin files until it can", "error", err)
 		}
 	}

@@ -13,23 +13,11 @@ import (
 // store now (host/pins.Shared), and reloads the plugins when the store
 // changed a file, so that listings and calls follow at once. Without a
 // store that has a key, pins stay in their files and it does nothing.
-// The poll calls it every store poll interval; the admin API right after
-// an approval, so that the other replicas see it within one interval.
+// The poll calls it every store poll interval.
 func (e *Engine) SyncPins(ctx context.Context) error {
 	e.pinMu.Lock()
 	defer e.pinMu.Unlock()
-	return e.syncPinsLocked(ctx)
-}
-
-func (e *Engine) syncPinsLocked(ctx context.Context) error {
-	if e.pins == nil {
-		return nil
-	}
-	ps := pinPlugins(e.File())
-	if len(ps) == 0 {
-		return nil // no query every poll for a config without pins
-	}
-	changed, err := e.pins.Sync(ctx, ps)
+	changed, err := e.syncPinFiles(ctx, e.File())
 	if changed {
 		if rerr := e.ReloadPlugins(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -40,13 +28,13 @@ func (e *Engine) syncPinsLocked(ctx context.Context) error {
 
 // ApprovePins approves keys (all pending changes, with all) in the pin
 // files of ps, as pins.Approve does, and makes the approval take effect
-// at once: the plugins reload (the pin plugin reads its file when
-// loaded), and with a shared store the approval goes to the other
-// replicas now rather than at the next poll. It is ordered with SyncPins:
-// a merge that read a pin file before the approval wrote it would write
-// the pending entry back over it, and the approval would be lost.
-// Failures after the approval is written are logged: it stands, and the
-// next reload or poll takes it.
+// at once: with a shared store the approval goes to the other replicas
+// now rather than at the next poll, and the plugins reload (the pin
+// plugin reads its file when loaded). It is ordered with SyncPins: a
+// merge that read a pin file before the approval wrote it would write the
+// pending entry back over it, and the approval would be lost. Failures
+// after the approval is written are logged: it stands, and the next
+// reload or poll takes it.
 func (e *Engine) ApprovePins(ctx context.Context, ps []pins.Plugin, keys []string, all bool) (pins.Approval, error) {
 	e.pinMu.Lock()
 	defer e.pinMu.Unlock()
@@ -54,23 +42,28 @@ func (e *Engine) ApprovePins(ctx context.Context, ps []pins.Plugin, keys []strin
 	if err != nil || len(res.Approved) == 0 {
 		return res, err
 	}
+	if _, err := e.syncPinFiles(ctx, e.File()); err != nil {
+		e.log.Warn("approved pins written; sharing them through the store failed (the next poll retries)", "error", err)
+	}
 	if err := e.ReloadPlugins(ctx); err != nil {
 		e.log.Warn("approved pins written; reloading failed", "error", err)
-	}
-	if err := e.syncPinsLocked(ctx); err != nil {
-		e.log.Warn("approved pins written; sharing them through the store failed (the next poll retries)", "error", err)
 	}
 	return res, nil
 }
 
-// syncPins is SyncPins before the host exists: no reload is needed.
-func (e *Engine) syncPins(ctx context.Context, file *config.File) error {
+// syncPinFiles merges the pin files of file's builtin:pin plugins with
+// the store (host/pins.Shared), and reports whether that changed a file.
+// Without a store that has a key, or without pins, it does nothing (no
+// query every poll for a config without pins).
+func (e *Engine) syncPinFiles(ctx context.Context, file *config.File) (bool, error) {
+	if e.pins == nil {
+		return false, nil
+	}
 	ps := pinPlugins(file)
 	if len(ps) == 0 {
-		return nil
+		return false, nil
 	}
-	_, err := e.pins.Sync(ctx, ps)
-	return err
+	return e.pins.Sync(ctx, ps)
 }
 
 func (e *Engine) pollPins(ctx context.Context, interval time.Duration) error {
