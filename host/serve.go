@@ -208,13 +208,6 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 	if err != nil {
 		return err
 	}
-	return h.Serve(ctx, ln, ready)
-}
-
-// Serve is ListenAndServe on ln, a listener bound already (so that a
-// program can find its address taken before it starts its servers). It
-// closes ln.
-func (h *Host) Serve(ctx context.Context, ln net.Listener, ready func(net.Addr)) error {
 	l := h.cfg.Listen
 	limited := newConnLimiter(ln, l.MaxConnections, h.log)
 	ln = limited
