@@ -37,20 +37,23 @@ func hookInputWarnings(hook string, in []byte) []string {
 		return []string{fmt.Sprintf("the input is not a %s input as the host sends it: %v", hook, err)}
 	}
 	var warns []string
-	missing := func(field, what, value string) {
-		if value == "" {
-			warns = append(warns, fmt.Sprintf("the input has no %q (%s), which the host always sets", field, what))
+	// The names the host puts in both call hooks' inputs.
+	names := func(name, server, tool string) {
+		for _, f := range []struct{ field, what, value string }{
+			{"name", "the tool's exposed name, like notes__delete_note", name},
+			{"server", "the server's name in the config", server},
+			{"tool", "the tool's name on its server", tool},
+		} {
+			if f.value == "" {
+				warns = append(warns, fmt.Sprintf("the input has no %q (%s), which the host always sets", f.field, f.what))
+			}
 		}
 	}
 	switch in := v.(type) {
 	case *abi.ToolCallInput:
-		missing("name", "the tool's exposed name, like notes__delete_note", in.Name)
-		missing("server", "the server's name in the config", in.Server)
-		missing("tool", "the tool's name on its server", in.Tool)
+		names(in.Name, in.Server, in.Tool)
 	case *abi.ToolResultInput:
-		missing("name", "the tool's exposed name, like notes__delete_note", in.Name)
-		missing("server", "the server's name in the config", in.Server)
-		missing("tool", "the tool's name on its server", in.Tool)
+		names(in.Name, in.Server, in.Tool)
 		if in.Result == nil {
 			warns = append(warns, `the input has no "result", which the host always sets`)
 		}
