@@ -21,18 +21,7 @@ import (
 // /healthz with 503 "draining" and refuses new sessions, lets the call in
 // flight finish and answer, and exits 0.
 func TestDrainOnSIGTERM(t *testing.T) {
-	addr := testproc.FreeAddr(t)
-	cfg := writeConfig(t, fmt.Sprintf(`
-listen {
-  http          = %q
-  drain_timeout = "15s"
-}
-server "up" {
-  command = "UPSTREAM"
-  args    = ["-name", "up"]
-}
-`, addr))
-	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	m, addr := startDraining(t, "15s", "")
 	cmd, logs := m.cmd, m.logs
 	healthz := func() (int, string) {
 		resp, err := http.Get("http://" + addr + "/healthz")
@@ -111,18 +100,7 @@ server "up" {
 // client in flight at SIGTERM still finishes and answers before the
 // process stops.
 func TestDrainWaitsForLegacySSECalls(t *testing.T) {
-	addr := testproc.FreeAddr(t)
-	cfg := writeConfig(t, fmt.Sprintf(`
-listen {
-  http          = %q
-  drain_timeout = "15s"
-}
-server "up" {
-  command = "UPSTREAM"
-  args    = ["-name", "up"]
-}
-`, addr))
-	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	m, addr := startDraining(t, "15s", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sse-drain-test"}, nil).Connect(ctx,
@@ -166,19 +144,7 @@ server "up" {
 // call shortcut (a plain call) and on the go-sdk's path (a call with a
 // progress token) alike.
 func TestDrainIsBounded(t *testing.T) {
-	addr := testproc.FreeAddr(t)
-	cfg := writeConfig(t, fmt.Sprintf(`
-listen {
-  http          = %q
-  drain_timeout = "1s"
-}
-server "up" {
-  command = "UPSTREAM"
-  args    = ["-name", "up"]
-  timeout = "60s"
-}
-`, addr))
-	m := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	m, addr := startDraining(t, "1s", "60s")
 	cmd, logs, exited := m.cmd, m.logs, m.exited
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -268,4 +234,27 @@ func inFlightCalls(addr string) int {
 		}
 	}
 	return -1
+}
+
+// startDraining runs `mcphost run` with listen.drain_timeout drain and one
+// stdio server "up" (call timeout timeout, when not ""), and returns it
+// with its HTTP address.
+func startDraining(t *testing.T, drain, timeout string) (*runningMcphost, string) {
+	t.Helper()
+	addr := testproc.FreeAddr(t)
+	server := ""
+	if timeout != "" {
+		server = fmt.Sprintf("  timeout = %q\n", timeout)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen {
+  http          = %q
+  drain_timeout = %q
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+%s}
+`, addr, drain, server))
+	return startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg), addr
 }
