@@ -33,6 +33,16 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 	return text(t, res), res.IsError
 }
 
+// okText is callText for a call that must succeed.
+func okText(t *testing.T, cs *mcp.ClientSession, name string, args any) string {
+	t.Helper()
+	got, isErr := callText(t, cs, name, args)
+	if isErr {
+		t.Fatalf("%s: %s", name, got)
+	}
+	return got
+}
+
 // Every transport upstream (stdio, streamable HTTP, SSE), one endpoint down.
 func TestAggregatesEveryUpstreamTransport(t *testing.T) {
 	httpAddr := testproc.FreeAddr(t)

@@ -256,14 +256,7 @@ func TestPerClientSessionsPerIdentity(t *testing.T) {
 				}
 				return cs
 			}
-			pid := func(cs *mcp.ClientSession) string {
-				t.Helper()
-				got, isErr := callText(t, cs, "a__pid", nil)
-				if isErr {
-					t.Fatalf("a__pid: %s", got)
-				}
-				return got
-			}
+			pid := func(cs *mcp.ClientSession) string { return okText(t, cs, "a__pid", nil) }
 			alice1, alice2, bob := connect("alice-key-0123456789"), connect("alice-key-0123456789"), connect("bob-key-0123456789")
 			defer bob.Close()
 			p1, p2, pb := pid(alice1), pid(alice2), pid(bob)

@@ -286,14 +286,7 @@ func TestSessionlessPerClient(t *testing.T) {
 				t.Cleanup(func() { cs.Close() })
 				return cs
 			}
-			pid := func(cs *mcp.ClientSession) string {
-				t.Helper()
-				got, isErr := callText(t, cs, "a__pid", nil)
-				if isErr {
-					t.Fatalf("a__pid: %s", got)
-				}
-				return got
-			}
+			pid := func(cs *mcp.ClientSession) string { return okText(t, cs, "a__pid", nil) }
 			alice1, alice2, bob := connect("alice-key-0123456789"), connect("alice-key-0123456789"), connect("bob-key-0123456789")
 			p1 := pid(alice1)
 			p2, p3, pb := pid(alice1), pid(alice2), pid(bob)
