@@ -64,7 +64,3 @@ func Login(ctx context.Context, cfg ServerConfig, opts LoginOptions) (int, error
 type fresh struct{ grants.Store }
 
 func (fresh) Get(context.Context, string, string) (*grants.Grant, error) { return nil, nil }
-
-// OAuthCallback is the end of this host's logins, served at CallbackPath
-// by Handler; a command that serves no HTTP serves it itself.
-func (h *Host) OAuthCallback() *Logins { return h.oauth.Logins }

@@ -739,10 +739,6 @@ func (p *Plugin) closeRoots() {
 	p.grants = nil
 }
 
-// Retain takes a reference to the plugin, which then stays open (calls in
-// flight and new ones) until Release; false when it is already closing.
-func (p *Plugin) Retain() bool { return p.retain() }
-
 // Release gives back a reference from Retain or Manager.Plugin; the last
 // one closes the plugin once its calls in flight have finished.
 func (p *Plugin) Release(ctx context.Context) error { return p.releaseRef(ctx) }

@@ -509,18 +509,6 @@ func unescapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
 }
 
-// RunTool loads spec as a tool plugin (with a pool of one) and runs
-// InvokeToolRaw on input.
-func RunTool(ctx context.Context, rt *Runtime, spec Spec, input []byte) (*ToolOutcome, error) {
-	spec.Instances, spec.Kind = 1, KindTools
-	p, err := rt.Load(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close(context.WithoutCancel(ctx))
-	return p.InvokeToolRaw(ctx, input)
-}
-
 // InvokeToolRaw sends input to mcphost_tool_invoke as it is, unvalidated
 // (the compatibility kit's probes add fields no version defines), and
 // checks the output as the host does. The outcome is a result or a tool

@@ -131,14 +131,6 @@ func (as *Server) FailTokenRequests(status int) {
 	as.code.failTokens = status
 }
 
-// SetScopes sets scopes_supported; an authorization request for another
-// scope is refused with invalid_scope. Empty accepts any scope.
-func (as *Server) SetScopes(scopes ...string) {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	as.code.scopes = scopes
-}
-
 // Held returns the redirects, with their codes, that Hold kept since the
 // last call, oldest first: following one is the user's click.
 func (as *Server) Held() []string {
