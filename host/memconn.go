@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // InternalTools is an in-process server's fast path for tools/call
@@ -175,7 +177,7 @@ func (c *memConn) callFast(req *jsonrpc.Request) error {
 			c.mu.Lock()
 			level := c.logLevel
 			c.mu.Unlock()
-			if level == "" || logRank[lp.Level] < logRank[level] {
+			if level == "" || logBelow(lp.Level, level) {
 				return false, nil // as the go-sdk's ServerSession.Log
 			}
 			return true, c.notify(ctx, "notifications/message", lp)
@@ -238,8 +240,13 @@ func (c *memConn) cancelFast(params json.RawMessage) {
 	}
 }
 
-// logRank orders MCP log levels, as the go-sdk compares them.
-var logRank = map[mcp.LoggingLevel]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
+// logBelow reports whether msg is less severe than level, as the go-sdk's
+// ServerSession.Log compares them (a level MCP does not define ranks first).
+func logBelow(msg, level mcp.LoggingLevel) bool {
+	m, _ := wire.LogRank(msg)
+	l, _ := wire.LogRank(level)
+	return m < l
+}
 
 // direct reports whether tools/call on c can skip the JSON-RPC exchange:
 // c wraps the client side of a memPipe with a fast path.
@@ -277,7 +284,7 @@ func (c *tapConn) callDirect(ctx context.Context, p *rawCallParams) (json.RawMes
 			m.mu.Lock()
 			level := m.logLevel
 			m.mu.Unlock()
-			if level == "" || logRank[lp.Level] < logRank[level] {
+			if level == "" || logBelow(lp.Level, level) {
 				return false, nil // as the go-sdk's ServerSession.Log
 			}
 			return tap("notifications/message", lp)

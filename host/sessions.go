@@ -6,8 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // sessionTable tracks the downstream sessions the host has seen, with what
@@ -148,25 +150,20 @@ func (t *sessionTable) level(ss *mcp.ServerSession) mcp.LoggingLevel {
 	return t.get(ss).level
 }
 
-// logLevels in order of verbosity, most verbose first.
-var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
 // mostVerbose is the most verbose level any session set, or "".
 func (t *sessionTable) mostVerbose() mcp.LoggingLevel {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	best := len(logLevels)
+	best := len(wire.LogLevels)
 	for _, d := range t.m {
-		for i, l := range logLevels {
-			if d.level == l && i < best {
-				best = i
-			}
+		if i, ok := wire.LogRank(d.level); ok && i < best {
+			best = i
 		}
 	}
-	if best == len(logLevels) {
+	if best == len(wire.LogLevels) {
 		return ""
 	}
-	return logLevels[best]
+	return mcp.LoggingLevel(wire.LogLevels[best])
 }
 
 // logging returns the sessions that set a log level.
@@ -273,16 +270,9 @@ func levelAllows(level, msg mcp.LoggingLevel) bool {
 	if level == "" {
 		return false
 	}
-	li, mi := -1, -1
-	for i, l := range logLevels {
-		if l == level {
-			li = i
-		}
-		if l == msg {
-			mi = i
-		}
-	}
-	return li < 0 || mi < 0 || mi >= li // unknown levels: let the go-sdk judge
+	li, lok := wire.LogRank(level)
+	mi, mok := wire.LogRank(msg)
+	return !lok || !mok || mi >= li // unknown levels: let the go-sdk judge
 }
 
 // sessionEnded ends the per-client upstream sessions of ss and releases

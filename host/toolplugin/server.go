@@ -21,10 +21,12 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/plugins"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Source gives the current loaded version of a plugin, with a reference
@@ -333,9 +335,7 @@ func (c *clientCall) Log(ctx context.Context, data []byte) (bool, error) {
 	if err := json.Unmarshal(data, &l); err != nil {
 		return false, fmt.Errorf("log: %w", err)
 	}
-	switch mcp.LoggingLevel(l.Level) {
-	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
-	default:
+	if _, ok := wire.LogRank(l.Level); !ok {
 		return false, fmt.Errorf("log: unknown level %q", l.Level)
 	}
 	if c.log == nil {
