@@ -171,7 +171,6 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	if err := e.tmgr.Reload(ctx, file.ToolPlugins); err != nil {
 		return nil, fmt.Errorf("loading tool plugins: %w", err)
 	}
-	e.tmgr.Attach(toolsListener{e})
 	cfg, rev, err := e.merged(ctx, file)
 	if err != nil {
 		return nil, err
@@ -206,6 +205,11 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	if err != nil {
 		return nil, err
 	}
+	// The tools manager's listener reads e.host, so it is attached only now;
+	// a swap its watcher made since the load above is caught up here
+	// (Refresh of an unchanged version does nothing).
+	e.tmgr.Attach(toolsListener{e})
+	e.refreshTools(ctx)
 	src := metrics.Sources{Upstreams: e.host.Statuses, Sessions: e.host.SessionCounts, Plugins: e.pluginMetrics,
 		Hooks: e.hookMetrics, Swaps: e.mgr.Generation}
 	if e.audit != nil {

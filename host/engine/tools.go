@@ -29,11 +29,7 @@ type toolsListener struct{ e *Engine }
 
 func (l toolsListener) BeforeSwap(context.Context, *plugins.Chain) {}
 func (l toolsListener) Swapped()                                   { l.e.refreshTools(context.Background()) }
-func (l toolsListener) WatchReloaded(err error) {
-	if h := l.e.host; h != nil {
-		h.NoteReload("tool plugin files", err)
-	}
-}
+func (l toolsListener) WatchReloaded(err error)                    { l.e.host.NoteReload("tool plugin files", err) }
 
 // refreshTools moves every tool server to its plugin's current version.
 func (e *Engine) refreshTools(ctx context.Context) {
