@@ -173,7 +173,7 @@ func decodeTools(data []byte) ([]*Tool, error) {
 		where := fmt.Sprintf("tools[%d] (%q)", i, d.Name)
 		switch {
 		case !abi.ValidToolName(d.Name):
-			return nil, fmt.Errorf("%w: %s: a name must be 1 to %d characters of A-Z, a-z, 0-9, _, - and .", ErrInvalidOutput, where, abi.MaxToolNameLength)
+			return nil, fmt.Errorf("%w: %s: a name must be 1 to %d characters of A-Z, a-z, 0-9, _ and -, the first a letter or _", ErrInvalidOutput, where, abi.MaxToolNameLength)
 		case seen[d.Name]:
 			return nil, fmt.Errorf("%w: %s: duplicate name", ErrInvalidOutput, where)
 		}
