@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,7 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	cacheDir = filepath.Join(base, "mcphost-test", "wazero")
 	guestErr = buildGuests(filepath.Join(base, "mcphost-test", "guests"))
-	if guestErr != nil && !strings.Contains(guestErr.Error(), "no go") {
+	if guestErr != nil && !errors.Is(guestErr, testproc.ErrNoToolchain) {
 		fmt.Fprintln(os.Stderr, "building test guests:", guestErr)
 		os.Exit(1)
 	}
@@ -68,9 +69,7 @@ func buildGuests(dir string) error {
 // guest returns the path of a built test guest, skipping without go.
 func guest(t testing.TB, name string) string {
 	t.Helper()
-	if guestErr != nil {
-		t.Skip(guestErr)
-	}
+	testproc.NeedGuests(t, guestErr)
 	p, ok := guestPaths[name]
 	if !ok {
 		t.Fatalf("no guest %q", name)

@@ -3,6 +3,7 @@ package security
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,7 +60,7 @@ func TestMain(m *testing.M) {
 	}
 	guestPaths, guestErr = testproc.BuildWasm(filepath.Join(base, "mcphost-test", "security-guests"),
 		[]string{"testdata/guests/*/*.go", "../plugins/testdata/guests/fsescape/*.go", "../abi/*.go", "../abi/pdk/*.go", "../go.mod", "../go.sum"}, guests)
-	if guestErr != nil && !strings.Contains(guestErr.Error(), "no go on PATH") {
+	if guestErr != nil && !errors.Is(guestErr, testproc.ErrNoToolchain) {
 		fmt.Fprintln(os.Stderr, "building hostile guests:", guestErr)
 		os.Exit(1)
 	}
@@ -71,9 +72,7 @@ func TestMain(m *testing.M) {
 // guest returns the path of a built hostile guest.
 func guest(t testing.TB, name string) string {
 	t.Helper()
-	if guestErr != nil {
-		t.Skip(guestErr)
-	}
+	testproc.NeedGuests(t, guestErr)
 	p, ok := guestPaths[name]
 	if !ok {
 		t.Fatalf("no guest %q under testdata/guests", name)

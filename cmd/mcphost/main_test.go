@@ -452,9 +452,7 @@ func TestPluginCheck(t *testing.T) {
 	wasm, err := testproc.BuildWasm(filepath.Join(base, "mcphost-test", "cmd-guests"),
 		[]string{example + "/*.go", "../../abi/*.go", "../../abi/pdk/*.go", "../../go.mod", "../../go.sum"},
 		map[string]testproc.WasmGuest{"nodestructive": {Pkg: example}})
-	if err != nil {
-		t.Skip("cannot build the example plugin:", err)
-	}
+	testproc.NeedGuests(t, err)
 	out, errs, code := mcphost(t, "plugin", "check", wasm["nodestructive"], example+"/testdata")
 	if code != 0 || !strings.Contains(out, "call_denied_pattern.txtar") || !strings.Contains(out, "checks passed") {
 		t.Fatalf("plugin check of the example: exit %d\n%s%s", code, out, errs)

@@ -50,12 +50,7 @@ func toolGuest(t testing.TB, name string) string {
 				"raw":      {Pkg: "../toolplugin/testdata/guests/raw"},
 			})
 	})
-	if toolGuestsErr != nil {
-		if strings.Contains(toolGuestsErr.Error(), "no go") {
-			t.Skip(toolGuestsErr)
-		}
-		t.Fatal(toolGuestsErr)
-	}
+	testproc.NeedGuests(t, toolGuestsErr)
 	return toolGuests[name]
 }
 

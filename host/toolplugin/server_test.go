@@ -28,12 +28,7 @@ func guests(t *testing.T) map[string]string {
 			"typed":    {Pkg: "./testdata/guests/typed"},
 			"typed-v2": {Pkg: "./testdata/guests/typed", LDFlags: "-X main.buildVersion=v2"},
 		})
-	if err != nil {
-		if strings.Contains(err.Error(), "no go") {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
+	testproc.NeedGuests(t, err)
 	return paths
 }
 

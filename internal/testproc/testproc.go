@@ -23,6 +23,20 @@ import (
 	"time"
 )
 
+// NeedGuests ends a test that needs Wasm guests whose build returned err:
+// it skips when there is no toolchain and fails on any other error, so a
+// guest that no longer builds (a broken PDK, say) is a failure, not a skip.
+func NeedGuests(t testing.TB, err error) {
+	t.Helper()
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoToolchain):
+		t.Skip(err)
+	default:
+		t.Fatal("building the test guests:", err)
+	}
+}
+
 // Build compiles each package (a path or import path) into dir under the
 // given binary name and returns the binaries' paths by name. It is meant
 // for TestMain, so it reports errors instead of failing a test.
@@ -83,15 +97,19 @@ type WasmGuest struct {
 	LDFlags string
 }
 
+// ErrNoToolchain is BuildWasm's error when there is no go command to build
+// with: the one reason a test may skip instead of failing on a guest.
+var ErrNoToolchain = errors.New("no go on PATH")
+
 // BuildWasm builds Go guests (name -> package) as wasip1 reactors under
 // cacheRoot, in a directory named by the hash of the files matching
 // hashGlobs and the toolchain's version, so a rerun with unchanged sources
 // builds nothing. It returns each guest's .wasm path by name. The error
-// contains "no go on PATH" when the toolchain is missing, so callers can skip.
+// wraps ErrNoToolchain when the toolchain is missing.
 func BuildWasm(cacheRoot string, hashGlobs []string, guests map[string]WasmGuest) (map[string]string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return nil, fmt.Errorf("no go on PATH: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNoToolchain, err)
 	}
 	h := sha256.New()
 	fmt.Fprintln(h, runtime.Version())

@@ -31,12 +31,7 @@ func BuildGo(t testing.TB, name, pkg string, hashGlobs []string) string {
 	}
 	paths, err := testproc.BuildWasm(filepath.Join(base, "mcphost-test", "tools-"+name), hashGlobs,
 		map[string]testproc.WasmGuest{name: {Pkg: pkg}})
-	if err != nil {
-		if strings.Contains(err.Error(), "no go") {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
+	testproc.NeedGuests(t, err)
 	return paths[name]
 }
 

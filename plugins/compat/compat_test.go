@@ -23,9 +23,7 @@ func policyGuest(t *testing.T) string {
 	paths, err := testproc.BuildWasm(filepath.Join(base, "mcphost-test", "compat-guests"),
 		[]string{"../testdata/guests/policy/*.go", "../../abi/*.go", "../../go.mod", "../../go.sum"},
 		map[string]testproc.WasmGuest{"policy": {Pkg: "../testdata/guests/policy"}})
-	if err != nil {
-		t.Skip("cannot build the test guest:", err)
-	}
+	testproc.NeedGuests(t, err)
 	return paths["policy"]
 }
 

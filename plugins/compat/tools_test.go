@@ -27,9 +27,7 @@ func toolGuests(t *testing.T) map[string]string {
 			"raw":     {Pkg: "../../host/toolplugin/testdata/guests/raw"},
 			"jsoncsv": {Pkg: "../../examples/tools/jsoncsv"},
 		})
-	if err != nil {
-		t.Skip("cannot build the test guests:", err)
-	}
+	testproc.NeedGuests(t, err)
 	return paths
 }
 
