@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,7 +248,14 @@ func TestReconnectByACallIsCounted(t *testing.T) {
 	if st := h.Statuses()[0]; st.State != StateConnected || st.Reconnects != 1 {
 		t.Fatalf("after a call reconnected the server: %+v, want connected with 1 reconnect", st)
 	}
-	time.Sleep(2 * minBackoff) // past the retry timer, which finds it connected
+	// The retry timer the loss armed has been stopped, or has fired and
+	// found the server connected: nothing is left to reconnect it.
+	u := h.upstreamNamed("a")
+	testproc.WaitFor(t, "no reconnect to be pending", 5*time.Second, func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.retryTimer == nil && u.connectDone == nil
+	})
 	if n := h.Statuses()[0].Reconnects; n != 1 {
 		t.Errorf("%d reconnects counted for one, after the retry timer", n)
 	}
@@ -553,9 +561,11 @@ func TestDownstreamSSE(t *testing.T) {
 // POST failed after the server took it (a proxy's 502) is not sent again:
 // the tool runs once, and the caller gets an error.
 func TestSSEWriteFailureIsNotSentAgain(t *testing.T) {
-	var runs atomic.Int32
+	var runs, running atomic.Int32
 	srv := mcp.NewServer(&mcp.Implementation{Name: "inc", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "inc"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		running.Add(1)
+		defer running.Add(-1)
 		runs.Add(1)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
 	})
@@ -577,11 +587,22 @@ func TestSSEWriteFailureIsNotSentAgain(t *testing.T) {
 	defer proxy.Close()
 	h := startHost(t, Config{Servers: []ServerConfig{{Name: "s", Transport: TransportSSE, URL: proxy.URL}}}, nil)
 	cs := connectHTTPAt(t, h, "2025-11-25", nil)
+	sessions := slices.Collect(srv.Sessions()) // the one the call will go to
 	broken.Store(true)
 	got, isErr := callText(t, cs, "s__inc", nil)
 	// The server may or may not get to run it before the failed session
 	// is closed under it; sent again, it would run (again) and answer ok.
-	time.Sleep(300 * time.Millisecond)
+	// Once that session has ended and no handler runs, nothing more can.
+	for _, ss := range sessions {
+		ended := make(chan struct{})
+		go func() { ss.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the session whose POST failed was never closed")
+		}
+	}
+	testproc.WaitFor(t, "the tool's handlers to return", 5*time.Second, func() bool { return running.Load() == 0 })
 	if n := runs.Load(); n > 1 || !isErr {
 		t.Errorf("one call whose POST failed after delivery: the tool ran %d times, answer %q (isError %v); want at most once, and an error", n, got, isErr)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -474,7 +475,19 @@ func TestToolPluginSwapUnderLoad(t *testing.T) {
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The watcher has seen it once the host's status counts the refusal.
+	testproc.WaitFor(t, "the bad file to be refused", 10*time.Second, func() bool {
+		resp, err := http.Get(r.srv.URL + "/status")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var doc host.StatusDocument
+		if json.NewDecoder(resp.Body).Decode(&doc) != nil || doc.Reload == nil {
+			return false
+		}
+		return doc.Reload.FailuresByTrigger["tool plugin files"] > 0
+	})
 	close(stop)
 	wg.Wait()
 	if res := r.call(t, "kit__echo", map[string]any{"text": "x"}); res.IsError || !strings.Contains(resultText(res), `"version":"v2"`) {
