@@ -64,11 +64,15 @@ type KVStore interface {
 	Set(ctx context.Context, plugin, key string, value []byte) error // nil value deletes
 }
 
+// KVLimit is the bytes of keys and values a tool plugin's key-value store
+// holds at most, in memory and in the engine's store (abi/SPEC.md 14.4).
+const KVLimit = 64 << 20
+
 // NewMemoryKV returns a KVStore in memory, capped at maxBytes per plugin
-// (keys and values); 0 means 64 MiB.
+// (keys and values); 0 means KVLimit.
 func NewMemoryKV(maxBytes int) KVStore {
 	if maxBytes <= 0 {
-		maxBytes = 64 << 20
+		maxBytes = KVLimit
 	}
 	return &memoryKV{max: maxBytes, data: map[string]map[string][]byte{}, size: map[string]int{}}
 }

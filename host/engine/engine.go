@@ -148,7 +148,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	}
 	e.store = opts.Store
 	if e.store == nil && file.Store != nil {
-		e.store, err = store.Open(ctx, store.Options{Driver: file.Store.Driver, DSN: file.Store.DSN, Key: file.Store.Key})
+		e.store, err = store.Open(ctx, store.Options{Driver: file.Store.Driver, DSN: file.Store.DSN, Key: file.Store.Key, KVLimit: plugins.KVLimit})
 		if err != nil {
 			return nil, err
 		}

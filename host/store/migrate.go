@@ -66,6 +66,17 @@ CREATE INDEX mcphost_audit_at ON mcphost_audit (at);`,
 	PRIMARY KEY (plugin, k)
 );
 INSERT INTO mcphost_revision (id, revision) VALUES (2, 0);`,
+	// 6: the key-value stores' sizes, so that a write can be held to the
+	// limit without summing the namespace: each row's size (its key and
+	// value bytes; estimated from the base64 for rows written before), and
+	// one total per plugin, which writers lock.
+	6: `ALTER TABLE mcphost_plugin_kv ADD COLUMN size BIGINT NOT NULL DEFAULT 0;
+UPDATE mcphost_plugin_kv SET size = LENGTH(k) + LENGTH(v) * 3 / 4;
+CREATE TABLE mcphost_plugin_kv_size (
+	plugin TEXT PRIMARY KEY,
+	bytes  BIGINT NOT NULL
+);
+INSERT INTO mcphost_plugin_kv_size (plugin, bytes) SELECT plugin, SUM(size) FROM mcphost_plugin_kv GROUP BY plugin;`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

@@ -10,7 +10,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -59,14 +61,18 @@ type Options struct {
 	DSN string
 	// Key seals secrets (AES-256-GCM); nil refuses to store any.
 	Key []byte
+	// KVLimit caps each tool plugin's key-value store, in bytes of keys
+	// and values; 0 means DefaultKVLimit.
+	KVLimit int64
 }
 
 // Store is a database of run-time state; safe for concurrent use, and by
 // several processes on the same database.
 type Store struct {
-	db     *sql.DB
-	driver string
-	seal   *sealer
+	db      *sql.DB
+	driver  string
+	seal    *sealer
+	kvLimit int64
 }
 
 // Open connects, applies pending schema migrations and returns the store.
@@ -78,6 +84,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	var db *sql.DB
 	switch o.Driver {
 	case SQLite:
+		if err := privateFiles(o.DSN); err != nil {
+			return nil, err
+		}
 		db, err = sql.Open("sqlite", sqliteDSN(o.DSN))
 		if err == nil {
 			// One writer at a time is SQLite's rule; one connection keeps
@@ -92,7 +101,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", o.Driver, err)
 	}
-	s := &Store{db: db, driver: o.Driver, seal: seal}
+	s := &Store{db: db, driver: o.Driver, seal: seal, kvLimit: o.KVLimit}
+	if s.kvLimit <= 0 {
+		s.kvLimit = DefaultKVLimit
+	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: connecting to %s: %w", Describe(o.Driver, o.DSN), err)
@@ -102,6 +114,36 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: migrating %s: %w", Describe(o.Driver, o.DSN), err)
 	}
 	return s, nil
+}
+
+// privateFiles makes the SQLite file at path, and the -wal and -shm files
+// beside it, readable by this user alone: they hold audit lines, server
+// arguments and plugins' data. A new database file is created 0600 whatever
+// the umask (SQLite gives its -wal and -shm files the database file's
+// mode); existing ones that others may read are narrowed to 0600.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("store: creating the SQLite file: %w", err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("store: %w", err)
+		}
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("store: %s may be read by other users (mode %04o) and could not be made 0600: %w", p, fi.Mode().Perm(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // sqliteDSN asks for WAL (readers do not wait on the writer), a busy

@@ -6,9 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/mcphost-project/mcphost/host/store"
@@ -377,4 +379,38 @@ func rawDB(t *testing.T, o store.Options) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// TestSQLiteFilesArePrivate: the database and its -wal and -shm files are
+// readable by this user alone, whatever the umask, and a file left readable
+// by others is narrowed when opened.
+func TestSQLiteFilesArePrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	dsn := filepath.Join(t.TempDir(), "mcphost.db")
+	s := open(t, store.Options{Driver: store.SQLite, DSN: dsn, Key: testKey})
+	if err := s.KVSet(ctx, "qr", "k", []byte("a value in the WAL")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, p := range []string{dsn, dsn + "-wal", dsn + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if perm := fi.Mode().Perm(); perm != 0o600 {
+				t.Errorf("%s: %s has mode %04o, want 0600", when, filepath.Base(p), perm)
+			}
+		}
+	}
+	check("a new database")
+	for _, p := range []string{dsn, dsn + "-wal", dsn + "-shm"} {
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open(t, store.Options{Driver: store.SQLite, DSN: dsn, Key: testKey})
+	check("a database left 0644")
 }
