@@ -40,6 +40,7 @@ Usage:
   mcphost auth login|logout SERVER CONFIG, mcphost auth status CONFIG
   mcphost audit tail [--follow] [--file F | --admin URL]
   mcphost audit query [--server S --tool T --subject S --outcome O --since T --limit N] [--json]
+  mcphost import [FILE...] [--admin URL]   (Claude Desktop, Claude Code, Cursor, VS Code, server.json)
   mcphost version
 
 The servers of a running mcphost, through its admin API (flags --admin URL,
@@ -96,6 +97,8 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runAudit(ctx, rest, stdout, stderr)
 	case "auth":
 		return runAuth(ctx, rest, stdout, stderr)
+	case "import":
+		return runImport(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil

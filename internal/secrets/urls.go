@@ -144,6 +144,11 @@ var (
 	credentialParts = []string{"token", "secret", "password", "passwd", "apikey", "api_key", "api-key", "signature", "credential", "auth", "private"}
 )
 
+// IsCredentialName reports whether name (a query parameter's, an
+// environment variable's, a header's) looks like it holds a credential, by
+// the rule that MaskURLs applies to query parameters.
+func IsCredentialName(name string) bool { return isCredentialName(name) }
+
 // isCredentialName reports whether a query parameter's name looks like a
 // credential. Names are compared case-insensitively after percent-decoding
 // (%74oken is token); a name whose last word is key (access_key,
