@@ -29,6 +29,9 @@ type adminClient struct {
 	hc             *http.Client
 	stdout, stderr io.Writer
 	command        string // the command its messages name; "servers" when empty
+	// allowFailed: a server stored but failing to connect is not an error
+	// (--allow-failed).
+	allowFailed bool
 }
 
 // prefix starts the client's messages: "mcphost servers".

@@ -31,14 +31,18 @@ import (
 // cliCaller is who policies see when the CLI lists or calls tools.
 var cliCaller = abi.Caller{Transport: host.DownstreamEmbedded, ClientName: "mcphost-cli"}
 
-const validateUsage = `usage: mcphost validate CONFIG
+const validateUsage = `usage: mcphost validate CONFIG [--allow-missing-commands]
 
 Prints every mistake in CONFIG, each with its place (file:line:col), what is
-wrong and how to fix it, and loads its plugins as a reload would. Exit status
-1 on any error; without one it says what CONFIG holds.`
+wrong and how to fix it, loads its plugins as a reload would, and checks that
+each stdio server's command is a program this machine can run (a warning
+instead of an error with --allow-missing-commands, for a config meant for
+another machine). Exit status 1 on any error; without one it says what
+CONFIG holds.`
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("validate", validateUsage, stdout, stderr)
+	allowMissing := fs.Bool("allow-missing-commands", false, "a stdio command this machine lacks is a warning, not an error")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -56,6 +60,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if checked != nil {
 		checkPlugins(ctx, checked, diags)
+		checkCommands(checked, diags, *allowMissing)
 	}
 	if err := reportDiags(diags, stderr); err != nil {
 		return err
@@ -73,6 +78,37 @@ func holds(file *config.File) string {
 		parts = append(parts, plural(n, "tool plugin"))
 	}
 	return strings.Join(append(parts, plural(len(file.Plugins), "plugin")), ", ")
+}
+
+// checkCommands adds a diagnostic for each stdio server whose command is no
+// program here, as the admin API refuses such a definition and run would
+// retry it for ever.
+func checkCommands(file *config.File, diags *config.Diagnostics, warn bool) {
+	for _, sc := range file.Host.Servers {
+		if sc.Command == "" {
+			continue // reported by decoding
+		}
+		err := config.CheckCommand(sc)
+		if err == nil {
+			continue
+		}
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Command not found",
+			Detail: fmt.Sprintf("Server %q: %s.", sc.Name, strings.TrimPrefix(err.Error(), "command: "))}
+		var se *config.SpecError
+		if errors.As(err, &se) && len(se.Errors) == 1 {
+			d.Detail = fmt.Sprintf("Server %q: %s.", sc.Name, se.Errors[0].Detail)
+		}
+		if warn {
+			d.Severity = hcl.DiagWarning
+			d.Detail += " (A warning: --allow-missing-commands.)"
+		} else {
+			d.Detail += " Or run validate with --allow-missing-commands, for a config meant for another machine."
+		}
+		if r, ok := file.CommandRange(sc.Name); ok {
+			d.Subject = r.Ptr()
+		}
+		diags.Add(d)
+	}
 }
 
 // checkPlugins loads every plugin and tools_plugin as a reload would
@@ -244,7 +280,7 @@ func serversFor(file *config.File, name string) []string {
 
 // connectUsage is the usage of each command that connectOnce parses.
 var connectUsage = map[string]string{
-	"tools": "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini]",
+	"tools": "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini] [--allow-failed]\n\nExit status 1 when a server does not connect (the catalog of the others is still\nprinted), unless --allow-failed.",
 	"call":  "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]",
 }
 
@@ -252,18 +288,35 @@ var connectUsage = map[string]string{
 // not fit the command's usage.
 var errMisuse = errors.New("misuse")
 
-func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var asJSON bool
+func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var asJSON, allowFailed bool
 	var format string
 	// Only the servers named, if any, are started.
 	e, _, err := connectOnce(ctx, "tools", args, stdout, stderr, func(fs *flagSetT) {
 		fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON")
 		fs.StringVar(&format, "format", "", "print the catalog as a model API's tool definitions: mcp, openai, anthropic or gemini")
+		fs.BoolVar(&allowFailed, "allow-failed", false, "exit 0 even when a server does not connect")
 	}, serversNamed)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	// After the catalog: what did connect is worth seeing either way.
+	defer func() {
+		if err != nil || allowFailed {
+			return
+		}
+		var down []string
+		for _, st := range e.Host().Statuses() {
+			if st.State != host.StateConnected {
+				down = append(down, st.Name)
+			}
+		}
+		if len(down) > 0 {
+			fmt.Fprintf(stderr, "mcphost tools: %s did not connect (above); --allow-failed exits 0 with the others' catalog\n", plural(len(down), "server"))
+			err = exitError(1)
+		}
+	}()
 	tools, err := e.Host().Tools(ctx, cliCaller)
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func TestHelp(t *testing.T) {
 		{"run"}, {"validate"}, {"tools"}, {"call"}, {"status"}, {"bench"},
 		{"plugin"}, {"plugin", "inspect"}, {"plugin", "test"}, {"plugin", "check"},
 		{"pins"}, {"pins", "list"}, {"auth"}, {"auth", "login"},
-		{"servers"}, {"servers", "add"}, {"audit"}, {"audit", "tail"}, {"audit", "query"},
+		{"servers"}, {"servers", "add"}, {"audit"}, {"audit", "tail"}, {"audit", "query"}, {"import"},
 	} {
 		for _, h := range []string{"-h", "--help"} {
 			out, errs, code := runCLI(t, append(cmd, h)...)
@@ -53,7 +53,7 @@ func TestHelp(t *testing.T) {
 		t.Errorf("validate --bogus: exit %d\n%s%s", code, out, errs)
 	}
 	// validate's usage says what it takes, not only "Usage of".
-	if out, _, _ := runCLI(t, "validate", "-h"); !strings.Contains(out, "usage: mcphost validate CONFIG\n") {
+	if out, _, _ := runCLI(t, "validate", "-h"); !strings.Contains(out, "usage: mcphost validate CONFIG [--allow-missing-commands]\n") {
 		t.Errorf("validate -h:\n%s", out)
 	}
 }

@@ -139,3 +139,43 @@ func TestImportThroughAdmin(t *testing.T) {
 		t.Errorf("servers list after the import: exit %d\n%s%s", code, list, errs)
 	}
 }
+
+// TestFailureIsFailure: mcphost tools prints the catalog of the servers
+// that connected and exits 1 for one that did not (0 with --allow-failed);
+// servers add of a definition that cannot connect stores it and exits 1
+// (0 with --allow-failed).
+func TestFailureIsFailure(t *testing.T) {
+	cfg := writeConfig(t, `
+server "broken" {
+  command = "UPSTREAM"
+  args    = ["-fail", "broken on purpose"]
+}
+server "clock" {
+  command = "CLOCK"
+}
+`)
+	out, errs, code := mcphost(t, "tools", cfg)
+	if code != 1 || !strings.Contains(out, "clock__current_time") || !strings.Contains(errs, "1 server did not connect") {
+		t.Errorf("tools with a broken server: exit %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code := mcphost(t, "tools", cfg, "--allow-failed"); code != 0 || !strings.Contains(out, "clock__current_time") {
+		t.Errorf("tools --allow-failed: exit %d\n%s%s", code, out, errs)
+	}
+
+	for _, k := range []string{"MCPHOST_ADMIN", "MCPHOST_ADMIN_KEY", "MCPHOST_TOKEN"} {
+		t.Setenv(k, "")
+	}
+	adminAddr := testproc.FreeAddr(t)
+	startAdmin(t, writeConfig(t, strings.ReplaceAll(adminConfig, "ADMIN", adminAddr)), adminAddr)
+	add := func(name string, extra ...string) (string, string, int) {
+		args := append([]string{"servers", "add", name, "--admin", "http://" + adminAddr, "--key", serversAdminKey, "--connect-timeout", "5s"}, extra...)
+		return cli(t, append(args, "--", upstreamBin, "-fail", "broken on purpose")...)
+	}
+	out, errs, code = add("down")
+	if code != 1 || !strings.Contains(out, "added down: failed") || !strings.Contains(errs, "down is stored but could not connect") {
+		t.Errorf("servers add of a server that cannot connect: exit %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code := add("later", "--allow-failed"); code != 0 || !strings.Contains(out, "added later: failed") {
+		t.Errorf("servers add --allow-failed: exit %d\n%s%s", code, out, errs)
+	}
+}

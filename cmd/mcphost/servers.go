@@ -62,7 +62,9 @@ Definition flags (add, update, test):
 Update sends only the flags given; a flag given an empty value removes the
 field (--cwd "", --env K=, --header "K:"). -- COMMAND ARGS replaces the
 command and all its arguments. --if-version N (update, rm) changes nothing
-if the server changed since version N.
+if the server changed since version N. add and update exit 1 when the server
+is stored but cannot connect (it stays stored, and its status says why);
+--allow-failed keeps exit status 0 for a server that will be reachable later.
 
 Where test runs: by default it starts or reaches the server here, in this
 process, and needs no running mcphost. Given --admin, $MCPHOST_ADMIN or
@@ -108,10 +110,13 @@ func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.BoolVar(&o.asJSON, "json", false, "print the API's JSON")
 	var d defFlags
 	var ifVersion int64
-	var local, remote bool
+	var local, remote, allowFailed bool
 	switch sub {
 	case "add", "update", "test":
 		d.register(fs.FlagSet)
+	}
+	if sub == "add" || sub == "update" {
+		fs.BoolVar(&allowFailed, "allow-failed", false, "exit 0 even when the server is stored but cannot connect")
 	}
 	switch sub {
 	case "update", "rm":
@@ -143,7 +148,7 @@ func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usage("no command after --")
 	}
 	o.resolve(given["admin"])
-	c := &adminClient{base: o.base, key: o.key, asJSON: o.asJSON, stdout: stdout, stderr: stderr, hc: &http.Client{}}
+	c := &adminClient{base: o.base, key: o.key, asJSON: o.asJSON, stdout: stdout, stderr: stderr, hc: &http.Client{}, allowFailed: allowFailed}
 
 	switch sub {
 	case "list":
@@ -395,14 +400,23 @@ func (c *adminClient) action(ctx context.Context, name, verb string) error {
 // printServer prints an answer that is one server: the API's JSON with
 // --json, else the line that line makes of it.
 func (c *adminClient) printServer(data []byte, line func(engine.ServerInfo) string) error {
-	if c.asJSON {
-		return c.printJSON(data)
-	}
 	var info engine.ServerInfo
 	if err := json.Unmarshal(data, &info); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost servers: the admin API answered what is not a server: %v\n", err)
+		fmt.Fprintf(c.stderr, "%s: the admin API answered what is not a server: %v\n", c.prefix(), err)
 		return exitError(1)
 	}
-	fmt.Fprintln(c.stdout, line(info))
+	if c.asJSON {
+		if err := c.printJSON(data); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(c.stdout, line(info))
+	}
+	// Stored, but not serving: a failure, unless asked to keep it anyway
+	// (a server that is down now and will be up later).
+	if info.Status != nil && info.Status.State == host.StateFailed && !c.allowFailed {
+		fmt.Fprintf(c.stderr, "%s: %s is stored but could not connect; fix it (mcphost servers update %s ...) or remove it, or pass --allow-failed to keep a server that will be reachable later\n", c.prefix(), info.Name, info.Name)
+		return exitError(1)
+	}
 	return nil
 }

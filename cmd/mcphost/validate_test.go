@@ -180,3 +180,25 @@ tools_plugin "t" {
 		t.Errorf("diagnostics out of source order:\n%s", errs)
 	}
 }
+
+// TestValidateCommands: a stdio server whose program this machine lacks is
+// an error at its command (a warning with --allow-missing-commands), as the
+// admin API refuses it and run would retry it for ever.
+func TestValidateCommands(t *testing.T) {
+	cfg := writeConfig(t, `
+server "ghost" {
+  command = "ghost-mcp-server-that-is-not-installed"
+}
+server "clock" {
+  command = "CLOCK"
+}
+`)
+	out, errs, code := mcphost(t, "validate", cfg)
+	if code != 1 || !strings.Contains(errs, "config.hcl:3:13: error") || !strings.Contains(errs, `no program "ghost-mcp-server-that-is-not-installed"`) || strings.Contains(errs, "clock") {
+		t.Errorf("validate with a missing command: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = mcphost(t, "validate", cfg, "--allow-missing-commands")
+	if code != 0 || !strings.Contains(errs, "config.hcl:3:13: warning") || !strings.Contains(out, "ok (2 servers") {
+		t.Errorf("validate --allow-missing-commands: exit %d\n%s%s", code, out, errs)
+	}
+}

@@ -47,8 +47,9 @@ type File struct {
 	// of them changes.
 	Sources []string
 
-	sourceRanges map[string]hcl.Range   // sourceKey -> the plugin's source expression
-	configRanges map[string]configRange // sourceKey -> its config
+	sourceRanges  map[string]hcl.Range   // sourceKey -> the plugin's source expression
+	commandRanges map[string]hcl.Range   // server name -> its command expression
+	configRanges  map[string]configRange // sourceKey -> its config
 }
 
 // configRange is where a plugin's config object is written, and each of
@@ -81,6 +82,13 @@ func (f *File) ConfigRange(spec plugins.Spec, key string) (hcl.Range, bool) {
 		return r, true
 	}
 	return c.whole, true
+}
+
+// CommandRange returns where a server's command is written, for a
+// diagnostic about the program it names.
+func (f *File) CommandRange(server string) (hcl.Range, bool) {
+	r, ok := f.commandRanges[server]
+	return r, ok
 }
 
 // SourceRange returns where the plugin's source is written, for a
@@ -142,7 +150,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 		return nil, out
 	}
 
-	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
+	d := &decoder{dir: filepath.Dir(abs), sourceRanges: map[string]hcl.Range{}, commandRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	if body, ok := f.Body.(*hclsyntax.Body); ok {
 		// An empty file is what a writer leaves between truncating and
 		// writing: serving it would drop every server and policy.
@@ -168,6 +176,7 @@ func Parse(src []byte, filename string) (*File, *Diagnostics) {
 	file.Path = abs
 	file.Sources = append([]string{abs}, d.sources...)
 	file.sourceRanges = d.sourceRanges
+	file.commandRanges = d.commandRanges
 	file.configRanges = d.configRanges
 	if out.HasErrors() {
 		file.Plugins = d.loadable(file.Plugins, "plugin", out.List)

@@ -105,7 +105,7 @@ func TestLoadFullConfig(t *testing.T) {
 	if r, ok := f.ConfigRange(f.Plugins[0], "missing"); !ok || r.Start.Line != 47 {
 		t.Errorf("ConfigRange(no-destructive, missing) = %v, %v; want the config object, line 47", r, ok)
 	}
-	f.sourceRanges, f.configRanges = nil, nil
+	f.sourceRanges, f.commandRanges, f.configRanges = nil, nil, nil
 	if !reflect.DeepEqual(f, want) {
 		t.Errorf("Load(%s) =\n%+v\nwant\n%+v", path, f, want)
 	}

@@ -22,6 +22,9 @@ type decoder struct {
 	// sourceRanges are where each plugin's source is written, for
 	// diagnostics about the module found there (File.SourceRange).
 	sourceRanges map[string]hcl.Range
+	// commandRanges are where each server's command is written
+	// (File.CommandRange).
+	commandRanges map[string]hcl.Range
 	// configRanges are where each plugin's config and its keys are
 	// written (File.ConfigRange).
 	configRanges map[string]configRange

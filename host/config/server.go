@@ -45,6 +45,7 @@ func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
 
 	if v, ok := d.string(attrs["command"]); ok {
 		s.Command = v
+		d.commandRanges[s.Name] = attrs["command"].Expr.Range()
 	}
 	if v, _, ok := d.stringList(attrs["args"]); ok {
 		s.Args = v

@@ -153,7 +153,7 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 		// should not happen; if it does, the definition is what to change.
 		return host.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + diags.Error()}}}
 	}
-	d := &decoder{dir: dir, sourceRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
+	d := &decoder{dir: dir, sourceRanges: map[string]hcl.Range{}, commandRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	d.ctx = d.evalContext()
 	content, diags := f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "server", LabelNames: []string{"name"}}}})
 	if diags.HasErrors() || len(content.Blocks) != 1 {
