@@ -117,7 +117,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Ident
 	if k := a.keys.match(token); k != nil {
 		return k.identity(), nil
 	}
-	if a.oa == nil || !looksLikeJWT(token) {
+	if a.oa == nil {
+		return nil, &Failure{Status: http.StatusUnauthorized, Reason: "invalid API key: it is none of listen.auth's keys"}
+	}
+	if !looksLikeJWT(token) {
 		return nil, &Failure{Status: http.StatusUnauthorized, Reason: "invalid bearer token"}
 	}
 	id, err := a.oa.verify(ctx, token)
@@ -192,6 +195,12 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 		case meta != nil && (r.URL.Path == MetadataPath || strings.HasPrefix(r.URL.Path, MetadataPath+"/")):
 			meta.ServeHTTP(w, r)
 			return
+		case meta == nil && strings.HasPrefix(r.URL.Path, "/.well-known/"):
+			// Keys only: no OAuth metadata of any kind, found or
+			// refused, so that an OAuth-capable client stops at the
+			// 401 and says the key is wrong instead of starting a login.
+			http.NotFound(w, r)
+			return
 		}
 		id, f := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if f != nil {
@@ -215,6 +224,9 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failur
 		params = append(params, `error="insufficient_scope"`, fmt.Sprintf("scope=%q", f.Scope))
 	case r.Header.Get("Authorization") != "":
 		params = append(params, `error="invalid_token"`)
+		if a.oa == nil {
+			params = append(params, fmt.Sprintf("error_description=%q", f.Reason))
+		}
 	}
 	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
 	a.log.Debug("request refused", "status", f.Status, "reason", f.Reason, "path", r.URL.Path, "remote", r.RemoteAddr)

@@ -254,3 +254,46 @@ func TestKnownKeysDoNotWaitForAFetch(t *testing.T) {
 		t.Fatalf("unknown kid: %+v", f)
 	}
 }
+
+// TestKeysOnlyIsNoOAuthResource: a listener with API keys alone answers a
+// wrong key with a 401 that names no OAuth metadata and says the key is
+// wrong, and has no metadata at any well-known path, so that an
+// OAuth-capable client reports the key instead of starting a login.
+func TestKeysOnlyIsNoOAuthResource(t *testing.T) {
+	key := KeyFromValue("ci", "a-key-of-sixteen-bytes-or-more")
+	key.Subject = "ci"
+	a, err := New(Config{Keys: []Key{key}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(a.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	defer srv.Close()
+	do := func(path, authz string) *http.Response {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := do("/mcp", "Bearer not-the-key")
+	if h := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 401 || strings.Contains(h, "resource_metadata") ||
+		!strings.Contains(h, `error="invalid_token"`) || !strings.Contains(h, "invalid API key") {
+		t.Errorf("a wrong key: %d %q", resp.StatusCode, h)
+	}
+	if h := do("/mcp", "").Header.Get("WWW-Authenticate"); h != `Bearer realm="mcphost"` {
+		t.Errorf("no key: %q", h)
+	}
+	for _, p := range []string{MetadataPath, MetadataPath + "/mcp", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		if resp := do(p, ""); resp.StatusCode != 404 {
+			t.Errorf("%s: %d, want 404", p, resp.StatusCode)
+		}
+	}
+	if resp := do("/mcp", "Bearer a-key-of-sixteen-bytes-or-more"); resp.StatusCode != 200 {
+		t.Errorf("the key: %d", resp.StatusCode)
+	}
+}
