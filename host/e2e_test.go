@@ -430,13 +430,13 @@ func TestBearerToken(t *testing.T) {
 		want int
 	}{
 		{"", http.StatusUnauthorized},
-		{"Bearer wrong", http.StatusUnauthorized},
+		{"Bearer wrong", http.StatusForbidden}, // a key, but none of these: no login would help
 		{"Bearer s3cret", http.StatusOK},
 		{"bearer s3cret", http.StatusOK}, // the scheme is case-insensitive (RFC 9110)
 		{"BEARER  s3cret", http.StatusOK},
 		{"Basic s3cret", http.StatusUnauthorized},
 		{"Bearers3cret", http.StatusUnauthorized},
-		{"Bearer s3cret2", http.StatusUnauthorized},
+		{"Bearer s3cret2", http.StatusForbidden},
 		{"Bearer", http.StatusUnauthorized},
 	} {
 		req, _ := http.NewRequest("GET", srv.URL+"/status", nil)

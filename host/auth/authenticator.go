@@ -118,7 +118,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Ident
 		return k.identity(), nil
 	}
 	if a.oa == nil {
-		return nil, &Failure{Status: http.StatusUnauthorized, Reason: "invalid API key: it is none of listen.auth's keys"}
+		return nil, &Failure{Status: http.StatusForbidden, Reason: "invalid API key: it is none of listen.auth's keys"}
 	}
 	if !looksLikeJWT(token) {
 		return nil, &Failure{Status: http.StatusUnauthorized, Reason: "invalid bearer token"}
@@ -213,6 +213,15 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 
 // refuse answers a failed authentication.
 func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failure) {
+	if a.oa == nil && f.Status == http.StatusForbidden {
+		// A wrong API key on a listener of keys alone: no challenge, as
+		// there is nothing to obtain. MCP clients start an OAuth login on
+		// any 401 (the Inspector's CLI does whatever the metadata says),
+		// so a key that is not one is 403, which they report as it is.
+		a.log.Debug("request refused", "status", f.Status, "reason", f.Reason, "path", r.URL.Path, "remote", r.RemoteAddr)
+		http.Error(w, f.Reason, f.Status)
+		return
+	}
 	params := []string{}
 	if a.oa != nil {
 		params = append(params, fmt.Sprintf("resource_metadata=%q", a.metadataURL(r)))
@@ -224,9 +233,6 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failur
 		params = append(params, `error="insufficient_scope"`, fmt.Sprintf("scope=%q", f.Scope))
 	case r.Header.Get("Authorization") != "":
 		params = append(params, `error="invalid_token"`)
-		if a.oa == nil {
-			params = append(params, fmt.Sprintf("error_description=%q", f.Reason))
-		}
 	}
 	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
 	a.log.Debug("request refused", "status", f.Status, "reason", f.Reason, "path", r.URL.Path, "remote", r.RemoteAddr)
