@@ -116,7 +116,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	if len(args) == 0 {
 		params.Arguments = nil
 	}
-	upMeta, done := h.upstreamMeta(ctx, ss, meta)
+	upMeta, done := h.upstreamMeta(ctx, u, ss, meta)
 	defer done()
 	if u.cfg.Transport == TransportInternal {
 		// An in-process server (a tool plugin) is told who calls, under a

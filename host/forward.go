@@ -132,7 +132,7 @@ func closedUnder(err error) bool {
 // describes the downstream request, and the upstream session follows a
 // protocol of its own, which the go-sdk client would otherwise take from
 // it. (forward adds the trace context.)
-func (h *Host) upstreamMeta(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
+func (h *Host) upstreamMeta(ctx context.Context, u *upstream, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
 	out := make(mcp.Meta, len(meta))
 	for k, v := range meta {
 		if !perRequestMeta(k) {
@@ -153,7 +153,7 @@ func (h *Host) upstreamMeta(ctx context.Context, ss *mcp.ServerSession, meta mcp
 		delete(out, "progressToken")
 		return out, func() {}
 	}
-	up, done := h.progressRoutes.register(ctx, ss, token)
+	up, done := h.progressRoutes.register(ctx, u, ss, token)
 	out["progressToken"] = up
 	return out, done
 }

@@ -286,8 +286,11 @@ func (h *Host) NotifyPolicyChanged() {
 // progress routes an upstream's progress notification to the downstream
 // request it belongs to.
 func (h *Host) upstreamProgress(_ context.Context, u *upstream, p *mcp.ProgressNotificationParams) {
-	t, ok := h.progressRoutes.lookup(p.ProgressToken)
+	t, ok := h.progressRoutes.lookup(u, p.ProgressToken)
 	if !ok {
+		// A token this server was not given: a call of another server's,
+		// or one that ended; not the server's to report on.
+		h.log.Debug("progress for a token the server was not given, dropped", "server", u.cfg.Name)
 		return
 	}
 	out := *p

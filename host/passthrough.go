@@ -39,7 +39,7 @@ func (h *Host) getPrompt(ctx context.Context, caller abi.Caller, ss *mcp.ServerS
 	}
 	params := *p
 	params.Name = r.tool
-	meta, done := h.upstreamMeta(ctx, ss, p.Meta)
+	meta, done := h.upstreamMeta(ctx, u, ss, p.Meta)
 	defer done()
 	params.Meta = meta
 	var res *mcp.GetPromptResult
@@ -107,7 +107,7 @@ func (h *Host) readResource(ctx context.Context, caller abi.Caller, ss *mcp.Serv
 		return nil, err
 	}
 	params := *p
-	meta, done := h.upstreamMeta(ctx, ss, p.Meta)
+	meta, done := h.upstreamMeta(ctx, u, ss, p.Meta)
 	defer done()
 	params.Meta = meta
 	var res *mcp.ReadResourceResult
@@ -243,7 +243,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	if err := h.admit(ctx, caller, abi.MethodComplete, u.cfg.Name, name, req.Params, notFound); err != nil {
 		return nil, err
 	}
-	meta, done := h.upstreamMeta(ctx, req.Session, p.Meta)
+	meta, done := h.upstreamMeta(ctx, u, req.Session, p.Meta)
 	defer done()
 	p.Meta = meta
 	var res *mcp.CompleteResult

@@ -2,9 +2,8 @@ package host
 
 import (
 	"context"
-	"fmt"
+	"crypto/rand"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -12,25 +11,28 @@ import (
 // progressRouter maps the progress tokens mcphost sends upstream to the
 // downstream session and token of the call they belong to. Downstream
 // tokens are only unique per client, so they are never sent upstream as is.
+// A token is unguessable and bound to the upstream it was sent to: an
+// upstream cannot send progress into a call it was not given, another
+// server's or another user's.
 type progressRouter struct {
-	next atomic.Uint64
-	mu   sync.Mutex
-	m    map[string]progressTarget
+	mu sync.Mutex
+	m  map[string]progressTarget
 }
 
 type progressTarget struct {
-	session *mcp.ServerSession
-	token   any
-	ctx     context.Context // the downstream call's: progress goes on its stream
+	upstream *upstream // the only one that may report on it
+	session  *mcp.ServerSession
+	token    any
+	ctx      context.Context // the downstream call's: progress goes on its stream
 }
 
 func (r *progressRouter) init() { r.m = make(map[string]progressTarget) }
 
-// register returns the token to send upstream and a func that forgets it.
-func (r *progressRouter) register(ctx context.Context, ss *mcp.ServerSession, token any) (string, func()) {
-	up := fmt.Sprintf("mcphost-%d", r.next.Add(1))
+// register returns the token to send to u and a func that forgets it.
+func (r *progressRouter) register(ctx context.Context, u *upstream, ss *mcp.ServerSession, token any) (string, func()) {
+	up := "mcphost-" + rand.Text() // 128 random bits
 	r.mu.Lock()
-	r.m[up] = progressTarget{session: ss, token: token, ctx: ctx}
+	r.m[up] = progressTarget{upstream: u, session: ss, token: token, ctx: ctx}
 	r.mu.Unlock()
 	return up, func() {
 		r.mu.Lock()
@@ -39,7 +41,8 @@ func (r *progressRouter) register(ctx context.Context, ss *mcp.ServerSession, to
 	}
 }
 
-func (r *progressRouter) lookup(token any) (progressTarget, bool) {
+// lookup finds the call that token was given to u for.
+func (r *progressRouter) lookup(u *upstream, token any) (progressTarget, bool) {
 	s, ok := token.(string)
 	if !ok {
 		return progressTarget{}, false
@@ -47,5 +50,8 @@ func (r *progressRouter) lookup(token any) (progressTarget, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t, ok := r.m[s]
-	return t, ok
+	if !ok || t.upstream != u {
+		return progressTarget{}, false
+	}
+	return t, true
 }

@@ -185,6 +185,28 @@ func main() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
 				URI: "file:///" + in.Text, MIMEType: "text/plain", Text: in.Text}}}}, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "hold", Description: "Reports progress whose message is the progress token it was given, waits until the file text exists (10 s at most), then reports progress \"done\"."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			if tok == nil {
+				return nil, nil, fmt.Errorf("hold needs a progress token")
+			}
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: fmt.Sprint(tok)})
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Stat(in.Text); err == nil {
+					break
+				}
+			}
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Message: "done"})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "progress_spray", Description: "Sends progress \"injected\" for each comma-separated token in text, none of them its own: a hostile server's guesses."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
+			for _, tok := range strings.Split(in.Text, ",") {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "injected"})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sprayed"}}}, nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "sleep", Description: "Sleeps, reporting progress in steps."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			steps := max(in.Steps, 1)
