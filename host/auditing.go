@@ -163,7 +163,7 @@ func (h *Host) listTools(ctx context.Context, policy Policy, in *abi.ToolsListIn
 	}
 	start := time.Now()
 	var steps []audit.Decision
-	tools, err := t.TracedToolsList(ctx, in, func(d audit.Decision) { steps = append(steps, d) })
+	tools, err := t.TracedToolsList(ctx, in, func(d audit.Decision) { steps = append(steps, maskDecision(d)) })
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ type clientMessager interface{ ClientMessage() string }
 // configuration. An upstream's own JSON-RPC error is its content, not
 // this: result policies see it (callTool).
 func errorText(err error) string {
-	return secrets.MaskURLs(secrets.Mask(err.Error()))
+	return secrets.MaskText(err.Error())
 }
 
 // policyMessage returns what a client is told about a policy's failure.

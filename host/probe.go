@@ -167,7 +167,7 @@ func (res *ProbeResult) fail(stage string, err error, cfg ServerConfig) {
 // probeMask masks text as a host's statuses are (errorText), after taking
 // out the definition's own secrets (redactKnown).
 func probeMask(text string, cfg ServerConfig) string {
-	return secrets.MaskURLs(secrets.Mask(redactKnown(text, cfg))) // as errorText
+	return secrets.MaskText(redactKnown(text, cfg)) // as errorText
 }
 
 // redactKnown takes the definition's own secrets out of text word for

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/mcphost-project/mcphost/internal/otlptest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -156,4 +160,60 @@ func getStatus(t testing.TB, base string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestSecretsPastRedactInAuditAndTraces: what leaves the process besides
+// the client's answer (the audit file and the spans sent to a collector)
+// holds no secret either: not the paths of a result whose secret key
+// redact masked, not an upstream's JSON-RPC error text.
+func TestSecretsPastRedactInAuditAndTraces(t *testing.T) {
+	dir := t.TempDir()
+	rcv := otlptest.Start(t)
+	cfg := writeConfig(t, dir, `
+server "up" {
+  command = "UPSTREAM"
+  env = { HOSTILE_SECRET = "`+ghpSecret+`" }
+}
+plugin "redact" {
+  source = "builtin:redact"
+}
+audit {
+  file    = "audit.jsonl"
+  results = true
+}
+traces {
+  otlp_endpoint = "`+rcv.URL+`"
+}
+`)
+	s := startServer(t, cfg)
+	cs := connect(t, s.URL, nil)
+	for _, tool := range []string{"up__structured_key", "up__rpc_error"} {
+		assertNoSecret(t, tool, callJSON(t, cs, tool))
+	}
+	auditFile := filepath.Join(dir, "audit.jsonl")
+	var lines string
+	testproc.WaitFor(t, "both calls in the audit file", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(auditFile)
+		lines = string(b)
+		return strings.Count(lines, "\n") >= 2
+	})
+	assertNoSecret(t, "the audit file", lines)
+	if !strings.Contains(lines, `"paths"`) {
+		t.Errorf("no paths in the audit lines, so redact's change was not recorded:\n%s", lines)
+	}
+	spans := rcv.Wait(t, 30*time.Second, func(spans []otlptest.Span) bool {
+		for _, sp := range spans {
+			if sp.Status != nil && sp.Status.Code == tracepb.Status_STATUS_CODE_ERROR {
+				return true
+			}
+		}
+		return false
+	})
+	for _, sp := range spans {
+		b, err := protojson.Marshal(sp.Span)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertNoSecret(t, "span "+sp.Name, string(b))
+	}
 }

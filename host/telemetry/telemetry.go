@@ -10,6 +10,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -23,6 +24,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // Config is where traces go.
@@ -184,11 +187,14 @@ func ToMeta(ctx context.Context, meta map[string]any) {
 	traceContext.Inject(ctx, metaCarrier(meta))
 }
 
-// Error records err on span and marks it failed.
+// Error records err on span and marks it failed. Its text is masked as
+// everything mcphost sends out is (internal/secrets): an upstream's error
+// may quote a credential, and a span leaves the process.
 func Error(span trace.Span, err error) {
 	if err == nil || !span.IsRecording() {
 		return
 	}
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
+	msg := secrets.MaskText(err.Error())
+	span.RecordError(errors.New(msg), trace.WithAttributes(attribute.String("error.type", fmt.Sprintf("%T", err))))
+	span.SetStatus(codes.Error, msg)
 }

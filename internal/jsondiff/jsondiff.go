@@ -23,6 +23,11 @@ import (
 // arrays present in both are compared member by member, arrays index by
 // index. Equal documents give no path; two different scalars at the top
 // give "" (the whole document). Either side that is not JSON is an error.
+//
+// A path names only what after holds: an object key that before alone has
+// is reported as its object's path. A key a policy took out, or renamed
+// (a secret used as a key, masked), is never named where the paths are
+// written (the audit log, traces).
 func Paths(before, after []byte, limit int) (paths []string, truncated bool, err error) {
 	a, err := decode(before)
 	if err != nil {
@@ -95,14 +100,19 @@ func (d *differ) walk(path string, a, b any) {
 			}
 		}
 		slices.Sort(keys)
+		removed := false
 		for _, k := range keys {
 			xv, inX := x[k]
 			yv, inY := y[k]
 			p := path + "/" + Escape(k)
-			if inX && inY {
+			switch {
+			case inX && inY:
 				d.walk(p, xv, yv)
-			} else {
+			case inY:
 				d.add(p)
+			case !removed:
+				d.add(path) // removed: named by its object, once
+				removed = true
 			}
 			if d.full() {
 				return

@@ -17,7 +17,9 @@ func TestPaths(t *testing.T) {
 		{`{"a":1,"b":[1,2]}`, ` { "b" : [1, 2.0], "a" : 1e0 } `, nil},
 		{`{"a":1}`, `{"a":2}`, []string{"/a"}},
 		{`{"a":1}`, `{"a":1,"b":2}`, []string{"/b"}},
-		{`{"a":1,"b":2}`, `{"b":2}`, []string{"/a"}},
+		{`{"a":1,"b":2}`, `{"b":2}`, []string{""}},                                                                // a removed key is named by its object
+		{`{"o":{"ghp_secret":1,"k":1}}`, `{"o":{"[REDACTED]":1,"k":2}}`, []string{"/o/[REDACTED]", "/o", "/o/k"}}, // renamed: only the new name
+		{`{"o":{"a":1,"b":1,"c":1}}`, `{"o":{"b":2}}`, []string{"/o", "/o/b"}},                                    // once for its object
 		{`{"a":{"x":"s","y":[1,2,3]}}`, `{"a":{"x":"t","y":[1,2]}}`, []string{"/a/x", "/a/y/2"}},
 		{`{"a":[1]}`, `{"a":[1,{"k":2},3]}`, []string{"/a/1", "/a/2"}},
 		{`{"a":{"k":1}}`, `{"a":[1]}`, []string{"/a"}},
@@ -80,7 +82,7 @@ func ExamplePaths() {
 	after := []byte(`{"path": "/srv/passwd", "mode": "read", "opts": {}}`)
 	paths, _, _ := Paths(before, after, 0)
 	fmt.Println(paths)
-	// Output: [/opts/follow /path]
+	// Output: [/opts /path]
 }
 
 // FuzzPaths checks, for any two documents: a document equals itself; the

@@ -144,6 +144,11 @@ var (
 	credentialParts = []string{"token", "secret", "password", "passwd", "apikey", "api_key", "api-key", "signature", "credential", "auth", "private"}
 )
 
+// MaskText is text as mcphost lets it out of the process (errors it
+// returns, logs, audit lines, spans): Mask's credentials and the secrets of
+// URLs masked.
+func MaskText(text string) string { return MaskURLs(Mask(text)) }
+
 // IsCredentialName reports whether name (a query parameter's, an
 // environment variable's, a header's) looks like it holds a credential, by
 // the rule that MaskURLs applies to query parameters.
