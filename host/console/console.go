@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"embed"
 	"encoding/hex"
 	"html/template"
@@ -80,32 +81,45 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // Authenticate is the admin API's check of a request that carries the
 // console's session cookie: ok is false when it carries none, and the
-// API's own check applies. A state-changing request must come from a page
-// of this origin.
+// API's own check applies. The cookie is never enough: the request must
+// come from a page of this origin (Sec-Fetch-Site, which only a browser
+// sets and no page can forge) and carry the session's token, which only
+// the console's own page holds; reads too, as they show the servers,
+// calls and arguments.
 func (c *Console) Authenticate(r *http.Request) (id *auth.Identity, f *auth.Failure, ok bool) {
-	ck, err := r.Cookie(CookieName)
+	ck, err := r.Cookie(cookieName(r))
 	if err != nil || ck.Value == "" {
 		return nil, nil, false
 	}
 	if err := c.csrf.Check(r); err != nil {
 		return nil, &auth.Failure{Status: http.StatusForbidden, Reason: "the console refuses a cross-origin request: " + err.Error()}, true
 	}
-	id, f = c.check(r.Context(), ck.Value)
-	return id, f, true
+	if r.Header.Get("Sec-Fetch-Site") != "same-origin" {
+		return nil, &auth.Failure{Status: http.StatusForbidden, Reason: "a console session works only from the console's page in a browser; scripts use an API key (Authorization: Bearer)"}, true
+	}
+	id, token, f := c.check(r.Context(), ck.Value)
+	if f != nil {
+		return nil, f, true
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(token)) != 1 {
+		return nil, &auth.Failure{Status: http.StatusForbidden, Reason: "the console's cookie alone is not a credential: the request lacks its page's token"}, true
+	}
+	return id, nil, true
 }
 
-// check returns the identity of a live session, checking its credential
-// again; a session whose credential no longer passes ends.
-func (c *Console) check(ctx context.Context, sid string) (*auth.Identity, *auth.Failure) {
-	cred, ok := c.sessions.credential(sid)
+// check returns the identity and token of a live session, checking its
+// credential again; a session whose credential no longer passes ends.
+func (c *Console) check(ctx context.Context, sid string) (*auth.Identity, string, *auth.Failure) {
+	cred, token, ok := c.sessions.credential(sid)
 	if !ok {
-		return nil, &auth.Failure{Status: http.StatusUnauthorized, Reason: "no console session, or it expired: log in again"}
+		return nil, "", &auth.Failure{Status: http.StatusUnauthorized, Reason: "no console session, or it expired: log in again"}
 	}
 	id, f := c.authorize(bearer(ctx, cred))
 	if f != nil {
 		c.sessions.end(sid)
+		return nil, "", f
 	}
-	return id, f
+	return id, token, nil
 }
 
 // bearer is a request carrying only cred, for Authorize.
@@ -119,9 +133,11 @@ func bearer(ctx context.Context, cred string) *http.Request {
 // anyone else.
 func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if ck, err := r.Cookie(CookieName); err == nil && ck.Value != "" {
-		if id, f := c.check(r.Context(), ck.Value); f == nil {
-			c.render(w, http.StatusOK, "console.html", map[string]string{"Subject": id.Subject})
+	if ck, err := r.Cookie(cookieName(r)); err == nil && ck.Value != "" {
+		if id, token, f := c.check(r.Context(), ck.Value); f == nil {
+			// The token goes only into this page, which no other origin
+			// can read.
+			c.render(w, http.StatusOK, "console.html", map[string]string{"Subject": id.Subject, "Token": token})
 			return
 		}
 		http.SetCookie(w, sessionCookie(r, ""))
@@ -169,14 +185,21 @@ func loginError(f *auth.Failure) string {
 	return "This key is not one of listen.auth's (" + f.Reason + ")."
 }
 
-// logout ends the session and clears the cookie.
+// logout ends the session, server-side, and clears the cookie. The form
+// carries the page's token: another page cannot log the operator out.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if err := c.csrf.Check(r); err != nil {
 		http.Error(w, "cross-origin logout refused", http.StatusForbidden)
 		return
 	}
-	if ck, err := r.Cookie(CookieName); err == nil {
-		c.sessions.end(ck.Value)
+	if ck, err := r.Cookie(cookieName(r)); err == nil {
+		if _, token, ok := c.sessions.credential(ck.Value); ok {
+			if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(token)) != 1 {
+				http.Error(w, "logout refused: the form lacks its page's token", http.StatusForbidden)
+				return
+			}
+			c.sessions.end(ck.Value)
+		}
 	}
 	http.SetCookie(w, sessionCookie(r, ""))
 	http.Redirect(w, r, "/", http.StatusSeeOther)

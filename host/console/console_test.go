@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -51,12 +52,39 @@ func login(c *Console, key string) *httptest.ResponseRecorder {
 func sessionOf(t *testing.T, w *httptest.ResponseRecorder) *http.Cookie {
 	t.Helper()
 	for _, ck := range w.Result().Cookies() {
-		if ck.Name == CookieName {
+		if ck.Name == CookieName || ck.Name == SecureCookieName {
 			return ck
 		}
 	}
 	t.Fatalf("no %s cookie in %v", CookieName, w.Header())
 	return nil
+}
+
+// tokenRE finds the token in the console page.
+var tokenRE = regexp.MustCompile(`<meta name="mcphost-console-token" content="([^"]+)">`)
+
+// tokenOf is the token the console page of session ck holds.
+func tokenOf(t *testing.T, c *Console, ck *http.Cookie) string {
+	t.Helper()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.AddCookie(ck)
+	w := httptest.NewRecorder()
+	c.ServeHTTP(w, r)
+	m := tokenRE.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no token in the console page:\n%s", w.Body)
+	}
+	return m[1]
+}
+
+// fromPage is a request of the console's page in a browser: the session's
+// cookie and token, and the browser's Sec-Fetch-Site.
+func fromPage(method, target string, ck *http.Cookie, token string) *http.Request {
+	r := httptest.NewRequest(method, target, nil)
+	r.AddCookie(ck)
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	r.Header.Set(TokenHeader, token)
+	return r
 }
 
 func TestLogin(t *testing.T) {
@@ -119,8 +147,8 @@ func TestLoginOverTLS(t *testing.T) {
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	w := httptest.NewRecorder()
 	c.ServeHTTP(w, r)
-	if ck := sessionOf(t, w); !ck.Secure {
-		t.Errorf("cookie over TLS not Secure: %+v", ck)
+	if ck := sessionOf(t, w); !ck.Secure || ck.Name != SecureCookieName || ck.Domain != "" || ck.Path != "/" {
+		t.Errorf("cookie over TLS: %+v, want Secure, named %s, no Domain, Path /", ck, SecureCookieName)
 	}
 }
 
@@ -138,17 +166,27 @@ func TestCrossOrigin(t *testing.T) {
 	}
 
 	ck := sessionOf(t, login(c, adminKey))
+	token := tokenOf(t, c, ck)
 	for _, tc := range []struct {
 		method string
 		hdr    map[string]string
 		status int // 0: accepted
 	}{
-		{"GET", map[string]string{"Sec-Fetch-Site": "cross-site"}, 0}, // reads are safe; SameSite keeps the cookie off anyway
-		{"POST", map[string]string{"Sec-Fetch-Site": "same-origin"}, 0},
-		{"POST", map[string]string{"Origin": "http://example.com"}, 0}, // the test request's own host
-		{"POST", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
-		{"DELETE", map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
-		{"POST", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"GET", map[string]string{"Sec-Fetch-Site": "same-origin", TokenHeader: token}, 0},
+		{"POST", map[string]string{"Sec-Fetch-Site": "same-origin", TokenHeader: token}, 0},
+		// The cookie alone, as another app on this host or a script
+		// replays it: reads included.
+		{"GET", nil, 403},
+		{"POST", nil, 403},
+		{"GET", map[string]string{"Sec-Fetch-Site": "same-origin"}, 403},
+		{"POST", map[string]string{"Sec-Fetch-Site": "same-origin", TokenHeader: token + "x"}, 403},
+		// Not from a browser's page of this origin, even with the token.
+		{"GET", map[string]string{TokenHeader: token}, 403},
+		{"POST", map[string]string{"Origin": "http://example.com", TokenHeader: token}, 403},
+		{"GET", map[string]string{"Sec-Fetch-Site": "cross-site", TokenHeader: token}, 403},
+		{"POST", map[string]string{"Sec-Fetch-Site": "cross-site", TokenHeader: token}, 403},
+		{"DELETE", map[string]string{"Sec-Fetch-Site": "same-site", TokenHeader: token}, 403},
+		{"POST", map[string]string{"Origin": "http://evil.example", TokenHeader: token}, 403},
 	} {
 		r := httptest.NewRequest(tc.method, "/v1/servers/x", nil)
 		r.AddCookie(ck)
@@ -170,10 +208,9 @@ func TestCrossOrigin(t *testing.T) {
 // TestSessionEnds: logout, a revoked key and idleness each end a session.
 func TestSessionEnds(t *testing.T) {
 	c, k := newConsole(t)
+	var token string
 	api := func(ck *http.Cookie) *auth.Failure {
-		r := httptest.NewRequest("GET", "/v1/servers", nil)
-		r.AddCookie(ck)
-		_, f, ok := c.Authenticate(r)
+		_, f, ok := c.Authenticate(fromPage("GET", "/v1/servers", ck, token))
 		if !ok {
 			t.Fatal("cookie not seen")
 		}
@@ -185,13 +222,26 @@ func TestSessionEnds(t *testing.T) {
 	}
 
 	ck := sessionOf(t, login(c, adminKey))
+	token = tokenOf(t, c, ck)
 	if f := api(ck); f != nil {
 		t.Fatal(f)
 	}
-	lr := httptest.NewRequest("POST", "/console/logout", nil)
-	lr.AddCookie(ck)
-	w := httptest.NewRecorder()
-	c.ServeHTTP(w, lr)
+	logout := func(formToken string) *httptest.ResponseRecorder {
+		lr := httptest.NewRequest("POST", "/console/logout", strings.NewReader(url.Values{"token": {formToken}}.Encode()))
+		lr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		lr.Header.Set("Sec-Fetch-Site", "same-origin")
+		lr.AddCookie(ck)
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, lr)
+		return w
+	}
+	if w := logout("not-the-token"); w.Code != http.StatusForbidden {
+		t.Errorf("a logout without the page's token: %d, want 403", w.Code)
+	}
+	if f := api(ck); f != nil {
+		t.Errorf("a refused logout ended the session: %v", f)
+	}
+	w := logout(token)
 	if cleared := sessionOf(t, w); w.Code != http.StatusSeeOther || cleared.MaxAge >= 0 || cleared.Value != "" {
 		t.Errorf("logout: %d, cookie %+v", w.Code, cleared)
 	}
@@ -200,6 +250,7 @@ func TestSessionEnds(t *testing.T) {
 	}
 
 	ck = sessionOf(t, login(c, adminKey))
+	token = tokenOf(t, c, ck)
 	k.revoked[adminKey] = true
 	if f := api(ck); f == nil || f.Status != 401 {
 		t.Errorf("revoked key: %v, want 401", f)
@@ -212,6 +263,7 @@ func TestSessionEnds(t *testing.T) {
 	now := time.Now()
 	c.sessions.now = func() time.Time { return now }
 	ck = sessionOf(t, login(c, adminKey))
+	token = tokenOf(t, c, ck)
 	now = now.Add(IdleTimeout - time.Minute)
 	if f := api(ck); f != nil {
 		t.Errorf("in use within the idle timeout: %v", f)
@@ -224,6 +276,7 @@ func TestSessionEnds(t *testing.T) {
 		t.Error("a session outlived MaxLifetime")
 	}
 	ck = sessionOf(t, login(c, adminKey))
+	token = tokenOf(t, c, ck)
 	now = now.Add(IdleTimeout + time.Second)
 	if f := api(ck); f == nil {
 		t.Error("an idle session lived on")
@@ -239,7 +292,7 @@ func TestSessionsBounded(t *testing.T) {
 	if len(s.m) != maxSessions {
 		t.Errorf("%d sessions, want at most %d", len(s.m), maxSessions)
 	}
-	if _, ok := s.credential(first); ok {
+	if _, _, ok := s.credential(first); ok {
 		t.Error("the oldest session was kept")
 	}
 }

@@ -9,15 +9,27 @@ import (
 	"time"
 )
 
-// A console session is a random id in a cookie, and in this process the
-// credential the operator pasted. The credential is checked again on every
+// A console session is a random id in a cookie, a second random value (the
+// token) that only the console's own page holds, and in this process the
+// credential the operator pasted. The cookie alone authorizes nothing:
+// cookies are not kept apart by port, so every other web app on the host
+// gets it, and a cookie is what a browser sends on its own. Every request
+// must also carry the token in a header, which another origin can neither
+// read nor make a browser send. The credential is checked again on every
 // request, as a bearer token would be: a key removed from listen.auth, a
 // token that expired or an identity that left the admin groups ends the
 // session at once, and logging out ends it for good. A self-contained
 // signed cookie could do neither; see docs/console.md.
 
-// CookieName is the session cookie's name.
-const CookieName = "mcphost_console"
+// CookieName is the session cookie's name over plain HTTP; over TLS it is
+// SecureCookieName, which browsers keep to this host, this scheme and "/".
+const (
+	CookieName       = "mcphost_console"
+	SecureCookieName = "__Host-mcphost_console"
+)
+
+// TokenHeader carries the session's token on every request of the page.
+const TokenHeader = "X-Mcphost-Console-Token"
 
 // Session lifetimes: an hour without a request ends a session, and none
 // outlives a working day.
@@ -32,6 +44,7 @@ const maxSessions = 256
 
 type session struct {
 	credential string
+	token      string
 	created    time.Time
 	seen       time.Time
 }
@@ -48,11 +61,16 @@ func newSessions() *sessions {
 	return &sessions{m: map[[32]byte]*session{}, now: time.Now}
 }
 
-// create starts a session for credential and returns its id.
-func (s *sessions) create(credential string) string {
+// random is 256 bits, URL-safe.
+func random() string {
 	var raw [32]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand)
-	id := base64.RawURLEncoding.EncodeToString(raw[:])
+	return base64.RawURLEncoding.EncodeToString(raw[:])
+}
+
+// create starts a session for credential and returns its id.
+func (s *sessions) create(credential string) string {
+	id := random()
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,26 +85,27 @@ func (s *sessions) create(credential string) string {
 		}
 		delete(s.m, oldest)
 	}
-	s.m[sha256.Sum256([]byte(id))] = &session{credential: credential, created: now, seen: now}
+	s.m[sha256.Sum256([]byte(id))] = &session{credential: credential, token: random(), created: now, seen: now}
 	return id
 }
 
-// credential returns the credential of a live session and marks it used.
-func (s *sessions) credential(id string) (string, bool) {
+// credential returns the credential and token of a live session and marks
+// it used.
+func (s *sessions) credential(id string) (credential, token string, ok bool) {
 	k := sha256.Sum256([]byte(id))
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.m[k]
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	if expired(v, now) {
 		delete(s.m, k)
-		return "", false
+		return "", "", false
 	}
 	v.seen = now
-	return v.credential, true
+	return v.credential, v.token, true
 }
 
 func (s *sessions) end(id string) {
@@ -107,18 +126,33 @@ func expired(v *session, now time.Time) bool {
 	return now.Sub(v.seen) > IdleTimeout || now.Sub(v.created) > MaxLifetime
 }
 
+// secure reports whether the browser reached us over TLS, directly or
+// through a proxy that says so (a wrong claim only keeps the cookie from
+// coming back).
+func secure(r *http.Request) bool {
+	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+// cookieName is the session cookie's name for r's scheme.
+func cookieName(r *http.Request) string {
+	if secure(r) {
+		return SecureCookieName
+	}
+	return CookieName
+}
+
 // sessionCookie is the cookie for id, or the one that clears it (id "").
-// SameSite=Strict keeps it off every request another site starts; Secure
-// is set when the browser reached us over TLS, directly or through a proxy
-// that says so (a wrong claim only keeps the cookie from coming back).
+// SameSite=Strict keeps it off every request another site starts, though
+// not off other ports of this host, which are the same site: hence the
+// token. Over TLS it is Secure and __Host- prefixed (no Domain, Path "/").
 func sessionCookie(r *http.Request, id string) *http.Cookie {
 	c := &http.Cookie{
-		Name:     CookieName,
+		Name:     cookieName(r),
 		Value:    id,
 		Path:     "/",
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
+		Secure:   secure(r),
 		MaxAge:   int(MaxLifetime / time.Second),
 	}
 	if id == "" {

@@ -32,10 +32,14 @@ class APIError extends Error {
   }
 }
 
-// api calls the admin API with the session cookie. A 401 means the
-// session ended: reloading shows the login page.
+// The session's token, which this page alone holds: the API refuses the
+// session cookie without it (other apps on this host get the cookie too).
+const consoleToken = (document.querySelector('meta[name="mcphost-console-token"]') || {}).content || '';
+
+// api calls the admin API with the session cookie and the page's token. A
+// 401 means the session ended: reloading shows the login page.
 async function api(method, path, body, headers) {
-  const opts = {method, headers: Object.assign({}, headers), credentials: 'same-origin'};
+  const opts = {method, headers: Object.assign({'X-Mcphost-Console-Token': consoleToken}, headers), credentials: 'same-origin'};
   if (body !== undefined) {
     opts.body = JSON.stringify(body);
     if (!opts.headers['Content-Type']) opts.headers['Content-Type'] = 'application/json';
