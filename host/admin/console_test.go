@@ -5,13 +5,17 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcphost-project/mcphost/host/console"
 )
 
 // TestConsoleSession: the console's pages are served at / without a
 // credential, and its session, started with an admin's key, is accepted
-// by the API in place of a bearer token, for this origin only.
+// by the API in place of a bearer token, from this origin's page only:
+// with the page's token, never on the cookie alone.
 func TestConsoleSession(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	jar, _ := cookiejar.New(nil)
@@ -55,16 +59,28 @@ func TestConsoleSession(t *testing.T) {
 			t.Errorf("login with %s: %d, want %d", key, resp.StatusCode, want)
 		}
 	}
-	if code, body := send("GET", "/"); code != 200 || !strings.Contains(body, `/console/app.js`) || !strings.Contains(body, "operator") {
-		t.Fatalf("GET / after login: %d\n%s", code, body)
+	code, page := send("GET", "/")
+	if code != 200 || !strings.Contains(page, `/console/app.js`) || !strings.Contains(page, "operator") {
+		t.Fatalf("GET / after login: %d\n%s", code, page)
 	}
-	if code, body := send("GET", "/v1/servers"); code != 200 || !strings.Contains(body, `"cfg"`) {
+	m := regexp.MustCompile(`name="mcphost-console-token" content="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no token in the console page:\n%s", page)
+	}
+	token := m[1]
+	if code, body := send("GET", "/v1/servers"); code != 403 || !strings.Contains(body, "console") {
+		t.Errorf("GET /v1/servers with the cookie alone: %d %s", code, body)
+	}
+	if code, body := send("GET", "/v1/servers", "Sec-Fetch-Site", "same-origin", console.TokenHeader, token); code != 200 || !strings.Contains(body, `"cfg"`) {
 		t.Errorf("GET /v1/servers with the session: %d %s", code, body)
 	}
-	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "cross-site"); code != 403 || !strings.Contains(body, "cross-origin") {
+	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "cross-site", console.TokenHeader, token); code != 403 || !strings.Contains(body, "cross-origin") {
 		t.Errorf("a cross-site disconnect: %d %s", code, body)
 	}
-	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "same-origin"); code != 200 || !strings.Contains(body, `"disconnected"`) {
+	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "same-origin"); code != 403 {
+		t.Errorf("a same-origin disconnect without the token: %d %s", code, body)
+	}
+	if code, body := send("POST", "/v1/servers/cfg/disconnect", "Sec-Fetch-Site", "same-origin", console.TokenHeader, token); code != 200 || !strings.Contains(body, `"disconnected"`) {
 		t.Errorf("a same-origin disconnect: %d %s", code, body)
 	}
 	// A bearer credential is judged alone, session or not.
@@ -72,10 +88,15 @@ func TestConsoleSession(t *testing.T) {
 		t.Errorf("a user's key beside an admin's session: %d, want 403", code)
 	}
 
-	if code, _ := send("POST", "/console/logout", "Sec-Fetch-Site", "same-origin"); code != 200 { // redirected to the login page
-		t.Errorf("logout: %d", code)
+	resp, err := client.PostForm(r.srv.URL+"/console/logout", url.Values{"token": {token}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if code, _ := send("GET", "/v1/servers"); code != 401 {
+	resp.Body.Close()
+	if resp.StatusCode != 200 { // redirected to the login page
+		t.Errorf("logout: %d", resp.StatusCode)
+	}
+	if code, _ := send("GET", "/v1/servers", "Sec-Fetch-Site", "same-origin", console.TokenHeader, token); code != 401 {
 		t.Errorf("the API after logout: %d, want 401", code)
 	}
 }
