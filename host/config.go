@@ -91,6 +91,14 @@ type Listen struct {
 	IdleTimeout    time.Duration // a keep-alive connection with no request is closed after this
 	MaxConnections int           // open connections; at the cap idle ones are closed, then new ones refused
 	MaxSessions    int           // downstream MCP sessions (HTTP and SSE); more are refused with 503
+	// One caller (an identity, or a remote address without listen.auth)
+	// may hold at most these of the above, so that it cannot take what
+	// every other client needs (limits.go); more are refused with 429.
+	// Zero takes, for an identity, a quarter of MaxConnections and
+	// MaxSessions, and for an address no limit: without listen.auth every
+	// local client, or every client behind one proxy, is one address.
+	MaxStreamsPerCaller  int // requests in flight: event streams and calls being answered
+	MaxSessionsPerCaller int
 	// DrainTimeout bounds how long, after SIGTERM, the requests in flight
 	// may take to finish before the process stops (Host.Drain).
 	DrainTimeout time.Duration
@@ -169,6 +177,7 @@ func (c Config) WithDefaults() Config {
 	if c.Listen.MaxSessions == 0 {
 		c.Listen.MaxSessions = DefaultMaxDownstreamSessions
 	}
+
 	if c.Listen.DrainTimeout == 0 {
 		c.Listen.DrainTimeout = DefaultDrainTimeout
 	}

@@ -196,7 +196,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			// ends with it: not worth tracking, nor counting against
 			// listen.max_sessions while it ends.
 			if method != "server/discover" {
-				d = h.trackSession(ss, transport, h.identityOf(ctx, req, transport))
+				d = h.trackSession(ctx, ss, transport, h.identityOf(ctx, req, transport))
 			}
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)

@@ -1,18 +1,22 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // Bounds on what downstream clients can hold: time to send a request, time
@@ -299,4 +303,111 @@ func (c *limitedConn) Close() error {
 		c.l.mu.Unlock()
 	}
 	return c.Conn.Close()
+}
+
+// One caller must not take what every other client needs. A caller is an
+// identity (listen.auth), or a remote address when the endpoint does not
+// authenticate. Each may have at most listen.max_streams_per_caller
+// requests in flight (an event stream, or a call being answered, holds a
+// connection for as long as it lasts) and hold at most
+// listen.max_sessions_per_caller sessions; past either, 429 with the limit
+// named. /healthz is never counted, so probes get through whatever one
+// caller does, and the defaults for identities (a quarter of
+// max_connections and of max_sessions) leave the rest to the others. An
+// address is limited only when the limits are set: without listen.auth
+// every local client, or every client behind one proxy, is one address.
+
+// callerCtxKey carries a request's caller key to the session it opens.
+type callerCtxKey struct{}
+
+// callerKey is who r is, for the per-caller limits.
+func callerKey(r *http.Request) string {
+	if id := auth.FromContext(r.Context()); id != nil {
+		return "id:" + id.Key()
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
+}
+
+// callerKeyOf is the caller key of a request's context: the identity's,
+// or the one limitCallers put there.
+func callerKeyOf(ctx context.Context, id *auth.Identity) string {
+	if id != nil {
+		return "id:" + id.Key()
+	}
+	k, _ := ctx.Value(callerCtxKey{}).(string)
+	return k
+}
+
+// limitCallers applies the per-caller limits (l's, zero as above); it runs
+// after authentication.
+func (h *Host) limitCallers(next http.Handler, l Listen) http.Handler {
+	var mu sync.Mutex
+	inFlight := map[string]int{}
+	sseOpen := map[string]int{} // a legacy SSE session is its stream (limitSessions)
+	var warned sync.Map         // caller -> struct{}: one warning per caller and episode
+	refuse := func(w http.ResponseWriter, key, msg string) {
+		if _, loaded := warned.LoadOrStore(key, struct{}{}); !loaded {
+			h.log.Warn("refusing a caller over its share", "caller", key, "reason", msg)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write(errorBody(codeServerBusy, msg))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key := callerKey(r)
+		maxStreams, maxSessions := l.MaxStreamsPerCaller, l.MaxSessionsPerCaller
+		if strings.HasPrefix(key, "id:") {
+			if maxStreams == 0 {
+				maxStreams = max(l.MaxConnections/4, 1)
+			}
+			if maxSessions == 0 {
+				maxSessions = max(l.MaxSessions/4, 1)
+			}
+		}
+		if maxStreams == 0 && maxSessions == 0 {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtxKey{}, key)))
+			return
+		}
+		sse := r.URL.Path == "/sse" && r.Method == http.MethodGet
+		opens := sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r))
+		mu.Lock()
+		if maxStreams > 0 && inFlight[key] >= maxStreams {
+			mu.Unlock()
+			refuse(w, key, fmt.Sprintf("mcphost: this caller has %d requests open (listen.max_streams_per_caller = %d); close event streams it no longer reads, or raise the limit", maxStreams, maxStreams))
+			return
+		}
+		if opens && maxSessions > 0 && sseOpen[key]+h.sessions.countFor(key) >= maxSessions {
+			mu.Unlock()
+			refuse(w, key, fmt.Sprintf("mcphost: this caller has %d sessions (listen.max_sessions_per_caller = %d); close sessions it no longer uses (idle ones end after listen.session_timeout)", maxSessions, maxSessions))
+			return
+		}
+		inFlight[key]++
+		if sse {
+			sseOpen[key]++
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			if sse {
+				if sseOpen[key]--; sseOpen[key] <= 0 {
+					delete(sseOpen, key)
+				}
+			}
+			if inFlight[key]--; inFlight[key] <= 0 {
+				delete(inFlight, key)
+				warned.Delete(key)
+			}
+			mu.Unlock()
+		}()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtxKey{}, key)))
+	})
 }

@@ -75,7 +75,7 @@ func (h *Host) Handler() http.Handler {
 	})
 	l := h.cfg.Listen
 	var handler http.Handler = h.drainGate(h.limitSessions(mux, l.MaxSessions))
-	handler = h.authenticate(h.bindSessions(handler))
+	handler = h.authenticate(h.limitCallers(h.bindSessions(handler), l))
 	return withDeadlines(checkOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
 

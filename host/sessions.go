@@ -25,6 +25,9 @@ type sessionTable struct {
 	// counts those by their streams) or sessionless requests (not
 	// sessions).
 	uncounted int
+	// byCaller counts the sessions of m that are sessions, by caller key
+	// (limits.go's callerKey), for listen.max_sessions_per_caller.
+	byCaller map[string]int
 }
 
 type downstream struct {
@@ -43,6 +46,7 @@ type downstream struct {
 	// what the upstream sends during it is routed to it, but not a session
 	// in counts and limits.
 	sessionless bool
+	caller      string // whose it is, for the per-caller count
 }
 
 // sse reports whether d is a legacy SSE session.
@@ -50,7 +54,7 @@ func (d *downstream) sse() bool { return d.transport == DownstreamSSE }
 
 // track registers ss the first time it is seen; it returns its entry and
 // whether it was new.
-func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.Identity) (*downstream, bool) {
+func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.Identity, caller string) (*downstream, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
@@ -70,8 +74,21 @@ func (t *sessionTable) track(ss *mcp.ServerSession, transport string, id *auth.I
 	t.m[ss] = d
 	if d.sse() || d.sessionless {
 		t.uncounted++
+	} else if caller != "" {
+		if t.byCaller == nil {
+			t.byCaller = map[string]int{}
+		}
+		d.caller = caller
+		t.byCaller[caller]++
 	}
 	return d, true
+}
+
+// countFor is how many sessions caller holds.
+func (t *sessionTable) countFor(caller string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byCaller[caller]
 }
 
 // SessionCounts returns how many downstream sessions the host tracks, by
@@ -119,6 +136,11 @@ func (t *sessionTable) remove(ss *mcp.ServerSession) *downstream {
 	defer t.mu.Unlock()
 	d := t.m[ss]
 	delete(t.m, ss)
+	if d != nil && d.caller != "" {
+		if t.byCaller[d.caller]--; t.byCaller[d.caller] <= 0 {
+			delete(t.byCaller, d.caller)
+		}
+	}
 	if d != nil && (d.sse() || d.sessionless) {
 		t.uncounted--
 	}
@@ -225,11 +247,11 @@ func (t *sessionTable) countNotSSE() int {
 
 // trackSession starts watching a downstream session the first time a
 // request from it arrives, and returns its entry (nil for no session).
-func (h *Host) trackSession(ss *mcp.ServerSession, transport string, id *auth.Identity) *downstream {
+func (h *Host) trackSession(ctx context.Context, ss *mcp.ServerSession, transport string, id *auth.Identity) *downstream {
 	if ss == nil {
 		return nil
 	}
-	d, isNew := h.sessions.track(ss, transport, id)
+	d, isNew := h.sessions.track(ss, transport, id, callerKeyOf(ctx, id))
 	if isNew {
 		// A stdio client is the only one: when it stops reading, its
 		// notifications are dropped but its session is not closed.

@@ -53,6 +53,12 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 	if n, ok := d.int(attrs["max_sessions"], 1, 1<<24); ok {
 		l.MaxSessions = int(n)
 	}
+	if n, ok := d.int(attrs["max_streams_per_caller"], 1, 1<<20); ok {
+		l.MaxStreamsPerCaller = int(n)
+	}
+	if n, ok := d.int(attrs["max_sessions_per_caller"], 1, 1<<24); ok {
+		l.MaxSessionsPerCaller = int(n)
+	}
 	if dur, ok := d.duration(attrs["drain_timeout"], false); ok {
 		l.DrainTimeout = dur
 	}

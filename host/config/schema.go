@@ -70,6 +70,8 @@ var listenSchema = &hcl.BodySchema{
 		{Name: "idle_timeout"},
 		{Name: "max_connections"},
 		{Name: "max_sessions"},
+		{Name: "max_streams_per_caller"},
+		{Name: "max_sessions_per_caller"},
 		{Name: "drain_timeout"},
 		{Name: "allowed_origins"},
 		{Name: "tls_cert"},
