@@ -214,6 +214,18 @@ type limitedConn struct {
 	closed atomic.Bool
 }
 
+// LimitConnections gives another HTTP listener (the admin API's) the MCP
+// listener's cap on open connections: at max, the longest-idle connection
+// makes room, and only when every one is busy is a new one refused (503).
+// Set the server's ConnState to the func returned.
+func LimitConnections(ln net.Listener, max int, log hclog.Logger) (net.Listener, func(net.Conn, http.ConnState)) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	l := newConnLimiter(ln, max, log)
+	return l, l.connState
+}
+
 func newConnLimiter(ln net.Listener, max int, log hclog.Logger) *connLimiter {
 	return &connLimiter{Listener: ln, max: max, log: log, refuser: make(chan struct{}, 16), conns: make(map[*limitedConn]struct{})}
 }

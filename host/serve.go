@@ -79,6 +79,11 @@ func (h *Host) Handler() http.Handler {
 	return withDeadlines(checkOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
 
+// CheckOrigin gives another HTTP handler (the admin API's) the MCP
+// listener's DNS-rebinding and Origin checks (checkOrigin), allowed being
+// the browser origins accepted besides the request's own host.
+func CheckOrigin(allowed []string, next http.Handler) http.Handler { return checkOrigin(allowed, next) }
+
 // checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
 // only /mcp and /sse: a request that reached a loopback address must name
 // a loopback host. It also refuses browsers' cross-site requests: an

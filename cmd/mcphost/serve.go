@@ -49,6 +49,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitError(2)
 	}
 	watch := file.Runtime.Watch && !*noWatch
+	fitConnectionsToFiles(file, log)
 
 	// ctx, from here, is the serving's: it ends after the drain that the
 	// signal (sigCtx ending) starts, not at the signal.
@@ -130,7 +131,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		adminDone := make(chan struct{})
 		go func() {
 			defer close(adminDone)
-			if err := admin.Serve(ctx, ln, admin.Handler(e, log.Named("admin"))); err != nil {
+			if err := admin.Serve(ctx, ln, admin.Handler(e, log.Named("admin")), file.Admin.MaxConnections, log.Named("admin")); err != nil {
 				log.Error("admin API stopped", "error", err)
 			}
 		}()

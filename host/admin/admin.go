@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/console"
@@ -519,10 +520,15 @@ func nonNil(s []string) []string {
 // Serve serves h on ln until ctx ends, then shuts down within a few
 // seconds. Requests run under ctx: when it ends, so do they (a test
 // connection or a wait for a server to connect does not hold up the
-// shutdown).
-func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+// shutdown). The listener has the MCP listener's protections: at most
+// maxConns connections, idle ones closed first to make room (so idle
+// connections cannot use up the process's descriptors, which the MCP
+// listener needs too), a request's headers within 10 s, and the
+// DNS-rebinding and Origin checks.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, maxConns int, log hclog.Logger) error {
+	ln, connState := host.LimitConnections(ln, maxConns, log)
+	srv := &http.Server{Handler: host.CheckOrigin(nil, h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ConnState: connState, BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -951,7 +951,7 @@ func TestServeEndsRequestsWithCtx(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- admin.Serve(ctx, ln, h) }()
+	go func() { served <- admin.Serve(ctx, ln, h, 64, nil) }()
 	go http.Get("http://" + ln.Addr().String() + "/")
 	<-entered
 	cancel()

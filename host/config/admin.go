@@ -14,7 +14,14 @@ import (
 // Admin configures the admin API's listener (host/admin).
 type Admin struct {
 	HTTP string // address, like "127.0.0.1:7701"
+	// MaxConnections caps the admin listener's open connections apart from
+	// the MCP listener's, so that neither can starve the other.
+	MaxConnections int
 }
+
+// DefaultAdminMaxConnections is admin.max_connections when unset: the admin
+// API's clients are a few operators and scripts.
+const DefaultAdminMaxConnections = 64
 
 // Store says where run-time state is kept.
 type Store struct {
@@ -34,7 +41,10 @@ const DefaultStorePoll = 2 * time.Second
 func (d *decoder) decodeAdmin(block *hcl.Block) *Admin {
 	content, diags := block.Body.Content(adminSchema)
 	d.diags = append(d.diags, diags...)
-	a := &Admin{}
+	a := &Admin{MaxConnections: DefaultAdminMaxConnections}
+	if n, ok := d.int(content.Attributes["max_connections"], 1, 1<<16); ok {
+		a.MaxConnections = int(n)
+	}
 	if attr := content.Attributes["http"]; attr != nil {
 		if s, ok := d.string(attr); ok {
 			if _, _, err := net.SplitHostPort(s); err != nil {

@@ -47,6 +47,7 @@ var grantsSchema = &hcl.BodySchema{
 var adminSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "http", Required: true},
+		{Name: "max_connections"},
 	},
 }
 
