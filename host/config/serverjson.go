@@ -40,6 +40,13 @@ type ServerSpec struct {
 	MaxSessions     int               `json:"max_sessions,omitempty"`
 	ProtocolVersion string            `json:"protocol_version,omitempty"`
 	OAuth           *OAuthSpec        `json:"oauth,omitempty"`
+
+	// SecretArgs lists the positions (from 0) of the args that are
+	// secrets, and SecretURL makes the whole URL one, its path included:
+	// the store seals them and the API shows them masked (Split). Only
+	// the API has them: a config file's secrets stay in env() and file().
+	SecretArgs []int `json:"secret_args,omitempty"`
+	SecretURL  bool  `json:"secret_url,omitempty"`
 }
 
 // OAuthSpec is a server's oauth block in JSON.
@@ -136,7 +143,7 @@ func specFields() []string {
 	for _, a := range serverSchema.Attributes {
 		out = append(out, a.Name)
 	}
-	return append(out, "name", "oauth")
+	return append(out, "name", "oauth", "secret_args", "secret_url")
 }
 
 // Server checks a definition exactly as `mcphost validate` checks a server
@@ -172,6 +179,7 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 	if s.Name == "" {
 		errs = append(errs, FieldError{Field: "name", Detail: "a server needs a name: letters, digits, '_' or '-'"})
 	}
+	errs = append(errs, s.checkSecretMarks()...)
 	if len(errs) == 0 {
 		if err := (host.Config{Servers: []host.ServerConfig{sc}}).WithDefaults().Validate(); err != nil {
 			errs = append(errs, FieldError{Detail: err.Error()})
