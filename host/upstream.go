@@ -798,12 +798,15 @@ func (u *upstream) status() Status {
 	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
 	}
-	st.Stderr = u.stderrTail()
+	// The secrets the admin API marked too: a failed connection quotes
+	// the URL, and a server may print its args.
+	st.Stderr = redactMarked(u.stderrTail(), u.cfg)
 	if u.lastErr != nil {
 		st.Error = errorText(u.lastErr)
 		if tail := u.stderrTail(); tail != "" {
 			st.Error += "; stderr: " + tail
 		}
+		st.Error = redactMarked(st.Error, u.cfg)
 	}
 	if f, ok := u.oauth.(*codeFlow); ok {
 		// A login waiting (a revoked grant, a step-up) shows even while the

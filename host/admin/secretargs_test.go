@@ -12,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // TestSecretArgsAndURLPath: an arg that secret_args marks and a URL that
@@ -73,10 +75,22 @@ func TestSecretArgsAndURLPath(t *testing.T) {
 		t.Fatalf("the upstream was asked on %q, want %q", got, secretPath)
 	}
 
+	// A server that fails: its status quotes the URL it could not reach.
+	dead := "http://" + testproc.FreeAddr(t) + secretPath
+	a = r.do("POST", "/v1/servers", map[string]any{"name": "dead", "transport": "streamable-http",
+		"url": dead, "secret_url": true, "connect_timeout": "2s"})
+	want(t, a, http.StatusCreated)
+	noSecret("POST of an unreachable secret URL", a.raw)
+	testproc.WaitFor(t, "the unreachable server's error", 10*time.Second, func() bool { return r.status("dead").Error != "" })
+	if st := r.status("dead"); strings.Contains(st.Error+st.Stderr, pathSecret) || !strings.Contains(st.Error, "[REDACTED]") {
+		t.Fatalf("the status of an unreachable secret URL: %q", st.Error)
+	}
+
 	// What the console reads, and each server.
 	noSecret("GET /v1/servers", r.do("GET", "/v1/servers", nil).raw)
 	noSecret("GET argv", r.do("GET", "/v1/servers/argv", nil).raw)
 	noSecret("GET remote", r.do("GET", "/v1/servers/remote", nil).raw)
+	noSecret("GET dead", r.do("GET", "/v1/servers/dead", nil).raw)
 
 	// Sent back masked, the stored values stay, and the restarted server
 	// gets the real ones.

@@ -188,6 +188,7 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 	if len(errs) > 0 {
 		return host.ServerConfig{}, &SpecError{Errors: errs}
 	}
+	sc.SecretArgs, sc.SecretURL = slices.Clone(s.SecretArgs), s.SecretURL
 	return sc, nil
 }
 
@@ -351,7 +352,7 @@ func SpecOf(sc host.ServerConfig) ServerSpec {
 		transport = host.TransportStdio // what the file leaves out
 	}
 	s := ServerSpec{Name: sc.Name, Transport: transport, Command: sc.Command, Args: sc.Args, Env: sc.Env, Cwd: sc.Cwd,
-		URL: sc.URL, Headers: sc.Headers, Timeout: dur(sc.Timeout), IdleTimeout: dur(sc.IdleTimeout),
+		URL: sc.URL, Headers: sc.Headers, SecretArgs: sc.SecretArgs, SecretURL: sc.SecretURL, Timeout: dur(sc.Timeout), IdleTimeout: dur(sc.IdleTimeout),
 		ConnectTimeout: dur(sc.ConnectTimeout), Sessions: sc.Sessions, MaxSessions: sc.MaxSessions, ProtocolVersion: sc.ProtocolVersion}
 	if o := sc.OAuth; o != nil {
 		s.OAuth = &OAuthSpec{Grant: o.Grant, Mode: o.Mode, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Issuer: o.Issuer,
