@@ -218,6 +218,30 @@ func markedSecrets(cfg ServerConfig) []string {
 	return known
 }
 
+// markedError is an upstream's error with the definition's marked
+// secrets taken out of its text (redactMarked): a failed connection quotes
+// the URL, and the text reaches clients. errors.Is and As see the error
+// it wraps.
+type markedError struct {
+	err  error
+	text string
+}
+
+func (e *markedError) Error() string { return e.text }
+func (e *markedError) Unwrap() error { return e.err }
+
+// maskMarked returns err with u's marked secrets taken out of its text;
+// err itself when it holds none.
+func (u *upstream) maskMarked(err error) error {
+	if err == nil || (len(u.cfg.SecretArgs) == 0 && !u.cfg.SecretURL) {
+		return err
+	}
+	if text := redactMarked(err.Error(), u.cfg); text != err.Error() {
+		return &markedError{err: err, text: text}
+	}
+	return err
+}
+
 // redactValues replaces each of values (trimmed, minSecret bytes or more)
 // in text with [REDACTED].
 func redactValues(text string, values []string) string {

@@ -61,7 +61,7 @@ func TestSecretArgsAndURLPath(t *testing.T) {
 	}
 
 	// A remote server whose URL path holds a credential.
-	up, lastPath := pathServer(t)
+	up, lastPath, stopRemote := pathServer(t)
 	secretPath := "/t/" + pathSecret + "/mcp"
 	a = r.do("POST", "/v1/servers", map[string]any{"name": "remote", "transport": "streamable-http",
 		"url": up + secretPath, "secret_url": true, "connect_timeout": "10s"})
@@ -133,6 +133,17 @@ func TestSecretArgsAndURLPath(t *testing.T) {
 		t.Fatalf("secret_args past the end of args: %s", bad.raw)
 	}
 
+	// A call once the secret URL's server is gone: the error the client
+	// gets quotes the URL, masked.
+	stopRemote()
+	res, err := r.e.Host().CallTool(context.Background(), abi.Caller{}, "remote__ping", json.RawMessage(`{}`))
+	if err != nil || !res.IsError || len(res.Content) == 0 {
+		t.Fatalf("a call to a server that is gone: %v %+v", err, res)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; strings.Contains(text, pathSecret) || !strings.Contains(text, "[REDACTED]") {
+		t.Fatalf("the error of a call to a server that is gone: %q", text)
+	}
+
 	// The store's rows, and the SQLite files as any reader of the disk
 	// sees them, hold the secrets sealed only.
 	rows, err := rawStore(t, r).Query(`SELECT name, spec, secrets FROM mcphost_servers`)
@@ -169,7 +180,7 @@ func TestSecretArgsAndURLPath(t *testing.T) {
 
 // pathServer is an MCP server over streamable HTTP, at any path, that
 // records the path its last request was sent to.
-func pathServer(t *testing.T) (url string, lastPath func() string) {
+func pathServer(t *testing.T) (url string, lastPath func() string, stop func()) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "pathed", Version: "1"}, nil)
 	type none struct{}
 	mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, none) (*mcp.CallToolResult, any, error) {
@@ -184,10 +195,11 @@ func pathServer(t *testing.T) (url string, lastPath func() string) {
 		mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	stop = func() { ts.CloseClientConnections(); ts.Close() }
+	t.Cleanup(stop)
 	return ts.URL, func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return path
-	}
+	}, stop
 }
