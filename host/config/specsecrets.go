@@ -175,7 +175,10 @@ func unmask(pub, sec map[string]string) map[string]string {
 // Keep resolves the masked values of a new definition from the stored
 // one's secrets: "********" sent back means "leave it as it is". A masked
 // value with nothing stored under its name is an error, and so is a URL
-// holding "********" that is not the stored URL exactly as masked. Keep
+// holding "********" that is not the stored URL exactly as masked, and an
+// arg "********" at a position that secret_args does not list or where no
+// secret arg is stored (so that dropping a mark cannot store the secret in
+// the clear). Keep
 // with no stored secrets refuses every masked value: a new definition must
 // not store "********" as a credential.
 func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
