@@ -286,7 +286,7 @@ func (u *upstream) watchClient(c *clientConn) {
 	}
 	u.mu.Unlock()
 	if mine && !u.isClosed() {
-		u.log.Warn("per-client session ended by the server", "error", err)
+		u.log.Warn("per-client session ended by the server", "error", u.maskMarked(err))
 	}
 }
 
@@ -377,7 +377,7 @@ func (u *upstream) unsubscribeAll(cs *mcp.ClientSession, uris []string) {
 	for _, uri := range uris {
 		ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-			u.log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", err)
+			u.log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", u.maskMarked(err))
 		}
 		cancel()
 	}

@@ -145,6 +145,12 @@ type ServerConfig struct {
 	Sessions        string        // SessionsShared (default), SessionsPerClient or SessionsPerSession
 	MaxSessions     int           // per_client: most upstream sessions at once; 0 means DefaultMaxSessions
 	ProtocolVersion string        // pinned upstream protocol; "" means DefaultProtocolVersion
+
+	// SecretArgs (positions in Args) and SecretURL (the URL's path) are
+	// secrets of a definition the admin API stores: the status and a
+	// probe's result show them masked, as they do env and header values.
+	SecretArgs []int
+	SecretURL  bool
 }
 
 // ToolsConfig controls how upstream tools are exposed.

@@ -32,6 +32,7 @@ import (
 // requests in flight (Drain), fn's context ends and forward returns
 // ErrShuttingDown.
 func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, method string, meta mcp.Meta, fn func(context.Context, *mcp.ClientSession) error) (err error) {
+	defer func() { err = u.maskMarked(err) }() // before the span records it
 	if h.tracer != nil {
 		var span trace.Span
 		ctx, span = h.tracer.Start(ctx, method+" "+u.cfg.Name, trace.SpanKindClient,

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -172,28 +173,84 @@ func probeMask(text string, cfg ServerConfig) string {
 
 // redactKnown takes the definition's own secrets out of text word for
 // word: its env and header values (and the credentials after an auth
-// scheme such as "Bearer") and its OAuth client secret. Values shorter
-// than minSecret are left alone, so that a header such as "X-Debug: 1"
-// does not blank every digit of the message.
+// scheme such as "Bearer"), its OAuth client secret, and its marked
+// secrets (redactMarked). Values shorter than minSecret are left alone,
+// so that a header such as "X-Debug: 1" does not blank every digit of the
+// message.
 func redactKnown(text string, cfg ServerConfig) string {
-	const minSecret = 4
 	var known []string
-	add := func(v string) {
-		if v = strings.TrimSpace(v); len(v) >= minSecret {
-			known = append(known, v)
-		}
-	}
 	for _, v := range cfg.Env {
-		add(v)
+		known = append(known, v)
 	}
 	for _, v := range cfg.Headers {
-		add(v)
+		known = append(known, v)
 		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
-			add(cred)
+			known = append(known, cred)
 		}
 	}
 	if cfg.OAuth != nil {
-		add(cfg.OAuth.ClientSecret)
+		known = append(known, cfg.OAuth.ClientSecret)
+	}
+	return redactValues(text, append(known, markedSecrets(cfg)...))
+}
+
+// redactMarked takes out of text the secrets the admin API marked: the
+// args SecretArgs lists and, under SecretURL, the URL and its path. A
+// server's status passes through it; env values, often plain words
+// (NODE_ENV=production), are left to the patterns of errorText there.
+func redactMarked(text string, cfg ServerConfig) string {
+	return redactValues(text, markedSecrets(cfg))
+}
+
+func markedSecrets(cfg ServerConfig) []string {
+	var known []string
+	for _, i := range cfg.SecretArgs {
+		if i >= 0 && i < len(cfg.Args) {
+			known = append(known, cfg.Args[i])
+		}
+	}
+	if cfg.SecretURL {
+		known = append(known, cfg.URL)
+		if u, err := url.Parse(cfg.URL); err == nil {
+			known = append(known, u.Path, u.EscapedPath())
+		}
+	}
+	return known
+}
+
+// markedError is an upstream's error with the definition's marked
+// secrets taken out of its text (redactMarked): a failed connection quotes
+// the URL, and the text reaches clients. errors.Is and As see the error
+// it wraps.
+type markedError struct {
+	err  error
+	text string
+}
+
+func (e *markedError) Error() string { return e.text }
+func (e *markedError) Unwrap() error { return e.err }
+
+// maskMarked returns err with u's marked secrets taken out of its text;
+// err itself when it holds none.
+func (u *upstream) maskMarked(err error) error {
+	if err == nil || (len(u.cfg.SecretArgs) == 0 && !u.cfg.SecretURL) {
+		return err
+	}
+	if text := redactMarked(err.Error(), u.cfg); text != err.Error() {
+		return &markedError{err: err, text: text}
+	}
+	return err
+}
+
+// redactValues replaces each of values (trimmed, minSecret bytes or more)
+// in text with [REDACTED].
+func redactValues(text string, values []string) string {
+	const minSecret = 4
+	var known []string
+	for _, v := range values {
+		if v = strings.TrimSpace(v); len(v) >= minSecret {
+			known = append(known, v)
+		}
 	}
 	// Longest first, so a value containing another goes whole.
 	slices.SortFunc(known, func(a, b string) int { return cmp.Compare(len(b), len(a)) })

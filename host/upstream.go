@@ -443,12 +443,12 @@ func (u *upstream) restore(cs *mcp.ClientSession) {
 	defer cancel()
 	if level != "" {
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-			u.log.Debug("restoring log level failed", "error", err)
+			u.log.Debug("restoring log level failed", "error", u.maskMarked(err))
 		}
 	}
 	for _, uri := range uris {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			u.log.Debug("restoring subscription failed", "uri", uri, "error", err)
+			u.log.Debug("restoring subscription failed", "uri", uri, "error", u.maskMarked(err))
 		}
 	}
 }
@@ -469,7 +469,7 @@ func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *
 	if err != nil {
 		// Tools still work; the last known prompts and resources stay
 		// listed until the next list_changed or reconnect.
-		u.log.Warn("listing prompts and resources failed", "error", err)
+		u.log.Warn("listing prompts and resources failed", "error", u.maskMarked(err))
 		return cs, tools, nil, nil
 	}
 	return cs, tools, &feats, nil
@@ -550,10 +550,14 @@ func (u *upstream) logUpstreamLog(p *mcp.LoggingMessageParams) {
 	u.log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
 }
 
-// withStderr is a log line's key and value, plus the stderr tail if any.
+// withStderr is a log line's key and value, plus the stderr tail if any,
+// the secrets the admin API marked taken out of both.
 func (u *upstream) withStderr(key string, v any) []any {
+	if err, ok := v.(error); ok {
+		v = u.maskMarked(err)
+	}
 	if tail := u.stderrTail(); tail != "" {
-		return []any{key, v, "stderr", tail}
+		return []any{key, v, "stderr", redactMarked(tail, u.cfg)}
 	}
 	return []any{key, v}
 }
@@ -717,7 +721,7 @@ func (u *upstream) refreshTools() {
 	defer cancel()
 	tools, err := listTools(ctx, cs)
 	if err != nil {
-		u.log.Warn("refreshing tools failed", "error", err)
+		u.log.Warn("refreshing tools failed", "error", u.maskMarked(err))
 		return
 	}
 	u.mu.Lock()
@@ -738,7 +742,7 @@ func (u *upstream) refreshFeatures() {
 	defer cancel()
 	feats, err := listFeatures(ctx, u.cfg.Name, cs)
 	if err != nil {
-		u.log.Warn("refreshing prompts and resources failed", "error", err)
+		u.log.Warn("refreshing prompts and resources failed", "error", u.maskMarked(err))
 		return
 	}
 	u.mu.Lock()
@@ -798,12 +802,15 @@ func (u *upstream) status() Status {
 	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
 	}
-	st.Stderr = u.stderrTail()
+	// The secrets the admin API marked too: a failed connection quotes
+	// the URL, and a server may print its args.
+	st.Stderr = redactMarked(u.stderrTail(), u.cfg)
 	if u.lastErr != nil {
 		st.Error = errorText(u.lastErr)
 		if tail := u.stderrTail(); tail != "" {
 			st.Error += "; stderr: " + tail
 		}
+		st.Error = redactMarked(st.Error, u.cfg)
 	}
 	if f, ok := u.oauth.(*codeFlow); ok {
 		// A login waiting (a revoked grant, a step-up) shows even while the

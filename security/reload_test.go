@@ -175,6 +175,67 @@ server "up" {
 	}
 }
 
+// TestReloadTwoSeparateWrites rewrites the config in two separate writes,
+// each opening and closing the file (`cat servers > config.hcl; cat
+// plugins >> config.hcl`), 100 ms apart, while a client calls a denied
+// tool without pause. The first write alone is a valid config with no
+// plugin block: read between the writes, it would serve without the deny
+// policy. No process holds the file open in between, so only the settle
+// window (runtime.watch_settle) keeps the reload from reading it: the one
+// reload applies the whole content, plugins included.
+func TestReloadTwoSeparateWrites(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+server "up" {
+  command = "UPSTREAM"
+}
+`+reloadPlugins)
+	s := startServer(t, cfg)
+	cs := connect(t, s.URL, nil)
+	if reaches(t, cs, "up__echo") {
+		t.Fatal("up__echo reached before the rewrite; want it denied")
+	}
+	stop := make(chan struct{})
+	h := hammerDenied(cs, "up__echo", stop)
+	defer func() { close(stop); <-h.done }()
+	h.waitCalls(t, 5)
+
+	write := func(flag int, text string) {
+		f, err := os.OpenFile(cfg, os.O_WRONLY|flag, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(os.O_TRUNC, strings.ReplaceAll(reloadServers, "UPSTREAM", upstreamBin))
+	// The writer's pause between its writes is the attack, not a wait.
+	time.Sleep(100 * time.Millisecond)
+	write(os.O_APPEND, reloadPlugins)
+
+	// The new config adds up2; once its tools show, the reload is done.
+	testproc.WaitFor(t, "the rewritten config to be served", time.Minute, func() bool { return hasTool(t, cs, "up2__pid") })
+	h.waitCalls(t, 5)
+	close(stop)
+	<-h.done
+	stop = make(chan struct{}) // for the deferred close
+	h.check(t)
+	log := s.stderr.String()
+	if strings.Contains(log, "reloaded: servers=2 plugins=0") {
+		t.Errorf("the config was reloaded between its two writes, without its plugin block:\n%s", log)
+	}
+	if n := strings.Count(log, "reloaded: "); n != 1 {
+		t.Errorf("%d reloads after a rewrite in two writes 100 ms apart; want 1, of the whole content:\n%s", n, log)
+	}
+	if reaches(t, cs, "up2__echo") {
+		t.Error("up2__echo reached after the rewrite; want it denied")
+	}
+}
+
 // TestReloadEmptyFileKeepsConfig truncates the config to nothing (what a
 // writer leaves before it writes): the reload is refused with a clear
 // error and the old servers and policies keep serving. A config written

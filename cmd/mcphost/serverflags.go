@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/mcphost-project/mcphost/host"
@@ -27,6 +28,8 @@ type defFlags struct {
 	sessions                             string
 	maxSessions                          int
 	env, headers                         listFlag
+	secretArgs                           listFlag
+	secretURL                            bool
 	file                                 string
 	command                              []string
 	hasCommand                           bool
@@ -37,6 +40,8 @@ func (d *defFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.transport, "transport", "", "stdio, sse or streamable-http (default: stdio with a command, streamable-http with --url)")
 	fs.Var(&d.env, "env", "an environment variable K=V of a stdio server (repeatable)")
 	fs.Var(&d.headers, "header", `an HTTP header "K: V" of a remote server (repeatable)`)
+	fs.Var(&d.secretArgs, "secret-arg", "the position N (from 0, after the command) of an arg that is a secret: stored sealed, shown masked (repeatable)")
+	fs.BoolVar(&d.secretURL, "secret-url", false, "the whole URL is a secret, its path included: stored sealed, shown masked")
 	fs.StringVar(&d.cwd, "cwd", "", "working directory of a stdio server")
 	fs.StringVar(&d.timeout, "timeout", "", "bound of each call, like 60s")
 	fs.StringVar(&d.connectTimeout, "connect-timeout", "", "bound of connecting, like 30s")
@@ -49,7 +54,7 @@ func (d *defFlags) register(fs *flag.FlagSet) {
 // definitionFlags names a definition flag that was given, other than
 // --file; "" if none.
 func (d *defFlags) definitionFlags(given map[string]bool) string {
-	for _, n := range []string{"url", "transport", "env", "header", "cwd", "timeout", "connect-timeout", "idle-timeout", "sessions", "max-sessions"} {
+	for _, n := range []string{"url", "transport", "env", "header", "secret-arg", "secret-url", "cwd", "timeout", "connect-timeout", "idle-timeout", "sessions", "max-sessions"} {
 		if given[n] {
 			return n
 		}
@@ -80,8 +85,13 @@ func (d *defFlags) spec(name string, stdin io.Reader, stderr io.Writer) (config.
 	if err != nil {
 		return usage(err.Error())
 	}
+	secretArgs, err := positions(d.secretArgs)
+	if err != nil {
+		return usage(err.Error())
+	}
 	s := config.ServerSpec{Name: name, Transport: d.transport, Cwd: d.cwd, URL: d.url, Env: stringMap(env), Headers: stringMap(headers),
-		Timeout: d.timeout, IdleTimeout: d.idleTimeout, ConnectTimeout: d.connectTimeout, Sessions: d.sessions, MaxSessions: d.maxSessions}
+		Timeout: d.timeout, IdleTimeout: d.idleTimeout, ConnectTimeout: d.connectTimeout, Sessions: d.sessions, MaxSessions: d.maxSessions,
+		SecretArgs: secretArgs, SecretURL: d.secretURL}
 	if d.hasCommand {
 		s.Command, s.Args = d.command[0], d.command[1:]
 	}
@@ -132,6 +142,16 @@ func (d *defFlags) patch(given map[string]bool) (map[string]any, error) {
 			p["args"] = nil
 		}
 	}
+	if given["secret-arg"] {
+		ps, err := positions(d.secretArgs)
+		if err != nil {
+			return nil, err
+		}
+		p["secret_args"] = ps
+	}
+	if given["secret-url"] {
+		p["secret_url"] = map[bool]any{true: true, false: nil}[d.secretURL]
+	}
 	if len(d.env) > 0 {
 		env, err := pairs(d.env, "=", "--env K=V", true)
 		if err != nil {
@@ -147,6 +167,19 @@ func (d *defFlags) patch(given map[string]bool) (map[string]any, error) {
 		p["headers"] = h
 	}
 	return p, nil
+}
+
+// positions reads the values of --secret-arg.
+func positions(vals []string) ([]int, error) {
+	var out []int
+	for _, v := range vals {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--secret-arg %q is not a position: give the number of the arg, from 0 (the first after the command)", v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // pairs splits K<sep>V values; with emptyIsNull, an empty V is nil (a

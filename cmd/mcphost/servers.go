@@ -58,6 +58,8 @@ Flags of every command:
 Definition flags (add, update, test):
   --url URL  --transport T  --env K=V ...  --header "K: V" ...  --cwd DIR
   --timeout D  --connect-timeout D  --idle-timeout D  --sessions S  --max-sessions N
+  --secret-arg N ...  the Nth arg (from 0, after the command) is a secret
+  --secret-url        the whole URL is a secret, its path included
   --file FILE   a whole definition in JSON, instead of the flags above
 Update sends only the flags given; a flag given an empty value removes the
 field (--cwd "", --env K=, --header "K:"). -- COMMAND ARGS replaces the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -174,6 +175,12 @@ func TestServersCommands(t *testing.T) {
 	out, errs, code = as("reconnect", "up")
 	mustOK("reconnect", out, errs, code, "up: connected, ")
 
+	// A secret arg is sealed or not stored at all: this store has no key.
+	_, errs, code = as("add", "sec", "--secret-arg", "1", "--", upstreamBin, "-name", "S3CRET-ARG-0123")
+	if code != 1 || !strings.Contains(errs, "no encryption key") || strings.Contains(errs, "S3CRET") {
+		t.Errorf("add of a secret arg to a store without a key: exit %d\n%s", code, errs)
+	}
+
 	// The errors: no key, no admin, no API, a definition refused.
 	_, errs, code = cli(t, "servers", "list", "--admin", admin)
 	if code != 1 || !strings.Contains(errs, "mcphost servers: Unauthorized") || !strings.Contains(errs, "--key") || !strings.Contains(errs, "MCPHOST_ADMIN_KEY") {
@@ -309,6 +316,23 @@ func TestServersPatch(t *testing.T) {
 	want := `{"args":null,"command":"npx","cwd":null,"env":{"A":"1","B":null},"headers":{"X-Key":"v"},"timeout":"5s"}`
 	if string(got) != want {
 		t.Errorf("patch:\n got %s\nwant %s", got, want)
+	}
+	d = defFlags{secretArgs: listFlag{"1", "3"}, secretURL: false}
+	p, err = d.patch(map[string]bool{"secret-arg": true, "secret-url": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(p); string(got) != `{"secret_args":[1,3],"secret_url":null}` {
+		t.Errorf("patch of the secret marks: %s", got)
+	}
+	d = defFlags{secretArgs: listFlag{"-1"}}
+	if _, err := d.patch(map[string]bool{"secret-arg": true}); err == nil {
+		t.Error("--secret-arg -1 accepted")
+	}
+	d = defFlags{secretArgs: listFlag{"1"}, secretURL: true, command: []string{"gh-mcp", "--token", "T"}, hasCommand: true}
+	spec, err := d.spec("gh", nil, io.Discard)
+	if err != nil || !slices.Equal(spec.SecretArgs, []int{1}) || !spec.SecretURL || spec.Args[1] != "T" {
+		t.Errorf("spec with secret marks: %+v %v", spec, err)
 	}
 }
 

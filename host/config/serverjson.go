@@ -40,6 +40,13 @@ type ServerSpec struct {
 	MaxSessions     int               `json:"max_sessions,omitempty"`
 	ProtocolVersion string            `json:"protocol_version,omitempty"`
 	OAuth           *OAuthSpec        `json:"oauth,omitempty"`
+
+	// SecretArgs lists the positions (from 0) of the args that are
+	// secrets, and SecretURL makes the whole URL one, its path included:
+	// the store seals them and the API shows them masked (Split). Only
+	// the API has them: a config file's secrets stay in env() and file().
+	SecretArgs []int `json:"secret_args,omitempty"`
+	SecretURL  bool  `json:"secret_url,omitempty"`
 }
 
 // OAuthSpec is a server's oauth block in JSON.
@@ -136,7 +143,7 @@ func specFields() []string {
 	for _, a := range serverSchema.Attributes {
 		out = append(out, a.Name)
 	}
-	return append(out, "name", "oauth")
+	return append(out, "name", "oauth", "secret_args", "secret_url")
 }
 
 // Server checks a definition exactly as `mcphost validate` checks a server
@@ -172,6 +179,7 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 	if s.Name == "" {
 		errs = append(errs, FieldError{Field: "name", Detail: "a server needs a name: letters, digits, '_' or '-'"})
 	}
+	errs = append(errs, s.checkSecretMarks()...)
 	if len(errs) == 0 {
 		if err := (host.Config{Servers: []host.ServerConfig{sc}}).WithDefaults().Validate(); err != nil {
 			errs = append(errs, FieldError{Detail: err.Error()})
@@ -180,6 +188,7 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 	if len(errs) > 0 {
 		return host.ServerConfig{}, &SpecError{Errors: errs}
 	}
+	sc.SecretArgs, sc.SecretURL = slices.Clone(s.SecretArgs), s.SecretURL
 	return sc, nil
 }
 
@@ -343,7 +352,7 @@ func SpecOf(sc host.ServerConfig) ServerSpec {
 		transport = host.TransportStdio // what the file leaves out
 	}
 	s := ServerSpec{Name: sc.Name, Transport: transport, Command: sc.Command, Args: sc.Args, Env: sc.Env, Cwd: sc.Cwd,
-		URL: sc.URL, Headers: sc.Headers, Timeout: dur(sc.Timeout), IdleTimeout: dur(sc.IdleTimeout),
+		URL: sc.URL, Headers: sc.Headers, SecretArgs: sc.SecretArgs, SecretURL: sc.SecretURL, Timeout: dur(sc.Timeout), IdleTimeout: dur(sc.IdleTimeout),
 		ConnectTimeout: dur(sc.ConnectTimeout), Sessions: sc.Sessions, MaxSessions: sc.MaxSessions, ProtocolVersion: sc.ProtocolVersion}
 	if o := sc.OAuth; o != nil {
 		s.OAuth = &OAuthSpec{Grant: o.Grant, Mode: o.Mode, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Issuer: o.Issuer,

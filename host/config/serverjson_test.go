@@ -3,6 +3,7 @@ package config_test
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,6 +59,11 @@ func TestServerSpecErrorsNameTheField(t *testing.T) {
 		{`{"name":"a","command":"no-such-program-mcphost"}`, "command", "no program", false},
 		{`{"name":"a","transport":"http","url":"https://x","oauth":{"grant":"client_credentials","client_id":"c"}}`, "oauth", "client_secret", false},
 		{`{"command":"sh"}`, "name", "", false},
+		{`{"name":"a","command":"sh","args":["x"],"secret_args":[1]}`, "secret_args", "there are 1 args", false},
+		{`{"name":"a","command":"sh","args":["x"],"secret_args":[-1]}`, "secret_args", "not the position", false},
+		{`{"name":"a","command":"sh","args":["x"],"secret_args":[0,0]}`, "secret_args", "listed twice", false},
+		{`{"name":"a","command":"sh","secret_url":true}`, "secret_url", "no url", false},
+		{`{"name":"a","command":"sh","args":["x"],"secret_args":"0"}`, "secret_args", "expected an array", true},
 	}
 	for _, c := range cases {
 		spec, err := config.DecodeServerSpec([]byte(c.json))
@@ -177,6 +183,103 @@ func TestSpecSecretsURL(t *testing.T) {
 	plain := config.ServerSpec{Name: "r", Transport: "http", URL: "https://x.example/mcp"}
 	if pub, sec := plain.Split(); pub.URL != plain.URL || !sec.Empty() {
 		t.Errorf("a URL without credentials: %q %+v", pub.URL, sec)
+	}
+}
+
+// TestSpecSecretArgs: the args that secret_args lists are kept with the
+// secrets and shown masked; "********" sent back at a listed position
+// keeps the stored arg, and anywhere else (a position no longer listed,
+// nothing stored there) is refused.
+func TestSpecSecretArgs(t *testing.T) {
+	spec := config.ServerSpec{Name: "gh", Command: "sh", Args: []string{"--token", "T0K3N", "--db", "postgres://u:pw@db/x"}, SecretArgs: []int{1, 3}}
+	pub, sec := spec.Split()
+	wantPub := []string{"--token", config.Masked, "--db", config.Masked}
+	if !slices.Equal(pub.Args, wantPub) || sec.Args[1] != "T0K3N" || sec.Args[3] != "postgres://u:pw@db/x" || len(sec.Args) != 2 {
+		t.Fatalf("split: shown %q, kept %v", pub.Args, sec.Args)
+	}
+	if spec.Args[1] != "T0K3N" {
+		t.Fatal("Split changed its receiver")
+	}
+	if again, _ := pub.Split(); !slices.Equal(again.Args, wantPub) {
+		t.Errorf("masking twice: %q", again.Args)
+	}
+	back, err := pub.Keep(sec)
+	if err != nil || !slices.Equal(back.Args, spec.Args) {
+		t.Fatalf("keep: %q %v", back.Args, err)
+	}
+	if _, err := back.Server("/etc/mcphost.hcl"); err != nil {
+		t.Fatalf("the kept definition: %v", err)
+	}
+	// A new value at a listed position replaces the stored one.
+	changed := pub
+	changed.Args = []string{"--token", "N3W", "--db", config.Masked}
+	if back, err := changed.Keep(sec); err != nil || back.Args[1] != "N3W" || back.Args[3] != "postgres://u:pw@db/x" {
+		t.Fatalf("keep with a new value: %q %v", back.Args, err)
+	}
+	for _, c := range []struct {
+		name   string
+		spec   config.ServerSpec
+		stored config.SpecSecrets
+	}{
+		{"position taken off secret_args", config.ServerSpec{Name: "gh", Command: "sh", Args: pub.Args, SecretArgs: []int{3}}, sec},
+		{"nothing stored at the position", config.ServerSpec{Name: "gh", Command: "sh", Args: []string{config.Masked, "x"}, SecretArgs: []int{0}}, sec},
+		{"a new definition", pub, config.SpecSecrets{}},
+		{"not listed at all", config.ServerSpec{Name: "gh", Command: "sh", Args: []string{config.Masked}}, config.SpecSecrets{}},
+	} {
+		if _, err := c.spec.Keep(c.stored); err == nil || specErr(t, err).Errors[0].Field != "args" {
+			t.Errorf("%s: masked arg kept: %v", c.name, err)
+		}
+	}
+	if pub, sec := (config.ServerSpec{Name: "gh", Command: "sh", Args: []string{"a"}}).Split(); !sec.Empty() || pub.Args[0] != "a" {
+		t.Errorf("args without secret_args: %q %+v", pub.Args, sec)
+	}
+}
+
+// TestSpecSecretURLPath: secret_url keeps the whole URL with the secrets
+// and shows its path masked as well; the URL sent back masked, with or
+// without its path masked, keeps the stored one.
+func TestSpecSecretURLPath(t *testing.T) {
+	cases := []struct{ url, masked string }{
+		{"https://x.example/k/SECRET/mcp", "https://x.example/********"},
+		{"https://x.example/SECRET?api_key=K", "https://x.example/********?api_key=********"},
+		{"https://u:p@x.example:8443/SECRET", "https://********@x.example:8443/********"},
+		{"https://x.example", "https://x.example"},
+		{"https://x.example/", "https://x.example/"},
+	}
+	for _, c := range cases {
+		spec := config.ServerSpec{Name: "r", Transport: "http", URL: c.url, SecretURL: true}
+		pub, sec := spec.Split()
+		if pub.URL != c.masked || sec.URL != c.url || !pub.SecretURL {
+			t.Errorf("split %q: shown %q, kept %q", c.url, pub.URL, sec.URL)
+			continue
+		}
+		if again, _ := pub.Split(); again.URL != c.masked {
+			t.Errorf("masking %q twice: %q", c.url, again.URL)
+		}
+		if back, err := pub.Keep(sec); err != nil || back.URL != c.url {
+			t.Errorf("keep %q: %q %v", c.url, back.URL, err)
+		}
+		if strings.Contains(pub.URL, config.Masked) {
+			if _, err := pub.Keep(config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "url" {
+				t.Errorf("masked URL %q with nothing stored kept: %v", pub.URL, err)
+			}
+			moved := pub
+			moved.URL = strings.Replace(pub.URL, "x.example", "evil.example", 1)
+			if _, err := moved.Keep(sec); err == nil {
+				t.Errorf("masked URL on another host kept: %q", moved.URL)
+			}
+		}
+	}
+	// Turning secret_url on for a URL shown with only its query masked.
+	spec := config.ServerSpec{Name: "r", Transport: "http", URL: "https://x.example/SECRET?k=v"}
+	pub, sec := spec.Split()
+	pub.SecretURL = true
+	back, err := pub.Keep(sec)
+	if err != nil || back.URL != spec.URL {
+		t.Fatalf("secret_url turned on: %q %v", back.URL, err)
+	}
+	if again, _ := back.Split(); again.URL != "https://x.example/********?k=********" {
+		t.Errorf("after secret_url is on: shown %q", again.URL)
 	}
 }
 

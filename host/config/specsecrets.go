@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -13,20 +14,23 @@ import (
 const Masked = "********"
 
 // SpecSecrets are the values of a definition that are never shown: env
-// and header values, the OAuth client secret, and a URL that can carry a
-// credential (one with userinfo, a query or a fragment). The store seals
-// them.
+// and header values, the OAuth client secret, the args that secret_args
+// marks, and a URL that can carry a credential (one with userinfo, a query
+// or a fragment, or marked by secret_url). The store seals them.
 type SpecSecrets struct {
 	Env          map[string]string `json:"env,omitempty"`
 	Headers      map[string]string `json:"headers,omitempty"`
 	ClientSecret string            `json:"client_secret,omitempty"`
-	// URL is the whole URL; the definition shows it masked (MaskURL).
+	// URL is the whole URL; the definition shows it masked (MaskURL, and
+	// its path too under secret_url).
 	URL string `json:"url,omitempty"`
+	// Args are the secret args by their position in args.
+	Args map[int]string `json:"args,omitempty"`
 }
 
 // Empty reports whether there is no secret.
 func (s SpecSecrets) Empty() bool {
-	return len(s.Env) == 0 && len(s.Headers) == 0 && s.ClientSecret == "" && s.URL == ""
+	return len(s.Env) == 0 && len(s.Headers) == 0 && s.ClientSecret == "" && s.URL == "" && len(s.Args) == 0
 }
 
 // MaskURL returns a server URL with the parts that can carry a credential
@@ -34,9 +38,13 @@ func (s SpecSecrets) Empty() bool {
 // fragment (the names stay). ok is false, and raw is returned, when there
 // is no such part (or raw is not a URL of the form scheme://host/...,
 // which Server refuses anyway).
-func MaskURL(raw string) (masked string, ok bool) {
+func MaskURL(raw string) (masked string, ok bool) { return maskURL(raw, false) }
+
+// maskURL is MaskURL; with whole (secret_url), the path is masked too,
+// and every URL of the form scheme://host/... is masked (ok).
+func maskURL(raw string, whole bool) (masked string, ok bool) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Opaque != "" || u.Scheme == "" || (u.User == nil && u.RawQuery == "" && u.Fragment == "") {
+	if err != nil || u.Opaque != "" || u.Scheme == "" || (!whole && u.User == nil && u.RawQuery == "" && u.Fragment == "") {
 		return raw, false
 	}
 	var b strings.Builder
@@ -44,7 +52,11 @@ func MaskURL(raw string) (masked string, ok bool) {
 	if u.User != nil {
 		b.WriteString(Masked + "@")
 	}
-	b.WriteString(u.Host + u.EscapedPath())
+	path := u.EscapedPath()
+	if whole && path != "" && path != "/" {
+		path = "/" + Masked
+	}
+	b.WriteString(u.Host + path)
 	if u.RawQuery != "" {
 		b.WriteString("?" + maskParams(u.RawQuery))
 	}
@@ -77,7 +89,15 @@ func (s ServerSpec) Split() (ServerSpec, SpecSecrets) {
 	pub := s
 	sec.Env, pub.Env = maps.Clone(s.Env), mask(s.Env)
 	sec.Headers, pub.Headers = maps.Clone(s.Headers), mask(s.Headers)
-	if masked, ok := MaskURL(s.URL); ok {
+	if len(s.SecretArgs) > 0 {
+		pub.Args, sec.Args = slices.Clone(s.Args), map[int]string{}
+		for _, i := range s.SecretArgs {
+			if i >= 0 && i < len(s.Args) {
+				sec.Args[i], pub.Args[i] = s.Args[i], Masked
+			}
+		}
+	}
+	if masked, ok := maskURL(s.URL, s.SecretURL); ok {
 		sec.URL, pub.URL = s.URL, masked
 	}
 	if s.OAuth != nil {
@@ -106,6 +126,14 @@ func (s ServerSpec) Join(sec SpecSecrets) ServerSpec {
 	out := s
 	out.Env = unmask(s.Env, sec.Env)
 	out.Headers = unmask(s.Headers, sec.Headers)
+	if len(sec.Args) > 0 {
+		out.Args = slices.Clone(s.Args)
+		for i, v := range out.Args {
+			if old, ok := sec.Args[i]; ok && v == Masked && slices.Contains(s.SecretArgs, i) {
+				out.Args[i] = old
+			}
+		}
+	}
 	if sameURL(s.URL, sec.URL) {
 		out.URL = sec.URL
 	}
@@ -120,9 +148,13 @@ func (s ServerSpec) Join(sec SpecSecrets) ServerSpec {
 }
 
 // sameURL reports whether pub is stored, the URL kept sealed, as the API
-// returns it.
+// returns it: with or without its path masked (secret_url), so that
+// secret_url can be turned on without sending the URL again.
 func sameURL(pub, stored string) bool {
-	masked, ok := MaskURL(stored)
+	if masked, ok := maskURL(stored, false); ok && pub == masked {
+		return true
+	}
+	masked, ok := maskURL(stored, true)
 	return ok && pub == masked
 }
 
@@ -143,7 +175,10 @@ func unmask(pub, sec map[string]string) map[string]string {
 // Keep resolves the masked values of a new definition from the stored
 // one's secrets: "********" sent back means "leave it as it is". A masked
 // value with nothing stored under its name is an error, and so is a URL
-// holding "********" that is not the stored URL exactly as masked. Keep
+// holding "********" that is not the stored URL exactly as masked, and an
+// arg "********" at a position that secret_args does not list or where no
+// secret arg is stored (so that dropping a mark cannot store the secret in
+// the clear). Keep
 // with no stored secrets refuses every masked value: a new definition must
 // not store "********" as a credential.
 func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
@@ -157,6 +192,11 @@ func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
 	}
 	check("env", s.Env, stored.Env)
 	check("headers", s.Headers, stored.Headers)
+	for i, v := range s.Args {
+		if _, ok := stored.Args[i]; v == Masked && (!ok || !slices.Contains(s.SecretArgs, i)) {
+			errs = append(errs, FieldError{Field: "args", Detail: fmt.Sprintf("%q at position %d keeps the stored secret arg there, but none is stored there or secret_args does not list %d; send the value", Masked, i, i)})
+		}
+	}
 	if s.OAuth != nil && s.OAuth.ClientSecret == Masked && stored.ClientSecret == "" {
 		errs = append(errs, FieldError{Field: "oauth.client_secret", Detail: fmt.Sprintf("%q keeps a stored value, but none is stored; send the value", Masked)})
 	}
@@ -167,6 +207,26 @@ func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
 		return ServerSpec{}, &SpecError{Errors: errs}
 	}
 	return s.Join(stored), nil
+}
+
+// checkSecretMarks checks that secret_args names args there are, once
+// each, and that secret_url has a URL to keep secret.
+func (s ServerSpec) checkSecretMarks() []FieldError {
+	var errs []FieldError
+	seen := make(map[int]bool, len(s.SecretArgs))
+	for _, i := range s.SecretArgs {
+		switch {
+		case i < 0 || i >= len(s.Args):
+			errs = append(errs, FieldError{Field: "secret_args", Detail: fmt.Sprintf("%d is not the position of an arg: there are %d args, counted from 0", i, len(s.Args))})
+		case seen[i]:
+			errs = append(errs, FieldError{Field: "secret_args", Detail: fmt.Sprintf("%d is listed twice; list each position once", i)})
+		}
+		seen[i] = true
+	}
+	if s.SecretURL && s.URL == "" {
+		errs = append(errs, FieldError{Field: "secret_url", Detail: "there is no url to keep secret; add the url or remove secret_url"})
+	}
+	return errs
 }
 
 // DecodeSecrets reads what SpecSecrets marshalled to; empty is none.

@@ -84,7 +84,7 @@ const serverFields = [
   ['name', 'Name', 'text', 'letters, digits, - and _; its tools are exposed as name__tool'],
   ['transport', 'Transport', ['stdio', 'streamable-http', 'sse']],
   ['command', 'Command', 'text', 'the program to run', 'stdio'],
-  ['args', 'Arguments', 'lines', 'one per line', 'stdio'],
+  ['args', 'Arguments', 'lines', 'one per line; ******** keeps a stored secret arg', 'stdio'],
   ['env', 'Environment', 'pairs', 'NAME=value, one per line; ******** keeps a stored value', 'stdio'],
   ['cwd', 'Directory', 'text', '', 'stdio'],
   ['url', 'URL', 'text', 'the server\'s endpoint', 'http'],

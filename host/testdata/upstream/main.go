@@ -64,6 +64,7 @@ func main() {
 	subscribable := flag.Bool("subscribable", false, "serve the resource "+tickerURI+", which clients may subscribe to, and the tool update_burst")
 	linger := flag.Bool("linger", false, "keep running after stdin closes, as many servers do, until signalled")
 	traceTool := flag.Bool("trace", false, "serve the tool traceparent, which returns the traceparent of its request's _meta")
+	argvTool := flag.Bool("argv", false, "serve the tool argv, which returns the arguments the process was started with, one a line")
 	secrets := flag.Bool("secrets", false, "serve $HOSTILE_SECRET through every method but tools too: resources secret://note and secret://{name}, the prompt secret_prompt, and tools elicit and progress_message")
 	flag.Parse()
 	// A server that starts once and then fails every restart, saying why
@@ -117,6 +118,12 @@ func main() {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ToolResultContent{ToolUseID: "u1",
 				Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}}}, nil, nil
 		})
+	if *argvTool {
+		mcp.AddTool(srv, &mcp.Tool{Name: "argv", Description: "Returns the process's arguments, one a line."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Args[1:], "\n")}}}, nil, nil
+			})
+	}
 	if *traceTool {
 		mcp.AddTool(srv, &mcp.Tool{Name: "traceparent", Description: "Returns the traceparent of the request's _meta."},
 			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
