@@ -52,8 +52,12 @@ func (r *release) writeImages(linux []string, bins map[string]string, wasm strin
 		if err != nil {
 			return err
 		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return err
+		}
 		if err := oci.AppendImage(img,
-			layout.WithPlatform(v1.Platform{OS: "linux", Architecture: goarch}),
+			layout.WithPlatform(*cf.Platform()),
 			layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag.TagStr()}),
 		); err != nil {
 			return fmt.Errorf("the OCI layout, linux/%s: %w", goarch, err)

@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		if t = strings.TrimSpace(t); t == "" {
 			continue
 		}
-		if !strings.Contains(","+strings.Join(allTargets, ",")+",", ","+t+",") {
+		if !slices.Contains(allTargets, t) {
 			return fmt.Errorf("-targets: %q is not one of %s", t, strings.Join(allTargets, ", "))
 		}
 		list = append(list, t)

@@ -116,7 +116,7 @@ func sbom(bin, version string, date time.Time) (*cdx.BOM, error) {
 		Timestamp: date.UTC().Format(time.RFC3339),
 		Tools: &cdx.ToolsChoice{Components: &[]cdx.Component{{
 			Type: cdx.ComponentTypeApplication,
-			Name: "mcphost internal/release (github.com/CycloneDX/cyclonedx-go)",
+			Name: "github.com/mcphost-project/mcphost/internal/release",
 		}}},
 		Component: &main,
 	}
