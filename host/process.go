@@ -3,13 +3,11 @@ package host
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -78,13 +76,7 @@ func (t *stdioTransport) command(tag string) *exec.Cmd {
 	}
 	cmd.Env = append(cmd.Env, upstreamTagEnv+"="+tag)
 	cmd.Stderr = t.stderr
-	// Setpgid puts the server and its children in a group we can end as one;
-	// Pdeathsig ends the server if mcphost itself dies without cleaning up.
-	// Linux sends it when the *thread* that started the server exits, so no
-	// code in mcphost may end a goroutine still locked to its OS thread
-	// (which ends the thread): a reload that did so, to run at a lower
-	// priority, killed upstreams at random.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = serverProcAttr() // its own process group (process_*.go)
 	return cmd
 }
 
@@ -127,22 +119,6 @@ func (c *groupConn) Close() error {
 		children.exited(c.pgid)
 	})
 	return err
-}
-
-// killGroup sends SIGTERM to the group, waits up to grace for it to empty,
-// then sends SIGKILL.
-func killGroup(pgid int, grace time.Duration) {
-	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
-		return // no such group: everyone already exited
-	}
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // tailWriter forwards an upstream's stderr to the log line by line and keeps

@@ -15,6 +15,7 @@ import (
 )
 
 func main() {
+	stampVersion()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal starts a bounded shutdown; a second one ends the
 	// process at once, as if mcphost did not handle signals.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -100,7 +101,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "import":
 		return runImport(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "mcphost %s (plugin ABI %s, %s %s/%s)\n", host.Version, abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(stdout, "mcphost %s (commit %s, plugin ABI %s, %s %s/%s)\n", host.Version, cmp.Or(commit, "unknown"), abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	case "help", "-h", "-help", "--help":
 		// "mcphost help COMMAND [SUBCOMMAND]" is "mcphost COMMAND [SUBCOMMAND] -h".

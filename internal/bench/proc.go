@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -49,7 +48,7 @@ func StartProcess(name string, args []string, dir string, env []string) (*Proces
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr() // its own process group, where there are (proc_*.go)
 	// One pipe for stdout and stderr, so lines keep their order.
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -210,15 +209,15 @@ func (p *Process) Stop(grace time.Duration) error {
 		return nil
 	}
 	pgid := p.Cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	signalGroup(pgid, false)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalGroup(pgid, true)
 		<-p.done
 	}
 	// Children that ignored SIGTERM but outlived the leader.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	signalGroup(pgid, true)
 	return nil
 }
 
