@@ -135,8 +135,11 @@ func importSpec(s clientconfig.Server) (config.ServerSpec, error) {
 		errs = append(errs, err)
 		return out
 	}
-	for _, a := range s.Args {
+	for i, a := range s.Args {
 		spec.Args = append(spec.Args, get(a))
+		if holdsSecret(a) { // sealed in the store, never shown (secret_args)
+			spec.SecretArgs = append(spec.SecretArgs, i)
+		}
 	}
 	pairs := func(ps []clientconfig.Pair) map[string]string {
 		if len(ps) == 0 {
@@ -151,8 +154,21 @@ func importSpec(s clientconfig.Server) (config.ServerSpec, error) {
 	spec.Env, spec.Headers = pairs(s.Env), pairs(s.Headers)
 	if s.Transport != "stdio" {
 		spec.URL = get(s.URL)
+		spec.SecretURL = holdsSecret(s.URL)
 	}
 	return spec, errors.Join(errs...)
+}
+
+// holdsSecret reports whether v stands for a credential: one the source
+// held in clear, or a variable the source called a secret (then read from
+// this environment); either way the store seals it.
+func holdsSecret(v clientconfig.Value) bool {
+	for _, p := range v {
+		if p.HasClear || p.Secret {
+			return true
+		}
+	}
+	return false
 }
 
 func readImportFile(name string, stdin io.Reader) ([]byte, error) {

@@ -97,6 +97,9 @@ type Part struct {
 	// never written, only sent where the definition is added directly.
 	Clear    string
 	HasClear bool
+	// Secret: Env stands for a credential, whether or not the source held
+	// its value.
+	Secret bool
 }
 
 // Literal is a Value of text alone.
@@ -325,5 +328,5 @@ func (r *reader) use(server, name, why string, clear *string) string {
 // secretRef is a reference to name standing for a clear value.
 func (r *reader) secretRef(server, name, why, clear string) Part {
 	name = r.use(server, name, why, &clear)
-	return Part{Env: name, Clear: clear, HasClear: true}
+	return Part{Env: name, Clear: clear, HasClear: true, Secret: true}
 }

@@ -83,7 +83,7 @@ func (r *reader) input(server, where, id string) Part {
 	} else {
 		name = r.use(server, name, where+" (VS Code input "+id+")", nil)
 	}
-	p := Part{Env: name}
+	p := Part{Env: name, Secret: known && in.Password}
 	if known && in.Default != "" && !in.Password {
 		p.Default, p.HasDefault = in.Default, true
 	}

@@ -230,8 +230,7 @@ func (r *reader) regValue(server, where, env string, in regInput) Value {
 	case in.IsSecret && in.Value == nil:
 		name := r.use(server, env, where+": "+or(in.Description, "a secret"), nil)
 		r.res.Env[slices.IndexFunc(r.res.Env, func(e EnvVar) bool { return e.Name == name })].Secret = true
-		p := Part{Env: name}
-		return Value{p}
+		return Value{{Env: name, Secret: true}}
 	case in.Value != nil:
 		return r.template(server, where, *in.Value, in.Variables)
 	case in.Default != nil:
