@@ -196,6 +196,32 @@ func (v *verifier) verify(ctx context.Context, token string) (*Identity, error) 
 	return id, nil
 }
 
+// accessTokenType reports whether a JWT's typ header allows an access
+// token: RFC 9068's at+jwt, or none or the generic JWT that most identity
+// providers still write (whose claims are then checked for an ID token's,
+// idTokenClaims). Any other type (an ID token's id_token+jwt, a logout
+// token's, a security event's) is refused.
+func accessTokenType(typ string) bool {
+	switch strings.ToLower(typ) {
+	case "", "jwt", "at+jwt", "application/at+jwt":
+		return true
+	}
+	return false
+}
+
+// idTokenClaims reports whether claims are an OpenID Connect ID token's: a
+// nonce, at_hash or c_hash (OIDC Core 2, 3.3.2.11), which no access token
+// carries, or Keycloak's typ claim "ID".
+func idTokenClaims(claims map[string]any) bool {
+	for _, k := range []string{"nonce", "at_hash", "c_hash"} {
+		if _, ok := claims[k]; ok {
+			return true
+		}
+	}
+	typ, _ := claims["typ"].(string)
+	return strings.EqualFold(typ, "ID")
+}
+
 // check validates token fully: signature, issuer, audience, times, scopes.
 // It returns the caller and the token's expiry.
 func (v *verifier) check(ctx context.Context, token string) (*Identity, time.Time, error) {
@@ -212,6 +238,9 @@ func (v *verifier) check(ctx context.Context, token string) (*Identity, time.Tim
 	if len(tok.Headers) != 1 {
 		return nil, time.Time{}, invalid("access token has %d signatures, want 1", len(tok.Headers))
 	}
+	if typ, _ := tok.Headers[0].ExtraHeaders[jose.HeaderType].(string); !accessTokenType(typ) {
+		return nil, time.Time{}, invalid("the token's type is %q, not an access token's (at+jwt, RFC 9068)", typ)
+	}
 	key, err := v.keys.key(ctx, tok.Headers[0].KeyID, tok.Headers[0].Algorithm)
 	if err != nil {
 		return nil, time.Time{}, invalid("%v", err)
@@ -223,6 +252,9 @@ func (v *verifier) check(ctx context.Context, token string) (*Identity, time.Tim
 	}
 	if std.Expiry == nil {
 		return nil, time.Time{}, invalid("access token has no exp claim")
+	}
+	if idTokenClaims(all) {
+		return nil, time.Time{}, invalid("the token is an OpenID Connect ID token (it has nonce, at_hash, c_hash or typ ID), which says who signed in to a client, not what a client may call: send an access token")
 	}
 	err = std.ValidateWithLeeway(jwt.Expected{Issuer: v.o.Issuer, AnyAudience: jwt.Audience{v.o.Audience}, Time: v.now()}, v.o.ClockSkew)
 	switch {

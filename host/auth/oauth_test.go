@@ -297,3 +297,29 @@ func TestKeysOnlyIsNoOAuthResource(t *testing.T) {
 		t.Errorf("the key: %d", resp.StatusCode)
 	}
 }
+
+// TestIDTokensRefused: an OpenID Connect ID token whose audience is this
+// server (some providers let a client ask for one) is no access token,
+// whatever its signature: refused by its claims, or by its typ header;
+// access tokens typed at+jwt, JWT or not at all pass.
+func TestIDTokensRefused(t *testing.T) {
+	as := authtest.New(t)
+	a := newTestAuth(t, as)
+	ctx := context.Background()
+	if _, f := a.Authenticate(ctx, "Bearer "+as.IDToken(t, "alice", testAudience)); f == nil || f.Status != 401 || !strings.Contains(f.Reason, "ID token") {
+		t.Errorf("an ID token: %v, want 401 saying it is an ID token", f)
+	}
+	claims := as.Claims("alice", testAudience, nil)
+	for typ, ok := range map[string]bool{"at+jwt": true, "application/at+jwt": true, "JWT": true, "": true,
+		"id_token+jwt": false, "logout+jwt": false, "secevent+jwt": false} {
+		_, f := a.Authenticate(ctx, "Bearer "+as.SignTyped(t, claims, typ))
+		if ok != (f == nil) {
+			t.Errorf("typ %q: %v, want accepted %v", typ, f, ok)
+		}
+	}
+	for _, extra := range []map[string]any{{"nonce": "n"}, {"at_hash": "x"}, {"c_hash": "x"}, {"typ": "ID"}} {
+		if _, f := a.Authenticate(ctx, "Bearer "+as.SignTyped(t, as.Claims("alice", testAudience, extra), "JWT")); f == nil {
+			t.Errorf("a JWT with %v: accepted", extra)
+		}
+	}
+}

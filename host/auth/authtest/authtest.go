@@ -252,13 +252,19 @@ func (as *Server) Sign(t testing.TB, claims map[string]any, key *jose.JSONWebKey
 }
 
 func (as *Server) sign(claims map[string]any, key *jose.JSONWebKey) (string, error) {
+	return as.signTyped(claims, key, "at+jwt")
+}
+
+// signTyped signs claims with the JWT header typ given (RFC 9068's at+jwt
+// for access tokens).
+func (as *Server) signTyped(claims map[string]any, key *jose.JSONWebKey, typ jose.ContentType) (string, error) {
 	as.mu.Lock()
 	k := as.keys[0]
 	as.mu.Unlock()
 	if key != nil {
 		k = *key
 	}
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(k.Algorithm), Key: k}, (&jose.SignerOptions{}).WithType("at+jwt"))
+	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(k.Algorithm), Key: k}, (&jose.SignerOptions{}).WithType(typ))
 	if err != nil {
 		return "", err
 	}
@@ -280,6 +286,29 @@ func (as *Server) Claims(sub, audience string, extra map[string]any) map[string]
 		}
 	}
 	return c
+}
+
+// IDToken is an OpenID Connect ID token for sub, issued to the client
+// audience: typ "JWT", with a nonce, at_hash and auth_time. Some identity
+// providers let a client ask for one whose audience is a resource's.
+func (as *Server) IDToken(t testing.TB, sub, audience string) string {
+	t.Helper()
+	claims := as.Claims(sub, audience, map[string]any{"nonce": "n-0S6_WzA2Mj", "at_hash": "77QmUPtjPfzWtF2AnpK9RQ", "auth_time": time.Now().Unix(), "scope": nil})
+	s, err := as.signTyped(claims, nil, "JWT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// SignTyped is Sign with the JWT header typ given.
+func (as *Server) SignTyped(t testing.TB, claims map[string]any, typ string) string {
+	t.Helper()
+	s, err := as.signTyped(claims, nil, jose.ContentType(typ))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // Token is a signed access token for sub and audience (see Claims).
