@@ -253,6 +253,9 @@ func (h *Host) toolsChanged(string) {
 	h.cat.Store(next)
 	logProblems(&h.namingLog, h.log, "tool naming", next.issues)
 	h.log.Debug("catalog rebuilt", "version", next.version, "tools", len(next.tools))
+	if co, ok := h.observer.(CatalogObserver); ok {
+		co.CatalogChanged(next.tools)
+	}
 	h.servers.toolsChanged()
 }
 

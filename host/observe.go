@@ -38,6 +38,13 @@ type Observer interface {
 	ToolsListBuilt(d time.Duration, err error)
 }
 
+// CatalogObserver is an Observer told the catalog's tools each time the
+// catalog changes, so that what it keeps per server and tool can follow:
+// host/metrics drops the series of tools that left.
+type CatalogObserver interface {
+	CatalogChanged(tools []abi.Tool)
+}
+
 // CallTimes says where a call's time went.
 type CallTimes struct {
 	Total    time.Duration // from arrival in the host to the answer

@@ -7,12 +7,14 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
 )
@@ -47,6 +49,9 @@ type Sources struct {
 // Metrics is a Prometheus registry with mcphost's metrics. It is a
 // host.Observer; Handler serves the exposition.
 type Metrics struct {
+	seenMu sync.Mutex
+	seen   map[toolKey]struct{} // tools with series, for CatalogChanged
+
 	reg      *prometheus.Registry
 	calls    *prometheus.CounterVec
 	total    *prometheus.HistogramVec
@@ -63,7 +68,8 @@ var buckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // New returns the metrics; call Watch once the host exists.
 func New() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		seen: map[toolKey]struct{}{},
+		reg:  prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcphost_tool_calls_total",
 			Help: "tools/call requests answered, by server, tool and outcome (ok, tool_error, upstream_error, timeout, denied, answered, unknown_tool, invalid).",
@@ -101,6 +107,11 @@ func New() *Metrics {
 
 // ToolCall implements host.Observer.
 func (m *Metrics) ToolCall(server, tool, outcome string, t host.CallTimes) {
+	if tool != "" {
+		m.seenMu.Lock()
+		m.seen[toolKey{server, tool}] = struct{}{}
+		m.seenMu.Unlock()
+	}
 	m.calls.WithLabelValues(server, tool, outcome).Inc()
 	m.total.WithLabelValues(server).Observe(t.Total.Seconds())
 	if t.Upstream > 0 {
@@ -108,6 +119,37 @@ func (m *Metrics) ToolCall(server, tool, outcome string, t host.CallTimes) {
 	}
 	if t.Policy > 0 {
 		m.policy.WithLabelValues(server).Observe(t.Policy.Seconds())
+	}
+}
+
+// toolKey is one tool's labels.
+type toolKey struct{ server, tool string }
+
+// CatalogChanged implements host.CatalogObserver: the series of a tool
+// that left the catalog (its server dropped it, or the server went) are
+// deleted, and a server's once it has no tool left, so that scrapes do not
+// carry them for ever. A tool that comes back starts again from zero,
+// which Prometheus' rate and increase read as a counter reset.
+func (m *Metrics) CatalogChanged(tools []abi.Tool) {
+	now := make(map[toolKey]bool, len(tools))
+	servers := map[string]bool{}
+	for _, t := range tools {
+		now[toolKey{t.Server, t.Tool}] = true
+		servers[t.Server] = true
+	}
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	for k := range m.seen {
+		if now[k] {
+			continue
+		}
+		delete(m.seen, k)
+		m.calls.DeletePartialMatch(prometheus.Labels{"server": k.server, "tool": k.tool})
+		if !servers[k.server] {
+			for _, v := range []*prometheus.HistogramVec{m.total, m.upstream, m.policy} {
+				v.DeleteLabelValues(k.server)
+			}
+		}
 	}
 }
 

@@ -262,6 +262,11 @@ func main() {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimSpace(string(out))}}}, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "remove_tool", Description: "Removes the tool named by text, which sends tools/list_changed."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			srv.RemoveTools(in.Text)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool", Description: "Adds a tool named by text, which sends tools/list_changed."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			mcp.AddTool(srv, &mcp.Tool{Name: in.Text}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
