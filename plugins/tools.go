@@ -355,6 +355,44 @@ func (t *Tool) checkOutput(o *ToolOutcome) error {
 	return nil
 }
 
+// MaxResultDepth is the deepest nesting of objects and arrays a tool
+// plugin's output may have. MCP clients decode messages up to some depth
+// (the go-sdk's is 1000), and a result reaches them inside a JSON-RPC
+// message: anything near that is no tool's answer.
+const MaxResultDepth = 512
+
+// ErrTooDeep is ErrInvalidOutput's cause for an output nested deeper than
+// MaxResultDepth.
+var ErrTooDeep = fmt.Errorf("the result is nested deeper than %d levels", MaxResultDepth)
+
+// jsonDepth is the deepest nesting of objects and arrays in data, which
+// need not be valid JSON: brackets inside strings do not count.
+func jsonDepth(data []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // strictDecode decodes one JSON value into v, matching field names
 // exactly (clients read "content", not "Content"), and refuses trailing
 // data.
@@ -388,6 +426,9 @@ func decodeToolInvoke(data []byte) (*ToolOutcome, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("%w: output is not a JSON object", ErrInvalidOutput)
+	}
+	if d := jsonDepth(data); d > MaxResultDepth {
+		return nil, fmt.Errorf("%w: %w: the result is nested %d levels deep", ErrInvalidOutput, ErrTooDeep, d)
 	}
 	var o invokeOutput
 	if err := strictDecode(data, &o); err != nil {

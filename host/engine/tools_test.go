@@ -301,6 +301,7 @@ func TestToolPluginMisbehaving(t *testing.T) {
 	for _, c := range []struct{ tool, want string }{
 		{"loop", "timed out"},
 		{"shape", "invalid output"},
+		{"deep", "nested deeper than"},
 		{"fielderr", "path: no such file"},
 		{"badout", "structuredContent.n"},
 		{"crash", "crashed"},

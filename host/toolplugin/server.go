@@ -277,6 +277,8 @@ func failure(err error) string {
 		return "crashed"
 	case errors.Is(err, plugins.ErrOutputTooLarge):
 		return "output too large"
+	case errors.Is(err, plugins.ErrTooDeep):
+		return "invalid output: " + plugins.ErrTooDeep.Error()
 	case errors.Is(err, plugins.ErrInvalidOutput):
 		return "invalid output"
 	case errors.Is(err, plugins.ErrUnavailable):

@@ -2,7 +2,8 @@
 
 // Command raw is a test tool plugin written against the ABI directly, to
 // misbehave in every way a tool can: loop, allocate without end, crash,
-// answer in the wrong shape, answer 50 MB, break its output schema.
+// answer in the wrong shape, answer 50 MB, nest its result 5,000 deep,
+// break its output schema.
 package main
 
 import (
@@ -27,7 +28,7 @@ var obj = json.RawMessage(`{"type":"object"}`)
 //go:wasmexport mcphost_tools
 func tools() int32 {
 	out := abi.ToolsOutput{}
-	for _, n := range []string{"loop", "alloc", "crash", "shape", "huge", "fielderr"} {
+	for _, n := range []string{"loop", "alloc", "crash", "shape", "huge", "fielderr", "deep"} {
 		out.Tools = append(out.Tools, abi.ToolDef{Name: n, InputSchema: obj})
 	}
 	out.Tools = append(out.Tools, abi.ToolDef{Name: "badout", InputSchema: obj,
@@ -63,6 +64,8 @@ func invoke() int32 {
 		extism.OutputString(`{"tools":[]}`)
 	case "huge":
 		extism.OutputString(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 50<<20) + `"}]}`)
+	case "deep":
+		extism.OutputString(`{"content":[],"structuredContent":{"a":` + strings.Repeat(`{"a":`, 5000) + `1` + strings.Repeat("}", 5001) + `}`)
 	case "fielderr":
 		extism.OutputString(`{"field":"path","message":"no such file"}`)
 	case "badout":
