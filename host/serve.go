@@ -79,10 +79,30 @@ func (h *Host) Handler() http.Handler {
 	return withDeadlines(checkOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
 
-// CheckOrigin gives another HTTP handler (the admin API's) the MCP
-// listener's DNS-rebinding and Origin checks (checkOrigin), allowed being
-// the browser origins accepted besides the request's own host.
-func CheckOrigin(allowed []string, next http.Handler) http.Handler { return checkOrigin(allowed, next) }
+// CheckHost gives another HTTP handler (the admin API's) the MCP
+// listener's DNS-rebinding check: a request that reached a loopback
+// address must name a loopback host. (Its browsers' requests are the
+// console's, which checks their origin itself: a form sent under
+// Referrer-Policy no-referrer carries Origin "null".)
+func CheckHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if foreignHost(w, r) {
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// foreignHost answers 403 to a request that reached a loopback address
+// under a name that is not loopback (DNS rebinding), and says whether it
+// did.
+func foreignHost(w http.ResponseWriter, r *http.Request) bool {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil && isLoopback(a.String()) && !isLoopback(r.Host) {
+		http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q (this endpoint listens on loopback and answers only loopback host names)", r.Host), http.StatusForbidden)
+		return true
+	}
+	return false
+}
 
 // checkOrigin applies the go-sdk's DNS-rebinding check to every path, not
 // only /mcp and /sse: a request that reached a loopback address must name

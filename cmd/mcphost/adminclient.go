@@ -148,7 +148,11 @@ func (c *adminClient) refused(req *http.Request, resp *http.Response, data []byt
 			fmt.Fprintln(c.stderr, "The key was refused: pass another with --key KEY or MCPHOST_ADMIN_KEY (a key of listen.auth in an admin group).")
 		}
 	case http.StatusForbidden:
-		fmt.Fprintln(c.stderr, "This key is not an admin's: pass one in listen.auth.admin_groups with --key KEY or MCPHOST_ADMIN_KEY.")
+		if strings.HasPrefix(p.Detail, "invalid API key") {
+			fmt.Fprintln(c.stderr, "The key was refused: pass another with --key KEY or MCPHOST_ADMIN_KEY (a key of listen.auth in an admin group).")
+		} else {
+			fmt.Fprintln(c.stderr, "This key is not an admin's: pass one in listen.auth.admin_groups with --key KEY or MCPHOST_ADMIN_KEY.")
+		}
 	case http.StatusPreconditionFailed:
 		fmt.Fprintln(c.stderr, "Nothing changed. Run mcphost servers list --json for the current version.")
 	}

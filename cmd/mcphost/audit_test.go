@@ -212,7 +212,7 @@ func TestAuditCommands(t *testing.T) {
 		{[]string{"audit", "tail", "--file", file, "--since", "last tuesday"}, 2, "--since"},
 		{[]string{"audit", "query", "--file", file, "--admin", "http://x"}, 2, "not both"},
 		{[]string{"audit", "query", "--kind", "tool"}, 2, "--kind"},
-		{[]string{"audit", "query", "--admin", "http://" + adminAddr, "--key", "wrong-0123456789abcdef"}, 1, "mcphost audit: Unauthorized"},
+		{[]string{"audit", "query", "--admin", "http://" + adminAddr, "--key", "wrong-0123456789abcdef"}, 1, "The key was refused"},
 		{[]string{"audit", "frobnicate"}, 2, "unknown command"},
 	} {
 		_, stderr, code := cli(t, c.args...)

@@ -524,10 +524,10 @@ func nonNil(s []string) []string {
 // maxConns connections, idle ones closed first to make room (so idle
 // connections cannot use up the process's descriptors, which the MCP
 // listener needs too), a request's headers within 10 s, and the
-// DNS-rebinding and Origin checks.
+// DNS-rebinding check (the console checks its pages' origin itself).
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, maxConns int, log hclog.Logger) error {
 	ln, connState := host.LimitConnections(ln, maxConns, log)
-	srv := &http.Server{Handler: host.CheckOrigin(nil, h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	srv := &http.Server{Handler: host.CheckHost(h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnState: connState, BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
