@@ -136,7 +136,8 @@ type pendingLogin struct {
 	cookiePath string
 	secure     bool // the cookie is for https only
 	expires    time.Time
-	done   chan loginResult // the callback's code, to the flow
+
+	done chan loginResult // the callback's code, to the flow
 	// finished is closed once the flow has exchanged the code (or failed
 	// to), with why in err: the callback's page says so only then, and a
 	// call made as soon as the page shows finds the grant.
@@ -276,13 +277,14 @@ func page(title, body string) string {
 // codeFlow is one grant's authorization-code client, the gateway's or
 // one caller's (per_user): an sdkauth.OAuthHandler.
 type codeFlow struct {
-	server   string
-	subject  string // grants.Grant.Subject: "" for the gateway's own
-	redirect string
+	server  string
+	subject string // grants.Grant.Subject: "" for the gateway's own
 	log     hclog.Logger
 	env     *OAuthEnv
 	h       *sdkauth.AuthorizationCodeHandler
 	client  *http.Client // for the authorization server: discovery, registration, tokens
+
+	redirect string // where the authorization server sends the browser back
 
 	ctx    context.Context // ends with the upstream; bounds background logins
 	cancel context.CancelFunc
