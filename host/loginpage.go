@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // The login page: a login link of a running mcphost opens a page of its
@@ -171,7 +172,7 @@ func (h *Host) serveLogin(w http.ResponseWriter, r *http.Request) {
 			h.log.Info("login page: the gateway's own login refused to a caller who is no administrator", "server", p.server, "caller", id.String())
 			loginPageError(w, http.StatusForbidden, "Login refused", fmt.Sprintf("You are %s, who is no administrator of this mcphost. This login picks the account %s uses for %s: only an administrator (listen.auth.admin_groups) may complete it, here or with: mcphost auth login %s CONFIG.", subjectName(grantSubject(id)), p.grantee(), p.server, p.server))
 			return
-		case p.subject != "" && grantSubject(id) != p.subject:
+		case p.subject != "" && !sameCaller(a, id, p.subject):
 			h.log.Info("login page: a caller's login refused to someone else", "server", p.server, "for", p.subject, "caller", id.String())
 			loginPageError(w, http.StatusForbidden, "Login refused", fmt.Sprintf("This login was issued to mcphost user %s, and you are %s. Each caller completes their own login: call %s through mcphost for your own link.", subjectName(p.subject), subjectName(grantSubject(id)), p.server))
 			return
@@ -189,6 +190,17 @@ func (h *Host) serveLogin(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, proofCookie(p, secret, max(1, int(time.Until(p.expires).Seconds()))))
 	h.log.Info("login page: identity proved, on to the authorization server", "server", p.server, "for", p.grantee(), "by", who)
 	http.Redirect(w, r, p.authURL, http.StatusSeeOther)
+}
+
+// sameCaller reports whether id, proved on the login page, is the caller
+// whose grant subject is subject. A stdio client's identity is its
+// stdio_key's, with the method "config": the key proves it.
+func sameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
+	if grantSubject(id) == subject {
+		return true
+	}
+	st := a.StdioIdentity()
+	return st != nil && id.Method == abi.AuthKey && grantSubject(st) == subject && id.Subject == st.Subject
 }
 
 // loginForm is the page that asks for proof.
