@@ -356,7 +356,11 @@ func TestSharedLoginAdminOnly(t *testing.T) {
 	}
 	if l := anyLink.FindString(got); l != "" {
 		as.SetUser("alice")
-		newBrowser(t).open(t, l, aliceKey)
+		if code, page, _ := newBrowser(t).open(t, l, aliceKey); code == http.StatusOK && strings.Contains(page, "Authorized") {
+			waitState(t, s, "connected")
+			got, _ := callHello(t, s, bobKey)
+			t.Fatalf("a caller who is no admin chose p's account for every caller: bob's call = %q", got)
+		}
 	}
 	// The link reached her anyway (over an admin's shoulder).
 	as.SetUser("alice")
