@@ -101,16 +101,6 @@ func clearProofCookie(w http.ResponseWriter, p *pendingLogin) {
 	http.SetCookie(w, proofCookie(p, "", -1))
 }
 
-// forget drops a login registered with expect that will not be awaited.
-func (l *Logins) forget(p *pendingLogin, state string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.pending[state] == p {
-		delete(l.pending, state)
-	}
-	delete(l.byID, p.id)
-}
-
 // byLoginID is the bound login id names, nil if none is waiting.
 func (l *Logins) byLoginID(id string) *pendingLogin {
 	l.mu.Lock()

@@ -151,11 +151,8 @@ func FuzzBoundCallback(f *testing.F) {
 		l := &Logins{bound: true}
 		pending := map[string]*pendingLogin{}
 		for _, s := range []string{s1, s2} {
-			p, _, err := l.expect("srv", "key:bob", "https://as.example/authorize?client_id=c&state="+s)
+			p, _, err := l.expect("srv", "key:bob", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+CallbackPath)
 			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.page("http://127.0.0.1:7700" + CallbackPath); err != nil {
 				t.Fatal(err)
 			}
 			p.finish(nil) // the callback's page does not wait for an exchange

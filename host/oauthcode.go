@@ -127,6 +127,7 @@ type pendingLogin struct {
 	// gateway's own.
 	subject string
 	authURL string // the authorization server's link
+	link    string // the link shown: authURL, or for a bound login its page
 	// id names the login in its page's link and its cookie (bound
 	// logins); proof is the SHA-256 of the cookie's value once someone
 	// proved they may complete it, under Logins.mu; cookiePath is the
@@ -159,9 +160,11 @@ type loginResult struct {
 	err error
 }
 
-// expect registers the login of subject whose link is authURL: from now
-// on, the callback with its state completes it.
-func (l *Logins) expect(server, subject, authURL string) (*pendingLogin, string, error) {
+// expect registers the login of subject whose authorization server's link
+// is authURL and whose callback is redirect: from now on, the callback
+// with its state completes it. Its link, p.link, is authURL, or for bound
+// logins mcphost's page.
+func (l *Logins) expect(server, subject, authURL, redirect string) (*pendingLogin, string, error) {
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return nil, "", err
@@ -170,15 +173,21 @@ func (l *Logins) expect(server, subject, authURL string) (*pendingLogin, string,
 	if state == "" {
 		return nil, "", errors.New("the authorization URL carries no state")
 	}
-	p := &pendingLogin{server: server, subject: subject, authURL: authURL, expires: time.Now().Add(loginTimeout),
+	p := &pendingLogin{server: server, subject: subject, authURL: authURL, link: authURL, expires: time.Now().Add(loginTimeout),
 		done: make(chan loginResult, 1), finished: make(chan struct{})}
+	if l.bound {
+		// The link is mcphost's page, beside the callback.
+		p.id = rand.Text()
+		if p.link, err = p.page(redirect); err != nil {
+			return nil, "", err
+		}
+	}
 	l.mu.Lock()
 	if l.pending == nil {
 		l.pending, l.byID = map[string]*pendingLogin{}, map[string]*pendingLogin{}
 	}
 	l.pending[state] = p
-	if l.bound {
-		p.id = rand.Text()
+	if p.id != "" {
 		l.byID[p.id] = p
 	}
 	l.mu.Unlock()
@@ -657,18 +666,11 @@ func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (
 	// The login is registered before its link is shown: a browser (or a
 	// test) that follows the link at once came back before it was, and the
 	// callback refused a login that then waited for nothing.
-	p, state, err := f.env.Logins.expect(f.server, f.subject, args.URL)
+	p, state, err := f.env.Logins.expect(f.server, f.subject, args.URL, f.redirect)
 	if err != nil {
 		return nil, err
 	}
-	link := args.URL
-	if p.id != "" {
-		// Bound: the link is mcphost's page, beside the callback.
-		if link, err = p.page(f.redirect); err != nil {
-			f.env.Logins.forget(p, state)
-			return nil, err
-		}
-	}
+	link := p.link
 	f.mu.Lock()
 	f.loginURL, f.pending = link, p
 	if f.published != nil {

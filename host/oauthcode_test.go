@@ -936,7 +936,7 @@ func FuzzOAuthCallback(f *testing.F) {
 		l := &Logins{}
 		pending := map[string]*pendingLogin{}
 		for _, s := range []string{s1, s2} {
-			p, _, err := l.expect("srv", "", "https://as.example/authorize?client_id=c&state="+s)
+			p, _, err := l.expect("srv", "", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+CallbackPath)
 			if err != nil {
 				t.Fatal(err)
 			}
