@@ -73,6 +73,9 @@ type Options struct {
 	Announce   func(server, url string)
 	// Logins, when set, is where logins wait for their callback (a command
 	// that serves the callback itself); Handler serves it either way.
+	// Those are not bound to who may complete them: their links are the
+	// authorization server's, for the operator who ran the command. Unset,
+	// the host's own logins link to its login page (loginpage.go).
 	Logins *Logins
 }
 
@@ -157,9 +160,12 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.authn.Store(a)
 	logins := opts.Logins
 	if logins == nil {
-		logins = &Logins{}
+		// Served by Handler, with the login page: bound to who may
+		// complete each login (loginpage.go).
+		logins = &Logins{bound: true}
 	}
-	h.oauth = &OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce}
+	h.oauth = &OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
+		Authn: h.authn.Load}
 	h.views.init()
 	h.drain.init()
 	h.progressRoutes.init()

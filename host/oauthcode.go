@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"html"
@@ -37,6 +38,10 @@ import (
 // it needs no credential of listen.auth.
 const CallbackPath = auth.CallbackPath
 
+// LoginPath is the page a login link of a running mcphost opens
+// (loginpage.go); it needs no credential of listen.auth either.
+const LoginPath = auth.LoginPath
+
 // loginTimeout bounds how long a login link stays good.
 const loginTimeout = 10 * time.Minute
 
@@ -55,6 +60,9 @@ type OAuthEnv struct {
 	Announce func(server, url string)
 	// Wait makes a request that needs a login wait for it (Options.WaitLogins).
 	Wait bool
+	// Authn, when set, is the host's listen.auth: a caller's grant from
+	// the issuer it trusts must name the caller's own subject.
+	Authn func() *auth.Authenticator
 }
 
 // AuthorizationNeeded is the error of a call to a server waiting for a
@@ -74,10 +82,16 @@ func (e *AuthorizationNeeded) Error() string {
 		}
 		return fmt.Sprintf("server %q needs you to authorize mcphost with your own account: open %s, then call again", e.Server, e.URL)
 	}
-	if e.URL == "" {
-		return fmt.Sprintf("server %q needs an OAuth login, which is starting; `mcphost status` shows the link in a moment (or run: mcphost auth login %s CONFIG)", e.Server, e.Server)
-	}
-	return fmt.Sprintf("server %q needs an OAuth login: open %s (or run: mcphost auth login %s CONFIG)", e.Server, e.URL, e.Server)
+	// The gateway's own login picks the account every caller uses: its
+	// link is for administrators (mcphost status, the console), never in
+	// a caller's error.
+	return sharedLoginNeeded(e.Server)
+}
+
+// sharedLoginNeeded is what a caller hears of a server waiting for the
+// gateway's own login.
+func sharedLoginNeeded(server string) string {
+	return fmt.Sprintf("server %q needs an OAuth login, which only an operator can give: run mcphost auth login %s CONFIG, or, as an administrator, open the login link that `mcphost status` and the console show", server, server)
 }
 
 // interactiveKey marks the context of a login that may wait for a human.
@@ -92,14 +106,39 @@ func Interactive(ctx context.Context) context.Context {
 func isInteractive(ctx context.Context) bool { v, _ := ctx.Value(interactiveKey{}).(bool); return v }
 
 // Logins are the logins waiting for their callback, by state.
+//
+// The Logins a Host makes itself are bound (loginpage.go): each login's
+// link is a page of mcphost's, where the person proves they are the
+// identity the login is for (an administrator, for the gateway's own),
+// and its callback completes only in the browser that did. Logins made
+// elsewhere (`mcphost auth login`, a one-shot command serving its own
+// callback) are not: their link is the authorization server's, shown to
+// the operator who ran the command.
 type Logins struct {
 	mu      sync.Mutex
 	pending map[string]*pendingLogin
+	byID    map[string]*pendingLogin // bound logins, by pendingLogin.id
+	bound   bool
 }
 
 type pendingLogin struct {
 	server string
-	done   chan loginResult // the callback's code, to the flow
+	// subject is the grants.Grant.Subject the login is for: "" for the
+	// gateway's own.
+	subject string
+	authURL string // the authorization server's link
+	link    string // the link shown: authURL, or for a bound login its page
+	// id names the login in its page's link and its cookie (bound
+	// logins); proof is the SHA-256 of the cookie's value once someone
+	// proved they may complete it, under Logins.mu; cookiePath is the
+	// cookie's path (the page's and the callback's directory).
+	id         string
+	proof      []byte
+	cookiePath string
+	secure     bool // the cookie is for https only
+	expires    time.Time
+
+	done chan loginResult // the callback's code, to the flow
 	// finished is closed once the flow has exchanged the code (or failed
 	// to), with why in err: the callback's page says so only then, and a
 	// call made as soon as the page shows finds the grant.
@@ -121,9 +160,11 @@ type loginResult struct {
 	err error
 }
 
-// expect registers the login whose link is authURL: from now on, the
-// callback with its state completes it.
-func (l *Logins) expect(server, authURL string) (*pendingLogin, string, error) {
+// expect registers the login of subject whose authorization server's link
+// is authURL and whose callback is redirect: from now on, the callback
+// with its state completes it. Its link, p.link, is authURL, or for bound
+// logins mcphost's page.
+func (l *Logins) expect(server, subject, authURL, redirect string) (*pendingLogin, string, error) {
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return nil, "", err
@@ -132,12 +173,23 @@ func (l *Logins) expect(server, authURL string) (*pendingLogin, string, error) {
 	if state == "" {
 		return nil, "", errors.New("the authorization URL carries no state")
 	}
-	p := &pendingLogin{server: server, done: make(chan loginResult, 1), finished: make(chan struct{})}
+	p := &pendingLogin{server: server, subject: subject, authURL: authURL, link: authURL, expires: time.Now().Add(loginTimeout),
+		done: make(chan loginResult, 1), finished: make(chan struct{})}
+	if l.bound {
+		// The link is mcphost's page, beside the callback.
+		p.id = rand.Text()
+		if p.link, err = p.page(redirect); err != nil {
+			return nil, "", err
+		}
+	}
 	l.mu.Lock()
 	if l.pending == nil {
-		l.pending = map[string]*pendingLogin{}
+		l.pending, l.byID = map[string]*pendingLogin{}, map[string]*pendingLogin{}
 	}
 	l.pending[state] = p
+	if p.id != "" {
+		l.byID[p.id] = p
+	}
 	l.mu.Unlock()
 	return p, state, nil
 }
@@ -150,6 +202,7 @@ func (l *Logins) await(ctx context.Context, p *pendingLogin, state string) (*sdk
 		if l.pending[state] == p {
 			delete(l.pending, state)
 		}
+		delete(l.byID, p.id)
 		l.mu.Unlock()
 	}()
 	select {
@@ -162,22 +215,35 @@ func (l *Logins) await(ctx context.Context, p *pendingLogin, state string) (*sdk
 
 // ServeHTTP is the callback: it hands the code (or the authorization
 // server's error) to the login its state names. An unknown state is
-// refused: it is not a login this process started, or it expired.
+// refused: it is not a login this process started, or it expired. So is
+// the callback of a bound login in a browser without its cookie: someone
+// other than who proved they may complete it (loginpage.go); the login
+// stays open for them.
 func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := q.Get("state")
-	l.mu.Lock()
-	p := l.pending[state]
-	if p != nil {
-		delete(l.pending, state)
-	}
-	l.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	l.mu.Lock()
+	p := l.pending[state]
+	bindingOK := p != nil && (p.id == "" || p.hasProofLocked(r))
+	if bindingOK {
+		delete(l.pending, state)
+		delete(l.byID, p.id)
+	}
+	l.mu.Unlock()
 	if p == nil || state == "" {
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, page("Login refused", "This link does not belong to a login mcphost is waiting for (wrong or expired state). Start the login again."))
 		return
+	}
+	if !bindingOK {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, page("Login refused", fmt.Sprintf("This browser did not open the login of %s for %s and prove who it is at mcphost first, so mcphost will not keep the account you signed in with. Open the login link mcphost gave you, in this browser, and follow it from there.", p.server, p.grantee())))
+		return
+	}
+	if p.id != "" {
+		clearProofCookie(w, p)
 	}
 	e, desc := q.Get("error"), q.Get("error_description")
 	if e == "" && q.Get("code") == "" {
@@ -193,7 +259,7 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.done <- loginResult{err: err}
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s. %s", e, p.server, desc)))
+		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s, for %s. %s", e, p.server, p.grantee(), desc)))
 		return
 	}
 	p.done <- loginResult{res: &sdkauth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}
@@ -207,10 +273,10 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.err != nil {
 		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s: %s. Start the login again.", p.server, errorText(p.err))))
+		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.server, p.grantee(), errorText(p.err))))
 		return
 	}
-	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s. You can close this tab.", p.server)))
+	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s, for %s. You can close this tab.", p.server, p.grantee())))
 }
 
 func page(title, body string) string {
@@ -226,6 +292,8 @@ type codeFlow struct {
 	env     *OAuthEnv
 	h       *sdkauth.AuthorizationCodeHandler
 	client  *http.Client // for the authorization server: discovery, registration, tokens
+
+	redirect string // where the authorization server sends the browser back
 
 	ctx    context.Context // ends with the upstream; bounds background logins
 	cancel context.CancelFunc
@@ -255,7 +323,7 @@ func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hc
 	if redirect == "" {
 		return nil, errors.New("set oauth redirect_url: mcphost does not know its own address")
 	}
-	f := &codeFlow{server: server, subject: subject, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
+	f := &codeFlow{server: server, subject: subject, redirect: redirect, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	cfg := &sdkauth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              redirect,
@@ -598,12 +666,13 @@ func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (
 	// The login is registered before its link is shown: a browser (or a
 	// test) that follows the link at once came back before it was, and the
 	// callback refused a login that then waited for nothing.
-	p, state, err := f.env.Logins.expect(f.server, args.URL)
+	p, state, err := f.env.Logins.expect(f.server, f.subject, args.URL, f.redirect)
 	if err != nil {
 		return nil, err
 	}
+	link := p.link
 	f.mu.Lock()
-	f.loginURL, f.pending = args.URL, p
+	f.loginURL, f.pending = link, p
 	if f.published != nil {
 		select {
 		case <-f.published:
@@ -616,10 +685,10 @@ func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (
 		// The link is the caller's, shown to them in their call's result.
 		f.log.Info("caller needs an OAuth login for the server", "subject", f.subject)
 	} else {
-		f.log.Info("server needs an OAuth login: open the link", "url", args.URL)
+		f.log.Info("server needs an OAuth login: open the link", "url", link)
 	}
 	if f.env.Announce != nil && f.subject == "" {
-		f.env.Announce(f.server, args.URL)
+		f.env.Announce(f.server, link)
 	}
 	return f.env.Logins.await(ctx, p, state)
 }
@@ -662,6 +731,9 @@ func (f *codeFlow) close() { f.cancel() }
 // newTokenSource is the go-sdk's hook after a code exchange: the grant is
 // stored, and so is every token that replaces it.
 func (f *codeFlow) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+	if err := f.sameSubject(tok); err != nil {
+		return nil, err
+	}
 	ts := f.source(ctx, cfg, tok, true)
 	f.mu.Lock()
 	f.ts = ts

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
@@ -211,18 +212,44 @@ func startCodeHostConfig(t *testing.T, cfg Config, opts *Options) (*Host, string
 }
 
 // browser follows redirects, as a user's browser does from the login link
-// to the authorization server (which, as authtest, "clicks allow" at once)
-// and back to the callback.
-var browser = &http.Client{Timeout: 10 * time.Second}
+// (mcphost's login page, whose form it submits) to the authorization
+// server (which, as authtest, "clicks allow" at once) and back to the
+// callback; it keeps cookies, as the login page's proof needs.
+var browser = func() *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Jar: jar}
+}()
 
-// open opens link and returns the final page's status and text.
-func open(link string) (int, string, error) {
+// rootKey is the administrator's key of perUserAuth; a host that does not
+// authenticate asks for none.
+const rootKey = "root-key-0123456789"
+
+// open opens link as the administrator and returns the final page's
+// status and text.
+func open(link string) (int, string, error) { return openAs(link, rootKey) }
+
+// openAs opens link as whoever credential proves to be: on mcphost's
+// login page it submits the form with it.
+func openAs(link, credential string) (int, string, error) {
 	resp, err := browser.Get(link)
 	if err != nil {
 		return 0, "", err
 	}
-	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.Request.URL.Path != LoginPath || resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, string(b), err
+	}
+	at := resp.Request.URL
+	resp, err = browser.PostForm(at.Scheme+"://"+at.Host+LoginPath, url.Values{"login": {at.Query().Get("login")}, "credential": {credential}})
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err = io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), err
 }
 
@@ -405,11 +432,8 @@ func TestOAuthLoginThroughHost(t *testing.T) {
 	h, base := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: store})
 
 	link := waitAuthorizing(t, h, "p")
-	if !strings.HasPrefix(link, as.URL+"/authorize?") {
-		t.Fatalf("login link %q", link)
-	}
-	if q, _ := url.ParseQuery(link[strings.Index(link, "?")+1:]); q.Get("redirect_uri") != base+CallbackPath {
-		t.Fatalf("redirect_uri %q, want the host's own callback %q", q.Get("redirect_uri"), base+CallbackPath)
+	if !strings.HasPrefix(link, base+LoginPath+"?login=") {
+		t.Fatalf("login link %q, want the host's own login page", link)
 	}
 	start := time.Now()
 	got, isErr := call(t, h, "p__whoami")
@@ -420,14 +444,19 @@ func TestOAuthLoginThroughHost(t *testing.T) {
 		t.Fatalf("call before the login = %q", got)
 	}
 	// A server that never connected has no tools in the catalog yet: a
-	// call by a name with its prefix gets the link, not "unknown tool".
-	if !strings.Contains(got, link) {
-		t.Errorf("call before the login failed with %q, want the link", got)
+	// call by a name with its prefix hears that an operator must log in,
+	// not "unknown tool"; the link, which picks every caller's account,
+	// is for administrators only.
+	if strings.Contains(got, link) || !strings.Contains(got, "mcphost auth login p CONFIG") {
+		t.Errorf("call before the login failed with %q, want an operator's login asked for, without the link", got)
 	}
 	t.Logf("a call before the first login: %s", got)
 
 	if code, page := click(t, link); code != http.StatusOK || !strings.Contains(page, "Authorized") {
 		t.Fatalf("callback answered %d: %s", code, page)
+	}
+	if q := as.LastAuthorization(); q.Get("redirect_uri") != base+CallbackPath {
+		t.Fatalf("redirect_uri %q, want the host's own callback %q", q.Get("redirect_uri"), base+CallbackPath)
 	}
 	waitConnected(t, h, "p")
 	if got, isErr := call(t, h, "p__whoami"); isErr || !strings.Contains(got, authtest.DefaultUser) {
@@ -549,8 +578,8 @@ func TestOAuthExpiredWithoutRefreshToken(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond)
 	got, isErr := call(t, h, "p__whoami")
-	if !isErr || !strings.Contains(got, "needs an OAuth login: open "+as.URL) {
-		t.Fatalf("call with an expired token and no refresh token = %q, want the login link", got)
+	if !isErr || !strings.Contains(got, "needs an OAuth login, which only an operator can give") {
+		t.Fatalf("call with an expired token and no refresh token = %q, want an operator's login asked for", got)
 	}
 	as.SetAccessTokenLifetime(time.Hour)
 	login(t, h, "p")
@@ -635,11 +664,13 @@ func TestOAuthRevokedRefreshToken(t *testing.T) {
 	}
 	link := waitAuthorizing(t, h, "p")
 	t.Logf("status authorizing %s after the revocation", time.Since(start).Round(time.Millisecond))
-	if !strings.Contains(got, link) {
-		t.Errorf("the call's error %q does not give the link %s", got, link)
+	// The link picks every caller's account: administrators read it in
+	// the status, callers are told an operator must log in.
+	if strings.Contains(got, link) || !strings.Contains(got, "mcphost auth login p CONFIG") {
+		t.Errorf("the call's error %q gives the link %s, or not what to do", got, link)
 	}
-	if got, isErr := call(t, h, "p__whoami"); !isErr || !strings.Contains(got, link) {
-		t.Errorf("a later call = %q, want the link", got)
+	if got, isErr := call(t, h, "p__whoami"); !isErr || !strings.Contains(got, "only an operator can give") {
+		t.Errorf("a later call = %q, want an operator's login asked for", got)
 	}
 	if got, isErr := call(t, h, "q__whoami"); isErr {
 		t.Errorf("q__whoami = %q", got)
@@ -688,14 +719,13 @@ func TestOAuthStepUp(t *testing.T) {
 			}
 
 			got, isErr := call(t, h, "p__secret")
-			if !isErr || !strings.Contains(got, "needs an OAuth login: open "+as.URL) || rs.forbidden.Load() == 0 {
+			if !isErr || !strings.Contains(got, "needs an OAuth login, which only an operator can give") || rs.forbidden.Load() == 0 {
 				t.Fatalf("p__secret without the scope = %q (%d refused with 403)", got, rs.forbidden.Load())
 			}
 			if got, isErr := call(t, h, "p__whoami"); isErr {
 				t.Errorf("p__whoami during the step-up = %q", got)
 			}
-			link := got[strings.Index(got, as.URL):]
-			link, _, _ = strings.Cut(link, " ")
+			link := waitAuthorizing(t, h, "p")
 			if code, page := click(t, link); code != http.StatusOK {
 				t.Fatalf("callback answered %d: %s", code, page)
 			}
@@ -729,11 +759,10 @@ func TestOAuthStepUpDenied(t *testing.T) {
 	login(t, h, "p")
 	as.SetConsent(authtest.Deny)
 	got, isErr := call(t, h, "p__secret")
-	if !isErr || !strings.Contains(got, "needs an OAuth login: open "+as.URL) {
+	if !isErr || !strings.Contains(got, "needs an OAuth login, which only an operator can give") {
 		t.Fatalf("p__secret without the scope = %q", got)
 	}
-	link := got[strings.Index(got, as.URL):]
-	link, _, _ = strings.Cut(link, " ")
+	link := waitAuthorizing(t, h, "p")
 	if code, _ := click(t, link); code != http.StatusBadRequest {
 		t.Fatalf("denied step-up answered %d", code)
 	}
@@ -907,7 +936,7 @@ func FuzzOAuthCallback(f *testing.F) {
 		l := &Logins{}
 		pending := map[string]*pendingLogin{}
 		for _, s := range []string{s1, s2} {
-			p, _, err := l.expect("srv", "https://as.example/authorize?client_id=c&state="+s)
+			p, _, err := l.expect("srv", "", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+CallbackPath)
 			if err != nil {
 				t.Fatal(err)
 			}

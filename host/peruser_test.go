@@ -26,7 +26,11 @@ var perUserAuth = &auth.Config{Keys: []auth.Key{
 	keyFor("alice", "alice-key-0123456789", nil, nil),
 	keyFor("bob", "bob-key-0123456789", nil, nil),
 	keyFor("carol", "carol-key-0123456789", nil, nil),
+	keyFor("root", rootKey, []string{DefaultAdminGroup}, nil),
 }}
+
+// keyOf is the API key of subject in perUserAuth.
+func keyOf(subject string) string { return subject + "-key-0123456789" }
 
 // startPerUser starts a host with one per_user server "gh" in front of rs,
 // already logged in as the gateway ("operator"), and returns its /mcp URL.
@@ -99,7 +103,11 @@ func linkOf(t *testing.T, got string) string {
 func loginAs(t *testing.T, as *authtest.Server, subject, link string) {
 	t.Helper()
 	as.SetUser(subject)
-	if code, page := click(t, link); code != http.StatusOK || !strings.Contains(page, "Authorized") {
+	code, page, err := openAs(link, keyOf(subject))
+	if err != nil {
+		t.Fatalf("opening %s: %v", link, err)
+	}
+	if code != http.StatusOK || !strings.Contains(page, "Authorized") {
 		t.Fatalf("callback answered %d: %s", code, page)
 	}
 }
@@ -132,7 +140,7 @@ func (e *urlElicitations) options() *mcp.ClientOptions {
 			if e.action == "accept" {
 				e.as.SetUser(e.subject)
 				go func() { // the user's browser, after the client answered
-					if code, page, err := open(p.URL); err != nil || code != http.StatusOK {
+					if code, page, err := openAs(p.URL, keyOf(e.subject)); err != nil || code != http.StatusOK {
 						e.t.Errorf("the login link answered %d %q: %v", code, page, err)
 					}
 				}()

@@ -65,6 +65,8 @@ func (h *Host) Handler() http.Handler {
 		})
 	}
 	mux.Handle("GET "+CallbackPath, h.oauth.Logins)
+	mux.HandleFunc("GET "+LoginPath, h.serveLogin)
+	mux.HandleFunc("POST "+LoginPath, h.serveLogin)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if h.Draining() {
 			// Readiness fails, so that load balancers stop sending here.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
+	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/auth/authtest"
 	"github.com/mcphost-project/mcphost/host/grants"
@@ -43,6 +46,34 @@ func protectedServer(t *testing.T, as *authtest.Server) string {
 	})
 	mux.Handle("/", a.Middleware(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
 	return u
+}
+
+// openLogin opens a login link of a running mcphost in a new browser, as
+// the person credential proves: it submits mcphost's login page with it
+// and follows the authorization server's redirect back to the callback.
+// It returns the final page's status, text and URL.
+func openLogin(t *testing.T, link, credential string) (int, string, *neturl.URL) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if at := resp.Request.URL; at.Path == host.LoginPath && resp.StatusCode == http.StatusOK {
+		resp, err = c.PostForm(at.Scheme+"://"+at.Host+host.LoginPath, neturl.Values{"login": {at.Query().Get("login")}, "credential": {credential}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	return resp.StatusCode, string(body), resp.Request.URL
 }
 
 // TestAuthorizingServer: a running mcphost shows a server that needs a
@@ -84,7 +115,7 @@ server "p" {
 		t.Fatal("a token reached the log")
 	}
 	// The table's error column is cut short; the line below it is whole.
-	links := regexp.MustCompile(`https?://\S+/authorize\?\S+`).FindAllString(out, -1)
+	links := regexp.MustCompile(`https?://\S+/oauth/login\?\S+`).FindAllString(out, -1)
 	link := ""
 	if len(links) > 0 {
 		link = links[len(links)-1]
@@ -92,15 +123,12 @@ server "p" {
 	if link == "" || strings.HasSuffix(link, "...") {
 		t.Fatalf("no link in status:\n%s", out)
 	}
-	// The browser: follow the authorization server's redirect to mcphost.
-	resp, err := http.Get(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/oauth/callback" {
-		t.Fatalf("the login came back %d at %s: %s\nlink %s", resp.StatusCode, resp.Request.URL, body, link)
+	// The browser: mcphost's login page (this mcphost authenticates no
+	// one: it asks for nothing), then the authorization server's redirect
+	// back to mcphost.
+	code, body, at := openLogin(t, link, "")
+	if code != http.StatusOK || at.Path != "/oauth/callback" {
+		t.Fatalf("the login came back %d at %s: %s\nlink %s", code, at, body, link)
 	}
 	testproc.WaitFor(t, "p to connect after the login", 20*time.Second, func() bool {
 		out, _, _ = mcphost(t, "status", "http://"+addr)
@@ -205,18 +233,12 @@ server "p" {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { run.Process.Signal(os.Interrupt); run.Wait() })
-	linkRe := regexp.MustCompile(`https?://\S+/authorize\?[^\s,]+`)
-	follow := func(who, link string) {
+	linkRe := regexp.MustCompile(`https?://\S+/oauth/login\?[^\s,]+`)
+	follow := func(who, key, link string) {
 		t.Helper()
 		as.SetUser(who)
-		resp, err := http.Get(link)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Authorized") {
-			t.Fatalf("%s's login came back %d: %s", who, resp.StatusCode, body)
+		if code, body, _ := openLogin(t, link, key); code != http.StatusOK || !strings.Contains(body, "Authorized") {
+			t.Fatalf("%s's login came back %d: %s", who, code, body)
 		}
 	}
 
@@ -227,7 +249,7 @@ server "p" {
 	})
 	// The table's error column is cut short; the line below it is whole.
 	links := linkRe.FindAllString(out, -1)
-	follow("operator", links[len(links)-1])
+	follow("operator", adminKey, links[len(links)-1])
 	testproc.WaitFor(t, "p to connect", 20*time.Second, func() bool {
 		out, _, _ = mcphost(t, "status", "http://"+addr, "--token", adminKey)
 		return strings.Contains(out, "connected")
@@ -255,7 +277,7 @@ server "p" {
 		if !isErr || link == "" || !strings.Contains(got, "your own account") {
 			t.Fatalf("%s's first call = %q", who.name, got)
 		}
-		follow(who.name, link)
+		follow(who.name, who.key, link)
 	}
 	for range 2 {
 		for _, who := range []struct{ name, key string }{{"alice", aliceKey}, {"bob", bobKey}} {

@@ -10,7 +10,9 @@
 # Alice and Bob connect to http://127.0.0.1:7700/mcp with their keys as
 # bearer tokens. Each one's first call of a github__ tool gives them a
 # login link (or, if their client takes URL elicitations, asks them to
-# open it and goes on); from then on their calls carry their own token.
+# open it and goes on): mcphost's page asks for their own key before it
+# sends them on to GitHub, so no one else can finish it for them. From
+# then on their calls carry their own token.
 
 listen {
   http = "127.0.0.1:7700"

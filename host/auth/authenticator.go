@@ -161,6 +161,25 @@ func (a *Authenticator) AdminGroups() []string { return a.cfg.AdminGroups }
 // CallbackPath is where upstream OAuth logins come back (host.CallbackPath).
 const CallbackPath = "/oauth/callback"
 
+// LoginPath is the page a login link of a running mcphost opens
+// (host.LoginPath): there the person proves who they are before going on
+// to the authorization server.
+const LoginPath = "/oauth/login"
+
+// SubjectOf is the caller subject a token's claims name, as Authenticate
+// would read it, when they are from the issuer listen.auth.oauth trusts;
+// ok is false for another issuer's claims, or with no oauth block.
+func (a *Authenticator) SubjectOf(claims map[string]any) (subject string, ok bool) {
+	if a == nil || a.oa == nil {
+		return "", false
+	}
+	if iss, _ := claims["iss"].(string); iss != a.oa.o.Issuer {
+		return "", false
+	}
+	subject, _ = claims[a.oa.o.SubjectClaim].(string)
+	return subject, true
+}
+
 // MetadataPath is where the protected resource metadata is served
 // (RFC 9728 section 3.1); the path-inserted form for /mcp is served too.
 const MetadataPath = "/.well-known/oauth-protected-resource"
@@ -187,9 +206,12 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	}, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.URL.Path == "/healthz" || r.URL.Path == CallbackPath:
-			// The OAuth callback carries its own proof (the state of a
-			// login mcphost started), and a browser sends no key.
+		case r.URL.Path == "/healthz" || r.URL.Path == CallbackPath || r.URL.Path == LoginPath:
+			// The OAuth callback and the login page carry their own
+			// proof (the state of a login mcphost started and the
+			// cookie of the person who proved who they are; the
+			// credential entered in the page), and a browser sends no
+			// key.
 			next.ServeHTTP(w, r)
 			return
 		case meta != nil && (r.URL.Path == MetadataPath || strings.HasPrefix(r.URL.Path, MetadataPath+"/")):
