@@ -15,8 +15,8 @@ import (
 )
 
 const (
-	aliceKey = "alice-key-0123456789abcdef"
-	bobKey   = "bob-key-0123456789abcdefgh"
+	callerAliceKey = "alice-key-0123456789abcdef"
+	callerBobKey   = "bob-key-0123456789abcdefgh"
 )
 
 // openStream opens a legacy SSE event stream as key's caller on a
@@ -50,11 +50,11 @@ listen {
 ` + limits + `
   auth {
     key "alice" {
-      value   = "` + aliceKey + `"
+      value   = "` + callerAliceKey + `"
       subject = "alice"
     }
     key "bob" {
-      value   = "` + bobKey + `"
+      value   = "` + callerBobKey + `"
       subject = "bob"
     }
   }
@@ -79,7 +79,7 @@ func TestOneCallerCannotTakeEveryConnection(t *testing.T) {
 	var code int
 	var body string
 	for range 32 {
-		if code, body = openStream(t, s.URL, aliceKey); code != http.StatusOK {
+		if code, body = openStream(t, s.URL, callerAliceKey); code != http.StatusOK {
 			break
 		}
 		opened++
@@ -87,7 +87,7 @@ func TestOneCallerCannotTakeEveryConnection(t *testing.T) {
 	if opened != 8 || code != http.StatusTooManyRequests || !strings.Contains(body, "max_streams_per_caller") {
 		t.Fatalf("alice opened %d streams, then: %d %s; want 8 (a quarter of 32), then 429 naming listen.max_streams_per_caller", opened, code, body)
 	}
-	if code, body := openStream(t, s.URL, bobKey); code != http.StatusOK {
+	if code, body := openStream(t, s.URL, callerBobKey); code != http.StatusOK {
 		t.Errorf("bob's stream while alice holds her share: %d %s", code, body)
 	}
 	resp, err := http.Get(s.URL + "/healthz")
@@ -111,20 +111,20 @@ func TestOneCallerCannotTakeEveryConnection(t *testing.T) {
 		return err
 	}
 	for i := range 2 {
-		if err := session(bobKey); err != nil {
+		if err := session(callerBobKey); err != nil {
 			t.Fatalf("bob's session %d: %v", i+1, err)
 		}
 	}
-	if err := session(bobKey); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+	if err := session(callerBobKey); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
 		t.Errorf("bob's third session: %v, want 429", err)
 	}
-	if code, body := openStream(t, s.URL, aliceKey); code != http.StatusOK {
+	if code, body := openStream(t, s.URL, callerAliceKey); code != http.StatusOK {
 		t.Fatalf("alice's SSE session: %d %s", code, body)
 	}
-	if err := session(aliceKey); err != nil {
+	if err := session(callerAliceKey); err != nil {
 		t.Fatalf("alice's second session: %v", err)
 	}
-	if code, body := openStream(t, s.URL, aliceKey); code != http.StatusTooManyRequests || !strings.Contains(body, "max_sessions_per_caller") {
+	if code, body := openStream(t, s.URL, callerAliceKey); code != http.StatusTooManyRequests || !strings.Contains(body, "max_sessions_per_caller") {
 		t.Errorf("alice's third session, an SSE stream: %d %s; want 429 naming listen.max_sessions_per_caller", code, body)
 	}
 }
