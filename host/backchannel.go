@@ -76,6 +76,40 @@ func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (s
 	return ss, ctx, 1
 }
 
+// roundCaller returns, of the calls in flight on cs, the oldest that is a
+// call in rounds still running and is not skip, with its context. A
+// per-client session serves one identity, whose 2026-07-28 calls each come
+// as a session of their own: when several run at once, which of them a
+// server's question is for cannot be told (the upstream's protocol does
+// not say), and any of them can take it to the same client.
+func (r *callRegistry) roundCaller(cs *mcp.ClientSession, skip *roundCall) (*mcp.ServerSession, context.Context, *roundCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.m[cs] {
+		if rc := roundCallFrom(c.ctx); rc != nil && rc != skip && !rc.ended() {
+			return c.ss, c.ctx, rc
+		}
+	}
+	return nil, nil, nil
+}
+
+// oneOwner reports whether every call in flight on cs is a call in rounds
+// of one identity: on a shared session, the only case where any of them
+// may take a server's question (to the same caller).
+func (r *callRegistry) oneOwner(cs *mcp.ClientSession) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	owner := ""
+	for _, c := range r.m[cs] {
+		rc := roundCallFrom(c.ctx)
+		if rc == nil || rc.owner == "" || (owner != "" && rc.owner != owner) {
+			return false
+		}
+		owner = rc.owner
+	}
+	return owner != ""
+}
+
 // clientFor picks the downstream session (and the context to send with)
 // for something cs sent: a per-client session's owner, or in shared mode
 // the one client with calls in flight on it.
@@ -85,8 +119,14 @@ func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.
 		// flight on it (which may have ended, when a 2026-07-28 call
 		// waits for its next round, rounds.go), or the one that sent a
 		// request last.
-		if ss, ctx, n := h.calls.caller(cs, nil); n == 1 {
+		ss, ctx, n := h.calls.caller(cs, nil)
+		if n == 1 {
 			return ss, ctx, nil
+		}
+		if n > 1 {
+			if ss, ctx, rc := h.calls.roundCaller(cs, nil); rc != nil {
+				return ss, ctx, nil
+			}
 		}
 		if owner != nil {
 			return owner, context.Background(), nil
@@ -94,6 +134,11 @@ func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.
 		return nil, nil, fmt.Errorf("mcphost: server %q sent %s on a per-client session that serves no client now (starting or closing); dropped", u.cfg.Name, what)
 	}
 	ss, ctx, n := h.calls.caller(cs, nil)
+	if n > 1 && h.calls.oneOwner(cs) {
+		if ss, ctx, rc := h.calls.roundCaller(cs, nil); rc != nil {
+			return ss, ctx, nil
+		}
+	}
 	switch n {
 	case 1:
 		return ss, ctx, nil
@@ -150,7 +195,7 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 			return nil, gerr
 		}
 		if rc != nil {
-			return h.askInRounds(ctx, rc, method, p)
+			return h.askInRounds(ctx, cs, rc, method, p)
 		}
 		res, err = ss.CreateMessageWithTools(dctx, p)
 	case *mcp.ElicitRequest:
@@ -159,7 +204,7 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 			return nil, gerr
 		}
 		if rc != nil {
-			return h.askInRounds(ctx, rc, method, p)
+			return h.askInRounds(ctx, cs, rc, method, p)
 		}
 		if p != nil && p.ElicitationID != "" {
 			h.elicitations.put(p.ElicitationID, ss)
@@ -171,7 +216,7 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 			if p == nil {
 				p = &mcp.ListRootsParams{}
 			}
-			return h.askInRounds(ctx, rc, method, p)
+			return h.askInRounds(ctx, cs, rc, method, p)
 		}
 		res, err = ss.ListRoots(dctx, r.Params)
 	default:

@@ -120,8 +120,22 @@ func (rc *roundCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRe
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-rc.ctx.Done():
+		if rc.ended() {
+			return nil, errRoundEnded
+		}
 		return nil, errors.New("the client did not come back with an answer in time")
 	}
+}
+
+// errRoundEnded is ask's error when the call it was put to ended before
+// its client answered.
+var errRoundEnded = errors.New("the call that took the question ended before its client answered")
+
+// ended reports whether the call has finished.
+func (rc *roundCall) ended() bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.finished
 }
 
 func (rc *roundCall) finish(res mcp.Result, err error) {
@@ -317,8 +331,19 @@ func (h *Host) awaitRound(ctx context.Context, rc *roundCall) (mcp.Result, error
 // askInRounds puts an upstream's sampling, elicitation or roots request
 // during a call in rounds to its client, and returns the client's answer
 // as the upstream's result.
-func (h *Host) askInRounds(ctx context.Context, rc *roundCall, method string, req mcp.InputRequest) (mcp.Result, error) {
+func (h *Host) askInRounds(ctx context.Context, cs *mcp.ClientSession, rc *roundCall, method string, req mcp.InputRequest) (mcp.Result, error) {
 	a, err := rc.ask(ctx, req)
+	// Put to another call of the same client's that is still running (a
+	// per-client session's calls, roundCaller), the question is asked
+	// again there when that call ended first.
+	for errors.Is(err, errRoundEnded) {
+		_, _, next := h.calls.roundCaller(cs, rc)
+		if next == nil {
+			break
+		}
+		rc = next
+		a, err = rc.ask(ctx, req)
+	}
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("downstream client: %v", err)}
 	}
