@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
 // oauth grant token_exchange against a real authorization server and a

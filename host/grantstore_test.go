@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
 // TestOAuthGrantsInStore: two mcphost processes (here two hosts) keep one

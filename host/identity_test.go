@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
 // TestLoginPageBinding: a shared server's login link is mcphost's page,

@@ -25,8 +25,8 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

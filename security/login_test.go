@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

@@ -21,9 +21,9 @@ import (
 
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
 // BenchmarkAuthenticate is the cost a request pays for its credential, the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
 const testAudience = "https://mcp.example.com/mcp"

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/auth/authtest"
+	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
 const redirect = "http://127.0.0.1:9/callback"
