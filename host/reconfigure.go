@@ -22,18 +22,67 @@ import (
 // old policies or the old servers with the new ones. It is not called when
 // cfg is refused.
 func (h *Host) Reconfigure(ctx context.Context, cfg Config, swapPolicy func()) error {
+	waits, err := h.apply(cfg, swapPolicy)
+	if err != nil {
+		return err
+	}
+	// The new configuration has taken: new servers that are still
+	// connecting when ctx ends go on in the background (status shows them).
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
+// Update is Reconfigure without the wait: new servers connect in the
+// background (WaitConnecting waits for one).
+func (h *Host) Update(cfg Config, swapPolicy func()) error {
+	_, err := h.apply(cfg, swapPolicy)
+	return err
+}
+
+// WaitConnecting waits until server has left the connecting state (it is
+// connected, failed, or waits for a login), or ctx ends; a server the host
+// does not have is not connecting.
+func (h *Host) WaitConnecting(ctx context.Context, server string) {
+	for {
+		u := h.upstreamNamed(server)
+		if u == nil {
+			return
+		}
+		u.mu.Lock()
+		ch := u.connectDone
+		u.mu.Unlock()
+		if ch == nil {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// apply puts cfg in place and starts the new servers, returning a channel
+// per new server that closes when its first connect ends.
+func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	authn, err := newAuthenticator(cfg.Listen, h.log.Named("auth"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	h.upMu.Lock()
 	if h.closed.Load() {
 		h.upMu.Unlock()
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	var started, stopped []*upstream
 	next := make([]*upstream, 0, len(cfg.Servers))
@@ -77,14 +126,5 @@ func (h *Host) Reconfigure(ctx context.Context, cfg Config, swapPolicy func()) e
 	}
 	h.toolsChanged("") // removed servers' tools go, renamed tools are renamed
 	h.featuresChanged("")
-	// The new configuration has taken: new servers that are still
-	// connecting when ctx ends go on in the background (status shows them).
-	for _, w := range waits {
-		select {
-		case <-w:
-		case <-ctx.Done():
-			return nil
-		}
-	}
-	return nil
+	return waits, nil
 }

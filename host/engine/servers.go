@@ -316,18 +316,8 @@ func (e *Engine) changed(ctx context.Context, saved store.Server, sc host.Server
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for connecting(e.statuses(saved.Name), saved.Name) && wait.Err() == nil {
-		select {
-		case <-wait.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	e.host.WaitConnecting(wait, saved.Name)
 	return storedInfo(saved, e.File(), e.statuses(saved.Name)), nil
-}
-
-func connecting(statuses map[string]host.Status, name string) bool {
-	st, ok := statuses[name]
-	return ok && st.State == host.StateConnecting
 }
 
 // syncAfterWrite applies a change the store has committed. Its failure is

@@ -70,12 +70,9 @@ func (e *Engine) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Reconfigure waits on new servers until its ctx ends: the answer to
-	// an API call must not hold the lock that long, so it is given one
-	// that has ended (the caller waits on the status instead).
-	done, cancel := context.WithCancel(ctx)
-	cancel()
-	if err := e.host.Reconfigure(done, cfg, nil); err != nil {
+	// Not Reconfigure, which waits for new servers: the answer to an API
+	// call must not hold the lock that long (changed waits, unlocked).
+	if err := e.host.Update(cfg, nil); err != nil {
 		return err
 	}
 	e.storeRev = rev
