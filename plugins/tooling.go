@@ -63,13 +63,14 @@ type Info struct {
 
 // Inspect compiles the module at path (a file, or "builtin:NAME" as in
 // Spec.Source), instantiates it once and reads its describe output, with
-// the configuration the host would give it: a builtin's own, and the ABI
-// version. When the module loads but fails the load check, Info is filled
+// the configuration the host would give it: config (a plugin block's
+// config, which a policy may need to describe itself: builtin:deny wants
+// what to deny), a builtin's own, and the ABI version. When the module loads but fails the load check, Info is filled
 // as far as it got and the error says why; an error that wraps ErrSource,
 // ErrCompile or ErrInstantiate means there was no module to describe.
-func Inspect(ctx context.Context, rt *Runtime, path string) (Info, error) {
+func Inspect(ctx context.Context, rt *Runtime, path string, config map[string]string) (Info, error) {
 	info := Info{Path: path}
-	spec := Spec{Name: filepath.Base(path), Source: path, Instances: 1}.WithDefaults()
+	spec := Spec{Name: filepath.Base(path), Source: path, Instances: 1, Config: config}.WithDefaults()
 	src, err := rt.resolve(spec)
 	info.Size = len(src.wasm)
 	if err != nil {

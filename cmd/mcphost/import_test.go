@@ -179,3 +179,17 @@ server "clock" {
 		t.Errorf("servers add --allow-failed: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestInspectWithConfig: a built-in that needs its configuration to
+// describe itself is inspected with --config as a plugin block gives it;
+// without it, the error says to pass it.
+func TestInspectWithConfig(t *testing.T) {
+	_, errs, code := mcphost(t, "plugin", "inspect", "builtin:deny")
+	if code != 1 || !strings.Contains(errs, "--config KEY=VALUE") {
+		t.Errorf("inspect builtin:deny without its config: exit %d\n%s", code, errs)
+	}
+	out, errs, code := mcphost(t, "plugin", "inspect", "builtin:deny", "--config", `tools=["*delete*"]`)
+	if code != 0 || !strings.Contains(out, "name:        deny") || !strings.Contains(out, "hooks:") {
+		t.Errorf("inspect builtin:deny --config: exit %d\n%s%s", code, out, errs)
+	}
+}

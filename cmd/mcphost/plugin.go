@@ -59,8 +59,10 @@ func pluginRuntime(ctx context.Context, stderr io.Writer, level string) (*plugin
 }
 
 func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("plugin inspect", "usage: mcphost plugin inspect FILE|builtin:NAME [--json]", stdout, stderr)
+	fs := newFlagSet("plugin inspect", "usage: mcphost plugin inspect FILE|builtin:NAME [--json] [--config KEY=VALUE ...]", stdout, stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
+	cfg := configFlags{}
+	fs.Var(cfg, "config", "plugin config KEY=VALUE (repeatable), as a plugin block's config gives it")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -73,7 +75,7 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
-	info, ierr := plugins.Inspect(ctx, rt, pos[0])
+	info, ierr := plugins.Inspect(ctx, rt, pos[0], cfg)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -109,6 +111,9 @@ func runPluginInspect(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	if ierr != nil {
 		fmt.Fprintf(stderr, "mcphost: %s does not load: %v\n", pos[0], ierr)
+		if errors.Is(ierr, plugins.ErrConfig) || strings.Contains(ierr.Error(), "pdk: configuring ") {
+			fmt.Fprintf(stderr, "It describes itself only with its configuration: pass it as a plugin block would, with --config KEY=VALUE (values as the block writes them; lists as JSON, like --config 'tools=[\"*delete*\"]').\n")
+		}
 		return exitError(1)
 	}
 	return nil

@@ -34,7 +34,7 @@ Usage:
   mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
   mcphost status URL [--token TOKEN] [--json]
   mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--rate N] [--duration D] [--json]
-  mcphost plugin inspect FILE [--json]
+  mcphost plugin inspect FILE [--json] [--config KEY=VALUE ...]
   mcphost plugin test FILE --hook HOOK --input FILE [--config KEY=VALUE ...]
   mcphost plugin check FILE [CASE.txtar | DIR ...] [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]

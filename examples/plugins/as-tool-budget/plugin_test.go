@@ -169,7 +169,7 @@ func spec(tb testing.TB, config map[string]string) plugins.Spec {
 func TestDescribe(t *testing.T) {
 	path := wasmPath(t)
 	rt := newRuntime(t, nil)
-	info, err := plugins.Inspect(context.Background(), rt, path)
+	info, err := plugins.Inspect(context.Background(), rt, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
