@@ -19,7 +19,7 @@ import (
 func TestInspect(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{})
 	path := guest(t, "policy")
-	info, err := Inspect(context.Background(), rt, path)
+	info, err := Inspect(context.Background(), rt, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,19 +34,19 @@ func TestInspect(t *testing.T) {
 		}
 	}
 	// A module that fails the load check is still described as far as it goes.
-	info, err = Inspect(context.Background(), rt, guest(t, "describeonly"))
+	info, err = Inspect(context.Background(), rt, guest(t, "describeonly"), nil)
 	if !errors.Is(err, ErrMissingExport) || info.Name != "describeonly" || len(info.Exports) == 0 {
 		t.Fatalf("%+v, %v", info, err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.wasm")
 	os.WriteFile(empty, []byte("\x00asm\x01\x00\x00\x00"), 0o644)
-	if info, err = Inspect(context.Background(), rt, empty); !errors.Is(err, ErrMissingExport) || info.Size != 8 || info.InstantiateTime <= 0 {
+	if info, err = Inspect(context.Background(), rt, empty, nil); !errors.Is(err, ErrMissingExport) || info.Size != 8 || info.InstantiateTime <= 0 {
 		t.Fatalf("%+v, %v", info, err)
 	}
 	// A file that is no module stops before anything is described.
 	text := filepath.Join(t.TempDir(), "text.wasm")
 	os.WriteFile(text, []byte("garbage\n"), 0o644)
-	if info, err = Inspect(context.Background(), rt, text); !errors.Is(err, ErrCompile) || info.SHA256 != "" {
+	if info, err = Inspect(context.Background(), rt, text, nil); !errors.Is(err, ErrCompile) || info.SHA256 != "" {
 		t.Fatalf("%+v, %v", info, err)
 	}
 }
@@ -55,11 +55,11 @@ func TestInspect(t *testing.T) {
 // module with the builtin's configuration.
 func TestInspectBuiltin(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, BuiltinNames: filters.Names()})
-	info, err := Inspect(context.Background(), rt, "builtin:titles")
+	info, err := Inspect(context.Background(), rt, "builtin:titles", nil)
 	if err != nil || info.Name != "titles" || len(info.SHA256) != 64 || info.Size == 0 {
 		t.Fatalf("%+v, %v", info, err)
 	}
-	if _, err := Inspect(context.Background(), rt, "builtin:nope"); !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), "titles") {
+	if _, err := Inspect(context.Background(), rt, "builtin:nope", nil); !errors.Is(err, ErrSource) || !strings.Contains(err.Error(), "titles") {
 		t.Fatalf("unknown builtin: %v", err)
 	}
 }
