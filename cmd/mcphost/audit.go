@@ -14,15 +14,17 @@ import (
 	"github.com/mcphost-project/mcphost/host/audit"
 )
 
-const auditUsage = `usage: mcphost audit tail|query [flags]
+const auditUsage = `usage: mcphost audit tail|query [CONFIG] [flags]
 
 Reads the audit log (docs/audit.md): the file an audit block writes
 (--file), or the lines a running mcphost keeps in its store, through its
-admin API (the default).
+admin API. Given CONFIG, its audit file, else its admin API; without it or
+--file, the admin API at --admin.
 
   tail [--lines N] [--follow]   the last N entries (default 10), oldest first;
                                 with --follow, each new one as it comes, until
                                 interrupted
+      mcphost audit tail config.hcl --follow
       mcphost audit tail --file audit.jsonl --follow
   query [--limit N]             the newest N entries that match (default 100),
                                 newest first
@@ -57,8 +59,8 @@ type auditOptions struct {
 
 // auditSubUsage is the usage of each audit command, before its flags.
 var auditSubUsage = map[string]string{
-	"tail":  "usage: mcphost audit tail [--lines N] [--follow] [FILTERS] [--file F | --admin URL] [--json]\n\nRun \"mcphost help audit\" for more.",
-	"query": "usage: mcphost audit query [--limit N] [--before C] [FILTERS] [--file F | --admin URL] [--json]\n\nRun \"mcphost help audit\" for more.",
+	"tail":  "usage: mcphost audit tail [CONFIG] [--lines N] [--follow] [FILTERS] [--file F | --admin URL] [--json]\n\nRun \"mcphost help audit\" for more.",
+	"query": "usage: mcphost audit query [CONFIG] [--limit N] [--before C] [FILTERS] [--file F | --admin URL] [--json]\n\nRun \"mcphost help audit\" for more.",
 }
 
 // runAudit is `mcphost audit`.
@@ -106,6 +108,25 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	usage := func(msg string) error {
 		fmt.Fprintf(stderr, "mcphost audit %s: %s\nRun \"mcphost audit help\" for usage.\n", sub, msg)
 		return exitError(2)
+	}
+	if len(pos) == 1 && o.file == "" && !given["admin"] {
+		// A config names where its own lines are: its audit file, else
+		// its admin API (the store), rather than a default address that
+		// may be another instance's.
+		file, err := loadConfig(pos[0], stderr)
+		if err != nil {
+			return err
+		}
+		switch {
+		case file.Audit != nil && file.Audit.File != "" && file.Audit.File != audit.Stdout:
+			o.file = file.Audit.File
+		case file.Admin != nil:
+			o.admin, given["admin"] = file.Admin.HTTP, true
+		default:
+			fmt.Fprintf(stderr, "mcphost audit %s: %s writes no audit file and has no admin API to read its store through; add an audit block with a file, or an admin block\n", sub, pos[0])
+			return exitError(1)
+		}
+		pos = nil
 	}
 	switch {
 	case len(pos) > 0:

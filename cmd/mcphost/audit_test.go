@@ -276,3 +276,28 @@ func FuzzDecodeAuditPage(f *testing.F) {
 		}
 	})
 }
+
+// TestAuditTailConfig: given a config, audit reads that config's own audit
+// file; a config with neither a file nor an admin API says so.
+func TestAuditTailConfig(t *testing.T) {
+	dir := t.TempDir()
+	line := `{"id":"a1","time":"2026-11-28T08:00:00Z","kind":"call","caller":{"subject":"alice"},"name":"up__echo","server":"up","tool":"echo","outcome":"ok","durationMs":1}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "calls.jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.hcl")
+	if err := os.WriteFile(cfg, []byte("audit {\n  file = \"calls.jsonl\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := cli(t, "audit", "tail", cfg)
+	if code != 0 || !strings.Contains(out, "alice") || !strings.Contains(out, "up__echo") {
+		t.Errorf("audit tail CONFIG: exit %d\n%s%s", code, out, errs)
+	}
+	bare := filepath.Join(dir, "bare.hcl")
+	if err := os.WriteFile(bare, []byte("server \"up\" {\n  command = \"true\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := cli(t, "audit", "query", bare); code != 1 || !strings.Contains(errs, "writes no audit file") {
+		t.Errorf("audit query of a config without audit: exit %d\n%s", code, errs)
+	}
+}

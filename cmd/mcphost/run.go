@@ -39,7 +39,7 @@ Usage:
   mcphost plugin check FILE [CASE.txtar | DIR ...] [--config KEY=VALUE ...]
   mcphost pins list|approve CONFIG [SERVER/TOOL ... | --all] [--plugin NAME]
   mcphost auth login|logout SERVER CONFIG, mcphost auth status CONFIG
-  mcphost audit tail [--follow] [--file F | --admin URL]
+  mcphost audit tail [CONFIG] [--follow] [--file F | --admin URL]
   mcphost audit query [--server S --tool T --subject S --outcome O --since T --limit N] [--json]
   mcphost import [FILE...] [--admin URL]   (Claude Desktop, Claude Code, Cursor, VS Code, server.json)
   mcphost version
