@@ -135,24 +135,27 @@ func call2026(ctx context.Context, cs *mcp.ClientSession, kind string, n int) er
 
 // upInFlight reports whether the server "up" of the replica at addr has a
 // call in flight, from its /status.
-func upInFlight(addr string) bool {
+func upInFlight(addr string) bool { return upCalls(addr) > 0 }
+
+// upCalls is how many calls the replica at addr has in flight on "up".
+func upCalls(addr string) int {
 	req, _ := http.NewRequest("GET", "http://"+addr+"/status", nil)
 	req.Header.Set("Authorization", "Bearer "+replicaKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false
+		return 0
 	}
 	defer resp.Body.Close()
 	var doc host.StatusDocument
 	if json.NewDecoder(resp.Body).Decode(&doc) != nil {
-		return false
+		return 0
 	}
 	for _, s := range doc.Servers {
-		if s.Name == "up" && s.InFlight > 0 {
-			return true
+		if s.Name == "up" {
+			return s.InFlight
 		}
 	}
-	return false
+	return 0
 }
 
 const askerServer = `
@@ -299,7 +302,9 @@ func TestSessionlessBehindHAProxy(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no call in rounds waited on %s for 15 s", victim.name)
 	}
-	testproc.WaitFor(t, victim.name+" to have a call in flight", 5*time.Second, func() bool { return upInFlight(victim.mcp) })
+	// The parked call in rounds is one call in flight upstream, with no
+	// request open: wait for another, a request the drain must answer.
+	testproc.WaitFor(t, victim.name+" to have a request in flight", 5*time.Second, func() bool { return upCalls(victim.mcp) >= 2 })
 	sigAt := time.Now()
 	if err := victim.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
