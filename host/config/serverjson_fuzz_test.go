@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcphost-project/mcphost/host/config"
@@ -13,7 +14,8 @@ import (
 // without panicking, an accepted one renders back to a server, and a
 // refused one is a *SpecError (the API's 400 or 422), never another error.
 // What Split shows of an accepted one holds no arg that secret_args lists
-// and, under secret_url, no part of the URL's path; Keep gives it back.
+// and, under secret_url, no part of the URL's path; Keep gives it back,
+// but not its headers to another host.
 func FuzzServerSpec(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"files","transport":"stdio","command":"sh","args":["-c","x"],"env":{"A":"b"}}`,
@@ -43,7 +45,7 @@ func FuzzServerSpec(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := spec.Keep(config.SpecSecrets{}); err != nil {
+		if _, err := spec.Keep(nil, config.SpecSecrets{}); err != nil {
 			return // a masked value in a new definition: refused, as POST does
 		}
 		pub, sec := spec.Split()
@@ -57,12 +59,18 @@ func FuzzServerSpec(f *testing.F) {
 				t.Fatalf("%s: secret_url shows the path: %q", body, pub.URL)
 			}
 		}
-		back, err := pub.Keep(sec)
+		back, err := pub.Keep(&pub, sec)
 		if err != nil {
 			t.Fatalf("%s: the split definition is not kept: %v", body, err)
 		}
 		if !slices.Equal(back.Args, spec.Args) || back.URL != spec.URL {
 			t.Fatalf("%s: kept as args %q url %q", body, back.Args, back.URL)
+		}
+		// Pointed at another host, it keeps no header.
+		moved := pub
+		moved.URL = "https://elsewhere.invalid/mcp"
+		if _, err := moved.Keep(&pub, sec); err == nil && len(pub.Headers) > 0 && !strings.Contains(strings.ToLower(spec.URL), "elsewhere.invalid") {
+			t.Fatalf("%s: the stored headers follow the url to another host", body)
 		}
 	})
 }

@@ -103,12 +103,12 @@ func TestSpecSecretsMaskAndKeep(t *testing.T) {
 	if spec.Env["TOKEN"] != "t0" {
 		t.Fatal("Split changed its receiver")
 	}
-	back, err := pub.Keep(sec)
+	back, err := pub.Keep(&pub, sec)
 	if err != nil || back.Env["TOKEN"] != "t0" || back.OAuth.ClientSecret != "cs" {
 		t.Fatalf("keep: %+v %v", back, err)
 	}
 	pub.Env["NEW"] = config.Masked
-	if _, err := pub.Keep(sec); err == nil || specErr(t, err).Errors[0].Field != "env.NEW" {
+	if _, err := pub.Keep(&pub, sec); err == nil || specErr(t, err).Errors[0].Field != "env.NEW" {
 		t.Fatalf("masked value with nothing stored: %v", err)
 	}
 }
@@ -164,7 +164,7 @@ func TestSpecSecretsURL(t *testing.T) {
 		if again, _ := pub.Split(); again.URL != c.masked {
 			t.Errorf("masking %q twice: %q", c.url, again.URL)
 		}
-		if back, err := pub.Keep(sec); err != nil || back.URL != c.url {
+		if back, err := pub.Keep(&pub, sec); err != nil || back.URL != c.url {
 			t.Errorf("keep %q: %q %v", c.url, back.URL, err)
 		}
 		if pub.Join(sec).URL != c.url {
@@ -173,10 +173,10 @@ func TestSpecSecretsURL(t *testing.T) {
 		// Masked, but not as returned (another host), or with nothing stored.
 		moved := pub
 		moved.URL = strings.Replace(pub.URL, "x.example", "evil.example", 1)
-		if _, err := moved.Keep(sec); err == nil || specErr(t, err).Errors[0].Field != "url" {
+		if _, err := moved.Keep(&pub, sec); err == nil || specErr(t, err).Errors[0].Field != "url" {
 			t.Errorf("masked URL on another host kept: %v", err)
 		}
-		if _, err := pub.Keep(config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "url" {
+		if _, err := pub.Keep(nil, config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "url" {
 			t.Errorf("masked URL with nothing stored kept: %v", err)
 		}
 	}
@@ -203,7 +203,7 @@ func TestSpecSecretArgs(t *testing.T) {
 	if again, _ := pub.Split(); !slices.Equal(again.Args, wantPub) {
 		t.Errorf("masking twice: %q", again.Args)
 	}
-	back, err := pub.Keep(sec)
+	back, err := pub.Keep(&pub, sec)
 	if err != nil || !slices.Equal(back.Args, spec.Args) {
 		t.Fatalf("keep: %q %v", back.Args, err)
 	}
@@ -213,7 +213,7 @@ func TestSpecSecretArgs(t *testing.T) {
 	// A new value at a listed position replaces the stored one.
 	changed := pub
 	changed.Args = []string{"--token", "N3W", "--db", config.Masked}
-	if back, err := changed.Keep(sec); err != nil || back.Args[1] != "N3W" || back.Args[3] != "postgres://u:pw@db/x" {
+	if back, err := changed.Keep(&pub, sec); err != nil || back.Args[1] != "N3W" || back.Args[3] != "postgres://u:pw@db/x" {
 		t.Fatalf("keep with a new value: %q %v", back.Args, err)
 	}
 	for _, c := range []struct {
@@ -226,7 +226,7 @@ func TestSpecSecretArgs(t *testing.T) {
 		{"a new definition", pub, config.SpecSecrets{}},
 		{"not listed at all", config.ServerSpec{Name: "gh", Command: "sh", Args: []string{config.Masked}}, config.SpecSecrets{}},
 	} {
-		if _, err := c.spec.Keep(c.stored); err == nil || specErr(t, err).Errors[0].Field != "args" {
+		if _, err := c.spec.Keep(&pub, c.stored); err == nil || specErr(t, err).Errors[0].Field != "args" {
 			t.Errorf("%s: masked arg kept: %v", c.name, err)
 		}
 	}
@@ -256,16 +256,16 @@ func TestSpecSecretURLPath(t *testing.T) {
 		if again, _ := pub.Split(); again.URL != c.masked {
 			t.Errorf("masking %q twice: %q", c.url, again.URL)
 		}
-		if back, err := pub.Keep(sec); err != nil || back.URL != c.url {
+		if back, err := pub.Keep(&pub, sec); err != nil || back.URL != c.url {
 			t.Errorf("keep %q: %q %v", c.url, back.URL, err)
 		}
 		if strings.Contains(pub.URL, config.Masked) {
-			if _, err := pub.Keep(config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "url" {
+			if _, err := pub.Keep(nil, config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "url" {
 				t.Errorf("masked URL %q with nothing stored kept: %v", pub.URL, err)
 			}
 			moved := pub
 			moved.URL = strings.Replace(pub.URL, "x.example", "evil.example", 1)
-			if _, err := moved.Keep(sec); err == nil {
+			if _, err := moved.Keep(&pub, sec); err == nil {
 				t.Errorf("masked URL on another host kept: %q", moved.URL)
 			}
 		}
@@ -274,12 +274,119 @@ func TestSpecSecretURLPath(t *testing.T) {
 	spec := config.ServerSpec{Name: "r", Transport: "http", URL: "https://x.example/SECRET?k=v"}
 	pub, sec := spec.Split()
 	pub.SecretURL = true
-	back, err := pub.Keep(sec)
+	back, err := pub.Keep(&pub, sec)
 	if err != nil || back.URL != spec.URL {
 		t.Fatalf("secret_url turned on: %q %v", back.URL, err)
 	}
 	if again, _ := back.Split(); again.URL != "https://x.example/********?k=********" {
 		t.Errorf("after secret_url is on: shown %q", again.URL)
+	}
+}
+
+// TestSpecSecretsStayWithTheirOrigin: a header or client secret sent back
+// masked is kept only while the URL's scheme, host and port stay (and,
+// for the client secret, the issuer): pointed elsewhere, each is refused
+// by name until it is sent again.
+func TestSpecSecretsStayWithTheirOrigin(t *testing.T) {
+	stored := config.ServerSpec{Name: "r", Transport: "streamable-http", URL: "https://x.example/mcp",
+		Headers: map[string]string{"Authorization": "Bearer S3CR3T", "X-Team": "T34M"},
+		OAuth:   &config.OAuthSpec{Grant: "client_credentials", ClientID: "id", ClientSecret: "CL13NT", Issuer: "https://as.example"}}
+	pub, sec := stored.Split()
+	edit := func(url, issuer string, headers map[string]string, clientSecret string) config.ServerSpec {
+		s := pub
+		s.URL, s.Headers = url, headers
+		o := *pub.OAuth
+		o.Issuer, o.ClientSecret = issuer, clientSecret
+		s.OAuth = &o
+		return s
+	}
+	masked := map[string]string{"Authorization": config.Masked, "X-Team": config.Masked}
+	for _, c := range []struct {
+		name, url, issuer string
+		headers           map[string]string
+		clientSecret      string
+		refused           []string // the fields named, in order; none: kept
+	}{
+		{"unchanged", "https://x.example/mcp", "https://as.example", masked, config.Masked, nil},
+		{"another path", "https://x.example/v2/mcp", "https://as.example", masked, config.Masked, nil},
+		{"the default port written", "https://x.example:443/mcp", "https://as.example", masked, config.Masked, nil},
+		{"upper case", "HTTPS://X.EXAMPLE/mcp", "https://as.example/", masked, config.Masked, nil},
+		{"another host", "https://evil.example/mcp", "https://as.example", masked, config.Masked,
+			[]string{"headers.Authorization", "headers.X-Team", "oauth.client_secret"}},
+		{"another port", "https://x.example:8443/mcp", "https://as.example", masked, config.Masked,
+			[]string{"headers.Authorization", "headers.X-Team", "oauth.client_secret"}},
+		{"another scheme", "http://x.example/mcp", "https://as.example", masked, config.Masked,
+			[]string{"headers.Authorization", "headers.X-Team", "oauth.client_secret"}},
+		{"a subdomain", "https://x.example.evil.example/mcp", "https://as.example", masked, config.Masked,
+			[]string{"headers.Authorization", "headers.X-Team", "oauth.client_secret"}},
+		{"userinfo before the host", "https://x.example@evil.example/mcp", "https://as.example", masked, config.Masked,
+			[]string{"headers.Authorization", "headers.X-Team", "oauth.client_secret"}},
+		{"another host, one header sent again", "https://evil.example/mcp", "https://as.example",
+			map[string]string{"Authorization": "Bearer N3W", "X-Team": config.Masked}, "N3W-CL13NT", []string{"headers.X-Team"}},
+		{"another host, every secret sent again", "https://evil.example/mcp", "https://as.example",
+			map[string]string{"Authorization": "Bearer N3W"}, "N3W-CL13NT", nil},
+		{"another issuer", "https://x.example/mcp", "https://evil.example", masked, config.Masked, []string{"oauth.client_secret"}},
+		{"the issuer dropped", "https://x.example/mcp", "", masked, config.Masked, []string{"oauth.client_secret"}},
+		{"another issuer, the client secret sent again", "https://x.example/mcp", "https://evil.example", masked, "N3W-CL13NT", nil},
+	} {
+		next := edit(c.url, c.issuer, c.headers, c.clientSecret)
+		got, err := next.Keep(&pub, sec)
+		if c.refused == nil {
+			if err != nil {
+				t.Errorf("%s: refused: %v", c.name, err)
+				continue
+			}
+			for k, v := range c.headers {
+				want := v
+				if v == config.Masked {
+					want = stored.Headers[k]
+				}
+				if got.Headers[k] != want {
+					t.Errorf("%s: header %s = %q, want %q", c.name, k, got.Headers[k], want)
+				}
+			}
+			if want := stored.OAuth.ClientSecret; c.clientSecret == config.Masked && got.OAuth.ClientSecret != want {
+				t.Errorf("%s: client secret %q, want the stored one", c.name, got.OAuth.ClientSecret)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: kept, sending the stored secrets to %q (issuer %q): %+v", c.name, got.URL, got.OAuth.Issuer, got.Headers)
+			continue
+		}
+		se := specErr(t, err)
+		var fields []string
+		for _, fe := range se.Errors {
+			fields = append(fields, fe.Field)
+			for _, s := range []string{"S3CR3T", "T34M", "CL13NT"} {
+				if strings.Contains(fe.Detail, s) {
+					t.Errorf("%s: the error quotes a secret: %q", c.name, fe.Detail)
+				}
+			}
+			if !strings.Contains(fe.Detail, "send the value again") {
+				t.Errorf("%s: %s: the error does not say what to do: %q", c.name, fe.Field, fe.Detail)
+			}
+		}
+		if !slices.Equal(fields, c.refused) {
+			t.Errorf("%s: refused %q, want %q (%v)", c.name, fields, c.refused, err)
+		}
+	}
+
+	// Loopback names are hosts too: 127.0.0.1 and localhost are two.
+	local := config.ServerSpec{Name: "l", Transport: "http", URL: "http://127.0.0.1:7000/mcp", Headers: map[string]string{"K": "V4LU3"}}
+	lpub, lsec := local.Split()
+	moved := lpub
+	moved.URL = "http://localhost:7000/mcp"
+	if _, err := moved.Keep(&lpub, lsec); err == nil || specErr(t, err).Errors[0].Field != "headers.K" {
+		t.Errorf("127.0.0.1 to localhost: %v", err)
+	}
+	moved.URL = "http://127.0.0.1:7001/mcp"
+	if _, err := moved.Keep(&lpub, lsec); err == nil {
+		t.Error("another loopback port kept the header")
+	}
+	// With nothing before it, a definition keeps nothing and moves nothing.
+	if _, err := lpub.Keep(nil, config.SpecSecrets{}); err == nil || specErr(t, err).Errors[0].Field != "headers.K" {
+		t.Errorf("a new definition kept a masked header: %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -172,16 +173,23 @@ func unmask(pub, sec map[string]string) map[string]string {
 	return out
 }
 
-// Keep resolves the masked values of a new definition from the stored
-// one's secrets: "********" sent back means "leave it as it is". A masked
-// value with nothing stored under its name is an error, and so is a URL
-// holding "********" that is not the stored URL exactly as masked, and an
-// arg "********" at a position that secret_args does not list or where no
-// secret arg is stored (so that dropping a mark cannot store the secret in
-// the clear). Keep
-// with no stored secrets refuses every masked value: a new definition must
-// not store "********" as a credential.
-func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
+// Keep resolves the masked values of a new definition from prev, the
+// stored definition it replaces (masked, as Split returns it; nil for
+// none), and prev's secrets: "********" sent back means "leave it as it
+// is". A masked value with nothing stored under its name is an error, and
+// so is a URL holding "********" that is not the stored URL exactly as
+// masked, and an arg "********" at a position that secret_args does not
+// list or where no secret arg is stored (so that dropping a mark cannot
+// store the secret in the clear). Keep with no stored secrets refuses
+// every masked value: a new definition must not store "********" as a
+// credential.
+//
+// A kept secret goes only where it went: a masked header or
+// oauth.client_secret is refused when the URL's scheme, host or port
+// changes, and a masked oauth.client_secret also when the issuer changes,
+// so that no one reads a secret back by pointing the server at a listener
+// of theirs. The error names each secret to send again.
+func (s ServerSpec) Keep(prev *ServerSpec, stored SpecSecrets) (ServerSpec, error) {
 	var errs []FieldError
 	check := func(field string, m, old map[string]string) {
 		for k, v := range m {
@@ -206,7 +214,71 @@ func (s ServerSpec) Keep(stored SpecSecrets) (ServerSpec, error) {
 	if len(errs) > 0 {
 		return ServerSpec{}, &SpecError{Errors: errs}
 	}
-	return s.Join(stored), nil
+	out := s.Join(stored)
+	if prev != nil {
+		errs = append(errs, s.retargeted(out, prev.Join(stored))...)
+	}
+	if len(errs) > 0 {
+		return ServerSpec{}, &SpecError{Errors: errs}
+	}
+	return out, nil
+}
+
+// retargeted lists the secrets that s (masked, as sent) keeps from prev
+// but that next (s with them kept) would send elsewhere: headers and the
+// client secret to another origin, the client secret to another issuer.
+func (s ServerSpec) retargeted(next, prev ServerSpec) []FieldError {
+	var errs []FieldError
+	from, to := origin(prev.URL), origin(next.URL)
+	moved := from != to
+	if moved {
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+			if s.Headers[k] == Masked {
+				errs = append(errs, FieldError{Field: "headers." + k, Detail: fmt.Sprintf(
+					"%q keeps the value stored for %s, but url now goes to %s: a kept secret is sent only where it was; send the value again, or put back the url", Masked, from, to)})
+			}
+		}
+	}
+	if s.OAuth == nil || s.OAuth.ClientSecret != Masked {
+		return errs
+	}
+	var prevIssuer string
+	if prev.OAuth != nil {
+		prevIssuer = prev.OAuth.Issuer
+	}
+	switch {
+	case moved:
+		errs = append(errs, FieldError{Field: "oauth.client_secret", Detail: fmt.Sprintf(
+			"%q keeps the client secret stored for %s, but url now goes to %s: a kept secret is sent only where it was; send the value again, or put back the url", Masked, from, to)})
+	case strings.TrimSuffix(prevIssuer, "/") != strings.TrimSuffix(s.OAuth.Issuer, "/"):
+		errs = append(errs, FieldError{Field: "oauth.client_secret", Detail: fmt.Sprintf(
+			"%q keeps the client secret stored for issuer %q, but the issuer is now %q: a kept secret is sent only where it was; send the value again, or put back the issuer", Masked, prevIssuer, s.OAuth.Issuer)})
+	}
+	return errs
+}
+
+// origin is where a URL's requests go: its scheme, host and port, in
+// lower case and with the scheme's default port written out
+// ("https://x.example:443"). It is "" when raw has no host (a stdio
+// server), and raw itself when raw is not a URL.
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		switch u.Scheme {
+		case "http", "ws":
+			port = "80"
+		case "https", "wss":
+			port = "443"
+		}
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // checkSecretMarks checks that secret_args names args there are, once

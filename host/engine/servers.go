@@ -106,7 +106,7 @@ func (e *Engine) CreateServer(ctx context.Context, spec config.ServerSpec) (Serv
 		return ServerInfo{}, configServerError(file, spec.Name)
 	}
 	// Nothing is stored yet: a masked value is a mistake, not "keep".
-	spec, err := spec.Keep(config.SpecSecrets{})
+	spec, err := spec.Keep(nil, config.SpecSecrets{})
 	if err != nil {
 		return ServerInfo{}, err
 	}
@@ -188,7 +188,7 @@ func (e *Engine) update(ctx context.Context, name string, ifVersion int64, chang
 		if err != nil {
 			return nil, err
 		}
-		if next, err = next.Keep(secrets); err != nil {
+		if next, err = next.Keep(curSpec, secrets); err != nil {
 			var se *config.SpecError
 			if cur != nil && cur.SecretsErr != nil && errors.As(err, &se) {
 				// Nothing is kept of secrets that do not open.
@@ -265,7 +265,7 @@ func (e *Engine) TestServer(ctx context.Context, spec config.ServerSpec) (*host.
 		spec.Name = "test"
 	}
 	// A masked value would be sent to the server as "********".
-	spec, err := spec.Keep(config.SpecSecrets{})
+	spec, err := spec.Keep(nil, config.SpecSecrets{})
 	if err != nil {
 		return nil, err
 	}
