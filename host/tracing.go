@@ -38,7 +38,9 @@ func (h *Host) requestSpan(ctx context.Context, method string, req mcp.Request, 
 			name += " " + p.Name
 			attrs = append(attrs, attribute.String("gen_ai.prompt.name", p.Name))
 		case *mcp.ReadResourceParams:
-			attrs = append(attrs, attribute.String("mcp.resource.uri", p.URI))
+			// A URI may carry a credential (a signed URL, a token in a
+			// template's variable); a span leaves the process.
+			attrs = append(attrs, attribute.String("mcp.resource.uri", secrets.MaskText(p.URI)))
 		}
 	}
 	return h.tracer.Start(ctx, name, trace.SpanKindServer, attrs...)

@@ -163,6 +163,9 @@ func decodeCallDecision(data []byte) (*abi.CallDecision, error) {
 		if err := checkResult(d.Result); err != nil {
 			return nil, fmt.Errorf("%w: respond: %w", ErrInvalidOutput, err)
 		}
+		if err := checkResultDepth(data); err != nil {
+			return nil, fmt.Errorf("%w: respond: %w", ErrInvalidOutput, err)
+		}
 	case "":
 		return nil, fmt.Errorf("%w: no \"action\"", ErrInvalidOutput)
 	default:
@@ -187,7 +190,21 @@ func decodeToolResult(data []byte) (*abi.CallToolResult, error) {
 	if err := checkResult(out.Result); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
 	}
+	if err := checkResultDepth(data); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+	}
 	return out.Result, nil
+}
+
+// checkResultDepth holds a result a policy hook gave (data is the hook's
+// output, the result one level down in it) to a tool plugin's limit,
+// MaxResultDepth: the host's own decoding stops only where the client's
+// does, and the JSON-RPC message around the result is deeper still.
+func checkResultDepth(data []byte) error {
+	if d := jsonDepth(data) - 1; d > MaxResultDepth {
+		return fmt.Errorf("%w: the result is nested %d levels deep", ErrTooDeep, d)
+	}
+	return nil
 }
 
 func checkResult(r *abi.CallToolResult) error {

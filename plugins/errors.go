@@ -141,6 +141,8 @@ func failureKind(err error) string {
 		return "returned an error: " + pe.Message
 	case errors.Is(err, ErrOutputTooLarge):
 		return "output too large"
+	case errors.Is(err, ErrTooDeep):
+		return "invalid output: " + ErrTooDeep.Error()
 	case errors.Is(err, ErrInvalidOutput):
 		return "invalid output"
 	case errors.Is(err, ErrUnavailable):

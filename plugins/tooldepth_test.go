@@ -37,3 +37,31 @@ func TestToolInvokeDepth(t *testing.T) {
 		t.Errorf("past the limit: %v, want ErrTooDeep", err)
 	}
 }
+
+// A policy's result (a respond decision, a tool_result's replacement) is
+// held to the same limit as a tool plugin's; one at the limit is taken.
+func TestPolicyResultDepth(t *testing.T) {
+	result := func(n int) string {
+		return `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, n-2) + `{}` + strings.Repeat("}", n-2) + `}`
+	}
+	for _, tc := range []struct {
+		name   string
+		decode func(string) error
+	}{
+		{"respond", func(r string) error {
+			_, err := decodeCallDecision([]byte(`{"action":"respond","result":` + r + `}`))
+			return err
+		}},
+		{"tool_result", func(r string) error { _, err := decodeToolResult([]byte(`{"result":` + r + `}`)); return err }},
+	} {
+		if err := tc.decode(result(MaxResultDepth)); err != nil {
+			t.Errorf("%s at the limit: %v", tc.name, err)
+		}
+		if err := tc.decode(result(MaxResultDepth + 1)); !errors.Is(err, ErrTooDeep) || !errors.Is(err, ErrInvalidOutput) {
+			t.Errorf("%s past the limit: %v, want ErrTooDeep", tc.name, err)
+		}
+	}
+	if _, err := decodeCallDecision([]byte(`{"action":"rewrite","arguments":` + result(MaxResultDepth+8) + `}`)); err != nil {
+		t.Errorf("a rewrite's arguments are no result: %v", err)
+	}
+}

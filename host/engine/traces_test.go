@@ -113,3 +113,51 @@ traces {
 		t.Errorf("%d upstream call spans, want 1: a denied call does not reach the server", len(byName["tools/call up"]))
 	}
 }
+
+// TestTracesMaskResourceURI: a resource URI can carry a credential (a
+// signed URL, a token in a template's variable); the request span names
+// the resource with it masked, as everything that leaves the process is.
+func TestTracesMaskResourceURI(t *testing.T) {
+	const secret = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3sXYZ"
+	rcv := otlptest.Start(t)
+	e, _ := startAuditEngine(t, `
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up", "-secrets"]
+}
+traces {
+  otlp_endpoint = "`+rcv.URL+`"
+}
+`)
+	srv := httptest.NewServer(e.Host().Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traced"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "secret://" + secret}); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	e.Close() // flushes the spans
+
+	spans := rcv.Wait(t, 10*time.Second, func(s []otlptest.Span) bool {
+		for _, sp := range s {
+			if sp.Name == "resources/read" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, sp := range spans {
+		if sp.Name != "resources/read" {
+			continue
+		}
+		uri := sp.Attr("mcp.resource.uri")
+		if strings.Contains(uri, secret) || !strings.Contains(uri, "REDACTED") {
+			t.Errorf("the span's mcp.resource.uri = %q, want it masked", uri)
+		}
+	}
+}
