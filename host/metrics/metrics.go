@@ -50,7 +50,7 @@ type Sources struct {
 // host.Observer; Handler serves the exposition.
 type Metrics struct {
 	seenMu sync.Mutex
-	seen   map[toolKey]struct{} // tools with series, for CatalogChanged
+	seen   sync.Map // toolKey -> struct{}: tools with series, for CatalogChanged
 
 	reg      *prometheus.Registry
 	calls    *prometheus.CounterVec
@@ -68,8 +68,7 @@ var buckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1
 // New returns the metrics; call Watch once the host exists.
 func New() *Metrics {
 	m := &Metrics{
-		seen: map[toolKey]struct{}{},
-		reg:  prometheus.NewRegistry(),
+		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcphost_tool_calls_total",
 			Help: "tools/call requests answered, by server, tool and outcome (ok, tool_error, upstream_error, timeout, denied, answered, unknown_tool, invalid).",
@@ -108,9 +107,10 @@ func New() *Metrics {
 // ToolCall implements host.Observer.
 func (m *Metrics) ToolCall(server, tool, outcome string, t host.CallTimes) {
 	if tool != "" {
-		m.seenMu.Lock()
-		m.seen[toolKey{server, tool}] = struct{}{}
-		m.seenMu.Unlock()
+		k := toolKey{server, tool}
+		if _, ok := m.seen.Load(k); !ok { // read-mostly: no lock on the call path
+			m.seen.Store(k, struct{}{})
+		}
 	}
 	m.calls.WithLabelValues(server, tool, outcome).Inc()
 	m.total.WithLabelValues(server).Observe(t.Total.Seconds())
@@ -137,13 +137,14 @@ func (m *Metrics) CatalogChanged(tools []abi.Tool) {
 		now[toolKey{t.Server, t.Tool}] = true
 		servers[t.Server] = true
 	}
-	m.seenMu.Lock()
+	m.seenMu.Lock() // one CatalogChanged at a time
 	defer m.seenMu.Unlock()
-	for k := range m.seen {
+	for key := range m.seen.Range {
+		k := key.(toolKey)
 		if now[k] {
 			continue
 		}
-		delete(m.seen, k)
+		m.seen.Delete(k)
 		m.calls.DeletePartialMatch(prometheus.Labels{"server": k.server, "tool": k.tool})
 		if !servers[k.server] {
 			for _, v := range []*prometheus.HistogramVec{m.total, m.upstream, m.policy} {
