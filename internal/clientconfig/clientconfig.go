@@ -102,6 +102,18 @@ type Part struct {
 	Secret bool
 }
 
+// addText appends literal text, to the last part when it is text too.
+func (v *Value) addText(t string) {
+	if t == "" {
+		return
+	}
+	if n := len(*v); n > 0 && (*v)[n-1].Env == "" {
+		(*v)[n-1].Text += t
+		return
+	}
+	*v = append(*v, Part{Text: t})
+}
+
 // Literal is a Value of text alone.
 func Literal(s string) Value { return Value{{Text: s}} }
 

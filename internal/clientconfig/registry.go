@@ -244,16 +244,7 @@ func (r *reader) regValue(server, where, env string, in regInput) Value {
 // template resolves the {name} variables of s from vars.
 func (r *reader) template(server, where, s string, vars map[string]regInput) Value {
 	var v Value
-	text := func(t string) {
-		if t == "" {
-			return
-		}
-		if n := len(v); n > 0 && v[n-1].Env == "" {
-			v[n-1].Text += t
-			return
-		}
-		v = append(v, Part{Text: t})
-	}
+	text := v.addText
 	for {
 		i := strings.IndexByte(s, '{')
 		j := strings.IndexByte(s[max(i, 0):], '}')

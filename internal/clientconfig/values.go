@@ -17,16 +17,7 @@ var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // expand turns s, the value of where in server's definition, into a Value.
 func (r *reader) expand(server, where, s string) Value {
 	var v Value
-	text := func(t string) {
-		if t == "" {
-			return
-		}
-		if n := len(v); n > 0 && v[n-1].Env == "" {
-			v[n-1].Text += t
-			return
-		}
-		v = append(v, Part{Text: t})
-	}
+	text := v.addText
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
@@ -174,13 +165,7 @@ func (r *reader) guardURL(server string, v Value) Value {
 		return v
 	}
 	var out Value
-	text := func(t string) {
-		if n := len(out); n > 0 && out[n-1].Env == "" {
-			out[n-1].Text += t
-			return
-		}
-		out = append(out, Part{Text: t})
-	}
+	text := out.addText
 	rest := raw
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		// scheme://user:PASSWORD@host...
