@@ -25,6 +25,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/console"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/host/pins"
+	"github.com/mcphost-project/mcphost/host/toolformat"
 )
 
 // MaxBody bounds request bodies: a server definition is a few hundred
@@ -372,12 +373,35 @@ func (a *api) listTools(w http.ResponseWriter, r *http.Request) {
 	// The caller the listing is for, as policies would see one over
 	// streamable HTTP: subject and groups as authentication sets them.
 	caller := abi.Caller{Transport: "http", Subject: q.Get("subject"), Identity: q.Get("subject"), Groups: q["group"]}
+	format := toolformat.Provider(q.Get("format"))
+	if format != "" && !slices.Contains(toolformat.Providers, format) {
+		writeProblem(w, http.StatusBadRequest, "Unknown format", fmt.Sprintf("format %q is none of %q", format, toolformat.Providers))
+		return
+	}
 	tools, err := a.e.Tools(r.Context(), caller)
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "Policies failed", err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	if format == "" {
+		writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+		return
+	}
+	// A model API's tool definitions, so that an agent engine need not
+	// start its own copy of every upstream; names maps the names the model
+	// will call back to mcphost's.
+	var exposed []abi.Tool // what the caller sees, not what policies hid
+	for _, t := range tools {
+		if t.Exposed {
+			exposed = append(exposed, t.Tool)
+		}
+	}
+	set, err := toolformat.Convert(format, exposed)
+	if err != nil {
+		writeProblem(w, http.StatusInternalServerError, "Not converted", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"format": format, "tools": set.Definitions, "names": set.Names()})
 }
 
 func (a *api) listPlugins(w http.ResponseWriter, r *http.Request) {

@@ -593,6 +593,23 @@ func TestToolsPluginsAndDocument(t *testing.T) {
 	if strings.Contains(string(mine.raw), `"hiddenBy"`) {
 		t.Fatalf("a tool hidden from a caller outside support: %s", mine.raw)
 	}
+	// A model API's definitions, as the caller sees the catalog: carol's
+	// lack the tool a policy hides from her, and the names map back.
+	for _, format := range []string{"openai", "anthropic", "gemini", "mcp"} {
+		as := r.do("GET", "/v1/tools?format="+format+"&subject=carol&group=support", nil)
+		want(t, as, http.StatusOK)
+		if as.body["format"] != format || strings.Contains(string(as.raw), "cfg__echo") || len(as.body["tools"].([]any)) == 0 {
+			t.Errorf("format %s for carol: %s", format, as.raw)
+		}
+		names := as.body["names"].(map[string]any)
+		if len(names) == 0 {
+			t.Errorf("format %s: no names: %s", format, as.raw)
+		}
+	}
+	if gem := r.do("GET", "/v1/tools?format=gemini", nil); !strings.Contains(string(gem.raw), "cfg__echo") {
+		t.Errorf("gemini for a caller who sees echo: %s", gem.raw)
+	}
+	want(t, r.do("GET", "/v1/tools?format=cohere", nil), http.StatusBadRequest)
 
 	pl := r.do("GET", "/v1/plugins", nil)
 	want(t, pl, http.StatusOK)

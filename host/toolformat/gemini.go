@@ -3,6 +3,7 @@ package toolformat
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,15 @@ var geminiKeys = map[string]byte{
 	"properties": 'm', // name -> schema
 	"items":      's', // schema
 	"anyOf":      'l', // list of schemas
+}
+
+// geminiFormats are the formats Gemini's Schema lists: float and double for
+// numbers, int32 and int64 for integers, enum and date-time for strings.
+var geminiFormats = []string{"float", "double", "int32", "int64", "enum", "date-time"}
+
+func geminiFormat(v any) bool {
+	s, ok := v.(string)
+	return ok && slices.Contains(geminiFormats, s)
 }
 
 // maxRefDepth bounds how deep references are inlined.
@@ -65,6 +75,9 @@ func geminiNode(v any, defs map[string]any, depth int) (any, error) {
 	}
 	out := map[string]any{}
 	for k, val := range node {
+		if k == "format" && !geminiFormat(val) {
+			continue // a JSON Schema format Gemini does not list (uri, email, ...)
+		}
 		switch geminiKeys[k] {
 		case 'v':
 			out[k] = val

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -61,6 +62,10 @@ type Set struct {
 	// names maps a provider-side name to the exposed name.
 	names map[string]string
 }
+
+// Names maps each provider-side name to the exposed name, for a caller
+// that calls back through another process (the admin API's answer).
+func (s *Set) Names() map[string]string { return maps.Clone(s.names) }
 
 // Exposed returns the exposed name (for host.CallTool) of the tool a
 // provider called by name.

@@ -156,3 +156,23 @@ func refused(schema map[string]any) string {
 	}
 	return ""
 }
+
+// TestGeminiFormats: a JSON Schema format outside Gemini's list (uri,
+// email) is dropped; one it lists (date-time, int64) stays.
+func TestGeminiFormats(t *testing.T) {
+	out, err := geminiSchema(map[string]any{"type": "object", "properties": map[string]any{
+		"site": map[string]any{"type": "string", "format": "uri"},
+		"at":   map[string]any{"type": "string", "format": "date-time"},
+		"n":    map[string]any{"type": "integer", "format": "int64"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := out["properties"].(map[string]any)
+	if _, ok := props["site"].(map[string]any)["format"]; ok {
+		t.Errorf("uri kept: %v", props["site"])
+	}
+	if props["at"].(map[string]any)["format"] != "date-time" || props["n"].(map[string]any)["format"] != "int64" {
+		t.Errorf("formats Gemini lists dropped: %v", props)
+	}
+}
