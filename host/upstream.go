@@ -379,13 +379,35 @@ func (u *upstream) connectLocked() <-chan struct{} {
 	return done
 }
 
+// slowConnect is when a connect still running is logged.
+const slowConnect = 5 * time.Second
+
+// waitingFor says what a connect waits on, for logs and errors.
+func (u *upstream) waitingFor() string {
+	switch u.cfg.Transport {
+	case TransportStdio, "":
+		return fmt.Sprintf("the process %q, which has not answered initialize (a first npx or go run may still be fetching or building)", u.cfg.Command)
+	case TransportInternal:
+		return "the tool plugin's server"
+	}
+	return "the server at " + secrets.MaskURLs(u.cfg.URL) + ", which has not answered initialize"
+}
+
 func (u *upstream) connect(done chan struct{}) {
 	defer u.wg.Done()
 	defer close(done)
 	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.ConnectTimeout)
 	defer cancel()
-
+	// A connect that takes long says so, and what it waits for, rather
+	// than nothing until connect_timeout.
+	slow := time.AfterFunc(slowConnect, func() {
+		u.log.Info("still connecting", "waited", slowConnect.String(), "connect_timeout", u.cfg.ConnectTimeout.String(), "waiting_for", u.waitingFor())
+	})
 	cs, tools, feats, err := u.dial(ctx)
+	slow.Stop()
+	if errors.Is(err, context.DeadlineExceeded) && u.ctx.Err() == nil {
+		err = fmt.Errorf("no answer within connect_timeout (%s) from %s: %w", u.cfg.ConnectTimeout, u.waitingFor(), err)
+	}
 
 	u.mu.Lock()
 	u.connectDone = nil

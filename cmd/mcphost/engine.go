@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -15,8 +16,13 @@ import (
 // startEngine starts what every command that talks to upstreams needs
 // (host/engine); watch reloads plugins whose files change.
 func startEngine(ctx context.Context, file *config.File, log hclog.Logger, watch bool) (*engine.Engine, error) {
-	return engine.Start(ctx, file, &engine.Options{Logger: log, WatchPlugins: watch})
+	return engine.Start(ctx, file, &engine.Options{Logger: log, WatchPlugins: watch, StartWait: serveWait})
 }
+
+// serveWait is how long mcphost run waits for its servers before it
+// serves: one that hangs must not hold the others back for its whole
+// connect_timeout.
+const serveWait = 500 * time.Millisecond
 
 // startOneShot is startEngine for a command that runs once (tools, call):
 // a server that needs an OAuth login prints its link (and opens a

@@ -56,6 +56,11 @@ type Options struct {
 	WaitLogins bool
 	Announce   func(server, url string)
 	Logins     *host.Logins // where logins wait for their callback (host.Options.Logins)
+	// StartWait bounds how long Start waits for the servers' first connect:
+	// those still connecting then go on, and join the catalog when they are
+	// ready (clients are told: list_changed). 0 waits for each, up to its
+	// connect_timeout, as a command that runs once must.
+	StartWait time.Duration
 }
 
 // Engine is a running host with its plugin runtime and policy chain. It is
@@ -219,7 +224,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	// The manager tells the host of its swaps from now on: the host, built
 	// on the generation just loaded, needs no word of it.
 	e.mgr.Attach(listener{e.host})
-	if err := e.host.Start(ctx); err != nil {
+	if err := e.startServers(ctx, opts.StartWait); err != nil {
 		return nil, err
 	}
 	if e.store != nil {
@@ -230,6 +235,30 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		e.startPolling(poll)
 	}
 	return e, nil
+}
+
+// startServers starts connecting every server and waits for them, for at
+// most wait when it is set: a server that does not answer must not keep
+// the others from being served.
+func (e *Engine) startServers(ctx context.Context, wait time.Duration) error {
+	if wait <= 0 {
+		return e.host.Start(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := e.host.Start(wctx); err != nil && ctx.Err() != nil {
+		return err
+	}
+	var still []string
+	for _, st := range e.host.Statuses() {
+		if st.State == host.StateConnecting {
+			still = append(still, st.Name)
+		}
+	}
+	if len(still) > 0 {
+		e.log.Info("serving while servers still connect; their tools join the catalog when they are ready", "connecting", still)
+	}
+	return nil
 }
 
 // listener passes a Manager's events to the host that serves it.
