@@ -159,6 +159,9 @@ func HTTPGet(url string, headers map[string]string) (int, []byte, error) {
 		mem.Free()
 	}
 	if status == 0 {
+		if len(body) == 0 {
+			return 0, nil, errors.New("tool: http_request to " + url + " failed")
+		}
 		return 0, nil, errors.New(string(body))
 	}
 	return status, body, nil
