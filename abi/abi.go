@@ -12,7 +12,7 @@ import "encoding/json"
 // Version is the ABI version this package describes. Plugins name the version
 // they were built for in their describe output; the host accepts any minor
 // version of the same major.
-const Version = "1.4"
+const Version = "1.5"
 
 // Major is the major ABI version; a plugin claiming another major is refused.
 const Major = 1

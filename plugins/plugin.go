@@ -24,6 +24,9 @@ import (
 // exits, failed instantiations) a plugin is marked failed and fails fast for
 // a backoff that starts at CrashBackoff and doubles up to MaxCrashBackoff.
 // The first call after the backoff is let through; a success clears it.
+// A tool call's crashes (not a failed instantiation) count against its
+// caller instead (CallerKey): that caller alone backs off, by the same
+// numbers, so that no caller can take a tool from the others.
 const (
 	CrashLimit      = 5
 	CrashBackoff    = time.Second
@@ -81,6 +84,9 @@ type Plugin struct {
 	crashN int
 	until  time.Time // fail fast until then
 	wait   time.Duration
+	// callers are the crash-loop states of tool calls' callers
+	// (crashes.go), by CallerKey; at most maxCrashCallers.
+	callers map[string]*callerCrashes
 
 	refs atomic.Int64 // chains sharing this plugin
 }
@@ -108,6 +114,10 @@ type Status struct {
 	LastError     string    `json:"lastError,omitempty"`
 	LastErrorAt   time.Time `json:"lastErrorAt,omitzero"`
 	RetryAt       time.Time `json:"retryAt,omitzero"` // when failed: when calls are let through again
+	// BackedOffCallers are the callers whose own tool calls crashed
+	// CrashLimit times in a row and who are in their own backoff; the
+	// plugin serves the others.
+	BackedOffCallers int `json:"backedOffCallers,omitempty"`
 	// Load numbers this load of the plugin, runtime-wide: a reload that
 	// keeps the plugin (same digest, spec and config) keeps the number,
 	// one that loads it afresh gives a new one. It is how a test or an
@@ -369,6 +379,7 @@ func (p *Plugin) Status() Status {
 	s.Hooks = append([]string(nil), s.Hooks...)
 	s.Tools = slices.Clone(s.Tools)
 	s.ConsecutiveCrashes = p.crashN
+	s.BackedOffCallers = p.backedOffLocked(time.Now())
 	s.IdleInstances, s.BusyInstances = len(p.idle), len(p.sem)
 	switch {
 	case p.closed:
@@ -392,18 +403,20 @@ func (p *Plugin) Call(ctx context.Context, hook string, input []byte) ([]byte, e
 		return nil, fmt.Errorf("%w: %s: %q", ErrNoHook, p.spec.Name, hook)
 	}
 	start := time.Now()
-	out, err := p.call(ctx, hook, export, input)
+	out, err := p.call(ctx, nil, hook, export, input)
 	p.recordHook(hook, time.Since(start), err)
-	p.record(err, true)
+	p.record(err, true, nil)
 	return out, err
 }
 
-func (p *Plugin) call(ctx context.Context, hook, export string, input []byte) ([]byte, error) {
+// call runs export on an instance. who, when not nil, is the CallerKey
+// whose own backoff applies.
+func (p *Plugin) call(ctx context.Context, who *string, hook, export string, input []byte) ([]byte, error) {
 	if err := context.Cause(ctx); err != nil {
 		// Do not spend an instance on a call nobody waits for.
 		return nil, fmt.Errorf("plugins: %s: %s: %w", p.spec.Name, hook, err)
 	}
-	if err := p.gate(); err != nil {
+	if err := p.gate(who); err != nil {
 		return nil, err
 	}
 	in, err := p.get(ctx)
@@ -530,8 +543,9 @@ func (p *Plugin) isHalted() bool {
 	return p.halted
 }
 
-// gate fails fast while the plugin is in its crash-loop backoff.
-func (p *Plugin) gate() error {
+// gate fails fast while the plugin, or the caller who (when not nil), is
+// in its crash-loop backoff.
+func (p *Plugin) gate(who *string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.halted {
@@ -540,6 +554,9 @@ func (p *Plugin) gate() error {
 	if !p.until.IsZero() && time.Now().Before(p.until) {
 		return fmt.Errorf("%w: %s until %s after %d consecutive crashes; last error: %s",
 			ErrUnavailable, p.spec.Name, p.until.Format(time.RFC3339), p.crashN, p.stats.LastError)
+	}
+	if who != nil {
+		return p.gateCallerLocked(*who, time.Now())
 	}
 	return nil
 }
@@ -601,14 +618,14 @@ func (p *Plugin) refill() {
 		return // every slot is busy; a caller will instantiate when needed
 	}
 	defer func() { <-p.sem }()
-	if p.gate() != nil || len(p.idle) > 0 {
+	if p.gate(nil) != nil || len(p.idle) > 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second+p.spec.ListTimeout)
 	defer cancel()
 	in, err := p.newWarmInstance(ctx)
 	if err != nil {
-		p.record(err, false)
+		p.record(err, false, nil)
 		p.log.Warn("replacing an instance failed", "error", err)
 		return
 	}
@@ -640,8 +657,10 @@ func (p *Plugin) reused() {
 }
 
 // record updates the statistics and the crash-loop state after a call
-// (call true) or a background instantiation (call false).
-func (p *Plugin) record(err error, call bool) {
+// (call true) or a background instantiation (call false). who, when not
+// nil, is the caller a crash counts against (all but failed
+// instantiations, which are the plugin's).
+func (p *Plugin) record(err error, call bool, who *string) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return // the caller gave up; not the plugin's doing
 	}
@@ -653,6 +672,9 @@ func (p *Plugin) record(err error, call bool) {
 	switch {
 	case err == nil:
 		p.crashN, p.until, p.wait = 0, time.Time{}, 0
+		if who != nil {
+			p.callerOKLocked(*who, true)
+		}
 		return
 	case errors.Is(err, ErrUnavailable) || errors.Is(err, ErrClosed):
 		p.stats.Failures++
@@ -662,9 +684,16 @@ func (p *Plugin) record(err error, call bool) {
 	if !isCrash(err) {
 		// The instance worked: a plugin error or bad output is no crash.
 		p.crashN = 0
+		if who != nil {
+			p.callerOKLocked(*who, false)
+		}
 		return
 	}
 	p.stats.Crashes++
+	if who != nil && !errors.Is(err, ErrInstantiate) {
+		p.callerCrashLocked(*who, err)
+		return
+	}
 	p.crashN++
 	if p.crashN >= CrashLimit {
 		if p.wait == 0 {

@@ -291,30 +291,31 @@ func (p *Plugin) InvokeTool(ctx context.Context, in *abi.ToolInvokeInput, call T
 		ctx = extismhost.WithToolCall(ctx, call)
 	}
 	start := time.Now()
-	out, err := p.call(ctx, HookToolInvoke, abi.ExportToolInvoke, data)
+	who := CallerKey(in.Caller)
+	out, err := p.call(ctx, &who, HookToolInvoke, abi.ExportToolInvoke, data)
 	if err == nil {
 		var o *ToolOutcome
 		if o, err = decodeToolInvoke(out); err == nil {
 			if err = t.checkOutput(o); err == nil {
 				p.recordHook(HookToolInvoke, time.Since(start), nil)
-				p.record(nil, true)
+				p.record(nil, true, &who)
 				return o, nil
 			}
 		}
 		if errors.Is(err, errOutputSchema) {
 			p.recordHook(HookToolInvoke, time.Since(start), nil)
-			p.record(nil, true)
+			p.record(nil, true, &who)
 			var se *schemaFailure
 			errors.As(err, &se)
 			return &ToolOutcome{ToolError: se.te}, nil
 		}
 		p.recordHook(HookToolInvoke, time.Since(start), err)
-		p.record(nil, true)
+		p.record(nil, true, &who)
 		p.noteFailure(err)
 		return nil, err
 	}
 	p.recordHook(HookToolInvoke, time.Since(start), err)
-	p.record(err, true)
+	p.record(err, true, &who)
 	return nil, err
 }
 
@@ -561,7 +562,7 @@ func unescapePointer(s string) string {
 // (ErrInvalidOutput, also for structured content its output schema
 // refuses).
 func (p *Plugin) InvokeToolRaw(ctx context.Context, input []byte) (*ToolOutcome, error) {
-	out, err := p.call(ctx, HookToolInvoke, abi.ExportToolInvoke, input)
+	out, err := p.call(ctx, nil, HookToolInvoke, abi.ExportToolInvoke, input)
 	if err != nil {
 		return nil, err
 	}

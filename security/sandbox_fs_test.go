@@ -69,13 +69,18 @@ plugin "fsescape" {
 				got[k] = v
 			}
 			for _, k := range []string{"symlink-rel", "read-rel", "symlink-up", "read-up", "symlink-abs",
-				"read-pre", "read-pre-abs", "write-pre", "list-pre", "read-through-dir", "read-hardlink", "read-dotdot"} {
+				"read-pre", "read-pre-abs", "write-pre", "list-pre", "read-through-dir", "hardlink", "read-hardlink", "read-dotdot"} {
 				if !strings.HasPrefix(got[k], "err ") {
 					t.Errorf("%s: %q, want refused", k, got[k])
 				}
 			}
 			if _, err := os.Lstat(filepath.Join(dir, "written.txt")); err == nil {
 				t.Errorf("the plugin wrote outside its grant")
+			}
+			// The link found in the grant, "pre" -> ../secret.txt, gets no
+			// second name: a hard link of a symlink is a symlink.
+			if _, err := os.Lstat(filepath.Join(grant, "hl")); err == nil {
+				t.Errorf("the plugin gave the outward link pre a new name, hl")
 			}
 			want := "ok fine"
 			if ro {

@@ -24,7 +24,7 @@ func TestGuestCall(t *testing.T) {
 		wantErr string
 	}{
 		{name: "describe lists only handled hooks", policy: pdk.Policy{Name: "p", ToolResult: func(*abi.ToolResultInput) (*abi.ToolResultOutput, error) { return nil, nil }},
-			export: abi.ExportDescribe, want: `{"abi":"1.4","name":"p","hooks":["tool_result"]}`},
+			export: abi.ExportDescribe, want: `{"abi":"1.5","name":"p","hooks":["tool_result"]}`},
 		{name: "no name", policy: pdk.Policy{ToolCall: toolCall(nil, nil)}, export: abi.ExportDescribe, wantErr: "pdk: policy has no name"},
 		{name: "no handler at all", policy: pdk.Policy{Name: "p"}, export: abi.ExportDescribe, wantErr: `pdk: policy "p" has no hook handler`},
 		{name: "missing handler", policy: pdk.Policy{Name: "p", ToolCall: toolCall(nil, nil)}, export: abi.ExportToolsList, input: `{}`, wantErr: "hook not implemented by this plugin: tools_list"},
@@ -48,7 +48,7 @@ func TestGuestCall(t *testing.T) {
 			export: abi.ExportToolResult, input: `{"result":{"content":[]}}`, wantErr: "returned no result"},
 		{name: "describe names the 1.2 hooks", policy: pdk.Policy{Name: "p", List: func(*abi.ListInput) (*abi.ListOutput, error) { return nil, nil },
 			Request: func(*abi.RequestInput) (*abi.RequestDecision, error) { return nil, nil }, Message: func(*abi.MessageInput) (*abi.MessageOutput, error) { return nil, nil }},
-			export: abi.ExportDescribe, want: `{"abi":"1.4","name":"p","hooks":["list","request","message"]}`},
+			export: abi.ExportDescribe, want: `{"abi":"1.5","name":"p","hooks":["list","request","message"]}`},
 		{name: "nil list output keeps the input", policy: pdk.Policy{Name: "p", List: func(*abi.ListInput) (*abi.ListOutput, error) { return nil, nil }},
 			export: abi.ExportList, input: `{"method":"prompts/list","items":[{"server":"a","name":"a__p","item":{"name":"a__p"}}]}`, want: `{"items":[{"server":"a","name":"a__p","item":{"name":"a__p"}}]}`},
 		{name: "empty list output is an array", policy: pdk.Policy{Name: "p", List: func(*abi.ListInput) (*abi.ListOutput, error) { return &abi.ListOutput{}, nil }},

@@ -347,8 +347,8 @@ func TestToolPluginHTTPAndKV(t *testing.T) {
 	}
 	other := strings.Replace(web.URL, "127.0.0.1", "localhost", 1)
 	before := hits.Load()
-	if res := r.call(t, "kit__fetch", map[string]any{"url": other + "/y"}); !res.IsError {
-		t.Errorf("fetch from a host not granted answered: %q", resultText(res))
+	if res := r.call(t, "kit__fetch", map[string]any{"url": other + "/y"}); !res.IsError || !strings.HasPrefix(resultText(res), "refused by allowed_hosts: ") {
+		t.Errorf("fetch from a host not granted: %q, want an error result \"refused by allowed_hosts: ...\"", resultText(res))
 	}
 	if hits.Load() != before {
 		t.Error("the request to a host not granted reached the server")

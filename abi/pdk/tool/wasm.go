@@ -123,13 +123,46 @@ func KVDelete(key string) {
 	hostKVSet(k.Offset(), 0)
 }
 
+//go:wasmimport extism:host/env http_request
+func hostHTTPRequest(req, body uint64) uint64
+
+//go:wasmimport extism:host/env http_status_code
+func hostHTTPStatusCode() int32
+
+// httpRequest is the request block of http_request (SPEC.md section
+// 10.3), asking for its errors (ABI 1.5).
+type httpRequest struct {
+	URL          string            `json:"url"`
+	Method       string            `json:"method"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	ReturnErrors bool              `json:"returnErrors"`
+}
+
 // HTTPGet fetches url through the host (grant allowed_hosts) and returns
-// the status code and body.
-func HTTPGet(url string, headers map[string]string) (int, []byte) {
-	req := extism.NewHTTPRequest(extism.MethodGet, url)
-	for k, v := range headers {
-		req.SetHeader(k, v)
+// the status code and body. A request the host refuses (a URL outside
+// allowed_hosts: "refused by allowed_hosts: ...") or that fails (no
+// connection, too large a body) is an error, which a tool returns to its
+// caller; a host older than ABI 1.5 traps the guest instead.
+func HTTPGet(url string, headers map[string]string) (int, []byte, error) {
+	enc, err := json.Marshal(httpRequest{URL: url, Method: "GET", Headers: headers, ReturnErrors: true})
+	if err != nil {
+		return 0, nil, err
 	}
-	res := req.Send()
-	return int(res.Status()), res.Body()
+	req := extism.AllocateBytes(enc)
+	defer req.Free()
+	off := hostHTTPRequest(req.Offset(), 0)
+	status := int(hostHTTPStatusCode())
+	var body []byte
+	if off != 0 {
+		mem := extism.FindMemory(off)
+		body = mem.ReadBytes()
+		mem.Free()
+	}
+	if status == 0 {
+		if len(body) == 0 {
+			return 0, nil, errors.New("tool: http_request to " + url + " failed")
+		}
+		return 0, nil, errors.New(string(body))
+	}
+	return status, body, nil
 }

@@ -35,8 +35,9 @@ type Out struct {
 }
 
 // get is how a call fetches: the host's http_request in the plugin, a
-// stub in native tests.
-var get = func(u string) (int, []byte) { return 0, nil }
+// stub in native tests. Its error, such as the host's "refused by
+// allowed_hosts: ...", is the call's.
+var get = func(u string) (int, []byte, error) { return 0, nil, nil }
 
 // Fetch is the tool.
 func Fetch(_ *tool.Context, in In) (Out, error) {
@@ -50,7 +51,10 @@ func Fetch(_ *tool.Context, in In) (Out, error) {
 	if in.Pointer != "" && !strings.HasPrefix(in.Pointer, "/") {
 		return Out{}, tool.Errorf("pointer", "a JSON Pointer starts with /, like /items/0")
 	}
-	status, body := get(u.String())
+	status, body, err := get(u.String())
+	if err != nil {
+		return Out{}, err
+	}
 	out := Out{Status: status}
 	if in.Pointer != "" {
 		var doc any

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
 	"github.com/mcphost-project/mcphost/internal/tooltest"
 )
 
@@ -91,5 +96,82 @@ func TestLookup(t *testing.T) {
 		if _, err := lookup(doc, p); err == nil {
 			t.Errorf("%s: no error", p)
 		}
+	}
+}
+
+// TestRefusedURLsDoNotTakeFetchFromOthers is issue 29's M8: one client
+// sends URLs outside allowed_hosts as fast as it can while another makes
+// valid calls. The refused client gets the host's refusal as its own
+// isError result, and the tool stays up for the other client throughout.
+func TestRefusedURLsDoNotTakeFetchFromOthers(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "ok")
+	}))
+	defer api.Close()
+	wasm := tooltest.BuildGo(t, "fetch", ".", hashGlobs)
+	r := tooltest.Serve(t, t.TempDir(), fmt.Sprintf(`
+tools_plugin "web" {
+  source        = %q
+  allowed_hosts = ["127.0.0.1"]
+  instances     = 2
+}
+`, wasm))
+	attacker, err := mcp.NewClient(&mcp.Implementation{Name: "attacker", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attacker.Close()
+
+	refused := strings.Replace(api.URL, "127.0.0.1", "localhost", 1) + "/x"
+	stop := make(chan struct{})
+	var attacks, wrong atomic.Int32
+	var firstWrong atomic.Value
+	attackDone := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				attackDone <- nil
+				return
+			default:
+			}
+			res, err := attacker.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{"url": refused}})
+			if err != nil {
+				attackDone <- err
+				return
+			}
+			if txt := tooltest.Text(res); !res.IsError || !strings.HasPrefix(txt, "refused by allowed_hosts: ") {
+				wrong.Add(1)
+				firstWrong.CompareAndSwap(nil, fmt.Sprintf("isError=%v %q", res.IsError, txt))
+			}
+			attacks.Add(1)
+		}
+	}()
+	// The attacker is well under way before the first valid call, and
+	// keeps going until the last.
+	testproc.WaitFor(t, "the refused calls to start", 30*time.Second, func() bool { return attacks.Load() >= 10 })
+	failed := 0
+	for i := range 40 {
+		res := r.Call(t, "web__fetch", map[string]any{"url": api.URL + "/ok"})
+		if res.IsError || !strings.Contains(tooltest.Text(res), `"status":200`) {
+			failed++
+			if failed == 1 {
+				t.Errorf("valid call %d (after %d refused calls): %q", i, attacks.Load(), tooltest.Text(res))
+			}
+		}
+	}
+	close(stop)
+	if err := <-attackDone; err != nil {
+		t.Error(err)
+	}
+	if n := wrong.Load(); n > 0 {
+		t.Errorf("%d of %d refused calls did not answer \"refused by allowed_hosts: ...\" as an isError result; the first: %s", n, attacks.Load(), firstWrong.Load())
+	}
+	if failed > 0 {
+		t.Errorf("%d of 40 valid calls failed while another client's calls were refused", failed)
+	}
+	if n := attacks.Load(); n < 20 {
+		t.Errorf("only %d refused calls ran alongside the valid ones", n)
 	}
 }

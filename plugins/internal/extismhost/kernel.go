@@ -344,8 +344,15 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 // httpRequest performs an Extism http_request to the spec's allowed hosts,
 // as the go-sdk does, with the limits of http.go: every redirect is
 // checked against allowed_hosts, every dialled address against the
-// address rules, and sizes and time are bounded. A refused or failed
-// request traps the guest.
+// address rules, and sizes and time are bounded.
+//
+// A refused or failed request traps the guest, as in Extism, unless the
+// request asks for its errors ("returnErrors": true, ABI 1.5): then it
+// returns a block holding the reason, with status code 0 and no headers,
+// so the guest can return the failure to its caller as an error of its
+// own rather than lose its instance (and, repeated, have its caller put
+// in the crash-loop backoff). A call whose context is done stops the
+// guest either way.
 //
 // Unlike the go-sdk it leaves the request and body blocks to the guest,
 // which frees them (go-pdk does): freeing them here let the response
@@ -353,29 +360,47 @@ func instantiateExtismEnv(ctx context.Context, r wazero.Runtime) (api.Module, er
 func (k *Kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 	k.status, k.headers = 0, nil
 	var req struct {
-		Url     string
-		Headers map[string]string
-		Method  string
+		Url          string
+		Headers      map[string]string
+		Method       string
+		ReturnErrors bool `json:"returnErrors"`
 	}
 	if err := json.Unmarshal(k.bytes(reqOff), &req); err != nil {
 		panic(fmt.Errorf("invalid http request: %v", err))
 	}
-	if req.Method == "" {
-		req.Method = "GET"
-	}
-	req.Method = strings.ToUpper(req.Method)
-	u, err := url.Parse(req.Url)
+	data, err := k.send(req.Url, req.Method, req.Headers, bodyOff)
 	if err != nil {
-		panic(fmt.Errorf("invalid url: %v", err))
+		if !req.ReturnErrors || (k.ctx != nil && k.ctx.Err() != nil) {
+			panic(err)
+		}
+		k.status, k.headers = 0, nil
+		return k.write([]byte(err.Error()))
+	}
+	if len(data) == 0 {
+		return 0
+	}
+	return k.write(data)
+}
+
+// send performs one http_request and returns the response body, having
+// set k.status and k.headers; or why it was refused or failed.
+func (k *Kernel) send(rawURL, method string, headers map[string]string, bodyOff uint64) ([]byte, error) {
+	if method == "" {
+		method = "GET"
+	}
+	method = strings.ToUpper(method)
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid url: %v", err)
 	}
 	if err := k.env.HTTP.grantsOrNone().allowURL(u); err != nil {
-		panic(err)
+		return nil, err
 	}
 	var body io.Reader
 	if bodyOff != 0 {
 		b := k.bytes(bodyOff)
 		if len(b) > maxHTTPBytes {
-			panic(fmt.Errorf("HTTP request body of %d bytes is over the limit of %d", len(b), maxHTTPBytes))
+			return nil, fmt.Errorf("HTTP request body of %d bytes is over the limit of %d", len(b), maxHTTPBytes)
 		}
 		body = bytes.NewReader(bytes.Clone(b))
 	}
@@ -385,34 +410,31 @@ func (k *Kernel) httpRequest(reqOff, bodyOff uint64) uint64 {
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxHTTPTime)
 	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, req.Method, u.String(), body)
+	hreq, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	for key, v := range req.Headers {
+	for key, v := range headers {
 		hreq.Header.Set(key, v)
 	}
 	resp, err := k.env.HTTP.client().Do(hreq)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBytes+1))
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	if len(data) > maxHTTPBytes {
-		panic(fmt.Errorf("HTTP response body from %q is over the limit of %d bytes", u.Redacted(), maxHTTPBytes))
+		return nil, fmt.Errorf("HTTP response body from %q is over the limit of %d bytes", u.Redacted(), maxHTTPBytes)
 	}
 	k.status = resp.StatusCode
 	k.headers = make(map[string]string, len(resp.Header))
 	for name, v := range resp.Header {
 		k.headers[strings.ToLower(name)] = strings.Join(v, ",")
 	}
-	if len(data) == 0 {
-		return 0
-	}
-	return k.write(data)
+	return data, nil
 }
 
 // httpHeaders returns the last response's headers as a JSON object of

@@ -285,6 +285,9 @@ func (r *rootFS) Rename(from, to string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
+	if errno := r.movableLink(from); errno != 0 {
+		return errno
+	}
 	return errnoOf(r.root.Rename(from, to))
 }
 
@@ -310,11 +313,38 @@ func (r *rootFS) remove(name string, dir bool) experimentalsys.Errno {
 	return errnoOf(r.root.Remove(name))
 }
 
+// Link refuses, like Rename, to give a new name to a symlink whose target
+// the guest could not have made (see movableLink).
 func (r *rootFS) Link(oldName, newName string) experimentalsys.Errno {
 	if r.readOnly {
 		return experimentalsys.EROFS
 	}
+	if errno := r.movableLink(oldName); errno != 0 {
+		return errno
+	}
 	return errnoOf(r.root.Link(oldName, newName))
+}
+
+// movableLink refuses (EPERM) to let name, when it is a symlink whose
+// target is not downward (one found in the grant, such as "../x" or an
+// absolute path), move to another directory by rename or gain a name there
+// by link(2), which links the symlink itself: "../b" from a/l names a/../b,
+// inside the grant, but from l it names the grant's parent. The guest
+// cannot follow such a link either way (os.Root), but host tools and
+// operators reading the directory would.
+func (r *rootFS) movableLink(name string) experimentalsys.Errno {
+	fi, err := r.root.Lstat(name)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return 0 // not a symlink; the rename or link reports its own errors
+	}
+	target, err := r.root.Readlink(name)
+	if err != nil {
+		return errnoOf(err)
+	}
+	if !downwardTarget(target) {
+		return experimentalsys.EPERM
+	}
+	return 0
 }
 
 // Symlink refuses a target that does not point downward.

@@ -333,3 +333,65 @@ func TestGuestLinksStayInside(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFoundLinksStayPut: a symlink the guest found in the grant with a
+// target it could not have made ("../b" inside a/, which names a/../b,
+// inside; an absolute path) is neither hard-linked nor renamed to a new
+// name, where "../b" would lead out of the grant; one with a downward
+// target is, and a guest's link to a regular file still works.
+func TestFoundLinksStayPut(t *testing.T) {
+	base := t.TempDir()
+	grant := filepath.Join(base, "g")
+	for _, err := range []error{
+		os.MkdirAll(filepath.Join(grant, "a"), 0o755),
+		os.WriteFile(filepath.Join(base, "b"), []byte("host-secret"), 0o644),
+		os.WriteFile(filepath.Join(grant, "b"), []byte("inside"), 0o644),
+		os.Symlink("../b", filepath.Join(grant, "a", "up")),
+		os.Symlink(filepath.Join(base, "b"), filepath.Join(grant, "abs")),
+		os.Symlink("../../b", filepath.Join(grant, "a", "out")),
+		os.Symlink("b", filepath.Join(grant, "down")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rw, err := openRootFS(grant, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.close()
+	for _, tc := range []struct {
+		name string
+		op   func() experimentalsys.Errno
+		want experimentalsys.Errno
+	}{
+		{"hard-link a/up to the top", func() experimentalsys.Errno { return rw.Link("a/up", "up2") }, experimentalsys.EPERM},
+		{"hard-link a/up beside it", func() experimentalsys.Errno { return rw.Link("a/up", "a/up2") }, experimentalsys.EPERM},
+		{"hard-link an absolute link", func() experimentalsys.Errno { return rw.Link("abs", "abs2") }, experimentalsys.EPERM},
+		{"hard-link a link that already leaves", func() experimentalsys.Errno { return rw.Link("a/out", "a/out2") }, experimentalsys.EPERM},
+		{"rename a/up to the top", func() experimentalsys.Errno { return rw.Rename("a/up", "up3") }, experimentalsys.EPERM},
+		{"hard-link a downward link", func() experimentalsys.Errno { return rw.Link("down", "a/down2") }, 0},
+		{"rename a downward link", func() experimentalsys.Errno { return rw.Rename("a/down2", "down3") }, 0},
+		{"hard-link a file", func() experimentalsys.Errno { return rw.Link("b", "a/b2") }, 0},
+	} {
+		if got := tc.op(); got != tc.want {
+			t.Errorf("%s: errno %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	err = filepath.WalkDir(grant, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil && real == filepath.Join(base, "b") {
+			switch rel, _ := filepath.Rel(grant, p); rel {
+			case filepath.Join("a", "out"), "abs": // found there, not made
+			default:
+				t.Errorf("%s, a name the guest gave, leads to %s, outside the grant", rel, real)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

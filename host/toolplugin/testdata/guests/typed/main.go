@@ -71,7 +71,10 @@ func init() {
 			return CountOut{Count: n}, nil
 		}),
 		tool.New("fetch", "Fetches a URL through the host.", func(c *tool.Context, in FetchIn) (FetchOut, error) {
-			status, body := tool.HTTPGet(in.URL, nil)
+			status, body, err := tool.HTTPGet(in.URL, nil)
+			if err != nil {
+				return FetchOut{}, err
+			}
 			return FetchOut{Status: status, Body: string(body)}, nil
 		}, tool.OpenWorld(), tool.ReadOnly()),
 		tool.New("steps", "Reports progress and logs.", func(c *tool.Context, _ Empty) (CountOut, error) {
