@@ -135,7 +135,9 @@ func fixEnvDiags(diags hcl.Diagnostics) {
 		diag.Summary = "Environment variable not set"
 		diag.Detail = fmt.Sprintf(
 			"The environment variable %q is not set. Export it before starting mcphost "+
-				"(export %s=...), or give a default: env(%q, \"default\").",
+				"(export %s=...), or give a default: env(%q, \"default\"). A running mcphost "+
+				"reads the environment it was started with: for a value added at reload, "+
+				"write it to a file and use file(\"PATH\").",
 			unset.name, unset.name, unset.name)
 		if diag.Context != nil {
 			diag.Subject = diag.Context

@@ -251,3 +251,30 @@ func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
 		t.Fatalf("no warning that the audit block waits for a restart:\n%s", logs.String())
 	}
 }
+
+// TestReloadSaysWhatWaitsForRestart: a traces block added at reload is not
+// ignored in silence: the reload says it waits for a restart, and why.
+func TestReloadSaysWhatWaitsForRestart(t *testing.T) {
+	dir := t.TempDir()
+	parse := func(src string) *config.File {
+		t.Helper()
+		file, diags := config.Parse([]byte(strings.ReplaceAll(src, "UPSTREAM", upstreamBin)), filepath.Join(dir, "mcphost.hcl"))
+		if diags.HasErrors() {
+			t.Fatal(diags.Err())
+		}
+		return file
+	}
+	const base = "server \"up\" {\n  command = \"UPSTREAM\"\n}\n"
+	logs := &testproc.Buffer{}
+	e, err := engine.Start(context.Background(), parse(base), &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Reload(context.Background(), parse(base+"traces {\n  otlp_endpoint = \"http://127.0.0.1:4318\"\n}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "the traces block changed") || !strings.Contains(logs.String(), "until mcphost restarts") {
+		t.Fatalf("a traces block added at reload, in silence:\n%s", logs.String())
+	}
+}
