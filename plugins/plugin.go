@@ -222,7 +222,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		if errors.As(err, &te) && te.Stderr != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
 		}
-		return fail(err)
+		return fail(commandHint(err, exports))
 	}
 	desc, err := decodeDescribe(out, func(name string) bool { _, ok := exports[name]; return ok })
 	if err != nil {

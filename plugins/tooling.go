@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -61,6 +62,17 @@ type Info struct {
 	InstantiateTime time.Duration // instantiation and describe of one instance
 }
 
+// commandHint adds to a trap in describe the likely cause when the module
+// is a WASI command (it exports _start, and no _initialize or constructor
+// that sets its language runtime up): a Go plugin built without
+// -buildmode=c-shared, whose exports then run on a runtime never started.
+func commandHint(err error, exports map[string]bool) error {
+	if !errors.Is(err, ErrTrap) || !exports["_start"] || exports["_initialize"] || exports["__wasm_call_ctors"] {
+		return err
+	}
+	return fmt.Errorf("%w (the module is a WASI command: it exports _start and no _initialize, so its runtime is never set up for the hooks; a Go plugin must be built with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared)", err)
+}
+
 // Inspect compiles the module at path (a file, or "builtin:NAME" as in
 // Spec.Source), instantiates it once and reads its describe output, with
 // the configuration the host would give it: config (a plugin block's
@@ -110,7 +122,7 @@ func Inspect(ctx context.Context, rt *Runtime, path string, config map[string]st
 	}
 	info.InstantiateTime = time.Since(start)
 	if err != nil {
-		return info, err
+		return info, commandHint(err, exports)
 	}
 	var raw abi.Describe
 	_ = json.Unmarshal(out, &raw)

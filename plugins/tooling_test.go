@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,4 +96,25 @@ func ExampleErrTimeout() {
 	var te *TrapError
 	fmt.Println(errors.Is(err, ErrTrap), errors.Is(err, ErrMemoryLimit), errors.Is(err, ErrTimeout), errors.As(err, &te) && te.ExitCode == 2)
 	// Output: true true false true
+}
+
+// TestCommandModuleHint: a Go plugin built without -buildmode=c-shared (a
+// WASI command: _start, no _initialize) traps in describe; the error says
+// how to build it.
+func TestCommandModuleHint(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go on PATH")
+	}
+	out := filepath.Join(t.TempDir(), "command.wasm")
+	cmd := exec.Command(gobin, "build", "-o", out, "./testdata/guests/describeonly")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the guest as a command: %v\n%s", err, b)
+	}
+	rt := newRuntime(t, RuntimeOptions{})
+	_, err = Inspect(context.Background(), rt, out, nil)
+	if !errors.Is(err, ErrTrap) || !strings.Contains(err.Error(), "-buildmode=c-shared") {
+		t.Errorf("a command module: %v, want a trap that says to build with -buildmode=c-shared", err)
+	}
 }
