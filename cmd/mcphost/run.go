@@ -239,13 +239,17 @@ func (l *logFlags) logger(stderr io.Writer) (hclog.Logger, error) {
 	}
 	// Every line goes through secrets.MaskURLs: errors quote upstream
 	// URLs, whose query may carry a token.
-	return hclog.New(&hclog.LoggerOptions{
+	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "mcphost",
 		Level:      level,
 		Output:     secrets.URLMaskingWriter(stderr),
 		JSONFormat: l.format == "json",
 		Color:      colorOption(stderr, l.format),
-	}), nil
+	})
+	if l.format == "json" {
+		return durationLogger{log}, nil
+	}
+	return log, nil
 }
 
 // colorOption colours text logs on a terminal, unless NO_COLOR is set.
