@@ -576,3 +576,14 @@ func TestToolPluginKVInStore(t *testing.T) {
 		r.e.Close()
 	}
 }
+
+// TestToolPluginInPluginBlock: a tool plugin written in a plugin block is
+// refused at load with where it belongs, instead of loading inert.
+func TestToolPluginInPluginBlock(t *testing.T) {
+	r := newReloadRig(t)
+	file := r.load(r.server("up") + fmt.Sprintf("plugin \"kit\" {\n  source = %q\n}\n", toolGuest(t, "typed")))
+	_, err := engine.Start(context.Background(), file, nil)
+	if err == nil || !strings.Contains(err.Error(), "tools_plugin block") {
+		t.Fatalf("a tool plugin in a plugin block: %v, want a load error naming tools_plugin", err)
+	}
+}
