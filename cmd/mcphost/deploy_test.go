@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,13 @@ type manifest struct {
 	Metadata struct {
 		Name string `yaml:"name"`
 	} `yaml:"metadata"`
-	Data map[string]string `yaml:"data"`
-	Spec struct {
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+	Spec       struct {
+		MaxUnavailable int `yaml:"maxUnavailable"`
+		Selector       struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"selector"`
 		Template struct {
 			Spec struct {
 				TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
@@ -169,5 +175,30 @@ func TestKubernetesManifests(t *testing.T) {
 		if s.Kind != "Service" || len(s.Spec.Ports) == 0 || s.Spec.Ports[0].TargetPort != mcpPort {
 			t.Errorf("service %s: %+v", s.Metadata.Name, s.Spec.Ports)
 		}
+	}
+}
+
+// TestKubernetesSecretAndBudget: the Secret template holds every variable
+// the ConfigMap's config reads with env(), and no real value; the
+// PodDisruptionBudget keeps all but one replica through a drain and selects
+// the Deployment's pods.
+func TestKubernetesSecretAndBudget(t *testing.T) {
+	secrets := readManifests(t, "secret.yaml")
+	if len(secrets) != 1 || secrets[0].Kind != "Secret" || secrets[0].Metadata.Name != "mcphost" {
+		t.Fatalf("want one Secret named mcphost: %+v", secrets)
+	}
+	hcl := readManifests(t, "configmap.yaml")[0].Data["config.hcl"]
+	for _, m := range regexp.MustCompile(`env\("([A-Z_]+)"`).FindAllStringSubmatch(hcl, -1) {
+		v, ok := secrets[0].StringData[m[1]]
+		if !ok {
+			t.Errorf("the config reads %s, which the Secret template lacks", m[1])
+		} else if !strings.Contains(v, "CHANGE-ME") {
+			t.Errorf("the Secret template's %s is not a placeholder: %q", m[1], v)
+		}
+	}
+	pdbs := readManifests(t, "pdb.yaml")
+	if len(pdbs) != 1 || pdbs[0].Kind != "PodDisruptionBudget" || pdbs[0].Spec.MaxUnavailable != 1 ||
+		pdbs[0].Spec.Selector.MatchLabels["app.kubernetes.io/name"] != "mcphost" {
+		t.Fatalf("the PodDisruptionBudget: %+v", pdbs)
 	}
 }
