@@ -53,12 +53,34 @@ func logProblems(c *conditionLog, log hclog.Logger, msg string, problems []catal
 		keys[i] = p.Server + "\x00" + p.Tool + "\x00" + p.Err.Error()
 	}
 	fresh := c.update(keys)
+	// A server with many new problems at once (three servers that serve
+	// the same resources) gets one warning with the count and the first;
+	// each is at debug level.
+	perServer := map[string]int{}
+	for i, p := range problems {
+		if fresh[i] {
+			perServer[p.Server]++
+		}
+	}
+	summarized := map[string]bool{}
 	for i, p := range problems {
 		args := []any{"server", p.Server, "item", p.Tool, "problem", p.Err}
-		if fresh[i] {
-			log.Warn(msg, args...)
-		} else {
+		switch {
+		case !fresh[i]:
 			log.Debug(msg+" (still)", args...)
+		case perServer[p.Server] <= maxProblemWarnings:
+			log.Warn(msg, args...)
+		default:
+			if !summarized[p.Server] {
+				summarized[p.Server] = true
+				log.Warn(msg, "server", p.Server, "problems", perServer[p.Server], "first", p.Tool, "problem", p.Err,
+					"more", "the log at debug level lists each")
+			}
+			log.Debug(msg, args...)
 		}
 	}
 }
+
+// maxProblemWarnings is how many new problems of one server are warned
+// about one by one; more make one warning.
+const maxProblemWarnings = 3

@@ -32,3 +32,21 @@ func TestProblemsLoggedOnce(t *testing.T) {
 		t.Error("once does not say each key once")
 	}
 }
+
+// TestManyProblemsOneWarning: many new problems of one server (duplicate
+// resources of three servers) make one warning with their count, not a
+// line each.
+func TestManyProblemsOneWarning(t *testing.T) {
+	var out testproc.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
+	var c conditionLog
+	var round []catalogProblem
+	for i := range 9 {
+		round = append(round, catalogProblem{Server: "b", Tool: "res" + string(rune('a'+i)), Err: errors.New("duplicate resource URI")})
+	}
+	round = append(round, catalogProblem{Server: "c", Tool: "x", Err: errors.New("name clash")})
+	logProblems(&c, log, "prompts and resources", round)
+	if n := strings.Count(out.String(), "[WARN]"); n != 2 || !strings.Contains(out.String(), "problems=9") {
+		t.Errorf("want 2 warnings (b's 9 in one, c's), got %d:\n%s", n, out.String())
+	}
+}
