@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -95,7 +96,21 @@ func (rt *Runtime) loadReusing(ctx context.Context, spec Spec, prev *Chain) (*Pl
 	if err != nil {
 		return nil, wrap(err)
 	}
+	if err := p.misplacedTool(); err != nil {
+		_ = p.Close(ctx)
+		return nil, wrap(err)
+	}
 	return p, nil
+}
+
+// misplacedTool refuses a tool plugin given as a policy (a plugin block):
+// it would load, run no hook and serve no tool.
+func (p *Plugin) misplacedTool() error {
+	if p.spec.Kind != KindPolicy || len(p.desc.Hooks) > 0 ||
+		!slices.Contains(p.export, abi.ExportTools) || !slices.Contains(p.export, abi.ExportToolInvoke) {
+		return nil
+	}
+	return fmt.Errorf("%w: the module is a tool plugin (it exports %s and %s, and names no policy hook): put it in a tools_plugin block, not a plugin block", ErrSpec, abi.ExportTools, abi.ExportToolInvoke)
 }
 
 // Wants reports whether any plugin of the chain implements hook.

@@ -243,10 +243,6 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	for _, h := range desc.Hooks {
 		p.hooks[h] = true
 	}
-	if spec.Kind != KindTools && len(desc.Hooks) == 0 && exports[abi.ExportTools] && exports[abi.ExportToolInvoke] {
-		// It would load, run no hook and serve no tool: say where it goes.
-		return fail(fmt.Errorf("%w: the module is a tool plugin (it exports %s and %s, and names no policy hook): put it in a tools_plugin block, not a plugin block", ErrSpec, abi.ExportTools, abi.ExportToolInvoke))
-	}
 	if spec.Kind == KindTools {
 		keep, err := p.loadTools(ctx, first, exports)
 		if !keep {

@@ -45,6 +45,10 @@ func Check(ctx context.Context, rt *Runtime, spec Spec) error {
 	if err != nil {
 		return err
 	}
+	if err := p.misplacedTool(); err != nil {
+		_ = p.Close(ctx)
+		return fmt.Errorf("plugins: %s: %w", spec.Name, err)
+	}
 	return p.Close(ctx)
 }
 
