@@ -44,9 +44,13 @@ func startOneShot(ctx context.Context, file *config.File, log hclog.Logger, stde
 // logStatuses reports each upstream's state once it settled after start.
 func logStatuses(e *engine.Engine, log hclog.Logger) {
 	for _, st := range e.Host().Statuses() {
-		if st.State == host.StateConnected {
+		switch st.State {
+		case host.StateConnected:
 			log.Info("upstream ready", "server", st.Name, "transport", st.Transport, "tools", st.Tools)
-		} else {
+		case host.StateConnecting:
+			// Still starting: the engine has said so, and "upstream
+			// connected" follows when it is ready.
+		default:
 			log.Error("upstream not ready; retrying in the background", "server", st.Name, "state", st.State, "error", st.Error)
 		}
 	}

@@ -61,4 +61,7 @@ server "clock" {
 	if !strings.Contains(m.logs.String(), "serving while servers still connect") || !strings.Contains(m.logs.String(), "hang") {
 		t.Errorf("the log does not say which server still connects:\n%s", m.logs)
 	}
+	if strings.Contains(m.logs.String(), "[ERROR]") {
+		t.Errorf("a server still connecting is logged as an error:\n%s", m.logs)
+	}
 }
