@@ -94,6 +94,16 @@ func TestConsoleCookieIsNoCredential(t *testing.T) {
 
 	b.do("the console still works", chromedp.Navigate(admin+"/#servers"),
 		chromedp.WaitVisible(chromedp.CSS(serverIn("clock", "connected"))))
+	// A definition with two mistakes shows both, each beside its field.
+	b.do("a definition with two mistakes",
+		chromedp.Click(chromedp.CSS(`button[data-action="add"]`)),
+		chromedp.WaitVisible(chromedp.ID("f-name")),
+		chromedp.SendKeys(chromedp.ID("f-name"), "bad name!"),
+		chromedp.SendKeys(chromedp.ID("f-command"), upstreamBin),
+		chromedp.SendKeys(chromedp.ID("f-connect_timeout"), "forever"),
+		chromedp.Click(chromedp.CSS(`button[data-action="save"]`)),
+		waitText(`.field-error[data-field="name"]`, "name"),
+		waitText(`.field-error[data-field="connect_timeout"]`, "forever"))
 	if token == "" {
 		t.Fatal("the console page holds no token")
 	}

@@ -183,11 +183,26 @@ function serverForm(s, refresh) {
         flash(`${r.name}: ${r.status ? r.status.state : 'saved'}`);
         await refresh();
       } catch (e) {
+        // Every field error the API found, each beside its field (a nested
+        // one, headers.X, beside its top field), the rest listed below.
+        const filled = new Set(), unplaced = [];
         for (const fe of (e.problem.errors || [])) {
-          const slot = form.querySelector(`.field-error[data-field="${CSS.escape(fe.field || '')}"]`);
-          if (slot) slot.textContent = fe.detail;
+          const field = fe.field || '';
+          const top = field.split('.')[0];
+          const slot = form.querySelector(`.field-error[data-field="${CSS.escape(field)}"]`) ||
+            form.querySelector(`.field-error[data-field="${CSS.escape(top)}"]`);
+          const text = (field !== top ? field + ': ' : '') + fe.detail;
+          if (!slot) {
+            unplaced.push((field ? field + ': ' : '') + fe.detail);
+          } else if (filled.has(slot)) {
+            slot.textContent += ' ' + text;
+          } else {
+            filled.add(slot);
+            slot.textContent = text;
+          }
         }
-        status.replaceChildren(h('div', {class: 'error', role: 'alert'}, e.message));
+        status.replaceChildren(h('div', {class: 'error', role: 'alert'}, e.message,
+          unplaced.length > 0 && h('ul', {}, unplaced.map(t => h('li', {}, t)))));
       } finally {
         button.disabled = false;
       }
