@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -68,26 +67,6 @@ func (e *Engine) closeAudit() error {
 	ctx, cancel := context.WithTimeout(context.Background(), auditDrain)
 	defer cancel()
 	return e.audit.Close(ctx)
-}
-
-// noteAuditReload says that a changed audit block waits for a restart,
-// and so does every other block a reload cannot apply, each with why.
-func (e *Engine) noteAuditReload(old, next *config.File) {
-	for _, b := range []struct {
-		changed bool
-		what    string
-	}{
-		{!reflect.DeepEqual(old.Audit, next.Audit), "the audit block changed; the running audit log keeps its settings"},
-		{!reflect.DeepEqual(old.Traces, next.Traces), "the traces block changed (added, removed or edited); the running tracer, or its absence, stays"},
-		{!reflect.DeepEqual(old.Store, next.Store), "the store block changed; the running store stays (servers, grants and audit lines it holds are read from it)"},
-		{!reflect.DeepEqual(old.Admin, next.Admin), "the admin block changed; the admin listener keeps its address and limits"},
-		{!reflect.DeepEqual(old.Grants, next.Grants), "the grants block changed; logins keep their grants where they are"},
-		{!reflect.DeepEqual(old.Runtime, next.Runtime), "the runtime block changed; the plugin runtime keeps its compile cache and settings"},
-	} {
-		if b.changed {
-			e.log.Warn(b.what + " until mcphost restarts")
-		}
-	}
 }
 
 // Audit is the engine's audit log; nil without an audit block.

@@ -219,9 +219,10 @@ store {
 	}
 }
 
-// TestAuditBlockChangeWaitsForRestart: a reload that changes the audit
-// block says the running log keeps its settings.
-func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
+// startLogged starts an engine on src (UPSTREAM replaced) with its log in
+// logs, and returns it and a parser for the configs it is reloaded with.
+func startLogged(t *testing.T, src string) (*engine.Engine, func(string) *config.File, *testproc.Buffer) {
+	t.Helper()
 	dir := t.TempDir()
 	parse := func(src string) *config.File {
 		t.Helper()
@@ -231,20 +232,28 @@ func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
 		}
 		return file
 	}
-	const base = "server \"up\" {\n  command = \"UPSTREAM\"\n}\n"
 	logs := &testproc.Buffer{}
-	e, err := engine.Start(context.Background(), parse(base+"audit {\n  file = \"a.jsonl\"\n}\n"), &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	e, err := engine.Start(context.Background(), parse(src), &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	if err := e.Reload(context.Background(), parse(base+"audit {\n  file = \"a.jsonl\"\n}\n")); err != nil {
+	t.Cleanup(func() { e.Close() })
+	return e, parse, logs
+}
+
+const upServer = "server \"up\" {\n  command = \"UPSTREAM\"\n}\n"
+
+// TestAuditBlockChangeWaitsForRestart: a reload that changes the audit
+// block says the running log keeps its settings.
+func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
+	e, parse, logs := startLogged(t, upServer+"audit {\n  file = \"a.jsonl\"\n}\n")
+	if err := e.Reload(context.Background(), parse(upServer+"audit {\n  file = \"a.jsonl\"\n}\n")); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(logs.String(), "audit block changed") {
 		t.Fatalf("warned with the block unchanged:\n%s", logs.String())
 	}
-	if err := e.Reload(context.Background(), parse(base+"audit {\n  file = \"a.jsonl\"\n  results = true\n}\n")); err != nil {
+	if err := e.Reload(context.Background(), parse(upServer+"audit {\n  file = \"a.jsonl\"\n  results = true\n}\n")); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "audit block changed") {
@@ -255,23 +264,8 @@ func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
 // TestReloadSaysWhatWaitsForRestart: a traces block added at reload is not
 // ignored in silence: the reload says it waits for a restart, and why.
 func TestReloadSaysWhatWaitsForRestart(t *testing.T) {
-	dir := t.TempDir()
-	parse := func(src string) *config.File {
-		t.Helper()
-		file, diags := config.Parse([]byte(strings.ReplaceAll(src, "UPSTREAM", upstreamBin)), filepath.Join(dir, "mcphost.hcl"))
-		if diags.HasErrors() {
-			t.Fatal(diags.Err())
-		}
-		return file
-	}
-	const base = "server \"up\" {\n  command = \"UPSTREAM\"\n}\n"
-	logs := &testproc.Buffer{}
-	e, err := engine.Start(context.Background(), parse(base), &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Reload(context.Background(), parse(base+"traces {\n  otlp_endpoint = \"http://127.0.0.1:4318\"\n}\n")); err != nil {
+	e, parse, logs := startLogged(t, upServer)
+	if err := e.Reload(context.Background(), parse(upServer+"traces {\n  otlp_endpoint = \"http://127.0.0.1:4318\"\n}\n")); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logs.String(), "the traces block changed") || !strings.Contains(logs.String(), "until mcphost restarts") {

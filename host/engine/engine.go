@@ -329,10 +329,7 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	// they read (a pin file an operator just approved) may have: listings
 	// are recomputed and clients told, on every reload.
 	e.host.NotifyPolicyChanged()
-	e.noteAuditReload(e.file, file)
-	if !sameListener(e.file.Host.Listen, file.Host.Listen) {
-		e.log.Warn("the listen block changed (address, limits or TLS file paths); the running listener keeps those settings until mcphost restarts (auth changes apply now)")
-	}
+	e.noteRestartOnly(e.file, file)
 	e.file = file
 	return nil
 }
@@ -387,6 +384,27 @@ func (e *Engine) Close() error {
 
 // sameListener reports whether a and b differ only in what a reload
 // applies (auth).
+// noteRestartOnly says, for each block a reload cannot apply that changed,
+// that it waits for a restart and what keeps running meanwhile.
+func (e *Engine) noteRestartOnly(old, next *config.File) {
+	for _, b := range []struct {
+		changed bool
+		what    string
+	}{
+		{!sameListener(old.Host.Listen, next.Host.Listen), "the listen block changed (address, limits or TLS file paths; auth changes apply now); the running listener keeps those settings"},
+		{!reflect.DeepEqual(old.Audit, next.Audit), "the audit block changed; the running audit log keeps its settings"},
+		{!reflect.DeepEqual(old.Traces, next.Traces), "the traces block changed (added, removed or edited); the running tracer, or its absence, stays"},
+		{!reflect.DeepEqual(old.Store, next.Store), "the store block changed; the running store stays (servers, grants and audit lines it holds are read from it)"},
+		{!reflect.DeepEqual(old.Admin, next.Admin), "the admin block changed; the admin listener keeps its address and limits"},
+		{!reflect.DeepEqual(old.Grants, next.Grants), "the grants block changed; logins keep their grants where they are"},
+		{!reflect.DeepEqual(old.Runtime, next.Runtime), "the runtime block changed; the plugin runtime keeps its compile cache and settings"},
+	} {
+		if b.changed {
+			e.log.Warn(b.what + " until mcphost restarts")
+		}
+	}
+}
+
 func sameListener(a, b host.Listen) bool {
 	a.Auth, a.AuthToken, b.Auth, b.AuthToken = nil, "", nil, ""
 	return reflect.DeepEqual(a, b)
