@@ -122,10 +122,25 @@ func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // writeUnavailable answers 503 with a JSON-RPC error body and Retry-After,
 // so that MCP clients and people both read why.
 func writeUnavailable(w http.ResponseWriter, msg string) {
+	writeBusy(w, http.StatusServiceUnavailable, msg)
+}
+
+// writeBusy answers status (503, 429) with a JSON-RPC error body and
+// Retry-After.
+func writeBusy(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	w.WriteHeader(http.StatusServiceUnavailable)
+	w.WriteHeader(status)
 	_, _ = w.Write(unavailableBody(msg))
+}
+
+// opensSession reports whether r would open a downstream session: a POST
+// to /mcp without Mcp-Session-Id, unless it is of protocol 2026-07-28,
+// which has no sessions; or a GET of /sse (sse), whose stream is its
+// session.
+func opensSession(r *http.Request) (opens, sse bool) {
+	sse = r.URL.Path == "/sse" && r.Method == http.MethodGet
+	return sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r)), sse
 }
 
 const retryAfterSeconds = 5
@@ -161,9 +176,7 @@ func (h *Host) limitSessions(next http.Handler, max int) http.Handler {
 	var sseStreams atomic.Int64
 	var full atomic.Bool // warned since a session last opened
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sse := r.URL.Path == "/sse" && r.Method == http.MethodGet
-		// A request of protocol 2026-07-28 opens no session (sessionless.go).
-		opens := sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r))
+		opens, sse := opensSession(r)
 		if !opens || max <= 0 {
 			next.ServeHTTP(w, r)
 			return
@@ -365,10 +378,7 @@ func (h *Host) limitCallers(next http.Handler, l Listen) http.Handler {
 		if _, loaded := warned.LoadOrStore(key, struct{}{}); !loaded {
 			h.log.Warn("refusing a caller over its share", "caller", key, "reason", msg)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = w.Write(errorBody(codeServerBusy, msg))
+		writeBusy(w, http.StatusTooManyRequests, msg)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
@@ -389,8 +399,7 @@ func (h *Host) limitCallers(next http.Handler, l Listen) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtxKey{}, key)))
 			return
 		}
-		sse := r.URL.Path == "/sse" && r.Method == http.MethodGet
-		opens := sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r))
+		opens, sse := opensSession(r)
 		mu.Lock()
 		if maxStreams > 0 && inFlight[key] >= maxStreams {
 			mu.Unlock()

@@ -235,15 +235,19 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 
 // refuse answers a failed authentication.
 func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failure) {
-	if a.oa == nil && f.Status == http.StatusForbidden {
-		// A wrong API key on a listener of keys alone: no challenge, as
-		// there is nothing to obtain. MCP clients start an OAuth login on
-		// any 401 (the Inspector's CLI does whatever the metadata says),
-		// so a key that is not one is 403, which they report as it is.
-		a.log.Debug("request refused", "status", f.Status, "reason", f.Reason, "path", r.URL.Path, "remote", r.RemoteAddr)
-		http.Error(w, f.Reason, f.Status)
-		return
+	// A wrong API key on a listener of keys alone gets no challenge, as
+	// there is nothing to obtain. MCP clients start an OAuth login on any
+	// 401 (the Inspector's CLI does whatever the metadata says), so a key
+	// that is not one is 403, which they report as it is.
+	if a.oa != nil || f.Status != http.StatusForbidden {
+		w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(a.challenge(r, f), ", "))
 	}
+	a.log.Debug("request refused", "status", f.Status, "reason", f.Reason, "path", r.URL.Path, "remote", r.RemoteAddr)
+	http.Error(w, f.Reason, f.Status)
+}
+
+// challenge is the WWW-Authenticate parameters of a refusal (RFC 6750).
+func (a *Authenticator) challenge(r *http.Request, f *Failure) []string {
 	params := []string{}
 	if a.oa != nil {
 		params = append(params, fmt.Sprintf("resource_metadata=%q", a.metadataURL(r)))
@@ -256,9 +260,7 @@ func (a *Authenticator) refuse(w http.ResponseWriter, r *http.Request, f *Failur
 	case r.Header.Get("Authorization") != "":
 		params = append(params, `error="invalid_token"`)
 	}
-	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
-	a.log.Debug("request refused", "status", f.Status, "reason", f.Reason, "path", r.URL.Path, "remote", r.RemoteAddr)
-	http.Error(w, f.Reason, f.Status)
+	return params
 }
 
 // metadataURL is the absolute URL of the metadata for r's endpoint: for
