@@ -127,18 +127,7 @@ func TestMiddleware(t *testing.T) {
 		seen = FromContext(r.Context())
 	})))
 	defer srv.Close()
-	get := func(path, authz string) *http.Response {
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		if authz != "" {
-			req.Header.Set("Authorization", authz)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
+	get := func(path, authz string) *http.Response { return getWith(t, srv.URL+path, authz) }
 	resp := get("/mcp", "")
 	if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`) {
 		t.Errorf("no token: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
@@ -269,18 +258,7 @@ func TestKeysOnlyIsNoOAuthResource(t *testing.T) {
 	}
 	srv := httptest.NewServer(a.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	defer srv.Close()
-	do := func(path, authz string) *http.Response {
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		if authz != "" {
-			req.Header.Set("Authorization", authz)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
+	do := func(path, authz string) *http.Response { return getWith(t, srv.URL+path, authz) }
 	resp := do("/mcp", "Bearer not-the-key")
 	if h := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != 403 || h != "" {
 		t.Errorf("a wrong key: %d %q, want 403 with no challenge", resp.StatusCode, h)
@@ -322,4 +300,20 @@ func TestIDTokensRefused(t *testing.T) {
 			t.Errorf("a JWT with %v: accepted", extra)
 		}
 	}
+}
+
+// getWith GETs url with an Authorization header (none when authz is empty)
+// and returns the answer, its body closed.
+func getWith(t *testing.T, url, authz string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
 }
