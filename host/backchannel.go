@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -167,7 +169,7 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 	// prompts/get or resources/read asks its client in rounds (rounds.go);
 	// nothing else can ask.
 	var rc *roundCall
-	if v := protocolOf(ss); v >= newProtocolVersion {
+	if v := wire.ProtocolOf(ss); v >= wire.NewProtocolVersion {
 		if rc = roundCallFrom(callCtx); rc == nil {
 			return nil, errNoMidCallRequests(u.cfg.Name, method, v)
 		}

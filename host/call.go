@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -237,9 +239,9 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 	case errors.Is(err, context.Canceled):
 		return errorResult("server %q: call cancelled", server)
 	case closedUnder(err):
-		return errorResult("server %q: connection closed during the call: %s", server, errorText(err))
+		return errorResult("server %q: connection closed during the call: %s", server, wire.ErrorText(err))
 	}
-	return errorResult("server %q: %s", server, errorText(err))
+	return errorResult("server %q: %s", server, wire.ErrorText(err))
 }
 
 func errorResult(format string, args ...any) *mcp.CallToolResult {

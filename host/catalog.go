@@ -2,11 +2,9 @@ package host
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -145,11 +143,4 @@ func (c *catalog) annotations(r route) *abi.Annotations {
 		return c.tools[i].Annotations
 	}
 	return nil
-}
-
-// methodNotFound reports whether err is a JSON-RPC "method not found"
-// (-32601): for an optional list, the server has none of it.
-func methodNotFound(err error) bool {
-	var we *jsonrpc.Error
-	return errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound
 }

@@ -6,8 +6,9 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // Transports an upstream server can be reached by.

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
 // What a client is told when a policy denies or fails: one line of
@@ -21,16 +19,6 @@ const maxClientMessage = 300
 // clientMessager is implemented by policy errors that know what a client
 // may be told (plugins.PolicyError).
 type clientMessager interface{ ClientMessage() string }
-
-// errorText is what a client is told of mcphost's own error err (a failed
-// connection, a closed session): its text with credentials masked. Errors
-// quote upstream URLs, whose query may carry a token (Go's url.Error masks
-// only the userinfo password), and connection errors may quote headers or
-// configuration. An upstream's own JSON-RPC error is its content, not
-// this: result policies see it (callTool).
-func errorText(err error) string {
-	return secrets.MaskText(err.Error())
-}
 
 // policyMessage returns what a client is told about a policy's failure.
 func policyMessage(err error) string {

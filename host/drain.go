@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // ErrShuttingDown is the cause of an upstream request that was still in
@@ -57,21 +59,6 @@ func (h *Host) answering() bool {
 // what the drain waits for.
 func (h *Host) busy() bool { return h.answering() || h.rounds.waiting() > 0 }
 
-// waitUntil polls until done reports true, or ctx ends; it reports
-// whether done did.
-func waitUntil(ctx context.Context, done func() bool) bool {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for !done() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
-}
-
 // Draining reports whether Drain has been called.
 func (h *Host) Draining() bool { return h.drain.draining.Load() }
 
@@ -98,14 +85,14 @@ func (h *Host) Drain(ctx context.Context) error {
 		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
 	}
 	defer h.drain.done.Store(true)
-	if waitUntil(ctx, func() bool { return !h.busy() }) {
+	if wire.WaitUntil(ctx, func() bool { return !h.busy() }) {
 		return nil
 	}
 	h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
 	h.drain.cutAll(ErrShuttingDown)
 	grace, cancel := context.WithTimeout(context.Background(), cutGrace)
 	defer cancel()
-	if !waitUntil(grace, func() bool { return !h.answering() }) {
+	if !wire.WaitUntil(grace, func() bool { return !h.answering() }) {
 		h.log.Warn("draining: requests still unanswered after the cancel; their connections will be closed", "in_flight", h.drain.inflight.Load())
 	}
 	return ctx.Err()

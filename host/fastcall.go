@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -183,7 +185,7 @@ func callError(err error) *jsonrpc.Error {
 	case errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
 }
 
 // fastCallParams is a plain tools/call request as parseFastCall read it.
@@ -204,11 +206,11 @@ type fastCallParams struct {
 // to the go-sdk, which answers it as it always did. FuzzParseFastCall holds
 // it to the go-sdk's decoder. It walks the bytes (jsonwalk.go).
 func parseFastCall(body []byte) (*fastCallParams, bool) {
-	body = trimSpace(body)
-	if !validObject(body) {
+	body = wire.TrimSpace(body)
+	if !wire.ValidObject(body) {
 		return nil, false
 	}
-	top, ok := members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
+	top, ok := wire.Members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
 	version, id, method, params := top[0], top[1], top[2], top[3]
 	if !ok || string(version) != `"2.0"` || string(method) != `"tools/call"` || len(params) == 0 || params[0] != '{' {
 		return nil, false
@@ -218,7 +220,7 @@ func parseFastCall(body []byte) (*fastCallParams, bool) {
 	case len(id) == 0:
 		return nil, false
 	case id[0] == '"':
-		if !plainASCII(id[1 : len(id)-1]) {
+		if !wire.PlainASCII(id[1 : len(id)-1]) {
 			return nil, false
 		}
 		p.id = string(id[1 : len(id)-1])
@@ -230,7 +232,7 @@ func parseFastCall(body []byte) (*fastCallParams, bool) {
 		}
 		p.id = float64(n)
 	}
-	in, ok := members(params, `"name"`, `"arguments"`, `"_meta"`)
+	in, ok := wire.Members(params, `"name"`, `"arguments"`, `"_meta"`)
 	name, args, meta := in[0], in[1], in[2]
 	if !ok {
 		return nil, false

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -35,12 +37,6 @@ import (
 // go-sdk that its idle timer is far from expiring (the shortcut does not
 // reset it). Anything else, and anything this code cannot read, goes to the
 // go-sdk unchanged, which answers it as it always did.
-
-// plainVersions are the protocol versions whose results the go-sdk sends
-// exactly as a handler returned them, and whose requests carry nothing per
-// request that the go-sdk adds: both shortcuts (this one and raw tool
-// calls, rawcall.go) serve only these.
-var plainVersions = map[string]bool{"2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
 
 // maxFastListBody is the longest request body the shortcut reads; a plain
 // tools/list request is well under it.
@@ -103,7 +99,7 @@ func (f *fastListSessions) seen(ss *mcp.ServerSession, method string) {
 		return
 	}
 	ip := ss.InitializeParams()
-	if ip == nil || !plainVersions[ip.ProtocolVersion] {
+	if ip == nil || !wire.PlainVersions[ip.ProtocolVersion] {
 		return
 	}
 	e := &fastListSession{ss: ss, version: ip.ProtocolVersion}
@@ -264,11 +260,11 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 // or anything after the object refuses the shortcut. It walks the bytes
 // (jsonwalk.go), as parseFastCall does.
 func parseFastList(body []byte) (id, meta json.RawMessage, ok bool) {
-	body = trimSpace(body)
-	if !validObject(body) {
+	body = wire.TrimSpace(body)
+	if !wire.ValidObject(body) {
 		return nil, nil, false
 	}
-	top, ok := members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
+	top, ok := wire.Members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
 	version, id, method, params := top[0], top[1], top[2], top[3]
 	if !ok || string(version) != `"2.0"` || string(method) != `"tools/list"` || id == nil || !plainID(id) {
 		return nil, nil, false
@@ -290,7 +286,7 @@ func listParams(params []byte) (meta json.RawMessage, ok bool) {
 	if params[0] != '{' {
 		return nil, false
 	}
-	in, ok := members(params, `"_meta"`)
+	in, ok := wire.Members(params, `"_meta"`)
 	switch m := in[0]; {
 	case !ok:
 		return nil, false

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -166,5 +168,5 @@ func rpcError(server string, err error) error {
 	if errors.As(err, &werr) {
 		return werr
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %s", server, errorText(err))}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %q: %s", server, wire.ErrorText(err))}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -283,7 +285,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 	case "tools/list":
 		v, err := h.view(ctx, h.callerOf(req, transport))
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errorText(err)}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
 		}
 		return v.answer(req, h.wants(abi.HookToolsList)), nil
 	case "tools/call":
@@ -321,7 +323,7 @@ func (h *Host) callerOf(req mcp.Request, transport string) abi.Caller {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	c := h.sessionCaller(ss, transport)
 	// Params may be a typed nil (tools/list without params).
-	if p := req.GetParams(); !isNilParams(p) {
+	if p := req.GetParams(); !wire.IsNilParams(p) {
 		c.Meta = requestMeta(p.GetMeta())
 	}
 	if c.Subject == "" {

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,8 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/hashicorp/go-hclog"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcphost-project/mcphost/host/auth"
 )
@@ -145,19 +145,7 @@ func opensSession(r *http.Request) (opens, sse bool) {
 
 const retryAfterSeconds = 5
 
-func unavailableBody(msg string) []byte { return errorBody(codeServerBusy, msg) }
-
-// errorBody is a JSON-RPC error response to no request (id null), as sent
-// for what never reaches the go-sdk: a refused connection or session, a
-// stdio line that is not a message.
-func errorBody(code int64, msg string) []byte {
-	b, _ := json.Marshal(struct {
-		JSONRPC string         `json:"jsonrpc"`
-		ID      any            `json:"id"`
-		Error   *jsonrpc.Error `json:"error"`
-	}{"2.0", nil, &jsonrpc.Error{Code: code, Message: msg}})
-	return b
-}
+func unavailableBody(msg string) []byte { return wire.ErrorBody(codeServerBusy, msg) }
 
 // codeServerBusy is in JSON-RPC's range for implementation-defined server
 // errors.

@@ -1,9 +1,9 @@
 package host
 
 import (
-	"reflect"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // The results of the four list methods carry cache hints, ttlMs and
@@ -19,33 +19,11 @@ import (
 //     computed per caller;
 //   - to anything earlier, neither member.
 
-// newProtocolVersion is the first protocol version whose requests carry
-// their version in _meta, and whose list results carry cache hints.
-const newProtocolVersion = "2026-07-28"
-
-// usesNewProtocol reports whether req follows protocol 2026-07-28 or later,
-// as the go-sdk decides it (validateRequestMeta): by the protocol version
-// in the request's _meta.
-func usesNewProtocol(req mcp.Request) bool {
-	p := req.GetParams()
-	if isNilParams(p) {
-		return false
-	}
-	v, ok := p.GetMeta()[mcp.MetaKeyProtocolVersion].(string)
-	return ok && v >= newProtocolVersion
-}
-
-// isNilParams reports whether p is nil or a typed nil (a list request
-// without params).
-func isNilParams(p mcp.Params) bool {
-	return p == nil || reflect.ValueOf(p).IsNil()
-}
-
 // listAnswer returns res, a list result of the caller's own (it is
 // changed), as req's protocol defines it. private says the list depends on
 // the caller.
 func listAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {
-	if usesNewProtocol(req) {
+	if wire.UsesNewProtocol(req) {
 		scope := "public"
 		if private {
 			scope = "private"

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/hashicorp/go-hclog"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -273,7 +275,7 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.err != nil {
 		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.server, p.grantee(), errorText(p.err))))
+		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.server, p.grantee(), wire.ErrorText(p.err))))
 		return
 	}
 	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s, for %s. You can close this tab.", p.server, p.grantee())))

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -116,7 +118,7 @@ func (c *tapConn) alive() bool {
 func (c *tapConn) drain(max time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), max)
 	defer cancel()
-	waitUntil(ctx, func() bool {
+	wire.WaitUntil(ctx, func() bool {
 		c.raw.mu.Lock()
 		defer c.raw.mu.Unlock()
 		return len(c.raw.pending) == 0 || c.raw.err != nil
@@ -442,7 +444,7 @@ func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
 // input_required).
 func plainUpstream(cs *mcp.ClientSession) bool {
 	ir := cs.InitializeResult()
-	return ir != nil && plainVersions[ir.ProtocolVersion]
+	return ir != nil && wire.PlainVersions[ir.ProtocolVersion]
 }
 
 // rawResults reports whether ss takes tools/call results as the
@@ -454,6 +456,6 @@ func rawResults(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
-	v := protocolOf(ss)
-	return plainVersions[v] || v >= newProtocolVersion
+	v := wire.ProtocolOf(ss)
+	return wire.PlainVersions[v] || v >= wire.NewProtocolVersion
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -380,7 +382,7 @@ func isNilResult(r mcp.Result) bool {
 // usesRounds reports whether ss's requests that may ask the client run in
 // rounds: those of a client of protocol 2026-07-28 or later.
 func usesRounds(ss *mcp.ServerSession) bool {
-	return ss != nil && protocolOf(ss) >= newProtocolVersion
+	return ss != nil && wire.ProtocolOf(ss) >= wire.NewProtocolVersion
 }
 
 // asResult turns a typed result and error into an mcp.Result without a

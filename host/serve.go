@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -202,7 +204,7 @@ func refuseLargeBody(next http.Handler, limit int64) http.Handler {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Connection", "close") // the body is not read
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			_, _ = w.Write(errorBody(jsonrpc.CodeInvalidRequest,
+			_, _ = w.Write(wire.ErrorBody(jsonrpc.CodeInvalidRequest,
 				fmt.Sprintf("the request body is %d bytes, over listen.max_body (%d bytes)", r.ContentLength, limit)))
 			return
 		}
@@ -330,7 +332,7 @@ func (h *Host) NoteReload(trigger string, err error) {
 		r.LastOKAt, r.Failures = prev.LastOKAt, prev.Failures
 	}
 	if err != nil {
-		r.Error = errorText(err)
+		r.Error = wire.ErrorText(err)
 		r.Failures++
 		// A new map: the previous status may be being encoded.
 		r.FailuresByTrigger = map[string]int{trigger: 1}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +37,7 @@ import (
 // as strings, as the go-sdk compares them; the go-sdk refuses a version it
 // does not know.
 func sessionless(r *http.Request) bool {
-	return r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= newProtocolVersion
+	return r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= wire.NewProtocolVersion
 }
 
 // byProtocol sends each request to /mcp to the stateless or the stateful
@@ -68,15 +70,6 @@ func (h *Host) streamableHandlers(srv *mcp.Server, sessionTimeout time.Duration,
 		PropagateRequestCancellation: true,
 	})
 	return stateful, stateless
-}
-
-// protocolOf returns the protocol version of a downstream session (for
-// protocol 2026-07-28, of its one request), "" when not yet known.
-func protocolOf(ss *mcp.ServerSession) string {
-	if ip := ss.InitializeParams(); ip != nil {
-		return ip.ProtocolVersion
-	}
-	return ""
 }
 
 // errNoMidCallRequests is the answer to an upstream's sampling,

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -62,7 +64,7 @@ func TestClientVersionsThroughEveryUpstream(t *testing.T) {
 				if got := cs.InitializeResult().ProtocolVersion; got != v {
 					t.Fatalf("negotiated %s, want %s", got, v)
 				}
-				sessionless := v >= newProtocolVersion
+				sessionless := v >= wire.NewProtocolVersion
 				if got := cs.ID(); (got == "") != sessionless {
 					t.Errorf("session id %q at %s", got, v)
 				}

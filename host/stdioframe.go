@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -289,5 +291,5 @@ func checkFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
 }
 
 func frameError(code int64, msg string) []byte {
-	return append(errorBody(code, msg), '\n')
+	return append(wire.ErrorBody(code, msg), '\n')
 }

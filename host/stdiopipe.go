@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -141,7 +143,7 @@ type pipeReader struct {
 
 	// Where the bytes handed on stand in the go-sdk's stream of JSON
 	// values: a line is taken off only where a value may start.
-	handed jsonScan
+	handed wire.Scanner
 }
 
 func newPipeReader(r io.Reader) *pipeReader {
@@ -171,10 +173,10 @@ func (r *pipeReader) Read(p []byte) (int, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if whole && r.handed.atTop() && r.divert(line) {
+		if whole && r.handed.AtTop() && r.divert(line) {
 			continue
 		}
-		r.handed.feed(line)
+		r.handed.Feed(line)
 		r.pending = line
 	}
 	n := copy(p, r.pending)
@@ -219,16 +221,16 @@ func (r *pipeReader) divert(line []byte) bool {
 		return false
 	}
 	msg := bytes.TrimSpace(line)
-	if !validObject(msg) {
+	if !wire.ValidObject(msg) {
 		return false
 	}
-	m, ok := members(msg, `"jsonrpc"`, `"id"`, `"result"`, `"error"`)
+	m, ok := wire.Members(msg, `"jsonrpc"`, `"id"`, `"result"`, `"error"`)
 	version, id, result, rpcErr := m[0], m[1], m[2], m[3]
 	if !ok {
 		return false
 	}
 	if string(version) != `"2.0"` || (result == nil) == (rpcErr == nil) || string(result) == "null" ||
-		!bytes.HasPrefix(id, []byte(`"`+rawIDPrefix)) || !plainASCII(id[1:len(id)-1]) {
+		!bytes.HasPrefix(id, []byte(`"`+rawIDPrefix)) || !wire.PlainASCII(id[1:len(id)-1]) {
 		return false
 	}
 	jid, _ := jsonrpc.MakeID(string(id[1 : len(id)-1]))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -31,7 +33,7 @@ func readPipe(t testing.TB, stream string) (passed string, diverted []*jsonrpc.R
 func TestPipeReaderTakesOffOnlyRawReplies(t *testing.T) {
 	reply := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[{"type":"text","text":"a\"mcphost-2"}]}}`
 	errReply := `{"error":{"code":-32602,"message":"no"},"id":"mcphost-3","jsonrpc":"2.0"}`
-	deep := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"x":` + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + `}}`
+	deep := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"x":` + strings.Repeat("[", wire.MaxJSONDepth) + strings.Repeat("]", wire.MaxJSONDepth) + `}}`
 	for _, tc := range []struct {
 		name, stream, passed string
 		diverted             int

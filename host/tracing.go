@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -28,7 +30,7 @@ func (h *Host) requestSpan(ctx context.Context, method string, req mcp.Request, 
 	if ss != nil && ss.ID() != "" {
 		attrs = append(attrs, attribute.String("mcp.session.id", ss.ID()))
 	}
-	if p := req.GetParams(); !isNilParams(p) {
+	if p := req.GetParams(); !wire.IsNilParams(p) {
 		ctx = telemetry.FromMeta(ctx, p.GetMeta())
 		switch p := p.(type) {
 		case *mcp.CallToolParamsRaw:

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+
 	"github.com/hashicorp/go-hclog"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -512,7 +514,7 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	// none of it; the others still count.
 	if caps.Prompts != nil {
 		for p, err := range cs.Prompts(ctx, nil) {
-			if methodNotFound(err) {
+			if wire.MethodNotFound(err) {
 				f.prompts = nil
 				break
 			}
@@ -524,7 +526,7 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	}
 	if caps.Resources != nil {
 		for r, err := range cs.Resources(ctx, nil) {
-			if methodNotFound(err) {
+			if wire.MethodNotFound(err) {
 				f.resources = nil
 				break
 			}
@@ -534,7 +536,7 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 			f.resources = append(f.resources, r)
 		}
 		for t, err := range cs.ResourceTemplates(ctx, nil) {
-			if methodNotFound(err) {
+			if wire.MethodNotFound(err) {
 				f.templates = nil
 				break
 			}
@@ -828,7 +830,7 @@ func (u *upstream) status() Status {
 	// the URL, and a server may print its args.
 	st.Stderr = redactMarked(u.stderrTail(), u.cfg)
 	if u.lastErr != nil {
-		st.Error = errorText(u.lastErr)
+		st.Error = wire.ErrorText(u.lastErr)
 		if tail := u.stderrTail(); tail != "" {
 			st.Error += "; stderr: " + tail
 		}
@@ -840,7 +842,7 @@ func (u *upstream) status() Status {
 		if link := f.pendingURL(); link != "" {
 			st.State, st.AuthURL = StateAuthorizing, link
 		} else if err := f.lastLoginError(); err != nil && st.State != StateConnected {
-			st.State, st.Error = StateUnauthorized, "OAuth login failed: "+errorText(err)
+			st.State, st.Error = StateUnauthorized, "OAuth login failed: "+wire.ErrorText(err)
 		}
 	}
 	return st

@@ -1,5 +1,3 @@
-// Package wire holds what every part of mcphost's host side needs of MCP's
-// wire format and nothing else.
 package wire
 
 // LogLevels are MCP's log levels (RFC 5424's, as the spec names them), most

@@ -1,4 +1,4 @@
-package host
+package wire
 
 import (
 	"bytes"
@@ -13,24 +13,24 @@ import (
 // by FuzzParseFastCall, FuzzParseFastList and FuzzPipeReader.
 
 // maxJSONDepth is the deepest nesting the go-sdk decodes.
-const maxJSONDepth = 1000
+const MaxJSONDepth = 1000
 
 // validObject reports whether b is one valid JSON object (nothing after
 // it) nested no deeper than the go-sdk decodes.
-func validObject(b []byte) bool {
+func ValidObject(b []byte) bool {
 	if len(b) == 0 || b[0] != '{' || !segjson.Valid(b) {
 		return false
 	}
-	var d jsonScan
-	d.feed(b)
-	return d.deepest <= maxJSONDepth
+	var d Scanner
+	d.Feed(b)
+	return d.deepest <= MaxJSONDepth
 }
 
 // members returns the values of obj's members named (as written, quotes
 // included: a name with an escape matches none) in the order of names, at
 // most four, nil for one absent. A member not named, or named twice,
 // refuses obj. obj is a valid JSON object.
-func members(obj []byte, names ...string) (vals [4][]byte, ok bool) {
+func Members(obj []byte, names ...string) (vals [4][]byte, ok bool) {
 	ok = eachMember(obj, func(name, value []byte) bool {
 		for i, n := range names {
 			if string(name) == n {
@@ -48,15 +48,15 @@ func members(obj []byte, names ...string) (vals [4][]byte, ok bool) {
 
 // jsonScan follows JSON text fed to it in parts: how deep it is, and how
 // deep it went.
-type jsonScan struct {
+type Scanner struct {
 	depth, deepest    int
 	inString, escaped bool
 }
 
 // atTop reports whether a JSON value may start here.
-func (s *jsonScan) atTop() bool { return s.depth == 0 && !s.inString }
+func (s *Scanner) AtTop() bool { return s.depth == 0 && !s.inString }
 
-func (s *jsonScan) feed(b []byte) {
+func (s *Scanner) Feed(b []byte) {
 	for _, c := range b {
 		switch {
 		case s.inString:
@@ -82,7 +82,7 @@ func (s *jsonScan) feed(b []byte) {
 
 // plainASCII reports whether the inside of a JSON string is printable
 // ASCII without escapes: read as written, whatever the decoder.
-func plainASCII(s []byte) bool {
+func PlainASCII(s []byte) bool {
 	for _, c := range s {
 		if c < 0x20 || c >= 0x7f || c == '\\' {
 			return false
@@ -116,7 +116,7 @@ func eachMember(obj []byte, f func(name, value []byte) bool) bool {
 }
 
 // trimSpace cuts the JSON whitespace around b, which decoders skip.
-func trimSpace(b []byte) []byte {
+func TrimSpace(b []byte) []byte {
 	b = b[skipSpace(b, 0):]
 	for len(b) > 0 && isSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
