@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/internal/version"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,7 +154,7 @@ func (h *Host) send() mcp.Middleware {
 // around it should read results as JSON, or call Host.CallTool, which
 // always returns typed results.
 func (h *Host) MCPServer(transport string) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", Version: Version}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", Version: version.Version}, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		SubscribeHandler:   h.subscribe,
 		UnsubscribeHandler: h.unsubscribe,

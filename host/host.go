@@ -27,9 +27,6 @@ import (
 	"github.com/mcphost-project/mcphost/host/telemetry"
 )
 
-// Version is mcphost's version, reported to upstreams and downstream clients.
-var Version = "0.1.0"
-
 // ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
 var ErrUnknownTool = errors.New("unknown tool")
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/internal/secrets"
+	"github.com/mcphost-project/mcphost/internal/version"
 )
 
 // State is where an upstream connection stands.
@@ -234,7 +235,7 @@ func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 	if u.cfg.Transport != TransportStdio && u.cfg.Transport != TransportInternal {
 		ping = keepAlive
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: Version}, &mcp.ClientOptions{
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: version.Version}, &mcp.ClientOptions{
 		Capabilities:              caps,
 		KeepAlive:                 ping,
 		KeepAliveFailureThreshold: keepAliveFailures,

@@ -15,9 +15,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/internal/secrets"
+	"github.com/mcphost-project/mcphost/internal/version"
 )
 
 // exitError ends the process with a code, after the command already said why.
@@ -101,7 +101,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "import":
 		return runImport(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "mcphost %s (commit %s, plugin ABI %s, %s %s/%s)\n", host.Version, cmp.Or(commit, "unknown"), abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(stdout, "mcphost %s (commit %s, plugin ABI %s, %s %s/%s)\n", version.Version, cmp.Or(commit, "unknown"), abi.Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	case "help", "-h", "-help", "--help":
 		// "mcphost help COMMAND [SUBCOMMAND]" is "mcphost COMMAND [SUBCOMMAND] -h".

@@ -4,13 +4,13 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/internal/version"
 )
 
 // commit is the git commit mcphost was built from, stamped by the release
 // build (.ci/release) with
 //
-//	-ldflags "-X main.commit=$(git rev-parse HEAD) -X github.com/mcphost-project/mcphost/host.Version=1.2.0"
+//	-ldflags "-X main.commit=$(git rev-parse HEAD) -X github.com/mcphost-project/mcphost/internal/version.Version=1.2.0"
 //
 // Left empty, buildVersion takes what the Go toolchain recorded instead.
 var commit string
@@ -58,9 +58,9 @@ func buildVersion(bi *debug.BuildInfo, stampedVersion, stampedCommit string) (ve
 	return version, rev
 }
 
-// stampVersion sets host.Version (what upstreams, clients and traces are
+// stampVersion sets version.Version (what upstreams, clients and traces are
 // told) and commit from the build, once, before anything reads them.
 func stampVersion() {
 	bi, _ := debug.ReadBuildInfo()
-	host.Version, commit = buildVersion(bi, host.Version, commit)
+	version.Version, commit = buildVersion(bi, version.Version, commit)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/toolplugin"
+	"github.com/mcphost-project/mcphost/internal/version"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -198,7 +199,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		return nil, err
 	}
 	if file.Traces != nil {
-		if e.tracer, err = telemetry.New(*file.Traces, host.Version); err != nil {
+		if e.tracer, err = telemetry.New(*file.Traces, version.Version); err != nil {
 			return nil, err
 		}
 		log.Info("tracing", "otlp_endpoint", file.Traces.Endpoint)

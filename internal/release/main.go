@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(log, usage); fs.PrintDefaults() }
 	repo := fs.String("repo", "", "the mcphost repository's root (default: found from the working directory)")
 	out := fs.String("out", "", "the folder to make (default: REPO/dist)")
-	version := fs.String("version", "", `the version to stamp, "1.2.0" or "v1.2.0" (default: "git describe --tags", else host.Version's "0.0.0-dev+COMMIT")`)
+	version := fs.String("version", "", `the version to stamp, "1.2.0" or "v1.2.0" (default: "git describe --tags", else version.Version's "0.0.0-dev+COMMIT")`)
 	targets := fs.String("targets", strings.Join(allTargets, ","), "comma-separated GOOS/GOARCH to build; the .deb and the image are made for the linux ones")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -213,7 +213,7 @@ func (r *release) buildBinary(ctx context.Context, goos, goarch string) (string,
 	out := filepath.Join(r.out, name)
 	ldflags := strings.Join([]string{
 		"-s", "-w",
-		"-X", "github.com/mcphost-project/mcphost/host.Version=" + r.version,
+		"-X", "github.com/mcphost-project/mcphost/internal/version.Version=" + r.version,
 		"-X", "main.commit=" + r.commit,
 	}, " ")
 	// -buildvcs=false: the commit is stamped above, and the VCS record
