@@ -12,14 +12,6 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 )
 
-// serverFeatures is one upstream's prompts and resources, as last listed.
-type serverFeatures struct {
-	server    string
-	prompts   []*mcp.Prompt
-	resources []*mcp.Resource
-	templates []*mcp.ResourceTemplate
-}
-
 // features is an immutable snapshot of every upstream's prompts and
 // resources, with the tables that route them. Prompts are named like tools
 // (same nameBuilder); resource URIs are kept as they are, and a table maps

@@ -86,11 +86,6 @@ func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream, c
 	return err
 }
 
-// notSent marks a raw call's failure before its request was written.
-type notSent struct{ error }
-
-func (e notSent) Unwrap() error { return e.error }
-
 // neverSent reports whether err says that a request failed before it was
 // written to its connection: a raw call's (notSent), or the go-sdk's
 // refusal of a call on a connection that is shutting down (its jsonrpc2

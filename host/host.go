@@ -30,10 +30,6 @@ import (
 // ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
 var ErrUnknownTool = errors.New("unknown tool")
 
-// ErrInvalidArguments is returned (wrapped) for a call whose arguments the
-// gateway refuses to forward (bytes that are not UTF-8).
-var ErrInvalidArguments = errors.New("invalid arguments")
-
 // Options are the optional parts of a Host; nil means all defaults.
 type Options struct {
 	Logger hclog.Logger // nil discards logs

@@ -35,11 +35,10 @@ func Login(ctx context.Context, cfg ServerConfig, opts LoginOptions) (int, error
 	if opts.Grants == nil || opts.Logins == nil {
 		return 0, errors.New("host: Login needs Grants and Logins")
 	}
-	full := (Config{Servers: []ServerConfig{cfg}}).WithDefaults()
-	if err := full.Validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
 		return 0, err
 	}
-	cfg = full.Servers[0]
 	log := opts.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()

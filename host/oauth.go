@@ -3,7 +3,6 @@ package host
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -90,17 +89,4 @@ func oauthKind(o *UpstreamOAuth) string {
 		return fmt.Sprintf("grant %q", o.Grant)
 	}
 	return fmt.Sprintf("mode %q", o.Mode)
-}
-
-// checkExchangeIssuer requires callers whose tokens a token exchange server
-// can exchange: listen.auth must take OAuth tokens from the issuer the
-// server's oauth block trusts.
-func checkExchangeIssuer(l Listen, o *UpstreamOAuth) error {
-	if l.Auth == nil || l.Auth.OAuth == nil {
-		return fmt.Errorf("the %s grant exchanges the callers' OAuth tokens: add listen.auth.oauth with issuer = %q", GrantTokenExchange, o.Issuer)
-	}
-	if strings.TrimSuffix(l.Auth.OAuth.Issuer, "/") != strings.TrimSuffix(o.Issuer, "/") {
-		return fmt.Errorf("the %s grant exchanges tokens at issuer %q, but listen.auth.oauth takes tokens from %q: they must be the same", GrantTokenExchange, o.Issuer, l.Auth.OAuth.Issuer)
-	}
-	return nil
 }

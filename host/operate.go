@@ -14,18 +14,6 @@ import (
 // not have.
 var ErrUnknownServer = errors.New("no such server")
 
-// isHeld reports whether an operator disconnected u (Host.Disconnect).
-func (u *upstream) isHeld() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.held
-}
-
-// heldError is what a call to a server an operator disconnected gets.
-func (u *upstream) heldError() error {
-	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.cfg.Name, u.cfg.Name)
-}
-
 // Disconnect closes a server's sessions (ending its process) and keeps it
 // off: its tools leave the catalog and calls to it fail, until Reconnect or
 // a reload that changes its definition. It is not remembered across

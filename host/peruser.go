@@ -1,12 +1,10 @@
 package host
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -133,55 +131,6 @@ func (u *upstream) closeUserFlows() {
 	for _, f := range flows {
 		f.close()
 	}
-}
-
-// askToAuthorize handles a request that failed because its caller must
-// log in to a per_user server. A client that takes URL-mode elicitations
-// is asked to open the link; once they accepted and the login completed,
-// it reports retry, and the client hears that the elicitation completed.
-// Otherwise it returns the error to answer with: the original one (whose
-// text has the link), or why the login did not happen.
-func (h *Host) askToAuthorize(ctx context.Context, ss *mcp.ServerSession, u *upstream, err error) (retry bool, _ error) {
-	var need *AuthorizationNeeded
-	if !errors.As(err, &need) || need.Subject == "" || need.URL == "" || ss == nil || !takesURLElicitation(ss) {
-		return false, err
-	}
-	f, ferr := u.userFlow(need.Subject)
-	if ferr != nil {
-		return false, err
-	}
-	id := elicitationID()
-	res, eerr := ss.Elicit(ctx, &mcp.ElicitParams{
-		Mode:          "url",
-		Message:       fmt.Sprintf("Server %q needs you to sign in with your own account before mcphost can call it for you.", u.cfg.Name),
-		URL:           need.URL,
-		ElicitationID: id,
-	})
-	if eerr != nil {
-		h.log.Debug("asking the client to open a login link failed; the result carries it", "server", u.cfg.Name, "error", eerr)
-		return false, err
-	}
-	if res.Action != "accept" {
-		return false, fmt.Errorf("you did not authorize mcphost for server %q (%s); call again to be asked again, or open %s", u.cfg.Name, res.Action, need.URL)
-	}
-	wait := time.NewTimer(loginTimeout)
-	defer wait.Stop()
-	select {
-	case <-f.loginEnded():
-	case <-ctx.Done():
-		return false, err
-	case <-wait.C:
-	}
-	if !f.hasGrant() {
-		if lerr := f.lastLoginError(); lerr != nil {
-			return false, fmt.Errorf("the login for server %q failed: %w; call again to start another", u.cfg.Name, lerr)
-		}
-		return false, err
-	}
-	if nerr := ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: id}); nerr != nil {
-		h.log.Debug("telling the client its login completed failed", "error", nerr)
-	}
-	return true, nil
 }
 
 // takesURLElicitation reports whether the client of ss said it takes

@@ -87,16 +87,15 @@ func Probe(ctx context.Context, cfg ServerConfig, log hclog.Logger) *ProbeResult
 	if cfg.Name == "" {
 		cfg.Name = probeServerName
 	}
-	c := Config{Servers: []ServerConfig{cfg}}.WithDefaults()
-	if err := c.Validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
 		// The definition's own words: masking for credentials would mangle
 		// them ("oauth: grant" reads as one), and only a URL or a header
 		// can hold one.
 		res.OK, res.Stage = false, ProbeStageConfig
-		res.Error = secrets.MaskURLs(redactKnown(err.Error(), c.Servers[0]))
+		res.Error = secrets.MaskURLs(redactKnown(err.Error(), cfg))
 		return res
 	}
-	cfg = c.Servers[0]
 
 	u := newUpstream(cfg, log.Named(cfg.Name), probeEvents{log: log})
 	stage, err := res.run(ctx, u)

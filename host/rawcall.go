@@ -459,3 +459,12 @@ func rawResults(ss *mcp.ServerSession) bool {
 	v := wire.ProtocolOf(ss)
 	return wire.PlainVersions[v] || v >= wire.NewProtocolVersion
 }
+
+// notSent marks a raw call's failure before its request was written.
+type notSent struct{ error }
+
+func (e notSent) Unwrap() error { return e.error }
+
+// ErrInvalidArguments is returned (wrapped) for a call whose arguments the
+// gateway refuses to forward (bytes that are not UTF-8).
+var ErrInvalidArguments = errors.New("invalid arguments")

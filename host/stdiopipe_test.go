@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/internal/jsondiff"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -113,7 +114,7 @@ func FuzzPipeReader(f *testing.F) {
 		if !ok || want.ID != got.ID {
 			t.Fatalf("took off %q as id %v; the go-sdk reads %#v", line, got.ID.Raw(), msg)
 		}
-		if !jsonEqual(want.Result, got.Result) && !(len(want.Result) == 0 && len(got.Result) == 0) {
+		if eq, _ := jsondiff.Equal(want.Result, got.Result); !eq && !(len(want.Result) == 0 && len(got.Result) == 0) {
 			t.Fatalf("took off %q with result %s; the go-sdk reads %s", line, got.Result, want.Result)
 		}
 		if (want.Error == nil) != (got.Error == nil) {

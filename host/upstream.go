@@ -935,3 +935,65 @@ func (t detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 		return nil, ctx.Err()
 	}
 }
+
+// addSub counts one more client subscribed to uri on the shared session;
+// true when it is the first, so the upstream must be subscribed.
+func (u *upstream) addSub(uri string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.subs[uri]++
+	return u.subs[uri] == 1
+}
+
+// dropSub counts one client fewer; true when none is left.
+func (u *upstream) dropSub(uri string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.subs[uri] == 0 {
+		return false
+	}
+	u.subs[uri]--
+	if u.subs[uri] == 0 {
+		delete(u.subs, uri)
+		return true
+	}
+	return false
+}
+
+// setSharedLevel records the level wanted on the shared session; true if it changed.
+func (u *upstream) setSharedLevel(level mcp.LoggingLevel) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.logLevel == level {
+		return false
+	}
+	u.logLevel = level
+	return true
+}
+
+// liveSession returns the shared session if connected, without connecting.
+func (u *upstream) liveSession() *mcp.ClientSession {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sess
+}
+
+// isHeld reports whether an operator disconnected u (Host.Disconnect).
+func (u *upstream) isHeld() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.held
+}
+
+// heldError is what a call to a server an operator disconnected gets.
+func (u *upstream) heldError() error {
+	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.cfg.Name, u.cfg.Name)
+}
+
+// serverFeatures is one upstream's prompts and resources, as last listed.
+type serverFeatures struct {
+	server    string
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+}
