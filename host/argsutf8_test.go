@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,7 +18,7 @@ import (
 // that are not valid UTF-8: the gateway refuses them with invalid params
 // (-32602) at once, and the session keeps working.
 func TestInvalidUTF8Arguments(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	cs := connectHTTP(t, h, nil)
 	for _, args := range []string{"{\"text\":\"\xff\"}", "{\"te\xc3xt\":\"x\"}", "{\"text\":\"ok\",\"n\":[\"\xed\xa0\x80\"]}"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -42,11 +44,11 @@ func FuzzCheckArguments(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		err := checkArguments(b)
+		err := upstream.CheckArguments(b)
 		if (err == nil) != utf8.Valid(b) {
 			t.Fatalf("checkArguments(%q) = %v", b, err)
 		}
-		if err != nil && !errors.Is(err, ErrInvalidArguments) {
+		if err != nil && !errors.Is(err, upstream.ErrInvalidArguments) {
 			t.Fatalf("error %v is not ErrInvalidArguments", err)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -94,9 +96,9 @@ func (h *Host) auditCall(tr *callTrace, start time.Time, caller abi.Caller, name
 	if err == nil && res != nil {
 		var out []byte
 		switch r := res.(type) {
-		case *rawToolResult:
+		case *upstream.RawToolResult:
 			// The log writes it later, from another goroutine: its own copy.
-			out = r.raw
+			out = r.Raw
 			if h.audit.Results {
 				out = bytes.Clone(out)
 			}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/audit"
 )
@@ -37,7 +39,7 @@ func (r *auditRecorder) last(t *testing.T) *audit.Entry {
 // outcome, over real upstreams, with and without an observer.
 func TestAuditOutcomes(t *testing.T) {
 	rec := &auditRecorder{}
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}},
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}},
 		&Options{Audit: &AuditOptions{Log: rec, Arguments: true, Results: true}})
 	ctx := context.Background()
 	caller := abi.Caller{SessionID: "s", ClientName: "c", Subject: "sam", Groups: []string{"g"}, AuthMethod: abi.AuthKey}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -115,8 +117,8 @@ func (r *callRegistry) oneOwner(cs *mcp.ClientSession) bool {
 // clientFor picks the downstream session (and the context to send with)
 // for something cs sent: a per-client session's owner, or in shared mode
 // the one client with calls in flight on it.
-func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.ServerSession, context.Context, error) {
-	if owner := u.ownerOf(cs); owner != nil || u.isPerClientSession(cs) {
+func (h *Host) clientFor(u *upstream.Server, cs *mcp.ClientSession, what string) (*mcp.ServerSession, context.Context, error) {
+	if owner := u.OwnerOf(cs); owner != nil || u.IsPerClientSession(cs) {
 		// A per-client session: its client's session with a call in
 		// flight on it (which may have ended, when a 2026-07-28 call
 		// waits for its next round, rounds.go), or the one that sent a
@@ -133,7 +135,7 @@ func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.
 		if owner != nil {
 			return owner, context.Background(), nil
 		}
-		return nil, nil, fmt.Errorf("mcphost: server %q sent %s on a per-client session that serves no client now (starting or closing); dropped", u.cfg.Name, what)
+		return nil, nil, fmt.Errorf("mcphost: server %q sent %s on a per-client session that serves no client now (starting or closing); dropped", u.Config.Name, what)
 	}
 	ss, ctx, n := h.calls.caller(cs, nil)
 	if n > 1 && h.calls.oneOwner(cs) {
@@ -145,23 +147,23 @@ func (h *Host) clientFor(u *upstream, cs *mcp.ClientSession, what string) (*mcp.
 	case 1:
 		return ss, ctx, nil
 	case 0:
-		return nil, nil, fmt.Errorf("mcphost: server %q sent %s with no downstream request in flight to answer it", u.cfg.Name, what)
+		return nil, nil, fmt.Errorf("mcphost: server %q sent %s with no downstream request in flight to answer it", u.Config.Name, what)
 	}
-	return nil, nil, fmt.Errorf("mcphost: server %q sent %s while %d clients have requests in flight on its shared session, so which client it is for is ambiguous; set sessions = %q on the server to route it", u.cfg.Name, what, n, SessionsPerClient)
+	return nil, nil, fmt.Errorf("mcphost: server %q sent %s while %d clients have requests in flight on its shared session, so which client it is for is ambiguous; set sessions = %q on the server to route it", u.Config.Name, what, n, upstream.SessionsPerClient)
 }
 
 // serverRequest answers a server-to-client request by asking the
 // downstream client it belongs to, with the context of that client's call
 // in flight (so a streamable HTTP client gets it on the call's stream).
-func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error) {
+func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error) {
 	ss, callCtx, err := h.clientFor(u, cs, method)
 	if err != nil {
 		// Servers ask at every connect (roots/list, before any client
 		// call): said once per server and method, then at debug.
-		if h.refusedLog.once(u.cfg.Name + "\x00" + method) {
-			h.log.Warn("server-to-client request refused (said once per server and method)", "server", u.cfg.Name, "method", method, "error", err)
+		if h.refusedLog.once(u.Config.Name + "\x00" + method) {
+			h.log.Warn("server-to-client request refused (said once per server and method)", "server", u.Config.Name, "method", method, "error", err)
 		} else {
-			h.log.Debug("server-to-client request refused", "server", u.cfg.Name, "method", method, "error", err)
+			h.log.Debug("server-to-client request refused", "server", u.Config.Name, "method", method, "error", err)
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
@@ -171,13 +173,13 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 	var rc *roundCall
 	if v := wire.ProtocolOf(ss); v >= wire.NewProtocolVersion {
 		if rc = roundCallFrom(callCtx); rc == nil {
-			return nil, errNoMidCallRequests(u.cfg.Name, method, v)
+			return nil, errNoMidCallRequests(u.Config.Name, method, v)
 		}
 	}
 	// What an upstream asks of a client goes through the request hook (a
 	// policy may refuse it) and, where it carries text the client shows or
 	// hands to its model, the message hook.
-	caller, server := h.sessionCaller(ss, h.transportOf(ss)), u.cfg.Name
+	caller, server := h.sessionCaller(ss, h.transportOf(ss)), u.Config.Name
 	if rc != nil {
 		caller = rc.caller // ss may have ended with the round that began the call
 	}
@@ -238,42 +240,42 @@ func (h *Host) serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSes
 // a per-client session's owner; on a shared session the one client with a
 // call in flight, else every client that set a log level. Each client's own
 // level filters what it is sent.
-func (h *Host) upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMessageParams) {
+func (h *Host) LogMessage(u *upstream.Server, cs *mcp.ClientSession, p *mcp.LoggingMessageParams) {
 	out := *p
 	if out.Logger == "" {
-		out.Logger = u.cfg.Name
+		out.Logger = u.Config.Name
 	}
 	// Queued, never written here: this runs on the upstream's read loop,
 	// which a client that does not read must not hold up (outbox.go).
 	if ss, ctx, err := h.clientFor(u, cs, "a log message"); err == nil {
-		h.notify(ss, note{kind: noteLog, ctx: ctx, server: u.cfg.Name, log: &out})
+		h.notify(ss, note{kind: noteLog, ctx: ctx, server: u.Config.Name, log: &out})
 		return
 	}
-	if u.isPerClientSession(cs) {
+	if u.IsPerClientSession(cs) {
 		return // one client's: never broadcast
 	}
 	for _, ss := range h.sessions.logging() {
-		h.notify(ss, note{kind: noteLog, ctx: context.Background(), server: u.cfg.Name, log: &out})
+		h.notify(ss, note{kind: noteLog, ctx: context.Background(), server: u.Config.Name, log: &out})
 	}
 }
 
 // resourceUpdated forwards notifications/resources/updated to the clients
 // subscribed to the URI; from a per-client session, only to the sessions it
 // serves.
-func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
+func (h *Host) ResourceUpdated(u *upstream.Server, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
 	out := *p
 	meta := make(mcp.Meta, len(p.Meta)+2)
 	for k, v := range p.Meta {
 		meta[k] = v
 	}
-	meta[fromKey] = u.cfg.Name // for policies: who sent it
-	if owners := u.ownersOf(cs); owners != nil {
+	meta[fromKey] = u.Config.Name // for policies: who sent it
+	if owners := u.OwnersOf(cs); owners != nil {
 		ids := make([]string, len(owners))
 		for i, o := range owners {
 			ids[i] = h.sessions.id(o)
 		}
 		meta[deliverToKey] = ids
-	} else if u.isPerClientSession(cs) {
+	} else if u.IsPerClientSession(cs) {
 		return // one client's, which is gone: never broadcast
 	}
 	out.Meta = meta
@@ -282,13 +284,13 @@ func (h *Host) resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.Resour
 
 // elicitationComplete forwards notifications/elicitation/complete to the
 // client that was sent the URL elicitation.
-func (h *Host) elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams) {
+func (h *Host) ElicitationComplete(u *upstream.Server, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams) {
 	ss := h.elicitations.take(p.ElicitationID)
 	if ss == nil {
-		ss = u.ownerOf(cs)
+		ss = u.OwnerOf(cs)
 	}
 	if ss == nil {
-		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.cfg.Name, "id", p.ElicitationID)
+		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.Config.Name, "id", p.ElicitationID)
 		return
 	}
 	h.notify(ss, note{kind: noteElicitationComplete, ctx: context.Background(), send: func(ctx context.Context, _ note) error {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -95,10 +97,10 @@ func manyToolsHost(b *testing.B) *Host {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var servers []ServerConfig
+	var servers []upstream.ServerConfig
 	for i := range 10 {
 		name := "s" + string(rune('a'+i))
-		servers = append(servers, ServerConfig{Name: name, Command: bins["manytools"], Args: []string{"-tools", "100", "-name", name}})
+		servers = append(servers, upstream.ServerConfig{Name: name, Command: bins["manytools"], Args: []string{"-tools", "100", "-name", name}})
 	}
 	h, err := New(Config{Servers: servers}, nil)
 	if err != nil {

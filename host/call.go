@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,8 +35,8 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		return r, nil
-	case *rawToolResult:
-		return r.typed()
+	case *upstream.RawToolResult:
+		return r.Typed()
 	}
 	return nil, fmt.Errorf("unexpected result type %T", res)
 }
@@ -56,9 +58,9 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 // audit log are told.
 func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
 	if h.closed.Load() {
-		return nil, ErrClosed
+		return nil, upstream.ErrClosed
 	}
-	if err := checkArguments(args); err != nil {
+	if err := upstream.CheckArguments(args); err != nil {
 		return nil, err
 	}
 	v, err := h.view(ctx, caller)
@@ -94,7 +96,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 			tr.set(CallDenied)
 			return h.denied(name, d)
 		case abi.ActionRewrite:
-			if err := checkArguments(d.Arguments); err != nil {
+			if err := upstream.CheckArguments(d.Arguments); err != nil {
 				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
 			}
 			args = d.Arguments
@@ -120,7 +122,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	}
 	upMeta, done := h.upstreamMeta(ctx, u, ss, meta)
 	defer done()
-	if u.cfg.Transport == TransportInternal {
+	if u.Config.Transport == upstream.TransportInternal {
 		// An in-process server (a tool plugin) is told who calls, under a
 		// key no client can set for it: the host's value replaces theirs.
 		if upMeta == nil {
@@ -132,15 +134,15 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by
 	// policies that say so when they leave it unchanged.
-	raw := !h.noShortcuts && rawResults(ss) && (!wantsResult || h.keepsResults())
+	raw := !h.noShortcuts && upstream.RawResults(ss) && (!wantsResult || h.keepsResults())
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	upStart := time.Now()
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-		if c := u.rawConn(cs); c != nil && c.direct() {
+		if c := u.RawConn(cs); c != nil && c.Direct() {
 			// An in-process tool server's fast path (memconn.go). A
 			// session that does not take results as sent gets it typed.
-			rawRes, err = c.callDirect(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			rawRes, err = c.CallDirect(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
 			if err == nil && !raw {
 				res = new(mcp.CallToolResult)
 				if err = json.Unmarshal(rawRes, res); err != nil {
@@ -150,15 +152,15 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 			}
 			return err
 		}
-		if c := u.rawConn(cs); raw && c != nil && plainUpstream(cs) {
-			rawRes, err = c.callTool(ctx, &rawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+		if c := u.RawConn(cs); raw && c != nil && upstream.PlainUpstream(cs) {
+			rawRes, err = c.CallTool(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
 			return err
 		}
 		res, err = cs.CallTool(ctx, params)
 		return err
 	}
 	err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
-	if err != nil && u.perUser() {
+	if err != nil && u.PerUser() {
 		// The caller must log in first (oauth mode per_user): asked over
 		// the protocol, the call goes on once they have.
 		var retry bool
@@ -176,21 +178,21 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		// A failed call becomes an error result whose text comes in part
 		// from the upstream (its JSON-RPC error message): it goes through
 		// the result policies like any result, so redact sees it.
-		res, rawRes = upstreamErrorResult(r.server, u.cfg.Timeout, err), nil
+		res, rawRes = upstreamErrorResult(r.server, u.Config.Timeout, err), nil
 	}
 	// The result travels as the upstream's bytes when the go-sdk would accept
 	// them and, past policies, the policies saw every one of them; otherwise
 	// it is typed, and what goes out is encoded from what policies returned.
-	rawOK := rawRes != nil && checkToolResult(rawRes) == nil && (!wantsResult || policiesSeeAll(rawRes))
+	rawOK := rawRes != nil && upstream.CheckToolResult(rawRes) == nil && (!wantsResult || upstream.PoliciesSeeAll(rawRes))
 	if rawRes != nil && !rawOK {
 		res = new(mcp.CallToolResult)
 		if err := json.Unmarshal(rawRes, res); err != nil {
-			res = upstreamErrorResult(r.server, u.cfg.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
+			res = upstreamErrorResult(r.server, u.Config.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
 		}
 	}
 	if !wantsResult {
 		if rawOK {
-			return &rawToolResult{raw: rawRes}, nil
+			return &upstream.RawToolResult{Raw: rawRes}, nil
 		}
 		return res, nil
 	}
@@ -213,7 +215,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
-		return &rawToolResult{raw: rawRes}, nil // unchanged (ResultKeeper)
+		return &upstream.RawToolResult{Raw: rawRes}, nil // unchanged (ResultKeeper)
 	}
 	return fromABIResult(out)
 }
@@ -221,8 +223,8 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 // upstreamErrorResult turns a failed upstream call into a tool error that
 // names the server and the cause, as MCP asks for tool-level failures.
 func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.CallToolResult {
-	var need *AuthorizationNeeded
-	var xf *ExchangeFailed
+	var need *upstream.AuthorizationNeeded
+	var xf *upstream.ExchangeFailed
 	switch {
 	case errors.As(err, &need):
 		// Not errorText, which hides URL queries, nor cleanText, which

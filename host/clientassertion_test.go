@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcphost-project/mcphost/internal/authtest"
@@ -40,8 +42,8 @@ func TestUpstreamPrivateKeyJWT(t *testing.T) {
 	pemKey, pub := ecKeyPEM(t)
 	as.AddClient("mcphost-jwt", authtest.Client{AssertionKey: pub, Subject: "svc:jwt", Audience: url})
 
-	h := startHost(t, Config{Servers: []ServerConfig{{Name: "p", Transport: TransportStreamableHTTP, URL: url,
-		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "mcphost-jwt", ClientAssertionKey: pemKey}}}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "p", Transport: upstream.TransportStreamableHTTP, URL: url,
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "mcphost-jwt", ClientAssertionKey: pemKey}}}}, nil)
 	got, isErr := callText(t, connectHTTP(t, h, nil), "p__whoami", nil)
 	if isErr || !strings.Contains(got, "svc:jwt") {
 		t.Fatalf("p__whoami = %q (isError %v)", got, isErr)
@@ -51,9 +53,9 @@ func TestUpstreamPrivateKeyJWT(t *testing.T) {
 	}
 
 	other, _ := ecKeyPEM(t)
-	bad := startHost(t, Config{Servers: []ServerConfig{{Name: "p", Transport: TransportStreamableHTTP, URL: url, ConnectTimeout: 5 * time.Second,
-		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "mcphost-jwt", ClientAssertionKey: other}}}}, nil)
-	testproc.WaitFor(t, "the server to fail", 15*time.Second, func() bool { return bad.Statuses()[0].State == StateFailed })
+	bad := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "p", Transport: upstream.TransportStreamableHTTP, URL: url, ConnectTimeout: 5 * time.Second,
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "mcphost-jwt", ClientAssertionKey: other}}}}, nil)
+	testproc.WaitFor(t, "the server to fail", 15*time.Second, func() bool { return bad.Statuses()[0].State == upstream.StateFailed })
 	if st := bad.Statuses()[0]; !strings.Contains(st.Error, "client_assertion signature") || strings.Contains(st.Error, "PRIVATE KEY") {
 		t.Errorf("status error %q", st.Error)
 	}
@@ -63,15 +65,15 @@ func TestUpstreamPrivateKeyJWT(t *testing.T) {
 func TestClientAssertionKeyChecks(t *testing.T) {
 	pemKey, _ := ecKeyPEM(t)
 	for _, tc := range []struct {
-		o    UpstreamOAuth
+		o    upstream.UpstreamOAuth
 		want string
 	}{
-		{UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientAssertionKey: "not pem"}, "not a PEM private key"},
-		{UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientAssertionKey: pemKey, ClientAssertionAlg: "RS256"}, "does not fit the key"},
-		{UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientSecret: "s", ClientAssertionKey: pemKey}, "no secret"},
-		{UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientAssertionKey: pemKey}, ""},
+		{upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "a", ClientAssertionKey: "not pem"}, "not a PEM private key"},
+		{upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "a", ClientAssertionKey: pemKey, ClientAssertionAlg: "RS256"}, "does not fit the key"},
+		{upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "a", ClientSecret: "s", ClientAssertionKey: pemKey}, "no secret"},
+		{upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "a", ClientAssertionKey: pemKey}, ""},
 	} {
-		err := checkOAuth(&tc.o)
+		err := upstream.CheckOAuth(&tc.o)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%q: %v, want %q", tc.want, err, tc.want)
 		}
@@ -87,7 +89,7 @@ func FuzzParseClientKey(f *testing.F) {
 	f.Add("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n", "ES256")
 	f.Add("-----BEGIN RSA PRIVATE KEY-----\n\n-----END RSA PRIVATE KEY-----\n", "RS256")
 	f.Fuzz(func(t *testing.T, text, alg string) {
-		s, a, err := parseClientKey(text, alg)
+		s, a, err := upstream.ParseClientKey(text, alg)
 		if err == nil && (s == nil || a == "") {
 			t.Fatal("no error and no signer")
 		}

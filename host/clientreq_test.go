@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -51,7 +53,7 @@ func (c *samplingClient) seen() ([]string, []string) {
 // Sampling and elicitation from an upstream reach the client whose call
 // caused them, and the answers go back, through the go-sdk conformance server.
 func TestSamplingAndElicitationRoundTrip(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}}, nil)
 	var c samplingClient
 	cs := connectHTTP(t, h, c.options())
 	got, isErr := callText(t, cs, "every__test_sampling", map[string]any{"prompt": "hello?"})
@@ -91,7 +93,7 @@ func TestSamplingAndElicitationRoundTrip(t *testing.T) {
 
 // roots/list from an upstream is answered from the calling client's roots.
 func TestRootsFromTheCaller(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := connectHTTPClient(t, h)
 	c := mcp.NewClient(&mcp.Implementation{Name: "roots-client"}, nil)
 	c.AddRoots(&mcp.Root{URI: "file:///work/one"}, &mcp.Root{URI: "file:///work/two"})
@@ -108,7 +110,7 @@ func TestRootsFromTheCaller(t *testing.T) {
 // On a shared session, a server-to-client request while two clients have
 // calls in flight is refused with an error that says why and what to do.
 func TestSharedSessionRefusesAmbiguousRequests(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	var c1, c2 samplingClient
 	cs1 := connectHTTP(t, h, c1.options())
 	cs2 := connectHTTP(t, h, c2.options())

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/auth"
 )
 
@@ -42,8 +44,8 @@ const (
 // HCL (host/config); embedders build it directly.
 type Config struct {
 	Listen    Listen
-	Servers   []ServerConfig // in config order, which is also tools/list order
-	Tools     ToolsConfig    // also names prompts
+	Servers   []upstream.ServerConfig // in config order, which is also tools/list order
+	Tools     ToolsConfig             // also names prompts
 	Resources ResourcesConfig
 }
 
@@ -135,7 +137,7 @@ func (c Config) WithDefaults() Config {
 	if c.Resources.Conflict == "" {
 		c.Resources.Conflict = ResourceConflictFirst
 	}
-	servers := make([]ServerConfig, len(c.Servers))
+	servers := make([]upstream.ServerConfig, len(c.Servers))
 	for i, s := range c.Servers {
 		servers[i] = s.WithDefaults()
 	}
@@ -167,10 +169,10 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("host: %s: duplicate server name", where))
 		}
 		seen[s.Name] = true
-		for _, err := range s.check() {
+		for _, err := range s.Check() {
 			errs = append(errs, fmt.Errorf("host: %s: %w", where, err))
 		}
-		if s.OAuth != nil && s.OAuth.Grant == GrantTokenExchange && s.Transport == TransportStreamableHTTP && checkOAuth(s.OAuth) == nil && !(callerTokens(s.OAuth) && s.Sessions == SessionsShared) {
+		if s.OAuth != nil && s.OAuth.Grant == upstream.GrantTokenExchange && s.Transport == upstream.TransportStreamableHTTP && upstream.CheckOAuth(s.OAuth) == nil && !(upstream.CallerTokens(s.OAuth) && s.Sessions == upstream.SessionsShared) {
 			if err := checkExchangeIssuer(c.Listen, s.OAuth); err != nil {
 				errs = append(errs, fmt.Errorf("host: %s: oauth: %w", where, err))
 			}
@@ -194,12 +196,12 @@ func (c Config) Validate() error {
 // checkExchangeIssuer requires callers whose tokens a token exchange server
 // can exchange: listen.auth must take OAuth tokens from the issuer the
 // server's oauth block trusts.
-func checkExchangeIssuer(l Listen, o *UpstreamOAuth) error {
+func checkExchangeIssuer(l Listen, o *upstream.UpstreamOAuth) error {
 	if l.Auth == nil || l.Auth.OAuth == nil {
-		return fmt.Errorf("the %s grant exchanges the callers' OAuth tokens: add listen.auth.oauth with issuer = %q", GrantTokenExchange, o.Issuer)
+		return fmt.Errorf("the %s grant exchanges the callers' OAuth tokens: add listen.auth.oauth with issuer = %q", upstream.GrantTokenExchange, o.Issuer)
 	}
 	if strings.TrimSuffix(l.Auth.OAuth.Issuer, "/") != strings.TrimSuffix(o.Issuer, "/") {
-		return fmt.Errorf("the %s grant exchanges tokens at issuer %q, but listen.auth.oauth takes tokens from %q: they must be the same", GrantTokenExchange, o.Issuer, l.Auth.OAuth.Issuer)
+		return fmt.Errorf("the %s grant exchanges tokens at issuer %q, but listen.auth.oauth takes tokens from %q: they must be the same", upstream.GrantTokenExchange, o.Issuer, l.Auth.OAuth.Issuer)
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -37,7 +39,7 @@ func (rudePolicy) Generation() uint64 { return 1 }
 // TestDenialMessagesAreClean: a client is told one bounded line of
 // printable text whatever a policy's reason or error holds.
 func TestDenialMessagesAreClean(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: rudePolicy{}})
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: rudePolicy{}})
 	cs := connectHTTP(t, h, nil)
 	for tool, want := range map[string]string{
 		"a__echo": "call to a__echo denied: no [31mway\uFFFD xxx",

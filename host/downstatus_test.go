@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -26,9 +28,9 @@ func TestDownUpstreamReported(t *testing.T) {
 		sse       bool
 		call      bool
 	}{
-		{"streamable HTTP, a call fails", TransportStreamableHTTP, false, true},
-		{"streamable HTTP, idle", TransportStreamableHTTP, false, false},
-		{"SSE, idle", TransportSSE, true, false},
+		{"streamable HTTP, a call fails", upstream.TransportStreamableHTTP, false, true},
+		{"streamable HTTP, idle", upstream.TransportStreamableHTTP, false, false},
+		{"SSE, idle", upstream.TransportSSE, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := testproc.FreeAddr(t)
@@ -38,8 +40,8 @@ func TestDownUpstreamReported(t *testing.T) {
 				args = append(args, "-sse")
 			}
 			up := startProcess(t, addr, upstreamBin, args...)
-			h := startHost(t, Config{Servers: []ServerConfig{{Name: "web", Transport: tt.transport, URL: url}}}, nil)
-			if st := h.Statuses()[0]; st.State != StateConnected {
+			h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "web", Transport: tt.transport, URL: url}}}, nil)
+			if st := h.Statuses()[0]; st.State != upstream.StateConnected {
 				t.Fatalf("before: %+v", st)
 			}
 			up.Process.Kill()
@@ -49,13 +51,13 @@ func TestDownUpstreamReported(t *testing.T) {
 				if err != nil || !res.IsError {
 					t.Fatalf("a call to the dead upstream: %+v, %v", res, err)
 				}
-				if st := h.Statuses()[0]; st.State == StateConnected {
+				if st := h.Statuses()[0]; st.State == upstream.StateConnected {
 					t.Fatalf("after a failed call the upstream is still %q", st.State)
 				}
 				return
 			}
 			testproc.WaitFor(t, "the upstream reported down", 20*time.Second, func() bool {
-				return h.Statuses()[0].State != StateConnected
+				return h.Statuses()[0].State != upstream.StateConnected
 			})
 			st := h.Statuses()[0]
 			t.Logf("reported %s (%s) %v after the kill", st.State, st.Error, time.Since(st.Since))
@@ -81,14 +83,14 @@ func TestBusyUpstreamKeepsItsSession(t *testing.T) {
 		sdk.ServeHTTP(w, r)
 	}))
 	t.Cleanup(up.Close) // after the host's (cleanups run last first)
-	h := startHost(t, Config{Servers: []ServerConfig{{Name: "b", Transport: TransportStreamableHTTP, URL: up.URL}}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "b", Transport: upstream.TransportStreamableHTTP, URL: up.URL}}}, nil)
 	busy.Store(true)
 	res, err := h.CallTool(context.Background(), abi.Caller{}, "b__echo", nil)
 	if err != nil || !res.IsError {
 		t.Fatalf("a call answered 503: %+v, %v; want an error result", res, err)
 	}
 	busy.Store(false)
-	if st := h.Statuses()[0]; st.State != StateConnected || st.Reconnects != 0 {
+	if st := h.Statuses()[0]; st.State != upstream.StateConnected || st.Reconnects != 0 {
 		t.Fatalf("after one 503 the upstream is %+v", st)
 	}
 	if res, err := h.CallTool(context.Background(), abi.Caller{}, "b__echo", nil); err != nil || res.IsError {
@@ -101,13 +103,13 @@ func TestBusyUpstreamKeepsItsSession(t *testing.T) {
 func TestStatusStderr(t *testing.T) {
 	srv := stdioServer("a")
 	srv.Env = map[string]string{"UPSTREAM_STDERR": "listening; token=ghp_0123456789abcdefABCDEF0123456789abcd"}
-	h := startHost(t, Config{Servers: []ServerConfig{srv}}, nil)
-	var st Status
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{srv}}, nil)
+	var st upstream.Status
 	testproc.WaitFor(t, "the stderr tail in the status", 10*time.Second, func() bool {
 		st = h.Statuses()[0]
 		return st.Stderr != ""
 	})
-	if st.State != StateConnected || st.Error != "" || !strings.Contains(st.Stderr, "listening") || strings.Contains(st.Stderr, "ghp_0123") {
+	if st.State != upstream.StateConnected || st.Error != "" || !strings.Contains(st.Stderr, "listening") || strings.Contains(st.Stderr, "ghp_0123") {
 		t.Fatalf("status %s, error %q, stderr %q", st.State, st.Error, st.Stderr)
 	}
 }

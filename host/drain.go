@@ -64,7 +64,7 @@ func (h *Host) Draining() bool { return h.drain.draining.Load() }
 
 // drained is upstreamEvents' view of Draining: Close after a drain does
 // not wait for upstream calls a second time.
-func (h *Host) drained() bool { return h.drain.done.Load() }
+func (h *Host) Drained() bool { return h.drain.done.Load() }
 
 // Drain starts the graceful drain of the HTTP endpoint, for a replica that
 // is about to stop (SIGTERM): /healthz answers 503 "draining", so that

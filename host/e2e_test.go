@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -51,13 +53,13 @@ func TestAggregatesEveryUpstreamTransport(t *testing.T) {
 	sseAddr := testproc.FreeAddr(t)
 	startProcess(t, sseAddr, upstreamBin, "-http="+sseAddr, "-sse", "-name", "ssesrv")
 
-	h := startHost(t, Config{Servers: []ServerConfig{
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{
 		stdioServer("local"),
-		{Name: "every", Transport: TransportStreamableHTTP, URL: "http://" + httpAddr + "/mcp"},
-		{Name: "legacy", Transport: TransportSSE, URL: "http://" + sseAddr},
+		{Name: "every", Transport: upstream.TransportStreamableHTTP, URL: "http://" + httpAddr + "/mcp"},
+		{Name: "legacy", Transport: upstream.TransportSSE, URL: "http://" + sseAddr},
 	}}, nil)
 	for _, st := range h.Statuses() {
-		if st.State != StateConnected {
+		if st.State != upstream.StateConnected {
 			t.Fatalf("%s: state %s (%s)", st.Name, st.State, st.Error)
 		}
 	}
@@ -102,7 +104,7 @@ func TestAggregatesEveryUpstreamTransport(t *testing.T) {
 }
 
 func TestUnknownToolIsInvalidParams(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	cs := connectHTTP(t, h, nil)
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__nope"})
 	var werr *jsonrpc.Error
@@ -118,7 +120,7 @@ func TestUnknownToolIsInvalidParams(t *testing.T) {
 // An upstream killed mid-call gives an error result naming it; it then
 // comes back by itself.
 func TestUpstreamCrashAndRecovery(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), stdioServer("b")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a"), stdioServer("b")}}, nil)
 	cs := connectHTTP(t, h, nil)
 	pid1, _ := callText(t, cs, "a__pid", nil)
 
@@ -134,7 +136,7 @@ func TestUpstreamCrashAndRecovery(t *testing.T) {
 	// the reconnect itself.
 	testproc.WaitFor(t, "a to reconnect", 10*time.Second, func() bool {
 		st := h.Statuses()[0]
-		return st.State == StateConnected && st.Reconnects >= 1
+		return st.State == upstream.StateConnected && st.Reconnects >= 1
 	})
 	pid2, isErr := callText(t, cs, "a__pid", nil)
 	if isErr || pid2 == pid1 {
@@ -152,7 +154,7 @@ func TestUpstreamCrashAndRecovery(t *testing.T) {
 func TestCallAfterACrash(t *testing.T) {
 	ctx := context.Background()
 	t.Run("go-sdk", func(t *testing.T) {
-		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+		h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 		for range 3 {
 			res, err := h.CallTool(ctx, abi.Caller{}, "a__crash", nil)
 			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "connection closed during the call") {
@@ -164,7 +166,7 @@ func TestCallAfterACrash(t *testing.T) {
 		}
 	})
 	t.Run("raw", func(t *testing.T) {
-		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+		h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 		cs := connectHTTP(t, h, nil)
 		before := rawCallsMade(t, h, "a")
 		for range 3 {
@@ -205,13 +207,13 @@ func TestNeverSentReadsTheGoSDK(t *testing.T) {
 // one. (The first failure is made by fn: the moment a server dies between
 // calls cannot be timed from a test.)
 func TestForwardSendsANeverSentRequestAgain(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	u := h.upstreamNamed("a")
 	var sessions []*mcp.ClientSession
 	err := h.forward(context.Background(), nil, u, "tools/call", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		sessions = append(sessions, cs)
 		if len(sessions) == 1 {
-			return notSent{fmt.Errorf("%w: calling \"tools/call\": file already closed", mcp.ErrConnectionClosed)}
+			return upstream.NotSent{Err: fmt.Errorf("%w: calling \"tools/call\": file already closed", mcp.ErrConnectionClosed)}
 		}
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"})
 		return err
@@ -234,27 +236,27 @@ func TestForwardSendsANeverSentRequestAgain(t *testing.T) {
 // connects it again before the retry timer does; that reconnect counts
 // in the status (and the metric built on it) as the timer's would, once.
 func TestReconnectByACallIsCounted(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	ctx := context.Background()
 	if res, err := h.CallTool(ctx, abi.Caller{}, "a__crash", nil); err != nil || !res.IsError {
 		t.Fatalf("a__crash: %+v, %v; want an error result", res, err)
 	}
 	// As soon as the loss is seen: the retry timer waits at least
 	// minBackoff/2 after it.
-	testproc.WaitFor(t, "the crash to be noticed", 5*time.Second, func() bool { return h.Statuses()[0].State != StateConnected })
+	testproc.WaitFor(t, "the crash to be noticed", 5*time.Second, func() bool { return h.Statuses()[0].State != upstream.StateConnected })
 	if res, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); err != nil || res.IsError {
 		t.Fatalf("a__pid after the crash: %+v, %v", res, err)
 	}
-	if st := h.Statuses()[0]; st.State != StateConnected || st.Reconnects != 1 {
+	if st := h.Statuses()[0]; st.State != upstream.StateConnected || st.Reconnects != 1 {
 		t.Fatalf("after a call reconnected the server: %+v, want connected with 1 reconnect", st)
 	}
 	// The retry timer the loss armed has been stopped, or has fired and
 	// found the server connected: nothing is left to reconnect it.
 	u := h.upstreamNamed("a")
 	testproc.WaitFor(t, "no reconnect to be pending", 5*time.Second, func() bool {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		return u.retryTimer == nil && u.connectDone == nil
+		u.Mu.Lock()
+		defer u.Mu.Unlock()
+		return u.RetryTimer == nil && u.ConnectDone == nil
 	})
 	if n := h.Statuses()[0].Reconnects; n != 1 {
 		t.Errorf("%d reconnects counted for one, after the retry timer", n)
@@ -263,19 +265,19 @@ func TestReconnectByACallIsCounted(t *testing.T) {
 
 // A server that never starts leaves the rest serving, and says why.
 func TestUpstreamThatNeverStarts(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{
 		stdioServer("bad", "-fail", "config file /nope is missing"),
 		stdioServer("good"),
-		{Name: "absent", Transport: TransportStdio, Command: "/nonexistent/mcp-server"},
+		{Name: "absent", Transport: upstream.TransportStdio, Command: "/nonexistent/mcp-server"},
 	}}, nil)
 	st := h.Statuses()
-	if st[0].State != StateFailed || !strings.Contains(st[0].Error, "config file /nope is missing") {
+	if st[0].State != upstream.StateFailed || !strings.Contains(st[0].Error, "config file /nope is missing") {
 		t.Errorf("bad: %+v, want failed with the server's stderr", st[0])
 	}
-	if st[2].State != StateFailed || !strings.Contains(st[2].Error, "/nonexistent/mcp-server") {
+	if st[2].State != upstream.StateFailed || !strings.Contains(st[2].Error, "/nonexistent/mcp-server") {
 		t.Errorf("absent: %+v, want failed naming the command", st[2])
 	}
-	if st[1].State != StateConnected {
+	if st[1].State != upstream.StateConnected {
 		t.Fatalf("good: %+v", st[1])
 	}
 	res, err := h.CallTool(context.Background(), abi.Caller{}, "good__echo", json.RawMessage(`{"text":"ok"}`))
@@ -305,7 +307,7 @@ func TestUpstreamThatNeverStarts(t *testing.T) {
 func TestCallTimeout(t *testing.T) {
 	sc := stdioServer("a")
 	sc.Timeout = 200 * time.Millisecond
-	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{sc}}, nil)
 	start := time.Now()
 	res, err := h.CallTool(context.Background(), abi.Caller{}, "a__sleep", json.RawMessage(`{"millis":5000}`))
 	if err != nil {
@@ -320,7 +322,7 @@ func TestCallTimeout(t *testing.T) {
 }
 
 func TestProgressAndCancellation(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	var mu sync.Mutex
 	var got []float64
 	cs := connectHTTP(t, h, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
@@ -361,7 +363,7 @@ func cancelMidCall(t *testing.T, h *Host, cs *mcp.ClientSession) {
 }
 
 func TestToolListChangedReachesClients(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	changed := make(chan struct{}, 10)
 	cs := connectHTTP(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 		changed <- struct{}{}
@@ -380,8 +382,8 @@ func TestToolListChangedReachesClients(t *testing.T) {
 func TestIdleDisconnectAndReconnectOnDemand(t *testing.T) {
 	sc := stdioServer("a")
 	sc.IdleTimeout = 300 * time.Millisecond
-	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
-	testproc.WaitFor(t, "idle disconnect", 5*time.Second, func() bool { return h.Statuses()[0].State == StateDisconnected })
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{sc}}, nil)
+	testproc.WaitFor(t, "idle disconnect", 5*time.Second, func() bool { return h.Statuses()[0].State == upstream.StateDisconnected })
 	if n := len(mustTools(t, h)); n == 0 {
 		t.Fatal("an idle server's tools must stay listed")
 	}
@@ -389,7 +391,7 @@ func TestIdleDisconnectAndReconnectOnDemand(t *testing.T) {
 	if err != nil || text(t, res) != "back" {
 		t.Fatalf("call after idle: %v %q", err, text(t, res))
 	}
-	if st := h.Statuses()[0]; st.State != StateConnected {
+	if st := h.Statuses()[0]; st.State != upstream.StateConnected {
 		t.Fatalf("state after call = %s", st.State)
 	}
 }
@@ -405,7 +407,7 @@ func mustTools(t *testing.T, h *Host) []abi.Tool {
 
 // No upstream process or its children outlives Close.
 func TestCloseEndsProcessesAndChildren(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	ctx := context.Background()
 	res, _ := h.CallTool(ctx, abi.Caller{}, "a__pid", nil)
 	pid, _ := strconv.Atoi(text(t, res))
@@ -416,13 +418,13 @@ func TestCloseEndsProcessesAndChildren(t *testing.T) {
 	}
 	h.Close()
 	testproc.WaitFor(t, "processes to end", 5*time.Second, func() bool { return !testproc.Alive(pid) && !testproc.Alive(child) })
-	if _, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); !errors.Is(err, ErrClosed) {
+	if _, err := h.CallTool(ctx, abi.Caller{}, "a__pid", nil); !errors.Is(err, upstream.ErrClosed) {
 		t.Errorf("call after close: %v, want ErrClosed", err)
 	}
 }
 
 func TestBearerToken(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{AuthToken: "s3cret"}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{AuthToken: "s3cret"}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	for _, tc := range []struct {
@@ -454,7 +456,7 @@ func TestBearerToken(t *testing.T) {
 	}
 	// A real client with the token gets through.
 	c := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil)
-	hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: map[string]string{"Authorization": "Bearer s3cret"}}}
+	hc := &http.Client{Transport: upstream.HeaderTransport{Base: http.DefaultTransport, Headers: map[string]string{"Authorization": "Bearer s3cret"}}}
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
@@ -465,7 +467,7 @@ func TestBearerToken(t *testing.T) {
 // Every endpoint refuses a foreign Host header (DNS rebinding) and a
 // browser's cross-site Origin, not only /mcp and /sse.
 func TestDNSRebindingProtection(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	for _, tc := range []struct {
@@ -509,7 +511,7 @@ func TestDNSRebindingProtection(t *testing.T) {
 }
 
 func TestRequestBodyLimit(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxBodyBytes: 1024}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{MaxBodyBytes: 1024}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", 4096) + `"}}}`
@@ -539,7 +541,7 @@ func TestRequestBodyLimit(t *testing.T) {
 
 // Legacy SSE clients get the same catalog and calls at /sse.
 func TestDownstreamSSE(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	c := mcp.NewClient(&mcp.Implementation{Name: "sse-client"}, nil)
@@ -585,7 +587,7 @@ func TestSSEWriteFailureIsNotSentAgain(t *testing.T) {
 		sse.ServeHTTP(w, r)
 	}))
 	defer proxy.Close()
-	h := startHost(t, Config{Servers: []ServerConfig{{Name: "s", Transport: TransportSSE, URL: proxy.URL}}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportSSE, URL: proxy.URL}}}, nil)
 	cs := connectHTTPAt(t, h, "2025-11-25", nil)
 	sessions := slices.Collect(srv.Sessions()) // the one the call will go to
 	broken.Store(true)
@@ -643,12 +645,12 @@ func (hideServer) Generation() uint64 { return 1 }
 // others its tools are unknown, as they would be if it ran.
 func TestNotListedYetFollowsPolicies(t *testing.T) {
 	ctx := context.Background()
-	down := ServerConfig{Name: "secret", Transport: TransportStdio, Command: "/nonexistent/secret-server"}
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), down}}, &Options{Policy: hideServer{server: "secret"}})
+	down := upstream.ServerConfig{Name: "secret", Transport: upstream.TransportStdio, Command: "/nonexistent/secret-server"}
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a"), down}}, &Options{Policy: hideServer{server: "secret"}})
 	if res, err := h.CallTool(ctx, abi.Caller{Subject: "mallory"}, "secret__x", nil); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("a call to a hidden server that is down: %+v, %v; want unknown tool", res, err)
 	}
-	h = startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), down}}, &Options{Policy: hideServer{server: "other"}})
+	h = startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a"), down}}, &Options{Policy: hideServer{server: "other"}})
 	res, err := h.CallTool(ctx, abi.Caller{Subject: "alice"}, "secret__x", nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `server "secret" has not listed its tools yet`) {
 		t.Errorf("a call to a visible server that is down: %+v, %v; want an error result naming it", res, err)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,8 +21,8 @@ func TestUpstreamURLSecretsNotInClientErrors(t *testing.T) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	h := startHost(t, Config{Servers: []ServerConfig{{
-		Name: "p", Transport: TransportStreamableHTTP, URL: up.URL + "/mcp?token=TOKENSECRET123&api_key=KEYSECRET456",
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{{
+		Name: "p", Transport: upstream.TransportStreamableHTTP, URL: up.URL + "/mcp?token=TOKENSECRET123&api_key=KEYSECRET456",
 	}}}, nil)
 	cs := connectHTTP(t, h, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -26,7 +28,7 @@ func Example() {
 		return
 	}
 
-	h, err := host.New(host.Config{Servers: []host.ServerConfig{
+	h, err := host.New(host.Config{Servers: []upstream.ServerConfig{
 		{Name: "clock", Command: clock},
 	}}, nil)
 	if err != nil {

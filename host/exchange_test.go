@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -27,13 +29,13 @@ const mcphostAudience = "https://mcphost.example/mcp"
 func startExchange(t *testing.T, rs *resource, grants ...string) (*Host, string) {
 	t.Helper()
 	rs.as.AddClient("mcphost", authtest.Client{Secret: "s3cret", Subject: "svc:mcphost", Audience: rs.URL, GrantTypes: grants})
-	srv := ServerConfig{Name: "x", Transport: TransportStreamableHTTP, URL: rs.URL,
-		OAuth: &UpstreamOAuth{Grant: GrantTokenExchange, Issuer: rs.as.URL, ClientID: "mcphost", ClientSecret: "s3cret", Scopes: []string{"mcp:tools"}}}
+	srv := upstream.ServerConfig{Name: "x", Transport: upstream.TransportStreamableHTTP, URL: rs.URL,
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantTokenExchange, Issuer: rs.as.URL, ClientID: "mcphost", ClientSecret: "s3cret", Scopes: []string{"mcp:tools"}}}
 	listen := Listen{Auth: &auth.Config{
 		OAuth: &auth.OAuth{Issuer: rs.as.URL, Audience: mcphostAudience},
 		Keys:  []auth.Key{keyFor("bob", "bob-key-0123456789", nil, nil)},
 	}}
-	h, base := startCodeHostConfig(t, Config{Listen: listen, Servers: []ServerConfig{srv}}, &Options{})
+	h, base := startCodeHostConfig(t, Config{Listen: listen, Servers: []upstream.ServerConfig{srv}}, &Options{})
 	return h, base + "/mcp"
 }
 
@@ -132,8 +134,8 @@ func TestOAuthTokenExchangeRefused(t *testing.T) {
 // TestOAuthTokenExchangeValidate: the grant needs callers with tokens of
 // the issuer it exchanges at.
 func TestOAuthTokenExchangeValidate(t *testing.T) {
-	o := &UpstreamOAuth{Grant: GrantTokenExchange, Issuer: "https://idp.example", ClientID: "a", ClientSecret: "b"}
-	srv := []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: o}}
+	o := &upstream.UpstreamOAuth{Grant: upstream.GrantTokenExchange, Issuer: "https://idp.example", ClientID: "a", ClientSecret: "b"}
+	srv := []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: o}}
 	for _, tc := range []struct {
 		listen Listen
 		want   string
@@ -149,7 +151,7 @@ func TestOAuthTokenExchangeValidate(t *testing.T) {
 	}
 	noIssuer := *o
 	noIssuer.Issuer = ""
-	if err := checkOAuth(&noIssuer); err == nil || !strings.Contains(err.Error(), "needs issuer") {
+	if err := upstream.CheckOAuth(&noIssuer); err == nil || !strings.Contains(err.Error(), "needs issuer") {
 		t.Errorf("no issuer: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -107,10 +109,10 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	d.out.flush(ctx)
 
 	msg := &jsonrpc.Response{ID: id}
-	if raw, ok := res.(*rawToolResult); ok && err == nil && len(raw.Meta) == 0 {
+	if raw, ok := res.(*upstream.RawToolResult); ok && err == nil && len(raw.Meta) == 0 {
 		// The upstream's bytes: EncodeMessage compacts them as encoding
 		// them first would, so that pass is spared.
-		msg.Result = raw.raw
+		msg.Result = raw.Raw
 	} else if err != nil {
 		msg.Error = callError(err)
 	} else if msg.Result, err = encodeJSON(res); err != nil {
@@ -154,8 +156,8 @@ func (h *Host) outlivesCalls(e *fastListSession) bool {
 	}
 	var longest time.Duration
 	for _, u := range h.upstreamList() {
-		d := u.cfg.Timeout
-		if u.perUser() {
+		d := u.Config.Timeout
+		if u.PerUser() {
 			d *= 2
 		}
 		longest = max(longest, d)
@@ -182,7 +184,7 @@ func callError(err error) *jsonrpc.Error {
 		return werr // already one (a recovered panic)
 	}
 	switch {
-	case errors.Is(err, ErrUnknownTool) || errors.Is(err, ErrInvalidArguments):
+	case errors.Is(err, ErrUnknownTool) || errors.Is(err, upstream.ErrInvalidArguments):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -53,7 +55,7 @@ func TestFastCallAnswersAsTheGoSDKDoes(t *testing.T) {
 		{"a policy that rewrites results", &Options{Policy: maskPolicy{inPlace: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, tc.opts)
+			h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, tc.opts)
 			_, s := connectAs(t, httptestServer(t, h)+"/mcp", "c")
 			for _, body := range fastCallBodies {
 				fast, shortcut := responseData(t, s.post(body, nil))
@@ -76,7 +78,7 @@ func TestFastCallAnswersAsTheGoSDKDoes(t *testing.T) {
 // Every request that is not a plain tools/call goes to the go-sdk, which
 // answers it on an event stream as it always did.
 func TestFastCallLeavesTheRestToTheGoSDK(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	_, s := connectAs(t, httptestServer(t, h)+"/mcp", "c")
 	call := func(params string) string {
 		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
@@ -133,7 +135,7 @@ func TestFastCallLeavesTheRestToTheGoSDK(t *testing.T) {
 // (notifications/cancelled naming its id) or closes the session, as a
 // call through the go-sdk does.
 func TestFastCallCancellation(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	sleep := func(s rawSession, id string) <-chan []byte {
 		out := make(chan []byte, 1)
@@ -193,7 +195,7 @@ func TestFastCallCancellation(t *testing.T) {
 // client during a call (sampling, elicitation, roots) still reaches it, on
 // the session's standalone stream.
 func TestFastCallKeepsServerRequests(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a", "-secrets")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a", "-secrets")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	var c samplingClient
 	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, c.options())
@@ -390,7 +392,7 @@ func BenchmarkParseFastCall(b *testing.B) {
 func TestFastCallLeavesLongCallsToTheGoSDK(t *testing.T) {
 	up := stdioServer("a")
 	up.Timeout = 10 * time.Second
-	h := startHost(t, Config{Listen: Listen{SessionTimeout: 2 * time.Second}, Servers: []ServerConfig{up}}, nil)
+	h := startHost(t, Config{Listen: Listen{SessionTimeout: 2 * time.Second}, Servers: []upstream.ServerConfig{up}}, nil)
 	_, s := connectAs(t, httptestServer(t, h)+"/mcp", "c")
 	data, shortcut := responseData(t, s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__sleep","arguments":{"millis":3000}}}`, nil))
 	if shortcut || !bytes.Contains(data, []byte("slept")) {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -139,7 +141,7 @@ func connectAs(t *testing.T, url, name string) (*mcp.ClientSession, rawSession) 
 
 // The shortcut answers what the go-sdk path answers, for each caller.
 func TestFastListAnswersAsTheGoSDKDoes(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), stdioServer("b")}}, &Options{Policy: callerPolicy{}})
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a"), stdioServer("b")}}, &Options{Policy: callerPolicy{}})
 	url := httptestServer(t, h) + "/mcp"
 	results := map[string]json.RawMessage{}
 	for _, name := range []string{"alice", "bob"} {
@@ -192,7 +194,7 @@ func TestFastListAnswersAsTheGoSDKDoes(t *testing.T) {
 // Every request that is not a plain tools/list of an established session
 // goes to the go-sdk, which answers it as it always did.
 func TestFastListLeavesTheRestToTheGoSDK(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	_, s := connectAs(t, url, "c")
 	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
@@ -243,7 +245,7 @@ func TestFastListLeavesTheRestToTheGoSDK(t *testing.T) {
 // A session the client closed, or one the middleware never saw finish its
 // initialisation, is not served.
 func TestFastListOnlyServesLiveInitialisedSessions(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/mcp"
@@ -339,7 +341,7 @@ func (metaPolicy) Generation() uint64 { return 1 }
 // policies run once per distinct _meta (the progress token aside).
 func TestFastListWithMeta(t *testing.T) {
 	var lists atomic.Int64
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: metaPolicy{lists: &lists}})
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: metaPolicy{lists: &lists}})
 	url := httptestServer(t, h) + "/mcp"
 	_, s := connectAs(t, url, "c")
 	for i, meta := range []string{`{"trace":"t1"}`, `{"progressToken":5,"trace":"t1"}`, `{"progressToken":"x","trace":"t1"}`, `{"trace":"t2","n":1.50}`, `{}`, `null`} {
@@ -418,7 +420,7 @@ func FuzzParseFastList(f *testing.F) {
 func TestShortcutsOff(t *testing.T) {
 	answers := map[bool][]json.RawMessage{}
 	for _, off := range []bool{false, true} {
-		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{NoShortcuts: off})
+		h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{NoShortcuts: off})
 		_, s := connectAs(t, httptestServer(t, h)+"/mcp", "client")
 		for _, body := range []string{
 			`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,

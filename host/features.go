@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
@@ -43,7 +45,7 @@ type templateRoute struct {
 // buildFeatures names prompts and builds the resource table. Servers come
 // in config order; within a server, items are ordered by name (prompts) or
 // URI (resources), so the same upstream lists give the same snapshot.
-func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []serverFeatures) *features {
+func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.ServerFeatures) *features {
 	f := &features{
 		promptRoutes:  make(map[string]route),
 		promptNames:   make(map[route]string),
@@ -59,9 +61,9 @@ func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []serverFeatures)
 	resIndex := make(map[string]int) // URI -> index into f.resources
 	tmplOwner := f.templateOwner
 	for _, sf := range ups {
-		prompts := sortedBy(sf.prompts, func(p *mcp.Prompt) string { return p.Name })
+		prompts := sortedBy(sf.Prompts, func(p *mcp.Prompt) string { return p.Name })
 		for _, p := range prompts {
-			name, problems := n.assign(sf.server, p.Name)
+			name, problems := n.assign(sf.Server, p.Name)
 			f.issues = append(f.issues, problems...)
 			if name == "" {
 				continue
@@ -70,16 +72,16 @@ func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []serverFeatures)
 			exposed.Name = name
 			f.prompts = append(f.prompts, &exposed)
 		}
-		if len(sf.resources) > 0 || len(sf.templates) > 0 {
-			f.resServers = append(f.resServers, sf.server)
+		if len(sf.Resources) > 0 || len(sf.Templates) > 0 {
+			f.resServers = append(f.resServers, sf.Server)
 		}
-		for _, r := range sortedBy(sf.resources, func(r *mcp.Resource) string { return r.URI }) {
+		for _, r := range sortedBy(sf.Resources, func(r *mcp.Resource) string { return r.URI }) {
 			prev, taken := f.byURI[r.URI]
-			if prev == sf.server {
+			if prev == sf.Server {
 				continue // listed twice by one server
 			}
 			if !taken && f.conflicts[r.URI] == nil {
-				f.byURI[r.URI] = sf.server
+				f.byURI[r.URI] = sf.Server
 				resIndex[r.URI] = len(f.resources)
 				f.resources = append(f.resources, r)
 				continue
@@ -90,30 +92,30 @@ func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []serverFeatures)
 					delete(f.byURI, r.URI)
 					f.resources[resIndex[r.URI]] = nil
 				}
-				f.conflicts[r.URI] = append(f.conflicts[r.URI], sf.server)
-				f.issues = append(f.issues, catalogProblem{sf.server, r.URI, fmt.Errorf(
+				f.conflicts[r.URI] = append(f.conflicts[r.URI], sf.Server)
+				f.issues = append(f.issues, catalogProblem{sf.Server, r.URI, fmt.Errorf(
 					"resource %q is served by servers %q; with resources.conflict = \"error\" none of them serves it", r.URI, f.conflicts[r.URI])})
 				continue
 			}
-			f.issues = append(f.issues, catalogProblem{sf.server, r.URI, fmt.Errorf(
+			f.issues = append(f.issues, catalogProblem{sf.Server, r.URI, fmt.Errorf(
 				"resource %q is also served by server %q, which comes first in the config and serves it", r.URI, prev)})
 		}
-		for _, t := range sortedBy(sf.templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }) {
+		for _, t := range sortedBy(sf.Templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }) {
 			tmpl, err := uritemplate.New(t.URITemplate)
 			if err != nil {
-				f.issues = append(f.issues, catalogProblem{sf.server, t.URITemplate, fmt.Errorf("resource template %q is not a valid URI template: %v; it is hidden", t.URITemplate, err)})
+				f.issues = append(f.issues, catalogProblem{sf.Server, t.URITemplate, fmt.Errorf("resource template %q is not a valid URI template: %v; it is hidden", t.URITemplate, err)})
 				continue
 			}
 			if prev, taken := tmplOwner[t.URITemplate]; taken {
-				if prev != sf.server {
-					f.issues = append(f.issues, catalogProblem{sf.server, t.URITemplate, fmt.Errorf(
+				if prev != sf.Server {
+					f.issues = append(f.issues, catalogProblem{sf.Server, t.URITemplate, fmt.Errorf(
 						"resource template %q is also served by server %q, which comes first in the config", t.URITemplate, prev)})
 				}
 				continue
 			}
-			tmplOwner[t.URITemplate] = sf.server
+			tmplOwner[t.URITemplate] = sf.Server
 			f.templates = append(f.templates, t)
-			f.matchers = append(f.matchers, templateRoute{server: sf.server, re: tmpl.Regexp()})
+			f.matchers = append(f.matchers, templateRoute{server: sf.Server, re: tmpl.Regexp()})
 		}
 	}
 	// Resources hidden by a conflict leave holes.

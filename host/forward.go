@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,22 +35,22 @@ import (
 // sends; nil for a request without one). If the drain gives up on the
 // requests in flight (Drain), fn's context ends and forward returns
 // ErrShuttingDown.
-func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, method string, meta mcp.Meta, fn func(context.Context, *mcp.ClientSession) error) (err error) {
-	defer func() { err = u.maskMarked(err) }() // before the span records it
+func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream.Server, method string, meta mcp.Meta, fn func(context.Context, *mcp.ClientSession) error) (err error) {
+	defer func() { err = u.MaskMarked(err) }() // before the span records it
 	if h.tracer != nil {
 		var span trace.Span
-		ctx, span = h.tracer.Start(ctx, method+" "+u.cfg.Name, trace.SpanKindClient,
-			attribute.String("mcp.method.name", method), attribute.String("mcphost.server", u.cfg.Name))
+		ctx, span = h.tracer.Start(ctx, method+" "+u.Config.Name, trace.SpanKindClient,
+			attribute.String("mcp.method.name", method), attribute.String("mcphost.server", u.Config.Name))
 		telemetry.ToMeta(ctx, meta)
 		defer func() { telemetry.Error(span, err); span.End() }()
 	}
-	u.acquire()
-	defer u.release()
+	u.Acquire()
+	defer u.Release()
 	ctx, unbind := h.drain.bound(ctx)
 	defer unbind()
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.Config.Timeout)
 	defer cancel()
-	cs, done, err := u.sessionFor(ctx, ss)
+	cs, done, err := u.SessionFor(ctx, ss)
 	if err != nil {
 		return err
 	}
@@ -58,12 +60,12 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 		// (the server died since the last call): nothing reached the
 		// server, so the request goes once more, on the connection that
 		// replaces it.
-		if cs2, done2, err2 := u.sessionFor(ctx, ss); err2 != nil {
+		if cs2, done2, err2 := u.SessionFor(ctx, ss); err2 != nil {
 			err = err2
 		} else if cs2 == cs {
 			done2()
 		} else {
-			u.log.Debug("request sent again on a new connection: the last one was gone before it was sent", "method", method, "error", err)
+			u.Log.Debug("request sent again on a new connection: the last one was gone before it was sent", "method", method, "error", err)
 			err = h.sendOn(ctx, ss, u, cs2, done2, fn)
 		}
 	}
@@ -74,14 +76,14 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream, 
 }
 
 // sendOn is one attempt of forward: fn on cs, which done releases.
-func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream, cs *mcp.ClientSession, done func(), fn func(context.Context, *mcp.ClientSession) error) error {
+func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream.Server, cs *mcp.ClientSession, done func(), fn func(context.Context, *mcp.ClientSession) error) error {
 	defer done()
 	if ss != nil {
 		defer h.calls.enter(cs, ss, ctx)()
 	}
 	err := fn(ctx, cs)
 	if transportFailed(err) {
-		u.lost(cs, err) // do not hand the dead session to the next call
+		u.Lost(cs, err) // do not hand the dead session to the next call
 	}
 	return err
 }
@@ -95,7 +97,7 @@ func neverSent(err error) bool {
 	if err == nil {
 		return false
 	}
-	var ns notSent
+	var ns upstream.NotSent
 	return errors.As(err, &ns) || errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), ": client is closing")
 }
 
@@ -130,7 +132,7 @@ func closedUnder(err error) bool {
 // describes the downstream request, and the upstream session follows a
 // protocol of its own, which the go-sdk client would otherwise take from
 // it. (forward adds the trace context.)
-func (h *Host) upstreamMeta(ctx context.Context, u *upstream, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
+func (h *Host) upstreamMeta(ctx context.Context, u *upstream.Server, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
 	out := make(mcp.Meta, len(meta))
 	for k, v := range meta {
 		if !perRequestMeta(k) {

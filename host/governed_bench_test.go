@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/filters"
@@ -51,7 +53,7 @@ func BenchmarkResourcesRead(b *testing.B) {
 			}
 			up := stdioServer("s", "-secrets")
 			up.Env = map[string]string{"HOSTILE_SECRET": "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3sXYZ"}
-			h := startHost(b, Config{Servers: []ServerConfig{up}}, opts)
+			h := startHost(b, Config{Servers: []upstream.ServerConfig{up}}, opts)
 			cs := connectHTTP(b, h, nil)
 			read := func() string {
 				res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: bc.uri})

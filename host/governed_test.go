@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,7 +101,7 @@ const testSecret = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3sXYZ"
 func secretsHost(t *testing.T, p Policy) *Host {
 	up := stdioServer("s", "-secrets")
 	up.Env = map[string]string{"HOSTILE_SECRET": testSecret}
-	return startHost(t, Config{Servers: []ServerConfig{up}}, &Options{Policy: p})
+	return startHost(t, Config{Servers: []upstream.ServerConfig{up}}, &Options{Policy: p})
 }
 
 func wantRefused(t *testing.T, what string, err error, code int64) {
@@ -293,7 +295,7 @@ func (planPolicy) ToolCall(_ context.Context, in *abi.ToolCallInput) (*abi.CallD
 }
 
 func TestHiddenToolRefusalSaysWhy(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("s")}}, &Options{Policy: planPolicy{}})
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("s")}}, &Options{Policy: planPolicy{}})
 	ctx := context.Background()
 	pid := func() string {
 		res, err := h.CallTool(ctx, abi.Caller{}, "s__pid", nil)
@@ -329,8 +331,8 @@ func TestFeaturePrintCoversServers(t *testing.T) {
 	res := []*mcp.Resource{{URI: "file:///x", Name: "x"}}
 	prompts := []*mcp.Prompt{{Name: "p"}}
 	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever}
-	onA := buildFeatures(cfg, ResourcesConfig{}, []serverFeatures{{server: "a", resources: res, prompts: prompts}, {server: "b"}})
-	onB := buildFeatures(cfg, ResourcesConfig{}, []serverFeatures{{server: "a"}, {server: "b", resources: res, prompts: prompts}})
+	onA := buildFeatures(cfg, ResourcesConfig{}, []upstream.ServerFeatures{{Server: "a", Resources: res, Prompts: prompts}, {Server: "b"}})
+	onB := buildFeatures(cfg, ResourcesConfig{}, []upstream.ServerFeatures{{Server: "a"}, {Server: "b", Resources: res, Prompts: prompts}})
 	if onA.resPrint == onB.resPrint {
 		t.Error("a resource that moved server kept the print")
 	}

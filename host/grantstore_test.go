@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/authtest"
 )
@@ -30,10 +32,10 @@ func TestOAuthGrantsInStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: g})
+	a, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: g})
 	login(t, a, "p")
-	b := startHost(t, Config{Servers: []ServerConfig{codeServer("p", rs)}}, &Options{Grants: g})
-	if st := statusOf(b, "p"); st.State != StateConnected {
+	b := startHost(t, Config{Servers: []upstream.ServerConfig{codeServer("p", rs)}}, &Options{Grants: g})
+	if st := statusOf(b, "p"); st.State != upstream.StateConnected {
 		t.Fatalf("b did not connect with the stored grant: %s %s", st.State, st.Error)
 	}
 	first := jtiOf(t, b, "p")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -92,22 +94,22 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 // a caller the policies keep from the server learns nothing of it.
 func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string, tr *callTrace) (mcp.Result, error) {
 	sep := h.Config().Tools.Separator
-	var u *upstream
+	var u *upstream.Server
 	for _, c := range h.upstreamList() {
-		if strings.HasPrefix(name, c.cfg.Name+sep) && (u == nil || len(c.cfg.Name) > len(u.cfg.Name)) {
+		if strings.HasPrefix(name, c.Config.Name+sep) && (u == nil || len(c.Config.Name) > len(u.Config.Name)) {
 			u = c
 		}
 	}
 	if u == nil {
 		return nil, unknownTool(name)
 	}
-	st := u.status()
-	_, oauth := u.oauth.(*codeFlow)
-	waitsForLogin := oauth && (st.State == StateAuthorizing || st.State == StateUnauthorized)
-	if !waitsForLogin && (st.Tools > 0 || st.State == StateConnected || u.isHeld()) {
+	st := u.Status()
+	_, oauth := u.OAuth.(*upstream.CodeFlow)
+	waitsForLogin := oauth && (st.State == upstream.StateAuthorizing || st.State == upstream.StateUnauthorized)
+	if !waitsForLogin && (st.Tools > 0 || st.State == upstream.StateConnected || u.IsHeld()) {
 		return nil, unknownTool(name) // its tools are known, and name is not one; or an operator took them away
 	}
-	tool := abi.Tool{Name: name, Server: u.cfg.Name, Tool: strings.TrimPrefix(name, u.cfg.Name+sep)}
+	tool := abi.Tool{Name: name, Server: u.Config.Name, Tool: strings.TrimPrefix(name, u.Config.Name+sep)}
 	if h.wants(abi.HookToolsList) {
 		shown, err := h.policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: []abi.Tool{tool}})
 		if err != nil || !slices.ContainsFunc(shown, func(t abi.Tool) bool { return t.Name == name }) {
@@ -122,23 +124,23 @@ func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string,
 	}
 	tr.set(CallUpstreamError)
 	if waitsForLogin {
-		msg := (&AuthorizationNeeded{Server: u.cfg.Name, URL: st.AuthURL}).Error()
-		if u.perUser() {
+		msg := (&upstream.AuthorizationNeeded{Server: u.Config.Name, URL: st.AuthURL}).Error()
+		if u.PerUser() {
 			// The gateway's own login lists the tools; callers' logins
 			// come after.
-			msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.cfg.Name, u.cfg.Name)
-		} else if st.State == StateUnauthorized {
-			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.cfg.Name, st.Error, u.cfg.Name)
+			msg = fmt.Sprintf("server %q lists its tools once mcphost has its own login, which it does not have yet: an operator opens the link in `mcphost status` (or runs: mcphost auth login %s CONFIG); each caller then authorizes for themself", u.Config.Name, u.Config.Name)
+		} else if st.State == upstream.StateUnauthorized {
+			msg = fmt.Sprintf("server %q is not authorized: %s; the next connect asks for a login (mcphost status shows the link, or run: mcphost auth login %s CONFIG)", u.Config.Name, st.Error, u.Config.Name)
 		}
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
 	}
 	why := "is still connecting"
-	if st.State == StateFailed {
+	if st.State == upstream.StateFailed {
 		why = "could not be started or reached; mcphost retries with backoff"
-	} else if st.State == StateDisconnected {
+	} else if st.State == upstream.StateDisconnected {
 		why = "is disconnected"
 	}
 	// Not the server's error, which may hold what only operators should
 	// read: they have it in mcphost status.
-	return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.cfg.Name, why), nil
+	return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.Config.Name, why), nil
 }

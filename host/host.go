@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -69,14 +71,14 @@ type Options struct {
 	// Those are not bound to who may complete them: their links are the
 	// authorization server's, for the operator who ran the command. Unset,
 	// the host's own logins link to its login page (loginpage.go).
-	Logins *Logins
+	Logins *upstream.Logins
 }
 
 // Host is a running gateway. It is safe for concurrent use.
 type Host struct {
 	cfg          Config
 	log          hclog.Logger
-	oauth        *OAuthEnv // upstream OAuth logins (oauthcode.go)
+	oauth        *upstream.OAuthEnv // upstream OAuth logins (oauthcode.go)
 	policyStatus func() any
 	policy       Policy
 	noShortcuts  bool
@@ -89,9 +91,9 @@ type Host struct {
 	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
 	drain        drainState                         // SIGTERM's graceful drain (drain.go)
 
-	upMu      sync.RWMutex         // guards upstreams, byName and cfg across Reconfigure
-	upstreams []*upstream          // config order
-	byName    map[string]*upstream // server name -> upstream
+	upMu      sync.RWMutex                // guards upstreams, byName and cfg across Reconfigure
+	upstreams []*upstream.Server          // config order
+	byName    map[string]*upstream.Server // server name -> upstream
 
 	catMu          sync.Mutex // serialises catalog rebuilds
 	cat            atomic.Pointer[catalog]
@@ -144,7 +146,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		audit:        opts.Audit,
 		tracer:       opts.Tracer,
 		metrics:      opts.Metrics,
-		byName:       make(map[string]*upstream, len(cfg.Servers)),
+		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
@@ -155,9 +157,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	if logins == nil {
 		// Served by Handler, with the login page: bound to who may
 		// complete each login (loginpage.go).
-		logins = &Logins{bound: true}
+		logins = &upstream.Logins{Bound: true}
 	}
-	h.oauth = &OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
+	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
 		Authn: h.authn.Load}
 	h.views.init()
 	h.drain.init()
@@ -165,7 +167,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.cat.Store(buildCatalog(0, cfg.Tools, nil))
 	h.feats.Store(buildFeatures(cfg.Tools, cfg.Resources, nil))
 	for _, sc := range cfg.Servers {
-		u := newUpstream(sc, log.Named(sc.Name), h)
+		u := upstream.New(sc, log.Named(sc.Name), h)
 		h.upstreams = append(h.upstreams, u)
 		h.byName[sc.Name] = u
 	}
@@ -180,7 +182,7 @@ func (h *Host) Start(ctx context.Context) error {
 	ups := h.upstreamList()
 	waits := make([]<-chan struct{}, len(ups))
 	for i, u := range ups {
-		waits[i] = u.start()
+		waits[i] = u.Start()
 	}
 	for _, w := range waits {
 		select {
@@ -200,22 +202,22 @@ func (h *Host) Config() Config {
 }
 
 // Statuses reports every upstream's state, in config order.
-func (h *Host) Statuses() []Status {
+func (h *Host) Statuses() []upstream.Status {
 	ups := h.upstreamList()
-	out := make([]Status, len(ups))
+	out := make([]upstream.Status, len(ups))
 	for i, u := range ups {
-		out[i] = u.status()
+		out[i] = u.Status()
 	}
 	return out
 }
 
-func (h *Host) upstreamList() []*upstream {
+func (h *Host) upstreamList() []*upstream.Server {
 	h.upMu.RLock()
 	defer h.upMu.RUnlock()
 	return h.upstreams
 }
 
-func (h *Host) upstreamNamed(name string) *upstream {
+func (h *Host) upstreamNamed(name string) *upstream.Server {
 	h.upMu.RLock()
 	defer h.upMu.RUnlock()
 	return h.byName[name]
@@ -232,7 +234,7 @@ func (h *Host) Tools(ctx context.Context, caller abi.Caller) ([]abi.Tool, error)
 
 // toolsChanged rebuilds the catalog from every upstream's cached tools and,
 // when what clients can see changed, tells them.
-func (h *Host) toolsChanged(string) {
+func (h *Host) ToolsChanged(string) {
 	h.catMu.Lock()
 	defer h.catMu.Unlock()
 	h.upMu.RLock()
@@ -240,7 +242,7 @@ func (h *Host) toolsChanged(string) {
 	h.upMu.RUnlock()
 	sts := make([]serverTools, len(ups))
 	for i, u := range ups {
-		sts[i] = serverTools{server: u.cfg.Name, tools: u.cachedTools()}
+		sts[i] = serverTools{server: u.Config.Name, tools: u.CachedTools()}
 	}
 	old := h.cat.Load()
 	next := buildCatalog(old.version+1, toolsCfg, sts)
@@ -287,18 +289,18 @@ func (h *Host) NotifyPolicyChanged() {
 
 // progress routes an upstream's progress notification to the downstream
 // request it belongs to.
-func (h *Host) upstreamProgress(_ context.Context, u *upstream, p *mcp.ProgressNotificationParams) {
+func (h *Host) Progress(_ context.Context, u *upstream.Server, p *mcp.ProgressNotificationParams) {
 	t, ok := h.progressRoutes.lookup(u, p.ProgressToken)
 	if !ok {
 		// A token this server was not given: a call of another server's,
 		// or one that ended; not the server's to report on.
-		h.log.Debug("progress for a token the server was not given, dropped", "server", u.cfg.Name)
+		h.log.Debug("progress for a token the server was not given, dropped", "server", u.Config.Name)
 		return
 	}
 	out := *p
 	out.ProgressToken = t.token
 	out.Meta = nil
-	h.notify(t.session, note{kind: noteProgress, ctx: t.ctx, server: u.cfg.Name, progress: &out})
+	h.notify(t.session, note{kind: noteProgress, ctx: t.ctx, server: u.Config.Name, progress: &out})
 }
 
 // Close ends every upstream session and process and waits for them.
@@ -309,7 +311,7 @@ func (h *Host) Close() error {
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)
-			go func() { defer wg.Done(); u.close() }()
+			go func() { defer wg.Done(); u.Close() }()
 		}
 		wg.Wait()
 	})
@@ -317,9 +319,9 @@ func (h *Host) Close() error {
 }
 
 // oauthEnv is what the upstreams' OAuth logins share (upstreamEvents).
-func (h *Host) oauthEnv() *OAuthEnv { return h.oauth }
+func (h *Host) OAuthEnv() *upstream.OAuthEnv { return h.oauth }
 
-func (h *Host) shortcuts() bool { return !h.noShortcuts }
+func (h *Host) Shortcuts() bool { return !h.noShortcuts }
 
 // DefaultRedirect is the default redirect_url of upstream logins: this
 // host's own callback, on a loopback name when it listens on every
@@ -340,5 +342,5 @@ func DefaultRedirect(l Listen) string {
 	if l.TLSCert != "" {
 		scheme = "https"
 	}
-	return scheme + "://" + net.JoinHostPort(host, port) + CallbackPath
+	return scheme + "://" + net.JoinHostPort(host, port) + upstream.CallbackPath
 }

@@ -103,7 +103,7 @@ func (h *Host) identityOf(ctx context.Context, req mcp.Request, transport string
 
 // identity is the caller of a downstream session, nil for none
 // (upstreamEvents).
-func (h *Host) identity(ss *mcp.ServerSession) *auth.Identity {
+func (h *Host) Identity(ss *mcp.ServerSession) *auth.Identity {
 	if d, _ := h.sessions.lookup(ss); d != nil {
 		return d.identity
 	}
@@ -112,7 +112,7 @@ func (h *Host) identity(ss *mcp.ServerSession) *auth.Identity {
 
 // latestIdentity is the identity of ss's latest request (upstreamEvents):
 // the same caller as identity, with their latest access token.
-func (h *Host) latestIdentity(ss *mcp.ServerSession) *auth.Identity {
+func (h *Host) LatestIdentity(ss *mcp.ServerSession) *auth.Identity {
 	if d, _ := h.sessions.lookup(ss); d != nil {
 		if id := d.latest.Load(); id != nil {
 			return id
@@ -123,7 +123,7 @@ func (h *Host) latestIdentity(ss *mcp.ServerSession) *auth.Identity {
 }
 
 // sessionLive reports whether ss is tracked (upstreamEvents).
-func (h *Host) sessionLive(ss *mcp.ServerSession) bool {
+func (h *Host) SessionLive(ss *mcp.ServerSession) bool {
 	d, _ := h.sessions.lookup(ss)
 	return d != nil
 }

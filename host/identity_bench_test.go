@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -27,7 +29,7 @@ func BenchmarkToolCallHTTPAuth(b *testing.B) {
 		{"oauth", &auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: aud}}, as.Token(b, "alice", aud, nil)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h, err := New(Config{Listen: Listen{Auth: tc.auth}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+			h, err := New(Config{Listen: Listen{Auth: tc.auth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

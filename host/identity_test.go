@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2/clientcredentials"
@@ -61,14 +63,14 @@ func keyFor(subject, value string, groups []string, attrs map[string]string) aut
 }
 
 func authClient(token string) *http.Client {
-	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: map[string]string{"Authorization": "Bearer " + token}}}
+	return &http.Client{Transport: upstream.HeaderTransport{Base: http.DefaultTransport, Headers: map[string]string{"Authorization": "Bearer " + token}}}
 }
 
 // TestIdentityReachesPolicies: the identity a key gives reaches the
 // policies on every transport, the tools/list shortcut included, and
 // decides what each caller may do.
 func TestIdentityReachesPolicies(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close) // after the sessions close: an SSE stream holds its connection
 	ctx := context.Background()
@@ -120,7 +122,7 @@ func TestIdentityReachesPolicies(t *testing.T) {
 // TestSSESessionBound: a legacy SSE session id is worth nothing to
 // another identity.
 func TestSSESessionBound(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/sse", nil)
@@ -179,7 +181,7 @@ func TestOAuthThroughHost(t *testing.T) {
 	const aud = "https://mcp.example.com/mcp"
 	cfg := &auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: aud, Scopes: []string{"mcp:tools"}, Attributes: map[string]string{"team": "team"}}}
 	logs := &testproc.Buffer{}
-	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []ServerConfig{stdioServer("a")}},
+	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []upstream.ServerConfig{stdioServer("a")}},
 		&Options{Policy: whoPolicy{}, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})})
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
@@ -240,11 +242,11 @@ func TestOAuthThroughHost(t *testing.T) {
 // here), other identities get their own, and it ends with the identity's
 // last session; "per_session" keeps one per downstream session.
 func TestPerClientSessionsPerIdentity(t *testing.T) {
-	for _, mode := range []string{SessionsPerClient, SessionsPerSession} {
+	for _, mode := range []string{upstream.SessionsPerClient, upstream.SessionsPerSession} {
 		t.Run(mode, func(t *testing.T) {
 			sc := stdioServer("a")
 			sc.Sessions = mode
-			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{sc}}, nil)
+			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 			srv := httptest.NewServer(h.Handler())
 			t.Cleanup(srv.Close)
 			ctx := context.Background()
@@ -263,17 +265,17 @@ func TestPerClientSessionsPerIdentity(t *testing.T) {
 			if pb == p1 || pb == p2 {
 				t.Errorf("bob shares alice's upstream process %s", pb)
 			}
-			if (p1 == p2) != (mode == SessionsPerClient) {
+			if (p1 == p2) != (mode == upstream.SessionsPerClient) {
 				t.Errorf("alice's two sessions: processes %s and %s", p1, p2)
 			}
 			alice1.Close()
 			testproc.WaitFor(t, "alice's first session to end", 10*time.Second, func() bool { return h.sessions.count() == 2 })
-			if p := pid(alice2); mode == SessionsPerClient && p != p1 {
+			if p := pid(alice2); mode == upstream.SessionsPerClient && p != p1 {
 				t.Errorf("alice's second session moved from %s to %s when her first ended", p1, p)
 			}
 			alice2.Close()
 			testproc.WaitFor(t, "alice's upstream session to end", 10*time.Second, func() bool {
-				return h.upstreamNamed("a").status().ClientSessions == 1
+				return h.upstreamNamed("a").Status().ClientSessions == 1
 			})
 		})
 	}
@@ -284,8 +286,8 @@ func TestPerClientSessionsPerIdentity(t *testing.T) {
 // other's in place, and updates reach only the sessions that asked.
 func TestPerIdentitySubscriptions(t *testing.T) {
 	sc := stdioServer("a", "-subscribable")
-	sc.Sessions = SessionsPerClient
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{sc}}, nil)
+	sc.Sessions = upstream.SessionsPerClient
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -334,7 +336,7 @@ func TestSessionNeedsTheSameRights(t *testing.T) {
 		keyFor("alice", "alice-admin-0123456789", []string{"admins"}, nil),
 		keyFor("alice", "alice-readonly-0123456789", []string{"readonly"}, nil),
 	}}
-	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rights"}, nil).Connect(context.Background(),
@@ -364,7 +366,7 @@ func TestSessionNeedsTheSameRights(t *testing.T) {
 // TestKeysChangeAtReload: a key removed from the config stops working at
 // the reload, sessions included; a new one works at once.
 func TestKeysChangeAtReload(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -378,7 +380,7 @@ func TestKeysChangeAtReload(t *testing.T) {
 	}
 	defer alice.Close()
 	carol := keyFor("carol", "carol-key-0123456789", nil, nil)
-	next := Config{Listen: Listen{Auth: &auth.Config{Keys: []auth.Key{testAuth.Keys[1], carol}}}, Servers: []ServerConfig{stdioServer("a")}}
+	next := Config{Listen: Listen{Auth: &auth.Config{Keys: []auth.Key{testAuth.Keys[1], carol}}}, Servers: []upstream.ServerConfig{stdioServer("a")}}
 	if err := h.Reconfigure(ctx, next, nil); err != nil {
 		t.Fatal(err)
 	}

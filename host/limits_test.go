@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -60,7 +62,7 @@ func heapAndStacks() uint64 {
 // (heap and goroutine stacks; run with -v to see the figure) and keeps it
 // bounded.
 func TestIdleSessionMemory(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	initSession(t, srv.URL+"/mcp") // warm up
@@ -81,7 +83,7 @@ func TestIdleSessionMemory(t *testing.T) {
 // BenchmarkToolCallHTTP is the hot path over streamable HTTP: a go-sdk
 // client calling a stdio upstream's echo tool through Handler.
 func BenchmarkToolCallHTTP(b *testing.B) {
-	h, err := New(Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h, err := New(Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 // every connection is busy with a request, a new one is answered 503 with
 // Retry-After and a JSON-RPC error, and closed.
 func TestConnectionCap(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxConnections: 2}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{MaxConnections: 2}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	addr := listenLoopback(t, h)
 
 	get := func(c net.Conn) (*http.Response, error) {
@@ -167,7 +169,7 @@ func TestConnectionCap(t *testing.T) {
 // stream opens (they need never send a message), and give their place back
 // when it closes.
 func TestSSESessionCap(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxSessions: 2}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{MaxSessions: 2}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	addr := listenLoopback(t, h)
 
 	// open starts an SSE stream and returns its connection and status.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -27,7 +29,7 @@ var listMethods = map[string]string{
 // cache fields (ttlMs, cacheScope) that only 2026-07-28 defines, whether
 // the tools/list shortcut or the go-sdk answers.
 func TestListResultsCarryWhatTheVersionDefines(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("local"), everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("local"), everythingServer("every")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	for _, v := range []string{"2025-06-18", "2025-11-25"} {
 		t.Run(v, func(t *testing.T) {
@@ -82,7 +84,7 @@ func TestListResultsCarryWhatTheVersionDefines(t *testing.T) {
 // gets the cache fields that version requires, with a cacheScope it
 // defines.
 func TestListResultsAt20260728(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("local"), everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("local"), everythingServer("every")}}, nil)
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := h.MCPServer(DownstreamEmbedded).Connect(context.Background(), st, nil)
 	if err != nil {

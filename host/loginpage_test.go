@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
@@ -25,17 +27,17 @@ func TestLoginPageBinding(t *testing.T) {
 	as := authtest.New(t)
 	rs := newResource(t, as, "")
 	as.SetConsent(authtest.Hold)
-	h, base := startCodeHostConfig(t, Config{Listen: Listen{Auth: perUserAuth}, Servers: []ServerConfig{codeServer("p", rs)}}, &Options{Grants: grantsFile(t)})
+	h, base := startCodeHostConfig(t, Config{Listen: Listen{Auth: perUserAuth}, Servers: []upstream.ServerConfig{codeServer("p", rs)}}, &Options{Grants: grantsFile(t)})
 	link := waitAuthorizing(t, h, "p")
-	if !strings.HasPrefix(link, base+LoginPath+"?login=") {
+	if !strings.HasPrefix(link, base+upstream.LoginPath+"?login=") {
 		t.Fatalf("login link %q", link)
 	}
-	id := strings.TrimPrefix(link, base+LoginPath+"?login=")
+	id := strings.TrimPrefix(link, base+upstream.LoginPath+"?login=")
 
 	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(id, credential string) (*http.Response, string) {
 		t.Helper()
-		resp, err := noFollow.PostForm(base+LoginPath, url.Values{"login": {id}, "credential": {credential}})
+		resp, err := noFollow.PostForm(base+upstream.LoginPath, url.Values{"login": {id}, "credential": {credential}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +57,7 @@ func TestLoginPageBinding(t *testing.T) {
 		!strings.Contains(page, `name="credential"`) || resp.Header.Get("X-Frame-Options") != "DENY" || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("the login page answered %d %v:\n%s", resp.StatusCode, resp.Header, page)
 	}
-	if r, _ := noFollow.Get(base + LoginPath + "?login=nosuch"); r == nil || r.StatusCode != http.StatusBadRequest {
+	if r, _ := noFollow.Get(base + upstream.LoginPath + "?login=nosuch"); r == nil || r.StatusCode != http.StatusBadRequest {
 		t.Errorf("an unknown login's page answered %v", r)
 	}
 	for _, tc := range []struct{ id, credential, want string }{
@@ -79,7 +81,7 @@ func TestLoginPageBinding(t *testing.T) {
 		t.Fatalf("the administrator's proof answered %d to %q, cookies %v", resp.StatusCode, to, resp.Cookies())
 	}
 	c := resp.Cookies()[0]
-	if c.Name != "mcphost_login_"+id || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/oauth/" || c.MaxAge <= 0 || c.MaxAge > int(loginTimeout.Seconds()) || len(c.Value) < 20 {
+	if c.Name != "mcphost_login_"+id || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/oauth/" || c.MaxAge <= 0 || c.MaxAge > int(upstream.LoginTimeout.Seconds()) || len(c.Value) < 20 {
 		t.Errorf("the login's cookie: %+v", c)
 	}
 	if r, err := http.Get(to); err != nil || r.StatusCode != http.StatusOK {
@@ -108,7 +110,7 @@ func TestLoginPageBinding(t *testing.T) {
 	if n := as.TokenRequests("authorization_code"); n != 0 {
 		t.Fatalf("%d code exchanges for refused callbacks", n)
 	}
-	if st := statusOf(h, "p"); st.State != StateAuthorizing || st.AuthURL != link {
+	if st := statusOf(h, "p"); st.State != upstream.StateAuthorizing || st.AuthURL != link {
 		t.Fatalf("after refused callbacks: %s %q", st.State, st.AuthURL)
 	}
 	// The administrator's browser.
@@ -148,22 +150,22 @@ func FuzzBoundCallback(f *testing.F) {
 		f.Add(seed.query, seed.value, seed.own)
 	}
 	f.Fuzz(func(t *testing.T, query, value string, own bool) {
-		l := &Logins{bound: true}
-		pending := map[string]*pendingLogin{}
+		l := &upstream.Logins{Bound: true}
+		pending := map[string]*upstream.PendingLogin{}
 		for _, s := range []string{s1, s2} {
-			p, _, err := l.expect("srv", "key:bob", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+CallbackPath)
+			p, _, err := l.Expect("srv", "key:bob", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+upstream.CallbackPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.finish(nil) // the callback's page does not wait for an exchange
+			p.Finish(nil) // the callback's page does not wait for an exchange
 			pending[s] = p
 		}
-		l.prove(pending[s1], secret)
+		l.Prove(pending[s1], secret)
 		r := httptest.NewRequest(http.MethodGet, "/oauth/callback", nil)
 		r.URL.RawQuery = query
-		name := "mcphost_login_" + pending[s1].id
+		name := "mcphost_login_" + pending[s1].ID
 		if !own {
-			name = "mcphost_login_" + pending[s2].id
+			name = "mcphost_login_" + pending[s2].ID
 		}
 		r.Header.Set("Cookie", name+"="+value)
 		w := httptest.NewRecorder()
@@ -174,7 +176,7 @@ func FuzzBoundCallback(f *testing.F) {
 		}
 		for s, p := range pending {
 			select {
-			case <-p.done:
+			case <-p.Done:
 				if s != state || s != s1 || !own || value != secret {
 					t.Fatalf("query %q, cookie %s=%q completed the login of state %s", query, name, value, s)
 				}
@@ -192,14 +194,14 @@ func FuzzJWTClaims(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, payload string) {
-		jwtClaims(payload)
+		upstream.JWTClaims(payload)
 		sub, _ := json.Marshal(payload)
 		tok := "h." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":`+string(sub)+`}`)) + ".s"
 		var want string
 		if err := json.Unmarshal(sub, &want); err != nil {
 			t.Fatal(err)
 		}
-		c := jwtClaims(tok)
+		c := upstream.JWTClaims(tok)
 		if c == nil || c["sub"] != want {
 			t.Fatalf("claims of a JWT with sub %q: %v", payload, c)
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,8 +59,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func stdioServer(name string, args ...string) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportStdio, Command: upstreamBin, Args: append([]string{"-name", name}, args...)}
+func stdioServer(name string, args ...string) upstream.ServerConfig {
+	return upstream.ServerConfig{Name: name, Transport: upstream.TransportStdio, Command: upstreamBin, Args: append([]string{"-name", name}, args...)}
 }
 
 // startHost builds and starts a host and closes it when the test ends.

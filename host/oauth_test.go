@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -51,17 +53,17 @@ func TestUpstreamClientCredentials(t *testing.T) {
 	url := protectedServer(t, as)
 	as.AddClient("mcphost", authtest.Client{Secret: "right-secret-0123", Subject: "svc:mcphost", Audience: url})
 
-	h := startHost(t, Config{Servers: []ServerConfig{{Name: "p", Transport: TransportStreamableHTTP, URL: url,
-		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "mcphost", ClientSecret: "right-secret-0123"}}}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "p", Transport: upstream.TransportStreamableHTTP, URL: url,
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "mcphost", ClientSecret: "right-secret-0123"}}}}, nil)
 	got, isErr := callText(t, connectHTTP(t, h, nil), "p__whoami", nil)
 	if isErr || !strings.Contains(got, "svc:mcphost") {
 		t.Fatalf("p__whoami = %q (isError %v)", got, isErr)
 	}
 
-	bad := startHost(t, Config{Servers: []ServerConfig{{Name: "p", Transport: TransportStreamableHTTP, URL: url, ConnectTimeout: 5 * time.Second,
-		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "mcphost", ClientSecret: "wrong-secret-0123"}}}}, nil)
+	bad := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "p", Transport: upstream.TransportStreamableHTTP, URL: url, ConnectTimeout: 5 * time.Second,
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "mcphost", ClientSecret: "wrong-secret-0123"}}}}, nil)
 	testproc.WaitFor(t, "the server to fail", 15*time.Second, func() bool {
-		return bad.Statuses()[0].State == StateFailed
+		return bad.Statuses()[0].State == upstream.StateFailed
 	})
 	st := bad.Statuses()[0]
 	if st.Error == "" || strings.Contains(st.Error, "wrong-secret") {
@@ -74,32 +76,32 @@ func TestUpstreamClientCredentials(t *testing.T) {
 // handler could not be made from, saying why.
 func TestUpstreamOAuthValidate(t *testing.T) {
 	for _, tc := range []struct {
-		o    *UpstreamOAuth
+		o    *upstream.UpstreamOAuth
 		want string
 	}{
-		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a"}, "needs client_id and client_secret"},
-		{&UpstreamOAuth{Grant: GrantClientCredentials, ClientSecret: "b"}, "needs client_id and client_secret"},
-		{&UpstreamOAuth{Mode: "everyone"}, "not supported"},
-		{&UpstreamOAuth{RedirectURL: "ftp://x"}, "redirect_url"},
-		{&UpstreamOAuth{Grant: "authorization_code", ClientID: "a", ClientSecret: "b"}, "not supported"},
+		{&upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "a"}, "needs client_id and client_secret"},
+		{&upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientSecret: "b"}, "needs client_id and client_secret"},
+		{&upstream.UpstreamOAuth{Mode: "everyone"}, "not supported"},
+		{&upstream.UpstreamOAuth{RedirectURL: "ftp://x"}, "redirect_url"},
+		{&upstream.UpstreamOAuth{Grant: "authorization_code", ClientID: "a", ClientSecret: "b"}, "not supported"},
 	} {
-		err := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: tc.o}}}.WithDefaults().Validate()
+		err := Config{Servers: []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: tc.o}}}.WithDefaults().Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an error with %q", tc.o, err, tc.want)
 		}
 	}
-	shared := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp", Sessions: SessionsShared,
-		OAuth: &UpstreamOAuth{Mode: OAuthPerUser}}}}.WithDefaults().Validate()
+	shared := Config{Servers: []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportStreamableHTTP, URL: "https://x.example/mcp", Sessions: upstream.SessionsShared,
+		OAuth: &upstream.UpstreamOAuth{Mode: upstream.OAuthPerUser}}}}.WithDefaults().Validate()
 	if shared == nil || !strings.Contains(shared.Error(), `remove sessions = "shared"`) {
 		t.Errorf("per_user on a shared session: %v", shared)
 	}
-	perUser := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStreamableHTTP, URL: "https://x.example/mcp",
-		OAuth: &UpstreamOAuth{Mode: OAuthPerUser}}}}.WithDefaults()
-	if err := perUser.Validate(); err != nil || perUser.Servers[0].Sessions != SessionsPerClient {
+	perUser := Config{Servers: []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportStreamableHTTP, URL: "https://x.example/mcp",
+		OAuth: &upstream.UpstreamOAuth{Mode: upstream.OAuthPerUser}}}}.WithDefaults()
+	if err := perUser.Validate(); err != nil || perUser.Servers[0].Sessions != upstream.SessionsPerClient {
 		t.Errorf("per_user: %v, sessions %q", err, perUser.Servers[0].Sessions)
 	}
-	sse := Config{Servers: []ServerConfig{{Name: "s", Transport: TransportSSE, URL: "https://x.example/sse",
-		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "a", ClientSecret: "b"}}}}.WithDefaults().Validate()
+	sse := Config{Servers: []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportSSE, URL: "https://x.example/sse",
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "a", ClientSecret: "b"}}}}.WithDefaults().Validate()
 	if sse == nil || !strings.Contains(sse.Error(), "streamable-http") {
 		t.Errorf("oauth on sse: %v", sse)
 	}

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -168,15 +170,15 @@ func tokenClaims(header string) map[string]any {
 }
 
 // codeServer is a server that logs in to rs (no grant, mode shared).
-func codeServer(name string, rs *resource) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportStreamableHTTP, URL: rs.URL, OAuth: &UpstreamOAuth{}}
+func codeServer(name string, rs *resource) upstream.ServerConfig {
+	return upstream.ServerConfig{Name: name, Transport: upstream.TransportStreamableHTTP, URL: rs.URL, OAuth: &upstream.UpstreamOAuth{}}
 }
 
 // startCodeHost starts a host whose Handler is served on loopback at the
 // address its listen.http names, so that its default redirect URL, its own
 // /oauth/callback, is where the browser comes back. It returns the host
 // and its base URL.
-func startCodeHost(t *testing.T, servers []ServerConfig, opts *Options) (*Host, string) {
+func startCodeHost(t *testing.T, servers []upstream.ServerConfig, opts *Options) (*Host, string) {
 	return startCodeHostConfig(t, Config{Servers: servers}, opts)
 }
 
@@ -240,11 +242,11 @@ func openAs(link, credential string) (int, string, error) {
 	}
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || resp.Request.URL.Path != LoginPath || resp.StatusCode != http.StatusOK {
+	if err != nil || resp.Request.URL.Path != upstream.LoginPath || resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, string(b), err
 	}
 	at := resp.Request.URL
-	resp, err = browser.PostForm(at.Scheme+"://"+at.Host+LoginPath, url.Values{"login": {at.Query().Get("login")}, "credential": {credential}})
+	resp, err = browser.PostForm(at.Scheme+"://"+at.Host+upstream.LoginPath, url.Values{"login": {at.Query().Get("login")}, "credential": {credential}})
 	if err != nil {
 		return 0, "", err
 	}
@@ -263,13 +265,13 @@ func click(t *testing.T, link string) (int, string) {
 	return code, page
 }
 
-func statusOf(h *Host, name string) Status {
+func statusOf(h *Host, name string) upstream.Status {
 	for _, st := range h.Statuses() {
 		if st.Name == name {
 			return st
 		}
 	}
-	return Status{}
+	return upstream.Status{}
 }
 
 // waitAuthorizing waits for the server's login link and returns it.
@@ -277,14 +279,14 @@ func waitAuthorizing(t *testing.T, h *Host, name string) string {
 	t.Helper()
 	testproc.WaitFor(t, name+" to show a login link", 15*time.Second, func() bool {
 		st := statusOf(h, name)
-		return st.State == StateAuthorizing && st.AuthURL != ""
+		return st.State == upstream.StateAuthorizing && st.AuthURL != ""
 	})
 	return statusOf(h, name).AuthURL
 }
 
 func waitConnected(t *testing.T, h *Host, name string) {
 	t.Helper()
-	testproc.WaitFor(t, name+" to connect", 20*time.Second, func() bool { return statusOf(h, name).State == StateConnected })
+	testproc.WaitFor(t, name+" to connect", 20*time.Second, func() bool { return statusOf(h, name).State == upstream.StateConnected })
 }
 
 // login clicks the server's login link and waits for it to connect.
@@ -330,13 +332,13 @@ func storedGrant(t *testing.T, s grants.Store, server string) *grants.Grant {
 
 // loginServer serves a Logins at /oauth/callback on loopback, as
 // `mcphost auth login` does: it returns them and the redirect URL.
-func loginServer(t *testing.T) (*Logins, string) {
-	l := &Logins{}
+func loginServer(t *testing.T) (*upstream.Logins, string) {
+	l := &upstream.Logins{}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+CallbackPath, l)
+	mux.Handle("GET "+upstream.CallbackPath, l)
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return l, hs.URL + CallbackPath
+	return l, hs.URL + upstream.CallbackPath
 }
 
 // TestOAuthLogin: the foreground login of `mcphost auth login` stores a
@@ -363,7 +365,7 @@ func TestOAuthLogin(t *testing.T) {
 			store := grantsFile(t)
 			var links []string
 			var browser sync.WaitGroup
-			opts := LoginOptions{Grants: store, Logins: logins, Redirect: redirect, Logger: testLogger(t),
+			opts := upstream.LoginOptions{Grants: store, Logins: logins, Redirect: redirect, Logger: testLogger(t),
 				// The browser, which the announcement starts; the callback
 				// page shows once the login completed.
 				Announce: func(server, link string) {
@@ -376,7 +378,7 @@ func TestOAuthLogin(t *testing.T) {
 				}}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			n, err := Login(ctx, cfg, opts)
+			n, err := upstream.Login(ctx, cfg, opts)
 			browser.Wait()
 			if err != nil {
 				t.Fatal(err)
@@ -406,8 +408,8 @@ func TestOAuthLogin(t *testing.T) {
 			}
 
 			// mcphost run, later: the stored grant is used.
-			h := startHost(t, Config{Servers: []ServerConfig{cfg}}, &Options{Grants: store})
-			if st := statusOf(h, "p"); st.State != StateConnected {
+			h := startHost(t, Config{Servers: []upstream.ServerConfig{cfg}}, &Options{Grants: store})
+			if st := statusOf(h, "p"); st.State != upstream.StateConnected {
 				t.Fatalf("with the stored grant: %s (%s)", st.State, st.Error)
 			}
 			if got, isErr := call(t, h, "p__whoami"); isErr || !strings.Contains(got, authtest.DefaultUser) {
@@ -429,10 +431,10 @@ func TestOAuthLoginThroughHost(t *testing.T) {
 	as := authtest.New(t)
 	rs := newResource(t, as, "")
 	store := grantsFile(t)
-	h, base := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: store})
+	h, base := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: store})
 
 	link := waitAuthorizing(t, h, "p")
-	if !strings.HasPrefix(link, base+LoginPath+"?login=") {
+	if !strings.HasPrefix(link, base+upstream.LoginPath+"?login=") {
 		t.Fatalf("login link %q, want the host's own login page", link)
 	}
 	start := time.Now()
@@ -455,8 +457,8 @@ func TestOAuthLoginThroughHost(t *testing.T) {
 	if code, page := click(t, link); code != http.StatusOK || !strings.Contains(page, "Authorized") {
 		t.Fatalf("callback answered %d: %s", code, page)
 	}
-	if q := as.LastAuthorization(); q.Get("redirect_uri") != base+CallbackPath {
-		t.Fatalf("redirect_uri %q, want the host's own callback %q", q.Get("redirect_uri"), base+CallbackPath)
+	if q := as.LastAuthorization(); q.Get("redirect_uri") != base+upstream.CallbackPath {
+		t.Fatalf("redirect_uri %q, want the host's own callback %q", q.Get("redirect_uri"), base+upstream.CallbackPath)
 	}
 	waitConnected(t, h, "p")
 	if got, isErr := call(t, h, "p__whoami"); isErr || !strings.Contains(got, authtest.DefaultUser) {
@@ -472,8 +474,8 @@ func TestOAuthLoginThroughHost(t *testing.T) {
 	h.Close()
 
 	// A restart: the grant is used, with no login and no registration.
-	h2 := startHost(t, Config{Servers: []ServerConfig{codeServer("p", rs)}}, &Options{Grants: store})
-	if st := statusOf(h2, "p"); st.State != StateConnected {
+	h2 := startHost(t, Config{Servers: []upstream.ServerConfig{codeServer("p", rs)}}, &Options{Grants: store})
+	if st := statusOf(h2, "p"); st.State != upstream.StateConnected {
 		t.Fatalf("after a restart: %s (%s)", st.State, st.Error)
 	}
 	if got, isErr := call(t, h2, "p__whoami"); isErr || !strings.Contains(got, authtest.DefaultUser) {
@@ -506,7 +508,7 @@ func TestOAuthRefresh(t *testing.T) {
 	as.SetAccessTokenLifetime(12 * time.Second)
 	rs := newResource(t, as, "")
 	store := grantsFile(t)
-	h, _ := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: store})
+	h, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: store})
 	login(t, h, "p")
 	as.SetAccessTokenLifetime(time.Hour)
 	refused := rs.unauthorized.Load()
@@ -571,7 +573,7 @@ func TestOAuthExpiredWithoutRefreshToken(t *testing.T) {
 	// issued; the server takes it for 30 s more (its clock skew).
 	as.SetAccessTokenLifetime(11 * time.Second)
 	rs := newResource(t, as, "")
-	h, _ := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
+	h, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
 	login(t, h, "p")
 	if g := storedGrant(t, h.oauth.Grants, "p"); g == nil || g.RefreshToken != "" {
 		t.Fatalf("grant %+v, want one without a refresh token", g)
@@ -594,7 +596,7 @@ func TestOAuthExpiredWithoutRefreshToken(t *testing.T) {
 func TestOAuthRefreshOutage(t *testing.T) {
 	as := authtest.New(t)
 	rs := newResource(t, as, "")
-	h, _ := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
+	h, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
 	login(t, h, "p")
 	as.RevokeAccessTokens()
 	as.FailTokenRequests(http.StatusServiceUnavailable)
@@ -629,8 +631,8 @@ func TestOAuthWaitLogins(t *testing.T) {
 		announced.Add(1)
 		go open(link)
 	}}
-	h, _ := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, opts)
-	if st := statusOf(h, "p"); st.State != StateConnected {
+	h, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, opts)
+	if st := statusOf(h, "p"); st.State != upstream.StateConnected {
 		t.Fatalf("after Start: %s (%s)", st.State, st.Error)
 	}
 	if got, isErr := call(t, h, "p__whoami"); isErr {
@@ -648,7 +650,7 @@ func TestOAuthWaitLogins(t *testing.T) {
 func TestOAuthRevokedRefreshToken(t *testing.T) {
 	as1, as2 := authtest.New(t), authtest.New(t)
 	p, q := newResource(t, as1, ""), newResource(t, as2, "")
-	h, _ := startCodeHost(t, []ServerConfig{codeServer("p", p), codeServer("q", q)}, &Options{Grants: grantsFile(t)})
+	h, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", p), codeServer("q", q)}, &Options{Grants: grantsFile(t)})
 	login(t, h, "p")
 	login(t, h, "q")
 
@@ -675,7 +677,7 @@ func TestOAuthRevokedRefreshToken(t *testing.T) {
 	if got, isErr := call(t, h, "q__whoami"); isErr {
 		t.Errorf("q__whoami = %q", got)
 	}
-	if st := statusOf(h, "q"); st.State != StateConnected {
+	if st := statusOf(h, "q"); st.State != upstream.StateConnected {
 		t.Errorf("q is %s", st.State)
 	}
 
@@ -707,11 +709,11 @@ func TestOAuthStepUp(t *testing.T) {
 			cfg := codeServer("p", rs)
 			cfg.OAuth.Scopes = tc.scopes
 			store := grantsFile(t)
-			h, _ := startCodeHost(t, []ServerConfig{cfg}, &Options{Grants: store})
+			h, _ := startCodeHost(t, []upstream.ServerConfig{cfg}, &Options{Grants: store})
 			login(t, h, "p")
 			if tc.restart {
 				h.Close()
-				h, _ = startCodeHost(t, []ServerConfig{cfg}, &Options{Grants: store})
+				h, _ = startCodeHost(t, []upstream.ServerConfig{cfg}, &Options{Grants: store})
 				waitConnected(t, h, "p")
 			}
 			if got, isErr := call(t, h, "p__whoami"); isErr || strings.Contains(got, "mcp:admin") {
@@ -755,7 +757,7 @@ func TestOAuthStepUpDenied(t *testing.T) {
 	rs := newResource(t, as, "mcp:admin")
 	cfg := codeServer("p", rs)
 	cfg.IdleTimeout = time.Second
-	h, _ := startCodeHost(t, []ServerConfig{cfg}, &Options{Grants: grantsFile(t)})
+	h, _ := startCodeHost(t, []upstream.ServerConfig{cfg}, &Options{Grants: grantsFile(t)})
 	login(t, h, "p")
 	as.SetConsent(authtest.Deny)
 	got, isErr := call(t, h, "p__secret")
@@ -769,8 +771,8 @@ func TestOAuthStepUpDenied(t *testing.T) {
 	if got, isErr := call(t, h, "p__whoami"); isErr {
 		t.Fatalf("p__whoami after a denied step-up = %q", got)
 	}
-	testproc.WaitFor(t, "an idle disconnect", 10*time.Second, func() bool { return statusOf(h, "p").State != StateConnected })
-	if st := statusOf(h, "p"); st.State != StateDisconnected {
+	testproc.WaitFor(t, "an idle disconnect", 10*time.Second, func() bool { return statusOf(h, "p").State != upstream.StateConnected })
+	if st := statusOf(h, "p"); st.State != upstream.StateDisconnected {
 		t.Errorf("idle after a denied step-up: %s (%s)", st.State, st.Error)
 	}
 	if got, isErr := call(t, h, "p__whoami"); isErr {
@@ -786,13 +788,13 @@ func TestOAuthCallbackState(t *testing.T) {
 	as := authtest.New(t)
 	rs := newResource(t, as, "")
 	as.SetConsent(authtest.Hold)
-	h, base := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
+	h, base := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
 	link := waitAuthorizing(t, h, "p")
 	if code, _ := click(t, link); code != http.StatusOK {
 		t.Fatalf("held authorization answered %d", code)
 	}
 	held := as.Held()
-	if len(held) != 1 || !strings.HasPrefix(held[0], base+CallbackPath+"?") {
+	if len(held) != 1 || !strings.HasPrefix(held[0], base+upstream.CallbackPath+"?") {
 		t.Fatalf("held redirects %q", held)
 	}
 	good, err := url.Parse(held[0])
@@ -815,7 +817,7 @@ func TestOAuthCallbackState(t *testing.T) {
 			t.Errorf("callback %s answered %d: %s", bad.RawQuery, code, page)
 		}
 	}
-	if st := statusOf(h, "p"); st.State != StateAuthorizing || st.AuthURL != link {
+	if st := statusOf(h, "p"); st.State != upstream.StateAuthorizing || st.AuthURL != link {
 		t.Fatalf("after wrong callbacks: %s %q", st.State, st.AuthURL)
 	}
 	if n := as.TokenRequests("authorization_code"); n != 0 {
@@ -836,15 +838,15 @@ func TestOAuthCallbackState(t *testing.T) {
 		as := authtest.New(t)
 		rs := newResource(t, as, "")
 		as.SetConsent(authtest.Deny)
-		h, _ := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
+		h, _ := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: grantsFile(t)})
 		// Status is read as the login fails: a reconnect soon starts another.
-		var seen Status
+		var seen upstream.Status
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			deadline := time.Now().Add(15 * time.Second)
 			for time.Now().Before(deadline) {
-				if st := statusOf(h, "p"); st.State == StateUnauthorized {
+				if st := statusOf(h, "p"); st.State == upstream.StateUnauthorized {
 					seen = st
 					return
 				}
@@ -857,7 +859,7 @@ func TestOAuthCallbackState(t *testing.T) {
 			t.Errorf("callback with access_denied answered %d: %s", code, page)
 		}
 		<-done
-		if seen.State != StateUnauthorized || !strings.Contains(seen.Error, "access_denied") {
+		if seen.State != upstream.StateUnauthorized || !strings.Contains(seen.Error, "access_denied") {
 			t.Fatalf("status after access_denied: %+v", seen)
 		}
 		t.Logf("unauthorized: %s", seen.Error)
@@ -873,7 +875,7 @@ func TestOAuthTokensNotShown(t *testing.T) {
 	store := grantsFile(t)
 	var logs testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Name: "host", Level: hclog.Trace, Output: &logs})
-	h, base := startCodeHost(t, []ServerConfig{codeServer("p", rs)}, &Options{Grants: store, Logger: log})
+	h, base := startCodeHost(t, []upstream.ServerConfig{codeServer("p", rs)}, &Options{Grants: store, Logger: log})
 	var shown []string
 	show := func(what string) { shown = append(shown, what) }
 	status := func() {
@@ -933,10 +935,10 @@ func FuzzOAuthCallback(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
-		l := &Logins{}
-		pending := map[string]*pendingLogin{}
+		l := &upstream.Logins{}
+		pending := map[string]*upstream.PendingLogin{}
 		for _, s := range []string{s1, s2} {
-			p, _, err := l.expect("srv", "", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+CallbackPath)
+			p, _, err := l.Expect("srv", "", "https://as.example/authorize?client_id=c&state="+s, "http://127.0.0.1:7700"+upstream.CallbackPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -949,12 +951,12 @@ func FuzzOAuthCallback(f *testing.F) {
 		state := r.URL.Query().Get("state")
 		for s, p := range pending {
 			select {
-			case res := <-p.done:
+			case res := <-p.Done:
 				if s != state {
 					t.Fatalf("query %q completed the login of state %s", query, s)
 				}
-				if res.err == nil && res.res.State != s {
-					t.Fatalf("query %q: result for state %q", query, res.res.State)
+				if res.Err == nil && res.Res.State != s {
+					t.Fatalf("query %q: result for state %q", query, res.Res.State)
 				}
 			default:
 				if s == state {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -119,8 +121,8 @@ func resultIsError(res mcp.Result) bool {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		return r.IsError
-	case *rawToolResult:
-		return bytes.Contains(r.raw, []byte(`"isError":true`)) || bytes.Contains(r.raw, []byte(`"isError": true`))
+	case *upstream.RawToolResult:
+		return bytes.Contains(r.Raw, []byte(`"isError":true`)) || bytes.Contains(r.Raw, []byte(`"isError": true`))
 	}
 	return false
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/abi"
 )
 
@@ -24,9 +26,9 @@ func (h *Host) Disconnect(name string) error {
 		return err
 	}
 	h.log.Info("upstream disconnected by an operator", "server", name)
-	old.close()
-	h.toolsChanged(name)
-	h.featuresChanged(name)
+	old.Close()
+	h.ToolsChanged(name)
+	h.FeaturesChanged(name)
 	return nil
 }
 
@@ -39,20 +41,20 @@ func (h *Host) Reconnect(ctx context.Context, name string) error {
 		return err
 	}
 	h.log.Info("upstream reconnecting at an operator's request", "server", name)
-	old.close()
+	old.Close()
 	nu := h.upstreamNamed(name)
 	if nu == nil {
 		return nil // removed meanwhile
 	}
-	done := nu.start()
-	h.toolsChanged(name)
-	h.featuresChanged(name)
+	done := nu.Start()
+	h.ToolsChanged(name)
+	h.FeaturesChanged(name)
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return nil // still connecting; its status shows it
 	}
-	if st := nu.status(); st.State == StateFailed {
+	if st := nu.Status(); st.State == upstream.StateFailed {
 		return errors.New(st.Error)
 	}
 	return nil
@@ -61,25 +63,25 @@ func (h *Host) Reconnect(ctx context.Context, name string) error {
 // replaceUpstream swaps a server's upstream for a fresh one of the same
 // definition, held or not, and returns the old one for the caller to close
 // outside the lock.
-func (h *Host) replaceUpstream(name string, held bool) (*upstream, error) {
+func (h *Host) replaceUpstream(name string, held bool) (*upstream.Server, error) {
 	h.upMu.Lock()
 	defer h.upMu.Unlock()
 	if h.closed.Load() {
-		return nil, ErrClosed
+		return nil, upstream.ErrClosed
 	}
 	old, ok := h.byName[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownServer, name)
 	}
-	nu := newUpstream(old.cfg, old.log, h)
+	nu := upstream.New(old.Config, old.Log, h)
 	if held {
-		nu.held = true
-		nu.setStateLocked(StateDisconnected, errors.New("disconnected by an operator"))
-		nu.since = time.Now()
+		nu.Held = true
+		nu.SetStateLocked(upstream.StateDisconnected, errors.New("disconnected by an operator"))
+		nu.Since = time.Now()
 	}
 	// Readers hold on to the slice (upstreamList): a new one, never an
 	// edit in place.
-	next := make([]*upstream, len(h.upstreams))
+	next := make([]*upstream.Server, len(h.upstreams))
 	for i, u := range h.upstreams {
 		next[i] = u
 		if u == old {

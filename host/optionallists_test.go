@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,7 +44,7 @@ func TestOptionalListMethodNotFound(t *testing.T) {
 			up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 			t.Cleanup(up.Close)
 
-			h := startHost(t, Config{Servers: []ServerConfig{{Name: "p", Transport: TransportStreamableHTTP, URL: up.URL}}}, nil)
+			h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "p", Transport: upstream.TransportStreamableHTTP, URL: up.URL}}}, nil)
 			cs := connectHTTP(t, h, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -85,7 +87,7 @@ func (h *Host) listResourceTemplates(ctx context.Context, caller abi.Caller) (*m
 }
 
 // resourceUpstream routes a URI to its server.
-func (h *Host) resourceUpstream(uri string) (*upstream, error) {
+func (h *Host) resourceUpstream(uri string) (*upstream.Server, error) {
 	server, err := h.feats.Load().resourceServer(uri)
 	if err != nil {
 		return nil, err
@@ -102,7 +104,7 @@ func (h *Host) readResource(ctx context.Context, caller abi.Caller, ss *mcp.Serv
 	if err != nil {
 		return nil, err
 	}
-	server := u.cfg.Name
+	server := u.Config.Name
 	if err := h.admit(ctx, caller, abi.MethodResourcesRead, server, p.URI, p, mcp.ResourceNotFoundError(p.URI)); err != nil {
 		return nil, err
 	}
@@ -132,33 +134,33 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		return err
 	}
 	ss := req.Session
-	if err := h.admit(ctx, h.requestCaller(req), abi.MethodResourcesSubscribe, u.cfg.Name, uri, req.Params, mcp.ResourceNotFoundError(uri)); err != nil {
+	if err := h.admit(ctx, h.requestCaller(req), abi.MethodResourcesSubscribe, u.Config.Name, uri, req.Params, mcp.ResourceNotFoundError(uri)); err != nil {
 		return err
 	}
-	if u.perClient() {
+	if u.PerClient() {
 		// An identity's sessions share its upstream session: it is
 		// subscribed once per URI, and unsubscribed when the last leaves.
 		err := h.forward(ctx, ss, u, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
-			return u.subscribeOn(cs, ss, uri, true, func() error {
+			return u.SubscribeOn(cs, ss, uri, true, func() error {
 				return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 			})
 		})
 		if err != nil {
-			return rpcError(u.cfg.Name, err)
+			return rpcError(u.Config.Name, err)
 		}
 		return nil
 	}
-	if !h.sessions.addSub(ss, uri, u.cfg.Name) {
+	if !h.sessions.addSub(ss, uri, u.Config.Name) {
 		return nil // this client already subscribed
 	}
-	if u.addSub(uri) {
+	if u.AddSub(uri) {
 		err := h.forward(ctx, ss, u, "resources/subscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 			return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 		})
 		if err != nil {
-			u.dropSub(uri)
+			u.DropSub(uri)
 			h.sessions.dropSub(ss, uri)
-			return rpcError(u.cfg.Name, err)
+			return rpcError(u.Config.Name, err)
 		}
 	}
 	return nil
@@ -175,17 +177,17 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 	if err != nil {
 		return err
 	}
-	if !u.perClient() {
+	if !u.PerClient() {
 		return nil // never subscribed
 	}
 	err = h.forward(ctx, ss, u, "resources/unsubscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		// Upstream only when no other session of the client still wants it.
-		return u.subscribeOn(cs, ss, uri, false, func() error {
+		return u.SubscribeOn(cs, ss, uri, false, func() error {
 			return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 		})
 	})
 	if err != nil {
-		return rpcError(u.cfg.Name, err)
+		return rpcError(u.Config.Name, err)
 	}
 	return nil
 }
@@ -194,14 +196,14 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 // unsubscribes upstream when it was the last.
 func (h *Host) releaseSub(ctx context.Context, ss *mcp.ServerSession, server, uri string) {
 	u := h.upstreamNamed(server)
-	if u == nil || !u.dropSub(uri) {
+	if u == nil || !u.DropSub(uri) {
 		return
 	}
-	cs := u.liveSession()
+	cs := u.LiveSession()
 	if cs == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.Config.Timeout)
 	defer cancel()
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
 		h.log.Debug("unsubscribing upstream failed", "server", server, "uri", uri, "error", err)
@@ -214,7 +216,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	ref := *p.Ref
 	p.Ref = &ref
 	f := h.feats.Load()
-	var u *upstream
+	var u *upstream.Server
 	name := ref.Name
 	notFound := unknownPrompt(ref.Name)
 	switch ref.Type {
@@ -240,7 +242,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
 	}
 	caller := h.requestCaller(req)
-	if err := h.admit(ctx, caller, abi.MethodComplete, u.cfg.Name, name, req.Params, notFound); err != nil {
+	if err := h.admit(ctx, caller, abi.MethodComplete, u.Config.Name, name, req.Params, notFound); err != nil {
 		return nil, err
 	}
 	meta, done := h.upstreamMeta(ctx, u, req.Session, p.Meta)
@@ -252,9 +254,9 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 		return err
 	})
 	if err != nil {
-		return nil, rpcError(u.cfg.Name, err)
+		return nil, rpcError(u.Config.Name, err)
 	}
-	return governMessage(ctx, h, caller, abi.MethodComplete, u.cfg.Name, name, res)
+	return governMessage(ctx, h, caller, abi.MethodComplete, u.Config.Name, name, res)
 }
 
 // setLevel forwards logging/setLevel. A per-client session gets its
@@ -263,35 +265,35 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 func (h *Host) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	h.sessions.setLevel(ss, level)
 	for _, u := range h.upstreamList() {
-		if caps := u.capabilities(); caps == nil || caps.Logging == nil {
+		if caps := u.Capabilities(); caps == nil || caps.Logging == nil {
 			continue
 		}
-		if u.perClient() {
-			if _, cs := u.clientOf(ss); cs != nil {
+		if u.PerClient() {
+			if _, cs := u.ClientOf(ss); cs != nil {
 				h.setUpstreamLevel(ctx, u, cs, level)
 			}
 			continue
 		}
 		want := h.sessions.mostVerbose()
-		if !u.setSharedLevel(want) {
+		if !u.SetSharedLevel(want) {
 			continue
 		}
-		if cs := u.liveSession(); cs != nil {
+		if cs := u.LiveSession(); cs != nil {
 			h.setUpstreamLevel(ctx, u, cs, want)
 		}
 	}
 }
 
-func (h *Host) setUpstreamLevel(ctx context.Context, u *upstream, cs *mcp.ClientSession, level mcp.LoggingLevel) {
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+func (h *Host) setUpstreamLevel(ctx context.Context, u *upstream.Server, cs *mcp.ClientSession, level mcp.LoggingLevel) {
+	ctx, cancel := context.WithTimeout(ctx, u.Config.Timeout)
 	defer cancel()
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-		h.log.Debug("forwarding log level failed", "server", u.cfg.Name, "error", err)
+		h.log.Debug("forwarding log level failed", "server", u.Config.Name, "error", err)
 	}
 }
 
 // clientSessionStarted gives a new per-client session its client's log level.
-func (h *Host) clientSessionStarted(ctx context.Context, u *upstream, owner *mcp.ServerSession, cs *mcp.ClientSession) {
+func (h *Host) ClientSessionStarted(ctx context.Context, u *upstream.Server, owner *mcp.ServerSession, cs *mcp.ClientSession) {
 	level := h.sessions.level(owner)
 	if level == "" {
 		return
@@ -306,13 +308,13 @@ func (h *Host) clientSessionStarted(ctx context.Context, u *upstream, owner *mcp
 // changed: its per-client sessions, and every shared session.
 func (h *Host) rootsChanged(ss *mcp.ServerSession) {
 	for _, u := range h.upstreamList() {
-		if u.perClient() {
-			if c, _ := u.clientOf(ss); c != nil {
+		if u.PerClient() {
+			if c, _ := u.ClientOf(ss); c != nil {
 				c.AddRoots(markerRoot)
 			}
 			continue
 		}
-		u.client.AddRoots(markerRoot)
+		u.Client.AddRoots(markerRoot)
 	}
 }
 
@@ -322,15 +324,15 @@ var markerRoot = &mcp.Root{URI: "mcphost:roots", Name: "mcphost"}
 
 // featuresChanged rebuilds the prompts and resources snapshot and tells
 // clients what changed.
-func (h *Host) featuresChanged(string) {
+func (h *Host) FeaturesChanged(string) {
 	h.featMu.Lock()
 	defer h.featMu.Unlock()
 	h.upMu.RLock()
 	ups, tcfg, rcfg := h.upstreams, h.cfg.Tools, h.cfg.Resources
 	h.upMu.RUnlock()
-	sfs := make([]serverFeatures, len(ups))
+	sfs := make([]upstream.ServerFeatures, len(ups))
 	for i, u := range ups {
-		sfs[i] = u.cachedFeatures()
+		sfs[i] = u.CachedFeatures()
 	}
 	old := h.feats.Load()
 	next := buildFeatures(tcfg, rcfg, sfs)
@@ -349,7 +351,7 @@ func (h *Host) featuresChanged(string) {
 func (h *Host) capabilities() *mcp.ServerCapabilities {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
 	for _, u := range h.upstreamList() {
-		c := u.capabilities()
+		c := u.Capabilities()
 		if c == nil {
 			continue
 		}

@@ -8,20 +8,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
-func everythingServer(name string) ServerConfig {
-	return ServerConfig{Name: name, Transport: TransportStdio, Command: everythingBin}
+func everythingServer(name string) upstream.ServerConfig {
+	return upstream.ServerConfig{Name: name, Transport: upstream.TransportStdio, Command: everythingBin}
 }
 
 // Prompts, resources, templates, completion, subscriptions and logging pass
 // through from the go-sdk conformance server, next to a server without them.
 func TestPromptsResourcesCompletionLogging(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("local"), everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("local"), everythingServer("every")}}, nil)
 	var (
 		mu      sync.Mutex
 		logs    []string
@@ -157,7 +159,7 @@ func TestPromptsResourcesCompletionLogging(t *testing.T) {
 
 // With prefix = "never", prompt names pass through as they are.
 func TestPromptNamesPassThrough(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}, Tools: ToolsConfig{Prefix: PrefixNever}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}, Tools: ToolsConfig{Prefix: PrefixNever}}, nil)
 	cs := connectHTTP(t, h, nil)
 	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "test_simple_prompt"}); err != nil {
 		t.Fatal(err)
@@ -165,9 +167,9 @@ func TestPromptNamesPassThrough(t *testing.T) {
 }
 
 func TestResourceConflicts(t *testing.T) {
-	ups := []serverFeatures{
-		{server: "a", resources: []*mcp.Resource{{URI: "x://same"}, {URI: "x://a"}}, templates: []*mcp.ResourceTemplate{{URITemplate: "t://{id}"}}},
-		{server: "b", resources: []*mcp.Resource{{URI: "x://same"}, {URI: "x://b"}}, templates: []*mcp.ResourceTemplate{{URITemplate: "t://{id}/more"}, {URITemplate: "u://{id}"}}},
+	ups := []upstream.ServerFeatures{
+		{Server: "a", Resources: []*mcp.Resource{{URI: "x://same"}, {URI: "x://a"}}, Templates: []*mcp.ResourceTemplate{{URITemplate: "t://{id}"}}},
+		{Server: "b", Resources: []*mcp.Resource{{URI: "x://same"}, {URI: "x://b"}}, Templates: []*mcp.ResourceTemplate{{URITemplate: "t://{id}/more"}, {URITemplate: "u://{id}"}}},
 	}
 	first := buildFeatures(ToolsConfig{}, ResourcesConfig{Conflict: ResourceConflictFirst}, ups)
 	for uri, want := range map[string]string{"x://same": "a", "x://a": "a", "x://b": "b", "t://1": "a", "u://1": "b"} {
@@ -203,9 +205,9 @@ func FuzzResourceRoute(f *testing.F) {
 	f.Add("x://{a}{b}{c}", "x://")
 	f.Add("{", "}")
 	f.Fuzz(func(t *testing.T, tmpl, uri string) {
-		ups := []serverFeatures{
-			{server: "a", resources: []*mcp.Resource{{URI: uri}}, templates: []*mcp.ResourceTemplate{{URITemplate: tmpl}}},
-			{server: "b", templates: []*mcp.ResourceTemplate{{URITemplate: tmpl}, {URITemplate: uri}}},
+		ups := []upstream.ServerFeatures{
+			{Server: "a", Resources: []*mcp.Resource{{URI: uri}}, Templates: []*mcp.ResourceTemplate{{URITemplate: tmpl}}},
+			{Server: "b", Templates: []*mcp.ResourceTemplate{{URITemplate: tmpl}, {URITemplate: uri}}},
 		}
 		for _, mode := range []string{ResourceConflictFirst, ResourceConflictError} {
 			f := buildFeatures(ToolsConfig{}, ResourcesConfig{Conflict: mode}, ups)
@@ -228,7 +230,7 @@ func FuzzDecodeProgress(f *testing.F) {
 	f.Add([]byte(`{"progress":1}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := decodeProgress(b)
+		p, err := upstream.DecodeProgress(b)
 		if err == nil && p.ProgressToken == nil {
 			t.Fatal("accepted a notification without a token")
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -37,16 +39,16 @@ func keyOf(subject string) string { return subject + "-key-0123456789" }
 func startPerUser(t *testing.T, rs *resource, opts *Options) (*Host, string) {
 	t.Helper()
 	srv := codeServer("gh", rs)
-	srv.OAuth.Mode = OAuthPerUser
-	h, base := startCodeHostConfig(t, Config{Listen: Listen{Auth: perUserAuth}, Servers: []ServerConfig{srv}}, opts)
-	if len(h.Config().Servers) != 1 || h.Config().Servers[0].Sessions != SessionsPerClient {
-		t.Fatalf("per_user implies sessions = %q", SessionsPerClient)
+	srv.OAuth.Mode = upstream.OAuthPerUser
+	h, base := startCodeHostConfig(t, Config{Listen: Listen{Auth: perUserAuth}, Servers: []upstream.ServerConfig{srv}}, opts)
+	if len(h.Config().Servers) != 1 || h.Config().Servers[0].Sessions != upstream.SessionsPerClient {
+		t.Fatalf("per_user implies sessions = %q", upstream.SessionsPerClient)
 	}
 	testproc.WaitFor(t, "gh to connect or ask for a login", 15*time.Second, func() bool {
 		st := statusOf(h, "gh")
-		return st.State == StateConnected || st.AuthURL != ""
+		return st.State == upstream.StateConnected || st.AuthURL != ""
 	})
-	if statusOf(h, "gh").State != StateConnected {
+	if statusOf(h, "gh").State != upstream.StateConnected {
 		rs.as.SetUser("operator")
 		login(t, h, "gh")
 	}
@@ -183,7 +185,7 @@ func TestOAuthPerUser(t *testing.T) {
 		t.Errorf("alice's first call waited %s", took)
 	}
 	link := linkOf(t, got)
-	if st := statusOf(h, "gh"); st.State != StateConnected || st.Users == nil || st.Users.Authorizing != 1 || st.Users.Authorized != 0 {
+	if st := statusOf(h, "gh"); st.State != upstream.StateConnected || st.Users == nil || st.Users.Authorizing != 1 || st.Users.Authorized != 0 {
 		t.Errorf("status while alice logs in: %s %+v", st.State, st.Users)
 	}
 	loginAs(t, as, "alice", link)

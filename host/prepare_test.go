@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/plugins"
@@ -30,7 +32,7 @@ func TestPrepareViewsBeforeSwap(t *testing.T) {
 	if err := mgr.Reload(ctx, titles("First")); err != nil {
 		t.Fatal(err)
 	}
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("s")}}, &Options{Policy: mgr})
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("s")}}, &Options{Policy: mgr})
 	mgr.Attach(hostListener{h})
 	caller := abi.Caller{ClientName: "prepared"}
 	title := func() string {

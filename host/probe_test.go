@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,11 +26,11 @@ import (
 // pidServer is a stdio definition that runs argv through sh, which writes
 // its own pid (kept by exec) and that of a background child in the same
 // process group to a file first; pids reads them once the server started.
-func pidServer(t *testing.T, argv ...string) (cfg ServerConfig, pids func() []int) {
+func pidServer(t *testing.T, argv ...string) (cfg upstream.ServerConfig, pids func() []int) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "pids")
 	script := `sleep 60 </dev/null >/dev/null 2>&1 & echo $$ $! > "$0"; exec "$@"`
-	cfg = ServerConfig{Transport: TransportStdio, Command: "sh", Args: append([]string{"-c", script, file}, argv...)}
+	cfg = upstream.ServerConfig{Transport: upstream.TransportStdio, Command: "sh", Args: append([]string{"-c", script, file}, argv...)}
 	return cfg, func() []int {
 		t.Helper()
 		b, err := os.ReadFile(file)
@@ -74,7 +76,7 @@ func toolNames(tools []*mcp.Tool) []string {
 func TestProbeStdio(t *testing.T) {
 	cfg, pids := pidServer(t, upstreamBin, "-name", "probed", "-secrets")
 	cfg.Env = map[string]string{"HOSTILE_SECRET": "not-a-real-secret"}
-	res := Probe(context.Background(), cfg, testLogger(t))
+	res := upstream.Probe(context.Background(), cfg, testLogger(t))
 	if !res.OK {
 		t.Fatalf("probe failed at %s: %s (stderr %q)", res.Stage, res.Error, res.Stderr)
 	}
@@ -83,8 +85,8 @@ func TestProbeStdio(t *testing.T) {
 	if res.ServerInfo == nil || res.ServerInfo.Name != "probed" || res.ServerInfo.Version != "1.0.0" {
 		t.Errorf("serverInfo = %+v", res.ServerInfo)
 	}
-	if res.ProtocolVersion != DefaultProtocolVersion {
-		t.Errorf("protocolVersion = %q, want the pinned default %q", res.ProtocolVersion, DefaultProtocolVersion)
+	if res.ProtocolVersion != upstream.DefaultProtocolVersion {
+		t.Errorf("protocolVersion = %q, want the pinned default %q", res.ProtocolVersion, upstream.DefaultProtocolVersion)
 	}
 	if res.Capabilities == nil || res.Capabilities.Tools == nil || res.Capabilities.Prompts == nil || res.Capabilities.Resources == nil {
 		t.Errorf("capabilities = %+v", res.Capabilities)
@@ -120,20 +122,20 @@ func TestProbeStdio(t *testing.T) {
 func TestProbeConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  ServerConfig
+		cfg  upstream.ServerConfig
 		want string
 	}{
-		{"no command", ServerConfig{}, `server 0 ("test"): transport "stdio" needs a command`},
-		{"bad url", ServerConfig{Name: "web", Transport: TransportStreamableHTTP, URL: "ftp://example.com"}, `needs an http(s) url`},
-		{"bad url with a password", ServerConfig{Transport: TransportSSE, URL: "ftp://user:hunter2-pw@example.com"}, `needs an http(s) url, got "ftp://user:`},
-		{"unknown transport", ServerConfig{Transport: "carrier-pigeon", URL: "http://x"}, `unknown transport "carrier-pigeon"`},
-		{"bad oauth", ServerConfig{Transport: TransportStreamableHTTP, URL: "http://x", OAuth: &UpstreamOAuth{Grant: "password"}}, `oauth grant "password" is not supported`},
-		{"negative timeout", ServerConfig{Command: "true", ConnectTimeout: -time.Second}, `timeouts must be positive`},
+		{"no command", upstream.ServerConfig{}, `server 0 ("test"): transport "stdio" needs a command`},
+		{"bad url", upstream.ServerConfig{Name: "web", Transport: upstream.TransportStreamableHTTP, URL: "ftp://example.com"}, `needs an http(s) url`},
+		{"bad url with a password", upstream.ServerConfig{Transport: upstream.TransportSSE, URL: "ftp://user:hunter2-pw@example.com"}, `needs an http(s) url, got "ftp://user:`},
+		{"unknown transport", upstream.ServerConfig{Transport: "carrier-pigeon", URL: "http://x"}, `unknown transport "carrier-pigeon"`},
+		{"bad oauth", upstream.ServerConfig{Transport: upstream.TransportStreamableHTTP, URL: "http://x", OAuth: &upstream.UpstreamOAuth{Grant: "password"}}, `oauth grant "password" is not supported`},
+		{"negative timeout", upstream.ServerConfig{Command: "true", ConnectTimeout: -time.Second}, `timeouts must be positive`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Probe(context.Background(), tc.cfg, nil)
-			if res.OK || res.Stage != ProbeStageConfig || !strings.Contains(res.Error, tc.want) {
-				t.Fatalf("ok %v, stage %q, error %q; want stage %q and an error with %q", res.OK, res.Stage, res.Error, ProbeStageConfig, tc.want)
+			res := upstream.Probe(context.Background(), tc.cfg, nil)
+			if res.OK || res.Stage != upstream.ProbeStageConfig || !strings.Contains(res.Error, tc.want) {
+				t.Fatalf("ok %v, stage %q, error %q; want stage %q and an error with %q", res.OK, res.Stage, res.Error, upstream.ProbeStageConfig, tc.want)
 			}
 			if strings.Contains(res.Error, "hunter2-pw") {
 				t.Errorf("the URL's password is in the error: %s", res.Error)
@@ -163,8 +165,8 @@ func TestProbeConfig(t *testing.T) {
 // naming the command.
 func TestProbeCommandNotFound(t *testing.T) {
 	cmd := filepath.Join(t.TempDir(), "no-such-mcp-server")
-	res := Probe(context.Background(), ServerConfig{Name: "missing", Command: cmd, Args: []string{"--stdio"}}, testLogger(t))
-	if res.OK || res.Stage != ProbeStageConnect || !strings.Contains(res.Error, cmd) || !strings.HasPrefix(res.Error, "connecting: ") {
+	res := upstream.Probe(context.Background(), upstream.ServerConfig{Name: "missing", Command: cmd, Args: []string{"--stdio"}}, testLogger(t))
+	if res.OK || res.Stage != upstream.ProbeStageConnect || !strings.Contains(res.Error, cmd) || !strings.HasPrefix(res.Error, "connecting: ") {
 		t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 	}
 	t.Logf("failed as: %s; stderr: %q", res.Error, res.Stderr)
@@ -178,9 +180,9 @@ func TestProbeCommandNotFound(t *testing.T) {
 func TestProbeExitsAtOnce(t *testing.T) {
 	cfg, pids := pidServer(t, upstreamBin, "-fail", "fatal: cannot read /etc/probe.conf (token=abcdef123456) as plain-env-value-77")
 	cfg.Env = map[string]string{"DB_PASS": "plain-env-value-77"}
-	res := Probe(context.Background(), cfg, testLogger(t))
+	res := upstream.Probe(context.Background(), cfg, testLogger(t))
 	assertGone(t, pids())
-	if res.OK || res.Stage != ProbeStageConnect || res.Error == "" {
+	if res.OK || res.Stage != upstream.ProbeStageConnect || res.Error == "" {
 		t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 	}
 	t.Logf("failed as: %s; stderr: %q", res.Error, res.Stderr)
@@ -209,10 +211,10 @@ func TestProbeHangs(t *testing.T) {
 		cfg, pids := pidServer(t, "sleep", "30")
 		cfg.ConnectTimeout = 300 * time.Millisecond
 		start := time.Now()
-		res := Probe(context.Background(), cfg, testLogger(t))
+		res := upstream.Probe(context.Background(), cfg, testLogger(t))
 		elapsed := time.Since(start)
 		assertGone(t, pids())
-		if res.OK || res.Stage != ProbeStageConnect || !strings.Contains(res.Error, "no answer within connect_timeout (300ms)") {
+		if res.OK || res.Stage != upstream.ProbeStageConnect || !strings.Contains(res.Error, "no answer within connect_timeout (300ms)") {
 			t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 		}
 		// The timeout, then at most the grace periods of ending the group.
@@ -226,10 +228,10 @@ func TestProbeHangs(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		res := Probe(ctx, cfg, testLogger(t)) // connect_timeout: the default 30 s
+		res := upstream.Probe(ctx, cfg, testLogger(t)) // connect_timeout: the default 30 s
 		elapsed := time.Since(start)
 		assertGone(t, pids())
-		if res.OK || res.Stage != ProbeStageConnect || res.Error == "" || strings.Contains(res.Error, "connect_timeout") {
+		if res.OK || res.Stage != upstream.ProbeStageConnect || res.Error == "" || strings.Contains(res.Error, "connect_timeout") {
 			t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 		}
 		if elapsed > hang {
@@ -259,9 +261,9 @@ func TestProbeHangs(t *testing.T) {
 			}
 		}()
 		start := time.Now()
-		res := Probe(context.Background(), ServerConfig{Name: "mute", Transport: TransportStreamableHTTP,
+		res := upstream.Probe(context.Background(), upstream.ServerConfig{Name: "mute", Transport: upstream.TransportStreamableHTTP,
 			URL: "http://" + ln.Addr().String() + "/mcp", ConnectTimeout: 300 * time.Millisecond}, testLogger(t))
-		if res.OK || res.Stage != ProbeStageConnect || !strings.Contains(res.Error, "connect_timeout") {
+		if res.OK || res.Stage != upstream.ProbeStageConnect || !strings.Contains(res.Error, "connect_timeout") {
 			t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 		}
 		if elapsed := time.Since(start); elapsed > hang {
@@ -313,8 +315,8 @@ func probeTarget(t *testing.T, token string, failList bool) string {
 func TestProbeStreamableHTTP(t *testing.T) {
 	const token = "probe-token-4f1c9e"
 	url := probeTarget(t, token, false)
-	cfg := ServerConfig{Name: "web", Transport: TransportStreamableHTTP, URL: url, Headers: map[string]string{"Authorization": "Bearer " + token}}
-	res := Probe(context.Background(), cfg, testLogger(t))
+	cfg := upstream.ServerConfig{Name: "web", Transport: upstream.TransportStreamableHTTP, URL: url, Headers: map[string]string{"Authorization": "Bearer " + token}}
+	res := upstream.Probe(context.Background(), cfg, testLogger(t))
 	if !res.OK {
 		t.Fatalf("probe failed at %s: %s", res.Stage, res.Error)
 	}
@@ -332,8 +334,8 @@ func TestProbeStreamableHTTP(t *testing.T) {
 	}
 
 	cfg.Headers = map[string]string{"Authorization": "Bearer wrong-token-77aa01"}
-	res = Probe(context.Background(), cfg, testLogger(t))
-	if res.OK || res.Stage != ProbeStageConnect || !strings.Contains(res.Error, "nauthorized") {
+	res = upstream.Probe(context.Background(), cfg, testLogger(t))
+	if res.OK || res.Stage != upstream.ProbeStageConnect || !strings.Contains(res.Error, "nauthorized") {
 		t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 	}
 	if strings.Contains(res.Error, "77aa01") {
@@ -345,9 +347,9 @@ func TestProbeStreamableHTTP(t *testing.T) {
 // stage, with what it said at initialize kept.
 func TestProbeListFails(t *testing.T) {
 	url := probeTarget(t, "tok-12345678", true)
-	res := Probe(context.Background(), ServerConfig{Transport: TransportStreamableHTTP, URL: url,
+	res := upstream.Probe(context.Background(), upstream.ServerConfig{Transport: upstream.TransportStreamableHTTP, URL: url,
 		Headers: map[string]string{"Authorization": "Bearer tok-12345678"}}, testLogger(t))
-	if res.OK || res.Stage != ProbeStageList || !strings.Contains(res.Error, "listing tools: ") || !strings.Contains(res.Error, "tool registry unavailable") {
+	if res.OK || res.Stage != upstream.ProbeStageList || !strings.Contains(res.Error, "listing tools: ") || !strings.Contains(res.Error, "tool registry unavailable") {
 		t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 	}
 	if res.ServerInfo == nil || res.ServerInfo.Name != "web" || res.Capabilities == nil || res.Capabilities.Tools == nil {
@@ -361,12 +363,12 @@ func TestProbeListFails(t *testing.T) {
 // An HTTP address where nothing listens fails at once, not after the
 // connect timeout, and credentials in the URL stay out of the error.
 func TestProbeNothingListens(t *testing.T) {
-	for _, transport := range []string{TransportStreamableHTTP, TransportSSE} {
+	for _, transport := range []string{upstream.TransportStreamableHTTP, upstream.TransportSSE} {
 		t.Run(transport, func(t *testing.T) {
 			url := "http://user:pa55word-x9@" + testproc.FreeAddr(t) + "/mcp?api_key=k3y-secret-c0ffee"
 			start := time.Now()
-			res := Probe(context.Background(), ServerConfig{Transport: transport, URL: url}, testLogger(t))
-			if res.OK || res.Stage != ProbeStageConnect || !strings.Contains(res.Error, "refused") {
+			res := upstream.Probe(context.Background(), upstream.ServerConfig{Transport: transport, URL: url}, testLogger(t))
+			if res.OK || res.Stage != upstream.ProbeStageConnect || !strings.Contains(res.Error, "refused") {
 				t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 			}
 			if elapsed := time.Since(start); elapsed > 5*time.Second {
@@ -385,7 +387,7 @@ func TestProbeNothingListens(t *testing.T) {
 func TestProbeSSE(t *testing.T) {
 	addr := testproc.FreeAddr(t)
 	startProcess(t, addr, upstreamBin, "-http="+addr, "-sse", "-name", "legacy")
-	res := Probe(context.Background(), ServerConfig{Name: "legacy", Transport: TransportSSE, URL: "http://" + addr}, testLogger(t))
+	res := upstream.Probe(context.Background(), upstream.ServerConfig{Name: "legacy", Transport: upstream.TransportSSE, URL: "http://" + addr}, testLogger(t))
 	if !res.OK {
 		t.Fatalf("probe failed at %s: %s", res.Stage, res.Error)
 	}
@@ -401,16 +403,16 @@ func TestProbeOAuth(t *testing.T) {
 	as := authtest.New(t)
 	url := protectedServer(t, as)
 	as.AddClient("mcphost", authtest.Client{Secret: "right-secret-0123", Subject: "svc:mcphost", Audience: url})
-	cfg := ServerConfig{Name: "p", Transport: TransportStreamableHTTP, URL: url, ConnectTimeout: 5 * time.Second,
-		OAuth: &UpstreamOAuth{Grant: GrantClientCredentials, ClientID: "mcphost", ClientSecret: "right-secret-0123"}}
-	res := Probe(context.Background(), cfg, testLogger(t))
+	cfg := upstream.ServerConfig{Name: "p", Transport: upstream.TransportStreamableHTTP, URL: url, ConnectTimeout: 5 * time.Second,
+		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantClientCredentials, ClientID: "mcphost", ClientSecret: "right-secret-0123"}}
+	res := upstream.Probe(context.Background(), cfg, testLogger(t))
 	if !res.OK || !slices.Equal(toolNames(res.Tools), []string{"whoami"}) {
 		t.Fatalf("ok %v at %s: %s; tools %v", res.OK, res.Stage, res.Error, toolNames(res.Tools))
 	}
 
 	cfg.OAuth.ClientSecret = "wrong-secret-0123"
-	res = Probe(context.Background(), cfg, testLogger(t))
-	if res.OK || res.Stage != ProbeStageConnect || res.Error == "" {
+	res = upstream.Probe(context.Background(), cfg, testLogger(t))
+	if res.OK || res.Stage != upstream.ProbeStageConnect || res.Error == "" {
 		t.Fatalf("ok %v, stage %q, error %q", res.OK, res.Stage, res.Error)
 	}
 	if strings.Contains(res.Error, "wrong-secret") {
@@ -422,10 +424,10 @@ func TestProbeOAuth(t *testing.T) {
 // probeMask takes the definition's own secrets out of a message, word for
 // word, besides what errorText masks.
 func TestProbeMask(t *testing.T) {
-	cfg := ServerConfig{Headers: map[string]string{"Authorization": "Token zz-opaque-42", "X-Api": "abc", "X-Tenant": "acme-corp-eu"},
+	cfg := upstream.ServerConfig{Headers: map[string]string{"Authorization": "Token zz-opaque-42", "X-Api": "abc", "X-Tenant": "acme-corp-eu"},
 		Env:   map[string]string{"DB": "env-dsn-value-9", "N": "1"},
-		OAuth: &UpstreamOAuth{ClientSecret: "s3cr3t-value"}}
-	got := probeMask(`sent "Token zz-opaque-42"; got zz-opaque-42 back; tenant acme-corp-eu; oauth s3cr3t-value; db env-dsn-value-9; abc kept; GET https://x.example/?access_token=t0k3n`, cfg)
+		OAuth: &upstream.UpstreamOAuth{ClientSecret: "s3cr3t-value"}}
+	got := upstream.ProbeMask(`sent "Token zz-opaque-42"; got zz-opaque-42 back; tenant acme-corp-eu; oauth s3cr3t-value; db env-dsn-value-9; abc kept; GET https://x.example/?access_token=t0k3n`, cfg)
 	for _, secret := range []string{"zz-opaque-42", "acme-corp-eu", "s3cr3t-value", "env-dsn-value-9", "t0k3n"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("%q survived: %s", secret, got)

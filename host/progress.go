@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -20,7 +22,7 @@ type progressRouter struct {
 }
 
 type progressTarget struct {
-	upstream *upstream // the only one that may report on it
+	upstream *upstream.Server // the only one that may report on it
 	session  *mcp.ServerSession
 	token    any
 	ctx      context.Context // the downstream call's: progress goes on its stream
@@ -29,7 +31,7 @@ type progressTarget struct {
 func (r *progressRouter) init() { r.m = make(map[string]progressTarget) }
 
 // register returns the token to send to u and a func that forgets it.
-func (r *progressRouter) register(ctx context.Context, u *upstream, ss *mcp.ServerSession, token any) (string, func()) {
+func (r *progressRouter) register(ctx context.Context, u *upstream.Server, ss *mcp.ServerSession, token any) (string, func()) {
 	up := "mcphost-" + rand.Text() // 128 random bits
 	r.mu.Lock()
 	r.m[up] = progressTarget{upstream: u, session: ss, token: token, ctx: ctx}
@@ -42,7 +44,7 @@ func (r *progressRouter) register(ctx context.Context, u *upstream, ss *mcp.Serv
 }
 
 // lookup finds the call that token was given to u for.
-func (r *progressRouter) lookup(u *upstream, token any) (progressTarget, bool) {
+func (r *progressRouter) lookup(u *upstream.Server, token any) (progressTarget, bool) {
 	s, ok := token.(string)
 	if !ok {
 		return progressTarget{}, false

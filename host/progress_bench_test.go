@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -12,7 +14,7 @@ import (
 // progress: the token mcphost makes, sends upstream and forgets per call
 // is on its path.
 func BenchmarkToolCallProgress(b *testing.B) {
-	h, err := New(Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h, err := New(Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func BenchmarkToolCallProgress(b *testing.B) {
 func BenchmarkProgressRoute(b *testing.B) {
 	var r progressRouter
 	r.init()
-	u := &upstream{}
+	u := &upstream.Server{}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -22,7 +24,7 @@ import (
 // mcphost used to number; none of it reaches the client, whose own
 // progress from b arrives before and after.
 func TestProgressInjection(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a"), stdioServer("b")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a"), stdioServer("b")}}, nil)
 	var (
 		mu   sync.Mutex
 		seen []string

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -36,14 +38,14 @@ func connectHTTPAt(t *testing.T, h *Host, version string, copts *mcp.ClientOptio
 func rawCallsMade(t *testing.T, h *Host, server string) uint64 {
 	t.Helper()
 	u := h.upstreamNamed(server)
-	u.mu.Lock()
-	cs := u.sess
-	u.mu.Unlock()
-	c := u.rawConn(cs)
+	u.Mu.Lock()
+	cs := u.Sess
+	u.Mu.Unlock()
+	c := u.RawConn(cs)
 	if c == nil {
 		return 0
 	}
-	return c.raw.next.Load()
+	return c.Raw.Next.Load()
 }
 
 // A client at 2025-11-25 gets its results from stdio and SSE upstreams as
@@ -52,9 +54,9 @@ func rawCallsMade(t *testing.T, h *Host, server string) uint64 {
 func TestRawCallsAnswerAsTypedCalls(t *testing.T) {
 	addr := testproc.FreeAddr(t)
 	startProcess(t, addr, upstreamBin, "-http="+addr, "-sse", "-name", "s")
-	h := startHost(t, Config{Servers: []ServerConfig{
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{
 		stdioServer("a"),
-		{Name: "s", Transport: TransportSSE, URL: "http://" + addr},
+		{Name: "s", Transport: upstream.TransportSSE, URL: "http://" + addr},
 	}}, nil)
 	cs := connectHTTPAt(t, h, "2025-11-25", nil)
 	for _, server := range []string{"a", "s"} {
@@ -101,7 +103,7 @@ func TestRawCallsAnswerAsTypedCalls(t *testing.T) {
 func TestRawCallsKeepTheCallsSemantics(t *testing.T) {
 	sc := stdioServer("a")
 	sc.Timeout = 2 * time.Second
-	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{sc}}, nil)
 	var mu sync.Mutex
 	var progress []float64
 	cs := connectHTTPAt(t, h, "2025-11-25", &mcp.ClientOptions{
@@ -147,7 +149,7 @@ func TestRawCallsKeepTheCallsSemantics(t *testing.T) {
 	}
 	testproc.WaitFor(t, "a to reconnect", 10*time.Second, func() bool {
 		st := h.Statuses()[0]
-		return st.State == StateConnected && st.Reconnects >= 1
+		return st.State == upstream.StateConnected && st.Reconnects >= 1
 	})
 	if got, isErr := callText(t, cs, "a__echo", map[string]any{"text": "back"}); isErr || got != "back" {
 		t.Errorf("after the crash echo = %q (isError %v)", got, isErr)
@@ -176,7 +178,7 @@ func TestCheckToolResult(t *testing.T) {
 		{`{"content":[{"type":"text"}]`, false},
 		{``, false},
 	} {
-		if err := checkToolResult(json.RawMessage(tc.raw)); (err == nil) != tc.ok {
+		if err := upstream.CheckToolResult(json.RawMessage(tc.raw)); (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok=%v", tc.raw, err, tc.ok)
 		}
 	}
@@ -195,7 +197,7 @@ func FuzzCheckToolResult(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if checkToolResult(raw) != nil {
+		if upstream.CheckToolResult(raw) != nil {
 			return
 		}
 		var res mcp.CallToolResult
@@ -209,7 +211,7 @@ func FuzzCheckToolResult(f *testing.F) {
 // _meta (its server info, for 2026-07-28) joins the upstream's own, which
 // keeps the keys it set, as in a typed result.
 func TestRawToolResultMergesMeta(t *testing.T) {
-	r := &rawToolResult{raw: json.RawMessage(`{"content":[] ,"_meta":{"old":1}}`)}
+	r := &upstream.RawToolResult{Raw: json.RawMessage(`{"content":[] ,"_meta":{"old":1}}`)}
 	if b, _ := json.Marshal(r); string(b) != `{"content":[],"_meta":{"old":1}}` {
 		t.Errorf("without _meta set: %s", b)
 	}
@@ -218,7 +220,7 @@ func TestRawToolResultMergesMeta(t *testing.T) {
 	if err != nil || string(b) != `{"_meta":{"new":3,"old":1},"content":[]}` {
 		t.Errorf("with _meta set: %s %v", b, err)
 	}
-	r = &rawToolResult{raw: json.RawMessage(`{"content":[],"_meta":null}`)}
+	r = &upstream.RawToolResult{Raw: json.RawMessage(`{"content":[],"_meta":null}`)}
 	r.SetMeta(map[string]any{"new": 3})
 	if b, err := json.Marshal(r); err != nil || string(b) != `{"_meta":{"new":3},"content":[]}` {
 		t.Errorf("over a null _meta: %s %v", b, err)
@@ -260,7 +262,7 @@ func (maskPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.To
 // downstream as sent only when a ResultKeeper left it unchanged.
 func TestRawCallsThroughResultPolicies(t *testing.T) {
 	for _, p := range []maskPolicy{{keeps: true}, {inPlace: true}} {
-		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: p})
+		h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: p})
 		cs := connectHTTPAt(t, h, "2025-11-25", nil)
 		before := rawCallsMade(t, h, "a")
 		if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "plain"}); got != "plain" {
@@ -317,7 +319,7 @@ func TestPoliciesSeeAll(t *testing.T) {
 		{`{"content":[{"type":"text","text":"a"},{"type":"text","_meta":{},"_meta":{"k":"ghp_secret"}}]}`, false},
 		{`{"content":[{"type":"text","text":"a"}],"_meta":{"k":"ghp_secret"},"_meta":{}}`, false},
 	} {
-		if got := policiesSeeAll(json.RawMessage(tc.raw)); got != tc.ok {
+		if got := upstream.PoliciesSeeAll(json.RawMessage(tc.raw)); got != tc.ok {
 			t.Errorf("%s: %v, want %v", tc.raw, got, tc.ok)
 		}
 	}
@@ -337,7 +339,7 @@ func FuzzPoliciesSeeAll(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if checkToolResult(raw) != nil || !policiesSeeAll(raw) {
+		if upstream.CheckToolResult(raw) != nil || !upstream.PoliciesSeeAll(raw) {
 			return
 		}
 		seen, err := rawABIResult(raw)
@@ -369,7 +371,7 @@ func FuzzPoliciesSeeAll(f *testing.F) {
 
 // rawPair is a tapConn over an in-memory connection, read as the go-sdk's
 // session would read it, and the server end of that connection.
-func rawPair(t *testing.T) (*tapConn, mcp.Connection) {
+func rawPair(t *testing.T) (*upstream.TapConn, mcp.Connection) {
 	t.Helper()
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
@@ -381,8 +383,8 @@ func rawPair(t *testing.T) (*tapConn, mcp.Connection) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &tapConn{Connection: cconn, t: tapTransport{u: &upstream{}, bound: &atomic.Pointer[mcp.ClientSession]{}}}
-	tc.raw.init()
+	tc := &upstream.TapConn{Connection: cconn, T: upstream.TapTransport{U: &upstream.Server{}, Bound: &atomic.Pointer[mcp.ClientSession]{}}}
+	tc.Raw.Init()
 	go func() {
 		for {
 			if _, err := tc.Read(ctx); err != nil {
@@ -407,7 +409,7 @@ func TestRawCallReplyWithoutResult(t *testing.T) {
 			req := msg.(*jsonrpc.Request)
 			_ = server.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(result)})
 		}()
-		if res, err := tc.callTool(context.Background(), &rawCallParams{Name: "t"}); err == nil {
+		if res, err := tc.CallTool(context.Background(), &upstream.RawCallParams{Name: "t"}); err == nil {
 			t.Errorf("result %q: got %s, want an error", result, res)
 		}
 	}
@@ -419,7 +421,7 @@ func TestRawCallsEndWithTheirConnection(t *testing.T) {
 	tc, server := rawPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { _, err := tc.callTool(ctx, &rawCallParams{Name: "t"}); errc <- err }()
+	go func() { _, err := tc.CallTool(ctx, &upstream.RawCallParams{Name: "t"}); errc <- err }()
 	msg, err := server.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +441,7 @@ func TestRawCallsEndWithTheirConnection(t *testing.T) {
 	}
 	_ = server.Write(context.Background(), &jsonrpc.Response{ID: first.ID, Result: json.RawMessage(`{"content":[]}`)})
 
-	go func() { _, err := tc.callTool(context.Background(), &rawCallParams{Name: "t"}); errc <- err }()
+	go func() { _, err := tc.CallTool(context.Background(), &upstream.RawCallParams{Name: "t"}); errc <- err }()
 	if _, err := server.Read(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +449,7 @@ func TestRawCallsEndWithTheirConnection(t *testing.T) {
 	if err := <-errc; !errors.Is(err, mcp.ErrConnectionClosed) {
 		t.Fatalf("call on a connection that went: %v", err)
 	}
-	if _, err := tc.callTool(context.Background(), &rawCallParams{Name: "t"}); !errors.Is(err, mcp.ErrConnectionClosed) {
+	if _, err := tc.CallTool(context.Background(), &upstream.RawCallParams{Name: "t"}); !errors.Is(err, mcp.ErrConnectionClosed) {
 		t.Fatalf("call after the connection went: %v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"reflect"
 	"sync"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // Reconfigure applies a new configuration to a running host: servers
@@ -54,9 +56,9 @@ func (h *Host) WaitConnecting(ctx context.Context, server string) {
 		if u == nil {
 			return
 		}
-		u.mu.Lock()
-		ch := u.connectDone
-		u.mu.Unlock()
+		u.Mu.Lock()
+		ch := u.ConnectDone
+		u.Mu.Unlock()
 		if ch == nil {
 			return
 		}
@@ -82,18 +84,18 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	h.upMu.Lock()
 	if h.closed.Load() {
 		h.upMu.Unlock()
-		return nil, ErrClosed
+		return nil, upstream.ErrClosed
 	}
-	var started, stopped []*upstream
-	next := make([]*upstream, 0, len(cfg.Servers))
-	byName := make(map[string]*upstream, len(cfg.Servers))
+	var started, stopped []*upstream.Server
+	next := make([]*upstream.Server, 0, len(cfg.Servers))
+	byName := make(map[string]*upstream.Server, len(cfg.Servers))
 	for _, sc := range cfg.Servers {
 		u, ok := h.byName[sc.Name]
-		if !ok || !reflect.DeepEqual(u.cfg, sc) {
+		if !ok || !reflect.DeepEqual(u.Config, sc) {
 			if ok {
 				stopped = append(stopped, u)
 			}
-			u = newUpstream(sc, h.log.Named(sc.Name), h)
+			u = upstream.New(sc, h.log.Named(sc.Name), h)
 			started = append(started, u)
 		}
 		next = append(next, u)
@@ -115,16 +117,16 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 
 	var wg sync.WaitGroup
 	for _, u := range stopped {
-		h.log.Info("upstream removed or changed; closing", "server", u.cfg.Name)
+		h.log.Info("upstream removed or changed; closing", "server", u.Config.Name)
 		wg.Add(1)
-		go func() { defer wg.Done(); u.close() }()
+		go func() { defer wg.Done(); u.Close() }()
 	}
 	wg.Wait()
 	waits := make([]<-chan struct{}, len(started))
 	for i, u := range started {
-		waits[i] = u.start()
+		waits[i] = u.Start()
 	}
-	h.toolsChanged("") // removed servers' tools go, renamed tools are renamed
-	h.featuresChanged("")
+	h.ToolsChanged("") // removed servers' tools go, renamed tools are renamed
+	h.FeaturesChanged("")
 	return waits, nil
 }

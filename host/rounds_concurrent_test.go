@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -13,11 +15,11 @@ import (
 // once (2026-07-28, each asking its client for sampling) both finish with
 // their own answers, on shared and per-client upstream sessions.
 func TestRoundsConcurrentOneIdentity(t *testing.T) {
-	for _, mode := range []string{SessionsShared, SessionsPerClient} {
+	for _, mode := range []string{upstream.SessionsShared, upstream.SessionsPerClient} {
 		t.Run(mode, func(t *testing.T) {
 			sc := stdioServer("a")
 			sc.Sessions = mode
-			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{sc}}, nil)
+			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 			url := httptestServer(t, h) + "/mcp"
 			ctx := context.Background()
 			var c samplingClient

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/hashicorp/go-hclog"
@@ -66,9 +68,9 @@ func (h *Host) Handler() http.Handler {
 			}
 		})
 	}
-	mux.Handle("GET "+CallbackPath, h.oauth.Logins)
-	mux.HandleFunc("GET "+LoginPath, h.serveLogin)
-	mux.HandleFunc("POST "+LoginPath, h.serveLogin)
+	mux.Handle("GET "+upstream.CallbackPath, h.oauth.Logins)
+	mux.HandleFunc("GET "+upstream.LoginPath, h.serveLogin)
+	mux.HandleFunc("POST "+upstream.LoginPath, h.serveLogin)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if h.Draining() {
 			// Readiness fails, so that load balancers stop sending here.
@@ -290,8 +292,8 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 // and stdout) until the client disconnects or ctx ends.
 func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	srv := h.MCPServer(DownstreamStdio)
-	lw := &lockedWriter{w: w}
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: stdioFrames(ctx, r, lw), Writer: lw})
+	lw := &upstream.LockedWriter{W: w}
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: upstream.StdioFrames(ctx, r, lw), Writer: lw})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -300,8 +302,8 @@ func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser
 
 // StatusDocument is what GET /status answers.
 type StatusDocument struct {
-	Servers []Status `json:"servers"`
-	Plugins any      `json:"plugins,omitempty"`
+	Servers []upstream.Status `json:"servers"`
+	Plugins any               `json:"plugins,omitempty"`
 	// Reload is the latest reload, if there has been one.
 	Reload *ReloadStatus `json:"reload,omitempty"`
 }

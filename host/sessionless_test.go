@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,15 +30,15 @@ var clientVersions = []string{"2025-03-26", "2025-06-18", "2025-11-25", "2026-07
 // everythingUpstreams returns the go-sdk conformance server as an upstream
 // named "every" over each transport: stdio, legacy SSE (through
 // ssebridge) and streamable HTTP, each a process of its own.
-func everythingUpstreams(t *testing.T) map[string]ServerConfig {
+func everythingUpstreams(t *testing.T) map[string]upstream.ServerConfig {
 	httpAddr := testproc.FreeAddr(t)
 	startProcess(t, httpAddr, everythingBin, "-http="+httpAddr, "-stateless=false")
 	sseAddr := testproc.FreeAddr(t)
 	startProcess(t, sseAddr, sseBridgeBin, "-http", sseAddr, "--", everythingBin)
-	return map[string]ServerConfig{
-		TransportStdio:          everythingServer("every"),
-		TransportSSE:            {Name: "every", Transport: TransportSSE, URL: "http://" + sseAddr},
-		TransportStreamableHTTP: {Name: "every", Transport: TransportStreamableHTTP, URL: "http://" + httpAddr + "/mcp"},
+	return map[string]upstream.ServerConfig{
+		upstream.TransportStdio:          everythingServer("every"),
+		upstream.TransportSSE:            {Name: "every", Transport: upstream.TransportSSE, URL: "http://" + sseAddr},
+		upstream.TransportStreamableHTTP: {Name: "every", Transport: upstream.TransportStreamableHTTP, URL: "http://" + httpAddr + "/mcp"},
 	}
 }
 
@@ -49,8 +51,8 @@ func everythingUpstreams(t *testing.T) map[string]ServerConfig {
 func TestClientVersionsThroughEveryUpstream(t *testing.T) {
 	ups := everythingUpstreams(t)
 	ctx := context.Background()
-	for _, tr := range []string{TransportStdio, TransportSSE, TransportStreamableHTTP} {
-		h := startHost(t, Config{Servers: []ServerConfig{ups[tr]}}, nil)
+	for _, tr := range []string{upstream.TransportStdio, upstream.TransportSSE, upstream.TransportStreamableHTTP} {
+		h := startHost(t, Config{Servers: []upstream.ServerConfig{ups[tr]}}, nil)
 		url := httptestServer(t, h) + "/mcp"
 		for _, v := range clientVersions {
 			t.Run(tr+"/"+v, func(t *testing.T) {
@@ -120,7 +122,7 @@ func hasTool(tools []*mcp.Tool, name string) bool {
 // 2026-07-28 request opens no session, does not count against
 // listen.max_sessions, and is refused on a session's id.
 func TestSessionlessRouting(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxSessions: 1}, Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{MaxSessions: 1}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	// The one place is taken by a 2025-11-25 session.
@@ -188,7 +190,7 @@ func TestSessionlessRouting(t *testing.T) {
 // protocol's own _meta keys.
 func TestSessionlessIdentity(t *testing.T) {
 	var seen callerLog
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{stdioServer("a")}}, &Options{Policy: &seen})
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: &seen})
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	connect := func(client *http.Client) (*mcp.ClientSession, error) {
@@ -272,11 +274,11 @@ func (p *callerLog) last() abi.Caller {
 // which outlives each request; another identity gets its own; and with
 // "per_session" each request has one of its own, as a session would.
 func TestSessionlessPerClient(t *testing.T) {
-	for _, mode := range []string{SessionsPerClient, SessionsPerSession} {
+	for _, mode := range []string{upstream.SessionsPerClient, upstream.SessionsPerSession} {
 		t.Run(mode, func(t *testing.T) {
 			sc := stdioServer("a")
 			sc.Sessions = mode
-			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{sc}}, nil)
+			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 			url := httptestServer(t, h) + "/mcp"
 			connect := func(token string) *mcp.ClientSession {
 				t.Helper()
@@ -296,10 +298,10 @@ func TestSessionlessPerClient(t *testing.T) {
 				t.Errorf("bob shares alice's upstream process %s", pb)
 			}
 			same := p1 == p2 && p2 == p3
-			if mode == SessionsPerClient && !same {
+			if mode == upstream.SessionsPerClient && !same {
 				t.Errorf("alice's requests ran in processes %s, %s and %s, want one", p1, p2, p3)
 			}
-			if mode == SessionsPerSession && (p1 == p2 || p2 == p3) {
+			if mode == upstream.SessionsPerSession && (p1 == p2 || p2 == p3) {
 				t.Errorf("per_session: alice's requests shared processes %s, %s and %s", p1, p2, p3)
 			}
 		})
@@ -312,7 +314,7 @@ func TestSessionlessPerClient(t *testing.T) {
 // own rounds answer sampling, elicitation and roots, one question or
 // several at once, during a tools/call or a prompts/get.
 func TestRounds(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []ServerConfig{everythingServer("every"), stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{everythingServer("every"), stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	connect := func(token string, opts *mcp.ClientOptions, roots ...string) *mcp.ClientSession {
@@ -408,14 +410,14 @@ func TestRounds(t *testing.T) {
 // is served.
 func TestRoundsNameTheReplica(t *testing.T) {
 	up := stdioServer("a")
-	up.Sessions = SessionsPerSession // the calls below wait at once; each asks on its own session
-	h := startHost(t, Config{Servers: []ServerConfig{up}}, nil)
+	up.Sessions = upstream.SessionsPerSession // the calls below wait at once; each asks on its own session
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{up}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
 	start := func(replica string) (*mcp.ClientSession, *mcp.CallToolResult) {
 		t.Helper()
-		hc := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: map[string]string{"X-Mcphost-Replica": replica}}}
+		hc := &http.Client{Transport: upstream.HeaderTransport{Base: http.DefaultTransport, Headers: map[string]string{"X-Mcphost-Replica": replica}}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "rounds"}, manual).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -479,7 +481,7 @@ func TestRoundsNameTheReplica(t *testing.T) {
 // tool list changes subscribes (subscriptions/listen, a request of its own
 // that stays open) and hears of an upstream's.
 func TestSessionlessListChanged(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}}, nil)
 	changed := make(chan struct{}, 10)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "listen"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
@@ -504,7 +506,7 @@ func TestSessionlessListChanged(t *testing.T) {
 // TestSessionlessProgress: an upstream's progress during a 2026-07-28
 // call reaches the client on the call's own response stream.
 func TestSessionlessProgress(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}}, nil)
 	var mu sync.Mutex
 	var got []float64
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "progress"}, &mcp.ClientOptions{
@@ -536,12 +538,12 @@ func TestSessionlessProgress(t *testing.T) {
 // auth every request has a session of its own, so the upstream session is
 // per request, and its end used to close the session the call waited on.
 func TestRoundsOnPerRequestUpstreams(t *testing.T) {
-	for _, mode := range []string{SessionsPerClient, SessionsPerSession} {
+	for _, mode := range []string{upstream.SessionsPerClient, upstream.SessionsPerSession} {
 		t.Run(mode, func(t *testing.T) {
 			up := stdioServer("a")
 			up.Sessions = mode
 			up.Timeout = 10 * time.Second
-			h := startHost(t, Config{Servers: []ServerConfig{up}}, nil)
+			h := startHost(t, Config{Servers: []upstream.ServerConfig{up}}, nil)
 			var c samplingClient
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "rounds"}, c.options()).Connect(context.Background(),
 				&mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, nil)
@@ -575,7 +577,7 @@ func TestSessionlessResultsAsSent(t *testing.T) {
 	}
 	answers := map[bool][]any{}
 	for _, off := range []bool{false, true} {
-		h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, &Options{NoShortcuts: off})
+		h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{NoShortcuts: off})
 		s := rawSession{t: t, url: httptestServer(t, h) + "/mcp", version: "2026-07-28"}
 		for i, params := range calls {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, strings.Replace(params, "{", "{"+meta+",", 1))

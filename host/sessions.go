@@ -313,7 +313,7 @@ func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	sessionless := d != nil && d.sessionless
 	drop := func() {
 		for _, u := range h.upstreamList() {
-			u.dropClient(ss, sessionless)
+			u.DropClient(ss, sessionless)
 		}
 	}
 	if !sessionless || !h.roundHolds.putOff(ss, drop) {

@@ -9,13 +9,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
-func perClient(sc ServerConfig) ServerConfig {
-	sc.Sessions = SessionsPerClient
+func perClient(sc upstream.ServerConfig) upstream.ServerConfig {
+	sc.Sessions = upstream.SessionsPerClient
 	return sc
 }
 
@@ -23,7 +25,7 @@ func perClient(sc ServerConfig) ServerConfig {
 // processes), and what each one's server sends (sampling, logs) reaches
 // only that client, with calls running at the same time.
 func TestPerClientSessionIsolation(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{perClient(stdioServer("a"))}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{perClient(stdioServer("a"))}}, nil)
 	var c1, c2 samplingClient
 	cs1 := connectHTTP(t, h, c1.options())
 	cs2 := connectHTTP(t, h, c2.options())
@@ -75,7 +77,7 @@ func TestPerClientSessionIsolation(t *testing.T) {
 			}
 		}
 	}
-	if n := h.upstreamNamed("a").status().ClientSessions; n != 2 {
+	if n := h.upstreamNamed("a").Status().ClientSessions; n != 2 {
 		t.Errorf("per-client sessions = %d, want 2", n)
 	}
 }
@@ -103,7 +105,7 @@ func upstreamProcs(t *testing.T, name string) int {
 // Opening and closing 200 client sessions leaves the upstream process
 // count where it began: per-client sessions end with their client.
 func TestPerClientSessionsDoNotLeak(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{perClient(stdioServer("leak"))}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{perClient(stdioServer("leak"))}}, nil)
 	base := upstreamProcs(t, "leak")
 	if base != 1 {
 		t.Fatalf("%d upstream processes at start, want the shared one", base)
@@ -148,7 +150,7 @@ func TestPerClientSessionsDoNotLeak(t *testing.T) {
 		t.Errorf("%d client sessions reached %d upstream processes, want one each", sessions, len(pids))
 	}
 	testproc.WaitFor(t, "per-client processes to end", 20*time.Second, func() bool {
-		return upstreamProcs(t, "leak") == base && h.upstreamNamed("leak").status().ClientSessions == 0 && h.sessions.count() == 0
+		return upstreamProcs(t, "leak") == base && h.upstreamNamed("leak").Status().ClientSessions == 0 && h.sessions.count() == 0
 	})
 }
 
@@ -157,7 +159,7 @@ func TestPerClientSessionsDoNotLeak(t *testing.T) {
 func TestPerClientSessionsAreBounded(t *testing.T) {
 	sc := perClient(stdioServer("a"))
 	sc.MaxSessions = 1
-	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{sc}}, nil)
 	cs1 := connectHTTP(t, h, nil)
 	cs2 := connectHTTP(t, h, nil)
 	pid1, _ := callText(t, cs1, "a__pid", nil)
@@ -182,11 +184,11 @@ func TestPerClientSessionsAreBounded(t *testing.T) {
 func TestPerClientSessionsIdleReaping(t *testing.T) {
 	sc := perClient(stdioServer("idle"))
 	sc.IdleTimeout = 300 * time.Millisecond
-	h := startHost(t, Config{Servers: []ServerConfig{sc}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{sc}}, nil)
 	cs := connectHTTP(t, h, nil)
 	callText(t, cs, "idle__pid", nil)
 	testproc.WaitFor(t, "the idle per-client session to be reaped", 5*time.Second, func() bool {
-		return h.upstreamNamed("idle").status().ClientSessions == 0 && upstreamProcs(t, "idle") == 0
+		return h.upstreamNamed("idle").Status().ClientSessions == 0 && upstreamProcs(t, "idle") == 0
 	})
 	if got, isErr := callText(t, cs, "idle__echo", map[string]any{"text": "back"}); isErr || got != "back" {
 		t.Fatalf("after reaping: %q (isError %v)", got, isErr)
@@ -197,7 +199,7 @@ func TestPerClientSessionsIdleReaping(t *testing.T) {
 // 2026-07-28 protocol is served where the go-sdk serves it (not over the
 // stateful HTTP handler, which negotiates down).
 func TestProtocolVersions(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{everythingServer("every")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	for _, v := range []string{"2025-06-18", "2025-11-25", "2026-07-28"} {
 		t.Run(v, func(t *testing.T) {

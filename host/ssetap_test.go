@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -20,8 +22,8 @@ import (
 func TestHTTPUpstreamLogPrecedesResult(t *testing.T) {
 	addr := testproc.FreeAddr(t)
 	startProcess(t, addr, upstreamBin, "-http="+addr, "-name", "web")
-	h := startHost(t, Config{Servers: []ServerConfig{
-		{Name: "web", Transport: TransportStreamableHTTP, URL: "http://" + addr},
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{
+		{Name: "web", Transport: upstream.TransportStreamableHTTP, URL: "http://" + addr},
 	}}, nil)
 	c := &rawClient{t: t, url: httptestServer(t, h) + "/mcp"}
 	c.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
@@ -95,7 +97,7 @@ func (c *rawClient) post(body string) []string {
 func FuzzSSETap(f *testing.F) {
 	f.Add([]byte("id: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"), 3)
 	f.Add([]byte("event: message\r\ndata: {\"method\":\r\ndata: \"notifications/progress\"}\r\nretry: 10\r\n\r\n"), 1)
-	f.Add([]byte(": comment\n\ndata: "+strings.Repeat("x", maxTapEvent+10)+"\n\n"), 4096)
+	f.Add([]byte(": comment\n\ndata: "+strings.Repeat("x", upstream.MaxTapEvent+10)+"\n\n"), 4096)
 	f.Add([]byte("data: {\"id\":1,\"method\":\"notifications/message\"}"), 7)
 	f.Fuzz(func(t *testing.T, stream []byte, chunk int) {
 		if chunk <= 0 || chunk > 1<<16 {
@@ -103,10 +105,10 @@ func FuzzSSETap(f *testing.F) {
 		}
 		for _, take := range []bool{false, true} {
 			taken := 0
-			body := &sseTapBody{
-				src: io.NopCloser(bytes.NewReader(stream)),
-				r:   bufio.NewReaderSize(bytes.NewReader(stream), 16),
-				tap: func(string, json.RawMessage) bool { taken++; return take },
+			body := &upstream.SSETapBody{
+				Src: io.NopCloser(bytes.NewReader(stream)),
+				R:   bufio.NewReaderSize(bytes.NewReader(stream), 16),
+				Tap: func(string, json.RawMessage) bool { taken++; return take },
 			}
 			var out []byte
 			buf := make([]byte, chunk)

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // TestServeStdioSurvivesBadLines sends a stdio session lines that are not
 // JSON-RPC messages between real requests: each gets a JSON-RPC error with
 // id null and the session goes on.
 func TestServeStdioSurvivesBadLines(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -98,7 +100,7 @@ func FuzzCheckFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		msg, ans := checkFrame(line, false)
+		msg, ans := upstream.CheckFrame(line, false)
 		if ans == nil && (!json.Valid(line) || msg == nil) {
 			t.Fatalf("passed invalid JSON %q", line)
 		}
@@ -123,8 +125,8 @@ func FuzzResponseID(f *testing.F) {
 		if !json.Valid(p) {
 			return
 		}
-		got, ok := responseID(p)
-		want, wantOK := decodedResponseID(p)
+		got, ok := upstream.ResponseID(p)
+		want, wantOK := upstream.DecodedResponseID(p)
 		if ok && (!wantOK || got != want) {
 			t.Fatalf("responseID(%q) = %q, %v; a full decode says %q, %v", p, got, ok, want, wantOK)
 		}
@@ -135,7 +137,7 @@ func FuzzResponseID(f *testing.F) {
 // once, as a client that sends its requests and closes stdin does: every
 // request is still answered, and ServeStdio then ends.
 func TestServeStdioAnswersBeforeEOF(t *testing.T) {
-	h := startHost(t, Config{Servers: []ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,

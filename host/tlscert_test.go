@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -67,7 +69,7 @@ func selfSigned(t *testing.T, dir, cn string) *x509.Certificate {
 func TestTLSListener(t *testing.T) {
 	dir := t.TempDir()
 	first := selfSigned(t, dir, "first")
-	cfg := Config{Servers: []ServerConfig{stdioServer("a")}}
+	cfg := Config{Servers: []upstream.ServerConfig{stdioServer("a")}}
 	cfg.Listen.TLSCert, cfg.Listen.TLSKey = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	h := startHost(t, cfg, nil)
 	addr := testproc.FreeAddr(t)

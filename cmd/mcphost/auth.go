@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/grants"
@@ -107,7 +109,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "mcphost auth:", err)
 		return exitError(1)
 	}
-	cb := &callbacks{logins: &host.Logins{}}
+	cb := &callbacks{logins: &upstream.Logins{}}
 	defer cb.close()
 	redirect := sc.OAuth.RedirectURL
 	if redirect == "" {
@@ -120,7 +122,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	n, err := host.Login(ctx, sc, host.LoginOptions{Grants: kept, Logins: cb.logins, Redirect: redirect,
+	n, err := upstream.Login(ctx, sc, upstream.LoginOptions{Grants: kept, Logins: cb.logins, Redirect: redirect,
 		Announce: announcer(stderr, !*noBrowser)})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcphost auth: login to %s failed: %s\n", sc.Name, oneLine(err.Error()))
@@ -131,17 +133,17 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // loginServer is the server of file named name, if it logs in.
-func loginServer(file *config.File, name string) (host.ServerConfig, error) {
+func loginServer(file *config.File, name string) (upstream.ServerConfig, error) {
 	for _, sc := range file.Host.Servers {
 		if sc.Name != name {
 			continue
 		}
 		if sc.OAuth == nil || sc.OAuth.Grant != "" {
-			return host.ServerConfig{}, fmt.Errorf("server %q does not log in: give it an oauth block without grant", name)
+			return upstream.ServerConfig{}, fmt.Errorf("server %q does not log in: give it an oauth block without grant", name)
 		}
 		return sc, nil
 	}
-	return host.ServerConfig{}, fmt.Errorf("no server %q in the config", name)
+	return upstream.ServerConfig{}, fmt.Errorf("no server %q in the config", name)
 }
 
 // grantsWhere is the config's grants store and where it is, for messages.
@@ -205,7 +207,7 @@ func authStatus(ctx context.Context, file *config.File, kept grantsWhere, asJSON
 			gr := row{Server: sc.Name, Subject: g.Subject, Authorized: true, Expiry: g.Expiry, Refresh: g.RefreshToken != "", Scopes: g.Scopes, Updated: g.Updated}
 			if g.Subject == "" {
 				r = gr
-			} else if sc.OAuth.Mode == host.OAuthPerUser {
+			} else if sc.OAuth.Mode == upstream.OAuthPerUser {
 				users = append(users, gr)
 			}
 		}
@@ -284,7 +286,7 @@ func openBrowser(link string) {
 // callbacks serves the OAuth callback of a command that has no HTTP
 // listener of its own, on each redirect URL's address.
 type callbacks struct {
-	logins *host.Logins
+	logins *upstream.Logins
 	mu     sync.Mutex
 	srvs   map[string]*http.Server
 }

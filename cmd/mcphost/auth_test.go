@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/store"
@@ -65,8 +66,8 @@ func openLogin(t *testing.T, link, credential string) (int, string, *neturl.URL)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if at := resp.Request.URL; at.Path == host.LoginPath && resp.StatusCode == http.StatusOK {
-		resp, err = c.PostForm(at.Scheme+"://"+at.Host+host.LoginPath, neturl.Values{"login": {at.Query().Get("login")}, "credential": {credential}})
+	if at := resp.Request.URL; at.Path == upstream.LoginPath && resp.StatusCode == http.StatusOK {
+		resp, err = c.PostForm(at.Scheme+"://"+at.Host+upstream.LoginPath, neturl.Values{"login": {at.Query().Get("login")}, "credential": {credential}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -206,7 +208,7 @@ func connectOnce(ctx context.Context, name string, args []string, stdout, stderr
 		return nil, nil, err
 	}
 	for _, st := range e.Host().Statuses() {
-		if st.State != host.StateConnected {
+		if st.State != upstream.StateConnected {
 			fmt.Fprintf(stderr, "server %s: %s: %s\n", st.Name, st.State, oneLine(st.Error))
 		}
 	}
@@ -222,7 +224,7 @@ func onlyServers(file *config.File, names []string) {
 	for _, n := range names {
 		keep[n] = true
 	}
-	var servers []host.ServerConfig
+	var servers []upstream.ServerConfig
 	for _, sc := range file.Host.Servers {
 		if keep[sc.Name] {
 			servers = append(servers, sc)
@@ -308,7 +310,7 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		}
 		var down []string
 		for _, st := range e.Host().Statuses() {
-			if st.State != host.StateConnected {
+			if st.State != upstream.StateConnected {
 				down = append(down, st.Name)
 			}
 		}
@@ -337,8 +339,8 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Tools   []abi.Tool    `json:"tools"`
-			Servers []host.Status `json:"servers"`
+			Tools   []abi.Tool        `json:"tools"`
+			Servers []upstream.Status `json:"servers"`
 		}{tools, e.Host().Statuses()})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -458,7 +460,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%s: %s", req.URL, resp.Status)
 	}
 	var doc struct {
-		Servers []host.Status      `json:"servers"`
+		Servers []upstream.Status  `json:"servers"`
 		Plugins []plugins.Status   `json:"plugins,omitempty"`
 		Reload  *host.ReloadStatus `json:"reload,omitempty"`
 	}

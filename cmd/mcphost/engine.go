@@ -6,9 +6,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 )
@@ -29,7 +30,7 @@ const serveWait = 500 * time.Millisecond
 // browser), the command serves the callback itself, and waits, within the
 // server's connect_timeout, for the login instead of failing.
 func startOneShot(ctx context.Context, file *config.File, log hclog.Logger, stderr io.Writer) (*engine.Engine, error) {
-	cb := &callbacks{logins: &host.Logins{}}
+	cb := &callbacks{logins: &upstream.Logins{}}
 	context.AfterFunc(ctx, cb.close)
 	show := announcer(stderr, true)
 	return engine.Start(ctx, file, &engine.Options{Logger: log, WaitLogins: true, Logins: cb.logins,
@@ -45,9 +46,9 @@ func startOneShot(ctx context.Context, file *config.File, log hclog.Logger, stde
 func logStatuses(e *engine.Engine, log hclog.Logger) {
 	for _, st := range e.Host().Statuses() {
 		switch st.State {
-		case host.StateConnected:
+		case upstream.StateConnected:
 			log.Info("upstream ready", "server", st.Name, "transport", st.Transport, "tools", st.Tools)
-		case host.StateConnecting:
+		case upstream.StateConnecting:
 			// Still starting: the engine has said so, and "upstream
 			// connected" follows when it is ready.
 		default:

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/config"
 )
 
@@ -96,9 +97,9 @@ func (d *defFlags) spec(name string, stdin io.Reader, stderr io.Writer) (config.
 		s.Command, s.Args = d.command[0], d.command[1:]
 	}
 	if s.Transport == "" {
-		s.Transport = host.TransportStreamableHTTP
+		s.Transport = upstream.TransportStreamableHTTP
 		if d.hasCommand {
-			s.Transport = host.TransportStdio
+			s.Transport = upstream.TransportStdio
 		}
 	}
 	return s, nil

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 )
@@ -286,7 +287,7 @@ func (c *adminClient) list(ctx context.Context) error {
 			notes = append(notes, s.Name+": "+oneLine(s.Problem))
 		case s.Status != nil:
 			state, tools = string(s.Status.State), strconv.Itoa(s.Status.Tools)
-			if s.Status.State != host.StateConnected && s.Status.Error != "" {
+			if s.Status.State != upstream.StateConnected && s.Status.Error != "" {
 				notes = append(notes, s.Name+": "+oneLine(s.Status.Error))
 			}
 		}
@@ -337,7 +338,7 @@ func stateText(info engine.ServerInfo) string {
 		return "not served: " + oneLine(info.Problem)
 	case info.Status == nil:
 		return "no state yet"
-	case info.Status.State == host.StateConnected:
+	case info.Status.State == upstream.StateConnected:
 		return "connected, " + plural(info.Status.Tools, "tool")
 	case info.Status.Error != "":
 		return string(info.Status.State) + ": " + oneLine(info.Status.Error)
@@ -416,7 +417,7 @@ func (c *adminClient) printServer(data []byte, line func(engine.ServerInfo) stri
 	}
 	// Stored, but not serving: a failure, unless asked to keep it anyway
 	// (a server that is down now and will be up later).
-	if info.Status != nil && info.Status.State == host.StateFailed && !c.allowFailed {
+	if info.Status != nil && info.Status.State == upstream.StateFailed && !c.allowFailed {
 		fmt.Fprintf(c.stderr, "%s: %s is stored but could not connect; fix it (mcphost servers update %s ...) or remove it, or pass --allow-failed to keep a server that will be reachable later\n", c.prefix(), info.Name, info.Name)
 		return exitError(1)
 	}

@@ -14,7 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/config"
 )
 
@@ -24,7 +25,7 @@ func (c *adminClient) test(ctx context.Context, spec config.ServerSpec) error {
 	if err != nil {
 		return err
 	}
-	var res host.ProbeResult
+	var res upstream.ProbeResult
 	if err := json.Unmarshal(data, &res); err != nil {
 		fmt.Fprintf(c.stderr, "mcphost servers: the admin API answered what is not a test result: %v\n", err)
 		return exitError(1)
@@ -60,7 +61,7 @@ func testLocal(ctx context.Context, spec config.ServerSpec, asJSON bool, stdout,
 	if err != nil {
 		return reportSpecError(stderr, "Invalid server definition", err)
 	}
-	res := host.Probe(ctx, sc, nil)
+	res := upstream.Probe(ctx, sc, nil)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -78,7 +79,7 @@ func testLocal(ctx context.Context, spec config.ServerSpec, asJSON bool, stdout,
 // printProbe prints what a test found, or, on stderr, the stage that
 // failed, its error and what the server printed last; a failure is exit
 // status 1.
-func printProbe(res *host.ProbeResult, stdout, stderr io.Writer) error {
+func printProbe(res *upstream.ProbeResult, stdout, stderr io.Writer) error {
 	t := res.Timing
 	timing := fmt.Sprintf("connect %s ms, list %s ms, total %s ms", msText(t.ConnectMs), msText(t.ListMs), msText(t.TotalMs))
 	if !res.OK {

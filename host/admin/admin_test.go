@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -235,13 +237,13 @@ func (r *rig) upstream(name string, extra map[string]any) map[string]any {
 	return def
 }
 
-func (r *rig) status(name string) host.Status {
+func (r *rig) status(name string) upstream.Status {
 	for _, st := range r.e.Host().Statuses() {
 		if st.Name == name {
 			return st
 		}
 	}
-	return host.Status{}
+	return upstream.Status{}
 }
 
 func want(t *testing.T, a answer, status int) {
@@ -645,7 +647,7 @@ func TestRestartRemembers(t *testing.T) {
 	r2 := newRig(t, rigOptions{dir: dir})
 	got := r2.do("GET", "/v1/servers/kept", nil)
 	want(t, got, http.StatusOK)
-	testproc.WaitFor(t, "the remembered server to connect after a restart", 10*time.Second, func() bool { return r2.status("kept").State == host.StateConnected })
+	testproc.WaitFor(t, "the remembered server to connect after a restart", 10*time.Second, func() bool { return r2.status("kept").State == upstream.StateConnected })
 }
 
 // TestConcurrentChanges: last writer wins without If-Match, and with one
@@ -706,7 +708,7 @@ func TestReplicasShareAPostgresStore(t *testing.T) {
 	want(t, a.do("POST", "/v1/servers", a.upstream("shared", nil)), http.StatusCreated)
 	// Connected, then its tools in b's catalog: the status turns a moment
 	// before the catalog is rebuilt, so the call is what is waited for.
-	testproc.WaitFor(t, "replica b to serve the server a added", 10*time.Second, func() bool { return b.status("shared").State == host.StateConnected })
+	testproc.WaitFor(t, "replica b to serve the server a added", 10*time.Second, func() bool { return b.status("shared").State == upstream.StateConnected })
 	var res *mcp.CallToolResult
 	var err error
 	testproc.WaitFor(t, "shared__echo in b's catalog", 5*time.Second, func() bool {
@@ -720,7 +722,7 @@ func TestReplicasShareAPostgresStore(t *testing.T) {
 	want(t, b.do("POST", "/v1/servers", b.upstream("second", nil)), http.StatusCreated)
 	want(t, b.do("DELETE", "/v1/servers/shared", nil), http.StatusNoContent)
 	testproc.WaitFor(t, "replica a to drop shared and serve second", 10*time.Second, func() bool {
-		return a.status("shared").Name == "" && a.status("second").State == host.StateConnected
+		return a.status("shared").Name == "" && a.status("second").State == upstream.StateConnected
 	})
 	if b.status("cfg").PID != cfgPID {
 		t.Fatal("syncing restarted an unchanged server")
@@ -857,7 +859,7 @@ func TestSecretsThatDoNotOpen(t *testing.T) {
 	r.close()
 
 	r2 := newRig(t, rigOptions{dir: dir, store: fmt.Sprintf("sqlite = %q\nkey = %q", filepath.Join(dir, "mcphost.db"), otherKey)})
-	testproc.WaitFor(t, "the server without secrets to connect", 10*time.Second, func() bool { return r2.status("plain").State == host.StateConnected })
+	testproc.WaitFor(t, "the server without secrets to connect", 10*time.Second, func() bool { return r2.status("plain").State == upstream.StateConnected })
 	if st := r2.status("fix"); st.Name != "" {
 		t.Fatalf("a server whose secrets do not open is served: %+v", st)
 	}

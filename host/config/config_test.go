@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcphost-project/mcphost/host"
@@ -37,9 +39,9 @@ func TestLoadFullConfig(t *testing.T) {
 				SessionTimeout: 45 * time.Minute,
 				MaxBodyBytes:   8 << 20,
 			},
-			Servers: []host.ServerConfig{{
+			Servers: []upstream.ServerConfig{{
 				Name:            "files",
-				Transport:       host.TransportStdio,
+				Transport:       upstream.TransportStdio,
 				Command:         "npx",
 				Args:            []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"},
 				Env:             map[string]string{"DEBUG": "1", "LEVEL": "3"},
@@ -47,11 +49,11 @@ func TestLoadFullConfig(t *testing.T) {
 				Timeout:         90 * time.Second,
 				IdleTimeout:     -1,
 				ConnectTimeout:  10 * time.Second,
-				Sessions:        host.SessionsPerClient,
+				Sessions:        upstream.SessionsPerClient,
 				ProtocolVersion: "2025-06-18",
 			}, {
 				Name:      "remote",
-				Transport: host.TransportStreamableHTTP,
+				Transport: upstream.TransportStreamableHTTP,
 				URL:       "https://mcp.example.com/mcp",
 				Headers: map[string]string{
 					"Authorization": "Bearer fallback",
@@ -60,7 +62,7 @@ func TestLoadFullConfig(t *testing.T) {
 				IdleTimeout: 5 * time.Minute,
 			}, {
 				Name:      "events",
-				Transport: host.TransportSSE,
+				Transport: upstream.TransportSSE,
 				URL:       "http://localhost:9000/sse",
 			}},
 			Tools: host.ToolsConfig{Separator: "_", MaxNameLength: 100, Prefix: host.PrefixNever},
@@ -126,7 +128,7 @@ plugin "p" {
 	if diags.HasErrors() {
 		t.Fatalf("unexpected errors: %v", diags.List)
 	}
-	wantHost := host.Config{Servers: []host.ServerConfig{{Name: "s", Command: "srv"}}}
+	wantHost := host.Config{Servers: []upstream.ServerConfig{{Name: "s", Command: "srv"}}}
 	if !reflect.DeepEqual(f.Host, wantHost) {
 		t.Errorf("Host = %+v, want %+v", f.Host, wantHost)
 	}
@@ -151,27 +153,27 @@ func TestServerValues(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want func(s host.ServerConfig) any
+		want func(s upstream.ServerConfig) any
 		is   any
 	}{
 		{"http alias", `transport = "http"` + "\n" + `url = "https://x.test/mcp"`,
-			func(s host.ServerConfig) any { return s.Transport }, host.TransportStreamableHTTP},
+			func(s upstream.ServerConfig) any { return s.Transport }, upstream.TransportStreamableHTTP},
 		{"idle zero means never", `command = "c"` + "\n" + `idle_timeout = "0"`,
-			func(s host.ServerConfig) any { return s.IdleTimeout }, time.Duration(-1)},
+			func(s upstream.ServerConfig) any { return s.IdleTimeout }, time.Duration(-1)},
 		{"idle 0s means never", `command = "c"` + "\n" + `idle_timeout = "0s"`,
-			func(s host.ServerConfig) any { return s.IdleTimeout }, time.Duration(-1)},
+			func(s upstream.ServerConfig) any { return s.IdleTimeout }, time.Duration(-1)},
 		{"idle duration", `command = "c"` + "\n" + `idle_timeout = "1h30m"`,
-			func(s host.ServerConfig) any { return s.IdleTimeout }, 90 * time.Minute},
+			func(s upstream.ServerConfig) any { return s.IdleTimeout }, 90 * time.Minute},
 		{"numbers in args become text", `command = "c"` + "\n" + `args = ["-p", 8080, true]`,
-			func(s host.ServerConfig) any { return s.Args }, []string{"-p", "8080", "true"}},
+			func(s upstream.ServerConfig) any { return s.Args }, []string{"-p", "8080", "true"}},
 		{"interpolated env", `command = "c"` + "\n" + `args = ["--name=${env("MCPHOST_TEST_SET")}"]`,
-			func(s host.ServerConfig) any { return s.Args }, []string{"--name=from-env"}},
+			func(s upstream.ServerConfig) any { return s.Args }, []string{"--name=from-env"}},
 		{"env default", `command = env("MCPHOST_TEST_UNSET", "fallback")`,
-			func(s host.ServerConfig) any { return s.Command }, "fallback"},
+			func(s upstream.ServerConfig) any { return s.Command }, "fallback"},
 		{"absolute cwd kept", `command = "c"` + "\n" + `cwd = "/srv/../srv/x"`,
-			func(s host.ServerConfig) any { return s.Cwd }, "/srv/x"},
+			func(s upstream.ServerConfig) any { return s.Cwd }, "/srv/x"},
 		{"null means unset", `command = "c"` + "\n" + `timeout = null`,
-			func(s host.ServerConfig) any { return s.Timeout }, time.Duration(0)},
+			func(s upstream.ServerConfig) any { return s.Timeout }, time.Duration(0)},
 	}
 	os.Unsetenv("MCPHOST_TEST_UNSET")
 	for _, tt := range tests {

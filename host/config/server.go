@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
@@ -27,17 +29,17 @@ var (
 // decodeServer decodes one upstream server. Unset fields stay zero for
 // host.Config.WithDefaults, except idle_timeout = "0", which becomes the
 // host's "never" (a negative duration).
-func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
+func (d *decoder) decodeServer(block *hcl.Block) upstream.ServerConfig {
 	content, diags := block.Body.Content(serverSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
 
-	s := host.ServerConfig{Name: block.Labels[0]}
+	s := upstream.ServerConfig{Name: block.Labels[0]}
 	d.checkName(block, "server")
 
-	if t, ok := d.enum(attrs["transport"], host.TransportStdio, host.TransportSSE, host.TransportStreamableHTTP, transportHTTP); ok {
+	if t, ok := d.enum(attrs["transport"], upstream.TransportStdio, upstream.TransportSSE, upstream.TransportStreamableHTTP, transportHTTP); ok {
 		if t == transportHTTP {
-			t = host.TransportStreamableHTTP
+			t = upstream.TransportStreamableHTTP
 		}
 		s.Transport = t
 	}
@@ -71,7 +73,7 @@ func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
 	if v, ok := d.duration(attrs["connect_timeout"], false); ok {
 		s.ConnectTimeout = v
 	}
-	if v, ok := d.enum(attrs["sessions"], host.SessionsShared, host.SessionsPerClient, host.SessionsPerSession); ok {
+	if v, ok := d.enum(attrs["sessions"], upstream.SessionsShared, upstream.SessionsPerClient, upstream.SessionsPerSession); ok {
 		s.Sessions = v
 	}
 	if n, ok := d.int(attrs["max_sessions"], 1, 100000); ok {
@@ -83,7 +85,7 @@ func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
 		} else {
 			d.errorf(attrs["protocol_version"].Expr.Range(), "Invalid protocol_version",
 				"protocol_version %q is not an MCP protocol version; they are dates like %q. Remove it to use %q.",
-				v, host.DefaultProtocolVersion, host.DefaultProtocolVersion)
+				v, upstream.DefaultProtocolVersion, upstream.DefaultProtocolVersion)
 		}
 	}
 
@@ -109,13 +111,13 @@ func (d *decoder) decodeServer(block *hcl.Block) host.ServerConfig {
 // server almost always means a forgotten transport line, and a server that
 // quietly runs something other than what the file says is worse than one
 // that does not start.
-func (d *decoder) checkTransportArgs(block *hcl.Block, attrs hcl.Attributes, s host.ServerConfig) {
+func (d *decoder) checkTransportArgs(block *hcl.Block, attrs hcl.Attributes, s upstream.ServerConfig) {
 	name := s.Name
-	if s.Transport == "" || s.Transport == host.TransportStdio {
+	if s.Transport == "" || s.Transport == upstream.TransportStdio {
 		if attrs["transport"] == nil && attrs["command"] == nil && attrs["url"] != nil {
 			d.errorf(block.DefRange, "Missing transport for remote server",
 				"Server %q sets url but no transport, so it defaults to stdio, which runs a local command. "+
-					"Add transport = %q (or %q).", name, host.TransportStreamableHTTP, host.TransportSSE)
+					"Add transport = %q (or %q).", name, upstream.TransportStreamableHTTP, upstream.TransportSSE)
 			return
 		}
 		if s.Command == "" && !d.reported(attrs["command"]) && !misspelled(block, serverSchema, "command") {
@@ -127,7 +129,7 @@ func (d *decoder) checkTransportArgs(block *hcl.Block, attrs hcl.Attributes, s h
 			if attr := attrs[arg]; attr != nil {
 				d.errorf(attr.NameRange, fmt.Sprintf("%s is not used by stdio servers", arg),
 					"Server %q uses the stdio transport, which ignores %s. Remove %s, or set transport = %q (or %q) to connect to a remote server.",
-					name, arg, arg, host.TransportStreamableHTTP, host.TransportSSE)
+					name, arg, arg, upstream.TransportStreamableHTTP, upstream.TransportSSE)
 			}
 		}
 		return
@@ -141,7 +143,7 @@ func (d *decoder) checkTransportArgs(block *hcl.Block, attrs hcl.Attributes, s h
 		if attr := attrs[arg]; attr != nil {
 			d.errorf(attr.NameRange, fmt.Sprintf("%s is not used by %s servers", arg, s.Transport),
 				"Server %q uses the %s transport, which connects to url and runs nothing locally. Remove %s, or set transport = %q to run a local program.",
-				name, s.Transport, arg, host.TransportStdio)
+				name, s.Transport, arg, upstream.TransportStdio)
 		}
 	}
 }
@@ -174,19 +176,19 @@ func (d *decoder) checkName(block *hcl.Block, kind string) {
 // (each caller's token exchanged, RFC 8693), or a login with the
 // authorization code flow (mode "shared", or "per_user": each caller
 // authorizes for themself).
-func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.UpstreamOAuth {
+func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s upstream.ServerConfig) *upstream.UpstreamOAuth {
 	content, diags := b.Body.Content(upstreamOAuthSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
-	o := &host.UpstreamOAuth{}
-	if s.Transport != "" && s.Transport != host.TransportStreamableHTTP {
+	o := &upstream.UpstreamOAuth{}
+	if s.Transport != "" && s.Transport != upstream.TransportStreamableHTTP {
 		d.errorf(b.DefRange, "OAuth needs streamable-http", "Server %q uses the %s transport; mcphost gets OAuth tokens for streamable-http servers only.", s.Name, s.Transport)
 	}
-	if v, ok := d.enum(attrs["grant"], host.GrantClientCredentials, host.GrantTokenExchange); ok {
+	if v, ok := d.enum(attrs["grant"], upstream.GrantClientCredentials, upstream.GrantTokenExchange); ok {
 		o.Grant = v
 	}
 	if a := attrs["mode"]; a != nil {
-		if v, ok := d.enum(a, host.OAuthShared, host.OAuthPerUser); ok {
+		if v, ok := d.enum(a, upstream.OAuthShared, upstream.OAuthPerUser); ok {
 			o.Mode = v
 		}
 	}
@@ -195,8 +197,8 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 	if a := attrs["client_assertion_key"]; a != nil {
 		if v, ok := d.string(a); ok {
 			o.ClientAssertionKey = v
-			if o.Grant != host.GrantClientCredentials {
-				d.errorf(a.NameRange, "client_assertion_key is for client_credentials", "private_key_jwt authenticates the client of grant = %q; remove client_assertion_key.", host.GrantClientCredentials)
+			if o.Grant != upstream.GrantClientCredentials {
+				d.errorf(a.NameRange, "client_assertion_key is for client_credentials", "private_key_jwt authenticates the client of grant = %q; remove client_assertion_key.", upstream.GrantClientCredentials)
 			} else if o.ClientSecret != "" {
 				d.errorf(a.NameRange, "Two client credentials", "Give client_secret or client_assertion_key (private_key_jwt), not both.")
 			}
@@ -212,8 +214,8 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 		if v, ok := d.string(a); ok {
 			o.Audience = v
 		}
-		if o.Grant != host.GrantTokenExchange {
-			d.errorf(a.NameRange, "audience is for token exchange", "audience names what a token exchange asks for; it needs grant = %q.", host.GrantTokenExchange)
+		if o.Grant != upstream.GrantTokenExchange {
+			d.errorf(a.NameRange, "audience is for token exchange", "audience names what a token exchange asks for; it needs grant = %q.", upstream.GrantTokenExchange)
 		}
 	}
 	if v, _, ok := d.stringList(attrs["scopes"]); ok {
@@ -231,7 +233,7 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 	}
 	if o.Grant != "" {
 		loginOnly := []string{"mode", "redirect_url", "scopes", "client_metadata_url"}
-		if o.Grant == host.GrantTokenExchange {
+		if o.Grant == upstream.GrantTokenExchange {
 			loginOnly = []string{"mode", "redirect_url", "client_metadata_url"} // an exchange asks for scopes
 		}
 		for _, name := range loginOnly {
@@ -243,7 +245,7 @@ func (d *decoder) decodeUpstreamOAuth(b *hcl.Block, s host.ServerConfig) *host.U
 			(d.missing(attrs["client_secret"], o.ClientSecret) && d.missing(attrs["client_assertion_key"], o.ClientAssertionKey)) {
 			d.errorf(b.DefRange, "Missing client credentials", "The %s grant needs client_id and client_secret (usually client_secret = env(\"NAME\")), or for client_credentials a client_assertion_key (private_key_jwt, usually file(\"key.pem\")).", o.Grant)
 		}
-		if o.Grant == host.GrantTokenExchange && d.missing(attrs["issuer"], o.Issuer) {
+		if o.Grant == upstream.GrantTokenExchange && d.missing(attrs["issuer"], o.Issuer) {
 			d.errorf(b.DefRange, "Missing issuer", "The %s grant needs issuer: the authorization server that issued the callers' tokens (listen.auth's oauth issuer) and exchanges them.", o.Grant)
 		}
 	}
@@ -266,7 +268,7 @@ func (d *decoder) checkServersWithHost(file *File, blocks []*hcl.Block, listen *
 		if anyErrorIn(d.diags, []hcl.Range{blockRange(block)}) {
 			continue
 		}
-		err := host.Config{Listen: file.Host.Listen, Servers: []host.ServerConfig{s}}.WithDefaults().Validate()
+		err := host.Config{Listen: file.Host.Listen, Servers: []upstream.ServerConfig{s}}.WithDefaults().Validate()
 		if err == nil {
 			continue
 		}

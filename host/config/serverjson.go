@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -151,20 +153,20 @@ func specFields() []string {
 // returns the host's configuration of it. configPath anchors a relative
 // cwd, as in the file. Mistakes come back as a *SpecError naming every
 // field at fault.
-func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
+func (s ServerSpec) Server(configPath string) (upstream.ServerConfig, error) {
 	src := s.hcl()
 	dir := filepath.Dir(configPath)
 	f, diags := hclsyntax.ParseConfig(src, "definition.hcl", hcl.InitialPos)
 	if diags.HasErrors() {
 		// Only values the writer quoted and escaped are in src, so this
 		// should not happen; if it does, the definition is what to change.
-		return host.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + diags.Error()}}}
+		return upstream.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + diags.Error()}}}
 	}
 	d := &decoder{dir: dir, sourceRanges: map[string]hcl.Range{}, commandRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
 	d.ctx = d.evalContext()
 	content, diags := f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "server", LabelNames: []string{"name"}}}})
 	if diags.HasErrors() || len(content.Blocks) != 1 {
-		return host.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as one server block"}}}
+		return upstream.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as one server block"}}}
 	}
 	block := content.Blocks[0]
 	sc := d.decodeServer(block)
@@ -181,12 +183,12 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 	}
 	errs = append(errs, s.checkSecretMarks()...)
 	if len(errs) == 0 {
-		if err := (host.Config{Servers: []host.ServerConfig{sc}}).WithDefaults().Validate(); err != nil {
+		if err := (host.Config{Servers: []upstream.ServerConfig{sc}}).WithDefaults().Validate(); err != nil {
 			errs = append(errs, FieldError{Detail: err.Error()})
 		}
 	}
 	if len(errs) > 0 {
-		return host.ServerConfig{}, &SpecError{Errors: errs}
+		return upstream.ServerConfig{}, &SpecError{Errors: errs}
 	}
 	sc.SecretArgs, sc.SecretURL = slices.Clone(s.SecretArgs), s.SecretURL
 	return sc, nil
@@ -196,8 +198,8 @@ func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
 // be run, so that adding a definition with a typo fails at once rather
 // than as a retrying upstream. (A stored server whose program went away
 // later still loads, and its status says why it fails.)
-func CheckCommand(sc host.ServerConfig) error {
-	if sc.Transport != "" && sc.Transport != host.TransportStdio {
+func CheckCommand(sc upstream.ServerConfig) error {
+	if sc.Transport != "" && sc.Transport != upstream.TransportStdio {
 		return nil
 	}
 	if err := findCommand(sc); err != nil {
@@ -206,7 +208,7 @@ func CheckCommand(sc host.ServerConfig) error {
 	return nil
 }
 
-func findCommand(sc host.ServerConfig) error {
+func findCommand(sc upstream.ServerConfig) error {
 	cmd := sc.Command
 	if strings.ContainsRune(cmd, filepath.Separator) && !filepath.IsAbs(cmd) && sc.Cwd != "" {
 		cmd = filepath.Join(sc.Cwd, cmd)
@@ -337,7 +339,7 @@ func fieldAt(ranges []fieldRange, subject *hcl.Range) string {
 // SpecOf is the definition of a server of the config file, as the admin
 // API shows it (secrets included; Split masks them). Durations left unset
 // in the file stay unset.
-func SpecOf(sc host.ServerConfig) ServerSpec {
+func SpecOf(sc upstream.ServerConfig) ServerSpec {
 	dur := func(d time.Duration) string {
 		switch {
 		case d == 0:
@@ -349,7 +351,7 @@ func SpecOf(sc host.ServerConfig) ServerSpec {
 	}
 	transport := sc.Transport
 	if transport == "" {
-		transport = host.TransportStdio // what the file leaves out
+		transport = upstream.TransportStdio // what the file leaves out
 	}
 	s := ServerSpec{Name: sc.Name, Transport: transport, Command: sc.Command, Args: sc.Args, Env: sc.Env, Cwd: sc.Cwd,
 		URL: sc.URL, Headers: sc.Headers, SecretArgs: sc.SecretArgs, SecretURL: sc.SecretURL, Timeout: dur(sc.Timeout), IdleTimeout: dur(sc.IdleTimeout),

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host/config"
 )
 
@@ -31,7 +32,7 @@ func TestServerSpecDecodesLikeTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := host.ServerConfig{Name: "files", Transport: "stdio", Command: "sh", Args: []string{"-c", "echo ${HOME} %{x}"},
+	want := upstream.ServerConfig{Name: "files", Transport: "stdio", Command: "sh", Args: []string{"-c", "echo ${HOME} %{x}"},
 		Env: map[string]string{"API_KEY": "k", "Odd-Name": "v"}, Cwd: filepath.Join(filepath.Dir(cfgPath), "sub"),
 		Timeout: 5e9, Sessions: "per_client", MaxSessions: 3}
 	if sc.Name != want.Name || sc.Command != want.Command || strings.Join(sc.Args, "|") != strings.Join(want.Args, "|") ||
@@ -68,7 +69,7 @@ func TestServerSpecErrorsNameTheField(t *testing.T) {
 	for _, c := range cases {
 		spec, err := config.DecodeServerSpec([]byte(c.json))
 		if err == nil {
-			var sc host.ServerConfig
+			var sc upstream.ServerConfig
 			if sc, err = spec.Server("/etc/mcphost.hcl"); err == nil {
 				err = config.CheckCommand(sc)
 			}
@@ -403,7 +404,7 @@ func TestServerSpecOAuthLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := sc.OAuth
-	if o == nil || o.Mode != host.OAuthPerUser || strings.Join(o.Scopes, " ") != "repo read:org" || o.RedirectURL != "https://gw.example/oauth/callback" {
+	if o == nil || o.Mode != upstream.OAuthPerUser || strings.Join(o.Scopes, " ") != "repo read:org" || o.RedirectURL != "https://gw.example/oauth/callback" {
 		t.Fatalf("oauth %+v", o)
 	}
 	back := config.SpecOf(sc)

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/filters"
@@ -56,7 +58,7 @@ type Options struct {
 	// at once with the link (a gateway).
 	WaitLogins bool
 	Announce   func(server, url string)
-	Logins     *host.Logins // where logins wait for their callback (host.Options.Logins)
+	Logins     *upstream.Logins // where logins wait for their callback (host.Options.Logins)
 	// StartWait bounds how long Start waits for the servers' first connect:
 	// those still connecting then go on, and join the catalog when they are
 	// ready (clients are told: list_changed). 0 waits for each, up to its
@@ -252,7 +254,7 @@ func (e *Engine) startServers(ctx context.Context, wait time.Duration) error {
 	}
 	var still []string
 	for _, st := range e.host.Statuses() {
-		if st.State == host.StateConnecting {
+		if st.State == upstream.StateConnecting {
 			still = append(still, st.Name)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host"
@@ -21,7 +23,7 @@ func TestReloadSaysListenWaitsForRestart(t *testing.T) {
 	up := demoServer()
 	defer up.Close()
 	ctx := context.Background()
-	servers := []host.ServerConfig{{Name: "demo", Transport: host.TransportStreamableHTTP, URL: up.URL}}
+	servers := []upstream.ServerConfig{{Name: "demo", Transport: upstream.TransportStreamableHTTP, URL: up.URL}}
 	logs := &testproc.Buffer{}
 	e, err := engine.Start(ctx, &config.File{Host: host.Config{Servers: servers}}, &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -41,8 +43,8 @@ func Example() {
 	ctx := context.Background()
 
 	file := &config.File{
-		Host: host.Config{Servers: []host.ServerConfig{
-			{Name: "demo", Transport: host.TransportStreamableHTTP, URL: up.URL},
+		Host: host.Config{Servers: []upstream.ServerConfig{
+			{Name: "demo", Transport: upstream.TransportStreamableHTTP, URL: up.URL},
 		}},
 		Plugins: []plugins.Spec{{Name: "redact", Source: "builtin:redact"}},
 	}
@@ -67,7 +69,7 @@ func ExampleEngine_Reload() {
 	up := demoServer()
 	defer up.Close()
 	ctx := context.Background()
-	servers := []host.ServerConfig{{Name: "demo", Transport: host.TransportStreamableHTTP, URL: up.URL}}
+	servers := []upstream.ServerConfig{{Name: "demo", Transport: upstream.TransportStreamableHTTP, URL: up.URL}}
 
 	e, err := engine.Start(ctx, &config.File{Host: host.Config{Servers: servers}}, nil)
 	if err != nil {

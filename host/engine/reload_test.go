@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -143,7 +144,7 @@ func (r *reloadRig) connected(names ...string) map[string]int {
 	testproc.WaitFor(r.t, "servers "+strings.Join(names, ", ")+" connected", 30*time.Second, func() bool {
 		pids = map[string]int{}
 		for _, s := range r.e.Host().Statuses() {
-			if s.State != host.StateConnected || s.PID == 0 {
+			if s.State != upstream.StateConnected || s.PID == 0 {
 				return false
 			}
 			pids[s.Name] = s.PID

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/store"
@@ -41,11 +43,11 @@ const (
 // secret values masked, where it comes from, and its state.
 type ServerInfo struct {
 	config.ServerSpec
-	Source  string       `json:"source"`
-	Version int64        `json:"version,omitempty"`
-	Created *time.Time   `json:"created,omitempty"`
-	Updated *time.Time   `json:"updated,omitempty"`
-	Status  *host.Status `json:"status,omitempty"`
+	Source  string           `json:"source"`
+	Version int64            `json:"version,omitempty"`
+	Created *time.Time       `json:"created,omitempty"`
+	Updated *time.Time       `json:"updated,omitempty"`
+	Status  *upstream.Status `json:"status,omitempty"`
 	// Problem says why a stored server is not served: its name is now
 	// taken by the config file, or it no longer decodes.
 	Problem string `json:"problem,omitempty"`
@@ -55,7 +57,7 @@ type ServerInfo struct {
 // store's by name.
 func (e *Engine) Servers(ctx context.Context) ([]ServerInfo, error) {
 	file := e.File()
-	statuses := map[string]host.Status{}
+	statuses := map[string]upstream.Status{}
 	for _, st := range e.host.Statuses() {
 		statuses[st.Name] = st
 	}
@@ -172,7 +174,7 @@ func (e *Engine) update(ctx context.Context, name string, ifVersion int64, chang
 	if _, ok := configServer(file, name); ok {
 		return ServerInfo{}, false, configServerError(file, name)
 	}
-	var sc host.ServerConfig
+	var sc upstream.ServerConfig
 	var unchanged store.Server
 	saved, created, err := e.store.Update(ctx, name, ifVersion, func(cur *store.Server) (*store.Server, error) {
 		var curSpec *config.ServerSpec
@@ -260,7 +262,7 @@ func (e *Engine) DisconnectServer(ctx context.Context, name string) (ServerInfo,
 
 // TestServer connects to a definition without adding it (host.Probe). A
 // definition the store would refuse is a *config.SpecError.
-func (e *Engine) TestServer(ctx context.Context, spec config.ServerSpec) (*host.ProbeResult, error) {
+func (e *Engine) TestServer(ctx context.Context, spec config.ServerSpec) (*upstream.ProbeResult, error) {
 	if spec.Name == "" {
 		spec.Name = "test"
 	}
@@ -276,30 +278,30 @@ func (e *Engine) TestServer(ctx context.Context, spec config.ServerSpec) (*host.
 	if err != nil {
 		return nil, err
 	}
-	return host.Probe(ctx, sc, e.log.Named("test")), nil
+	return upstream.Probe(ctx, sc, e.log.Named("test")), nil
 }
 
 // prepare checks a definition as `mcphost validate` would, and splits it
 // into what the store keeps in the clear and sealed.
-func (e *Engine) prepare(file *config.File, spec config.ServerSpec) (store.Server, host.ServerConfig, error) {
+func (e *Engine) prepare(file *config.File, spec config.ServerSpec) (store.Server, upstream.ServerConfig, error) {
 	sc, err := spec.Server(file.Path)
 	if err == nil {
 		err = config.CheckCommand(sc)
 	}
 	if err != nil {
-		return store.Server{}, host.ServerConfig{}, err
+		return store.Server{}, upstream.ServerConfig{}, err
 	}
 	pub, sec := spec.Split()
 	sv := store.Server{Name: spec.Name}
 	if sv.Spec, err = json.Marshal(pub); err != nil {
-		return store.Server{}, host.ServerConfig{}, err
+		return store.Server{}, upstream.ServerConfig{}, err
 	}
 	if !sec.Empty() {
 		if !e.store.CanKeepSecrets() {
-			return store.Server{}, host.ServerConfig{}, store.ErrNoKey
+			return store.Server{}, upstream.ServerConfig{}, store.ErrNoKey
 		}
 		if sv.Secrets, err = json.Marshal(sec); err != nil {
-			return store.Server{}, host.ServerConfig{}, err
+			return store.Server{}, upstream.ServerConfig{}, err
 		}
 	}
 	return sv, sc, nil
@@ -308,11 +310,11 @@ func (e *Engine) prepare(file *config.File, spec config.ServerSpec) (store.Serve
 // changed brings the host in line with the store after a write, then waits
 // (up to the server's connect timeout, and ctx) for the server to leave
 // "connecting", so the answer shows whether it works.
-func (e *Engine) changed(ctx context.Context, saved store.Server, sc host.ServerConfig) (ServerInfo, error) {
+func (e *Engine) changed(ctx context.Context, saved store.Server, sc upstream.ServerConfig) (ServerInfo, error) {
 	e.syncAfterWrite(ctx, saved.Name)
 	timeout := sc.ConnectTimeout
 	if timeout <= 0 {
-		timeout = host.DefaultConnectTimeout
+		timeout = upstream.DefaultConnectTimeout
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -330,10 +332,10 @@ func (e *Engine) syncAfterWrite(ctx context.Context, name string) {
 	}
 }
 
-func (e *Engine) statuses(name string) map[string]host.Status {
+func (e *Engine) statuses(name string) map[string]upstream.Status {
 	for _, st := range e.host.Statuses() {
 		if st.Name == name {
-			return map[string]host.Status{name: st}
+			return map[string]upstream.Status{name: st}
 		}
 	}
 	return nil
@@ -349,15 +351,15 @@ func notFound(name string) error {
 	return fmt.Errorf("%w: %q is neither in the config file nor in the store", store.ErrNotFound, name)
 }
 
-func configServer(file *config.File, name string) (host.ServerConfig, bool) {
-	i := slices.IndexFunc(file.Host.Servers, func(sc host.ServerConfig) bool { return sc.Name == name })
+func configServer(file *config.File, name string) (upstream.ServerConfig, bool) {
+	i := slices.IndexFunc(file.Host.Servers, func(sc upstream.ServerConfig) bool { return sc.Name == name })
 	if i < 0 {
-		return host.ServerConfig{}, false
+		return upstream.ServerConfig{}, false
 	}
 	return file.Host.Servers[i], true
 }
 
-func configInfo(sc host.ServerConfig, statuses map[string]host.Status) ServerInfo {
+func configInfo(sc upstream.ServerConfig, statuses map[string]upstream.Status) ServerInfo {
 	pub, _ := config.SpecOf(sc).Split()
 	info := ServerInfo{ServerSpec: pub, Source: SourceConfig}
 	if st, ok := statuses[sc.Name]; ok {
@@ -366,7 +368,7 @@ func configInfo(sc host.ServerConfig, statuses map[string]host.Status) ServerInf
 	return info
 }
 
-func storedInfo(sv store.Server, file *config.File, statuses map[string]host.Status) ServerInfo {
+func storedInfo(sv store.Server, file *config.File, statuses map[string]upstream.Status) ServerInfo {
 	info := ServerInfo{Source: SourceStore, Version: sv.Version, Created: &sv.Created, Updated: &sv.Updated}
 	spec, sec, err := decodeStored(sv)
 	// Masked again: a row written before a kind of secret was sealed

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/store"
@@ -48,7 +50,7 @@ func (e *Engine) mergedStore(ctx context.Context, file *config.File) (host.Confi
 		}
 		spec, sec, err := decodeStored(sv)
 		if err == nil {
-			var sc host.ServerConfig
+			var sc upstream.ServerConfig
 			if sc, err = spec.Join(sec).Server(file.Path); err == nil {
 				cfg.Servers = append(cfg.Servers, sc)
 				continue

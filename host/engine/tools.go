@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/toolplugin"
@@ -49,12 +51,12 @@ func (e *Engine) refreshTools(ctx context.Context) {
 // toolServerConfigs returns the host servers of specs, making a tool
 // server for each new name and closing those whose plugin is gone. Call
 // it once the tools manager serves specs.
-func (e *Engine) toolServerConfigs(ctx context.Context, specs []plugins.Spec) []host.ServerConfig {
+func (e *Engine) toolServerConfigs(ctx context.Context, specs []plugins.Spec) []upstream.ServerConfig {
 	e.tmu.Lock()
 	if e.toolServers == nil {
 		e.toolServers = map[string]*toolplugin.Server{}
 	}
-	out := make([]host.ServerConfig, 0, len(specs))
+	out := make([]upstream.ServerConfig, 0, len(specs))
 	var fresh []*toolplugin.Server
 	for _, spec := range specs {
 		s := e.toolServers[spec.Name]
@@ -63,7 +65,7 @@ func (e *Engine) toolServerConfigs(ctx context.Context, specs []plugins.Spec) []
 			e.toolServers[spec.Name] = s
 			fresh = append(fresh, s)
 		}
-		out = append(out, host.ServerConfig{Name: spec.Name, Transport: host.TransportInternal, Internal: s.MCPServer(), InternalTools: s,
+		out = append(out, upstream.ServerConfig{Name: spec.Name, Transport: upstream.TransportInternal, Internal: s.MCPServer(), InternalTools: s,
 			Timeout: spec.WithDefaults().Timeout + toolGrace, IdleTimeout: -1})
 	}
 	e.tmu.Unlock()
@@ -99,12 +101,12 @@ func (e *Engine) dropToolServers(specs []plugins.Spec, wait bool) {
 
 // withToolServers adds the tool plugins' servers to cfg, after the file's
 // servers and before the stored ones.
-func withToolServers(cfg host.Config, file *config.File, tools []host.ServerConfig) host.Config {
+func withToolServers(cfg host.Config, file *config.File, tools []upstream.ServerConfig) host.Config {
 	if len(tools) == 0 {
 		return cfg
 	}
 	n := len(file.Host.Servers)
-	servers := make([]host.ServerConfig, 0, len(cfg.Servers)+len(tools))
+	servers := make([]upstream.ServerConfig, 0, len(cfg.Servers)+len(tools))
 	servers = append(servers, cfg.Servers[:n]...)
 	servers = append(servers, tools...)
 	servers = append(servers, cfg.Servers[n:]...)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"context"
 	"net/http/httptest"
 	"testing"
@@ -29,7 +30,7 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 				m := New()
 				opts.Observer, opts.Metrics = m, m.Handler()
 			}
-			h, err := host.New(host.Config{Servers: []host.ServerConfig{{Name: "a", Transport: host.TransportStdio, Command: bins["upstream"]}}}, opts)
+			h, err := host.New(host.Config{Servers: []upstream.ServerConfig{{Name: "a", Transport: upstream.TransportStdio, Command: bins["upstream"]}}}, opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@
 package metrics
 
 import (
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"net/http"
 	"sync"
 	"time"
@@ -39,7 +40,7 @@ type HookStatus struct {
 // Sources are read at each scrape. Any may be nil.
 type Sources struct {
 	Hooks     func() []HookStatus
-	Upstreams func() []host.Status
+	Upstreams func() []upstream.Status
 	Sessions  func() map[string]int // by transport
 	Plugins   func() []PluginStatus
 	Swaps     func() uint64 // plugin chain generations swapped in
@@ -220,8 +221,8 @@ var (
 		"Audit lines written without their arguments and result because masking them failed.", nil, nil)
 )
 
-var states = []host.State{host.StateConnecting, host.StateConnected, host.StateDisconnected, host.StateFailed,
-	host.StateAuthorizing, host.StateUnauthorized}
+var states = []upstream.State{upstream.StateConnecting, upstream.StateConnected, upstream.StateDisconnected, upstream.StateFailed,
+	upstream.StateAuthorizing, upstream.StateUnauthorized}
 
 // stateCollector reads the host's and the plugins' state at each scrape.
 // The plugins' counters restart with each generation of a plugin, so
@@ -245,7 +246,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Upstreams != nil {
 		for _, s := range c.src.Upstreams() {
-			gauge(upstreamConnected, b2f(s.State == host.StateConnected), s.Name, s.Transport)
+			gauge(upstreamConnected, b2f(s.State == upstream.StateConnected), s.Name, s.Transport)
 			for _, st := range states {
 				gauge(upstreamState, b2f(s.State == st), s.Name, string(st))
 			}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -20,8 +21,8 @@ import (
 func TestExposition(t *testing.T) {
 	m := New()
 	m.Watch(Sources{
-		Upstreams: func() []host.Status {
-			return []host.Status{{Name: "files", Transport: "stdio", State: host.StateConnected, Tools: 3, Reconnects: 2, InFlight: 1}}
+		Upstreams: func() []upstream.Status {
+			return []upstream.Status{{Name: "files", Transport: "stdio", State: upstream.StateConnected, Tools: 3, Reconnects: 2, InFlight: 1}}
 		},
 		Sessions: func() map[string]int { return map[string]int{host.DownstreamHTTP: 4} },
 		Plugins:  func() []PluginStatus { return []PluginStatus{{Name: "redact", Loaded: true, Calls: 10, Reused: 5}} },

@@ -20,11 +20,12 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -221,7 +222,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 
 // CallToolRaw implements host.InternalTools: the host's fast path, which
 // hands the call over without the go-sdk's server session.
-func (s *Server) CallToolRaw(ctx context.Context, c *host.InternalCall) (json.RawMessage, error) {
+func (s *Server) CallToolRaw(ctx context.Context, c *upstream.InternalCall) (json.RawMessage, error) {
 	call := &clientCall{token: c.Meta.GetMeta()["progressToken"], progress: c.Progress, log: c.Log}
 	return s.invoke(ctx, c.Name, c.Arguments, c.Meta, call)
 }
@@ -353,4 +354,4 @@ func (c *clientCall) Log(ctx context.Context, data []byte) (bool, error) {
 }
 
 // Interface guard.
-var _ host.InternalTools = (*Server)(nil)
+var _ upstream.InternalTools = (*Server)(nil)

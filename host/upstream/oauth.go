@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func newOAuthHandler(o *UpstreamOAuth, server string, env *OAuthEnv, log hclog.L
 	}
 	// client_credentials, and the gateway's own listing of a token
 	// exchange server.
-	if err := checkOAuth(o); err != nil {
+	if err := CheckOAuth(o); err != nil {
 		return nil, err
 	}
 	cfg := &extauth.ClientCredentialsHandlerConfig{
@@ -44,7 +44,7 @@ func newOAuthHandler(o *UpstreamOAuth, server string, env *OAuthEnv, log hclog.L
 }
 
 // checkOAuth is what Validate asks of an oauth block.
-func checkOAuth(o *UpstreamOAuth) error {
+func CheckOAuth(o *UpstreamOAuth) error {
 	switch {
 	case o.Grant == GrantClientCredentials || o.Grant == GrantTokenExchange:
 		if o.Mode != "" {
@@ -54,7 +54,7 @@ func checkOAuth(o *UpstreamOAuth) error {
 			if o.Grant != GrantClientCredentials || o.ClientSecret != "" || o.ClientID == "" {
 				return fmt.Errorf("client_assertion_key authenticates the %s grant's client_id in place of client_secret: give client_id and the key, no secret", GrantClientCredentials)
 			}
-			if _, _, err := parseClientKey(o.ClientAssertionKey, o.ClientAssertionAlg); err != nil {
+			if _, _, err := ParseClientKey(o.ClientAssertionKey, o.ClientAssertionAlg); err != nil {
 				return err
 			}
 		} else if o.ClientID == "" || o.ClientSecret == "" {
@@ -79,7 +79,7 @@ func checkOAuth(o *UpstreamOAuth) error {
 
 // callerTokens reports whether each caller's requests to the server carry
 // their own token (per_user logins, token exchange).
-func callerTokens(o *UpstreamOAuth) bool {
+func CallerTokens(o *UpstreamOAuth) bool {
 	return o != nil && ((o.Grant == "" && o.Mode == OAuthPerUser) || o.Grant == GrantTokenExchange)
 }
 

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"bytes"
@@ -42,32 +42,32 @@ import (
 const loginCookiePrefix = "mcphost_login_"
 
 // maxLoginForm bounds the login page's form.
-const maxLoginForm = 16 << 10
+const MaxLoginForm = 16 << 10
 
 // page sets where p's page is, beside the callback redirect comes back
 // to (same scheme, host and path prefix: the cookie the page sets must
 // reach the callback), and returns its link.
-func (p *pendingLogin) page(redirect string) (string, error) {
+func (p *PendingLogin) page(redirect string) (string, error) {
 	u, err := url.Parse(redirect)
 	if err != nil || u.Host == "" || !strings.HasSuffix(u.Path, CallbackPath) {
 		return "", fmt.Errorf("host: redirect_url %q does not end in %s, where mcphost serves the callback: its login page cannot be placed beside it", redirect, CallbackPath)
 	}
 	prefix := strings.TrimSuffix(u.Path, CallbackPath)
 	p.cookiePath, p.secure = prefix+"/oauth/", u.Scheme == "https"
-	page := url.URL{Scheme: u.Scheme, Host: u.Host, Path: prefix + LoginPath, RawQuery: url.Values{"login": {p.id}}.Encode()}
+	page := url.URL{Scheme: u.Scheme, Host: u.Host, Path: prefix + LoginPath, RawQuery: url.Values{"login": {p.ID}}.Encode()}
 	return page.String(), nil
 }
 
 // grantee says whose access a login grants.
-func (p *pendingLogin) grantee() string {
-	if p.subject == "" {
+func (p *PendingLogin) Grantee() string {
+	if p.Subject == "" {
 		return "every caller of this mcphost (its shared account)"
 	}
-	return "mcphost user " + subjectName(p.subject)
+	return "mcphost user " + SubjectName(p.Subject)
 }
 
 // subjectName is a grants.Grant.Subject as a person reads it: "bob (key)".
-func subjectName(subject string) string {
+func SubjectName(subject string) string {
 	method, name, ok := strings.Cut(subject, ":")
 	if !ok {
 		return subject
@@ -77,11 +77,11 @@ func subjectName(subject string) string {
 
 // hasProofLocked reports whether r carries the cookie of whoever proved
 // they may complete p; under Logins.mu.
-func (p *pendingLogin) hasProofLocked(r *http.Request) bool {
+func (p *PendingLogin) hasProofLocked(r *http.Request) bool {
 	if p.proof == nil {
 		return false
 	}
-	c, err := r.Cookie(loginCookiePrefix + p.id)
+	c, err := r.Cookie(loginCookiePrefix + p.ID)
 	if err != nil {
 		return false
 	}
@@ -90,17 +90,17 @@ func (p *pendingLogin) hasProofLocked(r *http.Request) bool {
 }
 
 // proofCookie is p's cookie with value; maxAge -1 deletes it.
-func proofCookie(p *pendingLogin, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: loginCookiePrefix + p.id, Value: value, Path: p.cookiePath, MaxAge: maxAge,
+func ProofCookie(p *PendingLogin, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: loginCookiePrefix + p.ID, Value: value, Path: p.cookiePath, MaxAge: maxAge,
 		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode}
 }
 
-func clearProofCookie(w http.ResponseWriter, p *pendingLogin) {
-	http.SetCookie(w, proofCookie(p, "", -1))
+func clearProofCookie(w http.ResponseWriter, p *PendingLogin) {
+	http.SetCookie(w, ProofCookie(p, "", -1))
 }
 
 // byLoginID is the bound login id names, nil if none is waiting.
-func (l *Logins) byLoginID(id string) *pendingLogin {
+func (l *Logins) ByLoginID(id string) *PendingLogin {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id == "" {
@@ -111,11 +111,11 @@ func (l *Logins) byLoginID(id string) *pendingLogin {
 
 // prove records that whoever gets the cookie value secret may complete p,
 // and reports whether p still waits.
-func (l *Logins) prove(p *pendingLogin, secret string) bool {
+func (l *Logins) Prove(p *PendingLogin, secret string) bool {
 	sum := sha256.Sum256([]byte(secret))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.byID[p.id] != p {
+	if l.byID[p.ID] != p {
 		return false
 	}
 	p.proof = sum[:]
@@ -125,27 +125,27 @@ func (l *Logins) prove(p *pendingLogin, secret string) bool {
 // sameCaller reports whether id, proved on the login page, is the caller
 // whose grant subject is subject. A stdio client's identity is its
 // stdio_key's, with the method "config": the key proves it.
-func sameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
-	if grantSubject(id) == subject {
+func SameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
+	if GrantSubject(id) == subject {
 		return true
 	}
 	st := a.StdioIdentity()
-	return st != nil && id.Method == abi.AuthKey && grantSubject(st) == subject && id.Subject == st.Subject
+	return st != nil && id.Method == abi.AuthKey && GrantSubject(st) == subject && id.Subject == st.Subject
 }
 
 // loginForm is the page that asks for proof.
-func loginForm(p *pendingLogin, authenticates bool) string {
+func LoginForm(p *PendingLogin, authenticates bool) string {
 	e := html.EscapeString
 	var b strings.Builder
-	fmt.Fprintf(&b, "<!doctype html><title>mcphost: authorize %s</title><h1>Authorize mcphost for %s</h1>\n", e(p.server), e(p.server))
-	if p.subject == "" {
-		fmt.Fprintf(&b, "<p><strong>You are granting mcphost access to %s for every caller of this mcphost.</strong> Whatever account you sign in with at the authorization server, every caller's request to %s will run as that account. Only an administrator of this mcphost may do this.</p>\n", e(p.server), e(p.server))
+	fmt.Fprintf(&b, "<!doctype html><title>mcphost: authorize %s</title><h1>Authorize mcphost for %s</h1>\n", e(p.Server), e(p.Server))
+	if p.Subject == "" {
+		fmt.Fprintf(&b, "<p><strong>You are granting mcphost access to %s for every caller of this mcphost.</strong> Whatever account you sign in with at the authorization server, every caller's request to %s will run as that account. Only an administrator of this mcphost may do this.</p>\n", e(p.Server), e(p.Server))
 	} else {
-		n := subjectName(p.subject)
-		fmt.Fprintf(&b, "<p><strong>You are granting mcphost access to %s for mcphost user %s.</strong> The calls %s makes to %s through mcphost will run as the account you sign in with at the authorization server. Continue only if you are %s and asked for this login yourself.</p>\n", e(p.server), e(n), e(n), e(p.server), e(n))
+		n := SubjectName(p.Subject)
+		fmt.Fprintf(&b, "<p><strong>You are granting mcphost access to %s for mcphost user %s.</strong> The calls %s makes to %s through mcphost will run as the account you sign in with at the authorization server. Continue only if you are %s and asked for this login yourself.</p>\n", e(p.Server), e(n), e(n), e(p.Server), e(n))
 	}
 	b.WriteString(`<form method="post" action="login">` + "\n")
-	fmt.Fprintf(&b, `<input type="hidden" name="login" value="%s">`+"\n", e(p.id))
+	fmt.Fprintf(&b, `<input type="hidden" name="login" value="%s">`+"\n", e(p.ID))
 	if authenticates {
 		b.WriteString(`<p><label>Prove who you are with the credential mcphost knows you by (your API key, or an access token of its identity provider): <input type="password" name="credential" autocomplete="off" required></label></p>` + "\n")
 	} else {
@@ -155,7 +155,7 @@ func loginForm(p *pendingLogin, authenticates bool) string {
 	return b.String()
 }
 
-func loginPageError(w http.ResponseWriter, status int, title, body string) {
+func LoginPageError(w http.ResponseWriter, status int, title, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	io.WriteString(w, page(title, body))
@@ -170,7 +170,7 @@ func loginPageError(w http.ResponseWriter, status int, title, body string) {
 // as OpenID Connect allows for an ID token from the token endpoint. A
 // grant of an issuer that is not listen.auth's, or an opaque token, names
 // nothing to compare: the login page's proof is the binding then.
-func (f *codeFlow) sameSubject(tok *oauth2.Token) error {
+func (f *CodeFlow) sameSubject(tok *oauth2.Token) error {
 	if f.subject == "" || f.env.Authn == nil {
 		return nil
 	}
@@ -184,7 +184,7 @@ func (f *codeFlow) sameSubject(tok *oauth2.Token) error {
 		tokens = append(tokens, id)
 	}
 	for _, t := range tokens {
-		claims := jwtClaims(t)
+		claims := JWTClaims(t)
 		if claims == nil {
 			continue
 		}
@@ -197,9 +197,9 @@ func (f *codeFlow) sameSubject(tok *oauth2.Token) error {
 
 // jwtClaims is the claims of a JWT (its payload as a JSON object),
 // unverified; nil for anything else.
-func jwtClaims(token string) map[string]any {
+func JWTClaims(token string) map[string]any {
 	parts := strings.Split(token, ".")
-	if len(parts) != 3 || len(parts[1]) > maxLoginForm*4 {
+	if len(parts) != 3 || len(parts[1]) > MaxLoginForm*4 {
 		return nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(parts[1])

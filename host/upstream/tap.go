@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -21,39 +21,39 @@ import (
 //
 // Only stdio and SSE connections are tapped: the streamable HTTP client
 // connection implements an unexported interface that a wrapper would hide.
-type tapTransport struct {
+type TapTransport struct {
 	mcp.Transport
-	u     *upstream
-	bound *atomic.Pointer[mcp.ClientSession] // set once Connect returns; logs need it to route
-	conn  *atomic.Pointer[tapConn]           // set to the connection made
+	U     *Server
+	Bound *atomic.Pointer[mcp.ClientSession] // set once Connect returns; logs need it to route
+	conn  *atomic.Pointer[TapConn]           // set to the connection made
 }
 
-func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+func (t TapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tc := &tapConn{Connection: c, t: t}
-	tc.raw.init()
-	if p, ok := c.(rawPiper); ok && p.rawPipes() != nil {
+	tc := &TapConn{Connection: c, T: t}
+	tc.Raw.Init()
+	if p, ok := c.(rawPiper); ok && p.RawPipes() != nil {
 		// A stdio server's pipes: raw calls go around the go-sdk.
-		tc.pipes = p.rawPipes()
-		tc.pipes.stdout.divertTo(pipeSinks{deliver: tc.raw.deliver, tap: func(method string, params json.RawMessage) bool {
-			return t.u.tap(t.bound.Load(), method, params)
+		tc.pipes = p.RawPipes()
+		tc.pipes.stdout.divertTo(pipeSinks{deliver: tc.Raw.deliver, tap: func(method string, params json.RawMessage) bool {
+			return t.U.tap(t.Bound.Load(), method, params)
 		}})
 	}
 	t.conn.Store(tc)
 	return tc, nil
 }
 
-type tapConn struct {
+type TapConn struct {
 	mcp.Connection
-	t     tapTransport
-	raw   rawCalls       // calls made outside the go-sdk's session (rawcall.go)
+	T     TapTransport
+	Raw   rawCalls       // calls made outside the go-sdk's session (rawcall.go)
 	pipes *upstreamPipes // a stdio server's, which raw calls use directly; nil otherwise
 }
 
-func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *TapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
@@ -62,11 +62,11 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Request:
-			if !m.IsCall() && c.t.u.tap(c.t.bound.Load(), m.Method, m.Params) {
+			if !m.IsCall() && c.T.U.tap(c.T.Bound.Load(), m.Method, m.Params) {
 				continue
 			}
 		case *jsonrpc.Response:
-			if c.raw.deliver(m) {
+			if c.Raw.deliver(m) {
 				continue
 			}
 		}
@@ -74,29 +74,29 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-func (c *tapConn) Close() error {
+func (c *TapConn) Close() error {
 	c.gone(mcp.ErrConnectionClosed)
 	return c.Connection.Close()
 }
 
 // gone fails the raw calls in flight and forgets the connection.
-func (c *tapConn) gone(err error) {
-	c.raw.fail(err)
-	if cs := c.t.bound.Load(); cs != nil {
-		c.t.u.rawConns.CompareAndDelete(cs, c)
+func (c *TapConn) gone(err error) {
+	c.Raw.fail(err)
+	if cs := c.T.Bound.Load(); cs != nil {
+		c.T.U.rawConns.CompareAndDelete(cs, c)
 	}
 }
 
 // tap forwards a progress or log notification and reports whether it did;
 // anything else (or anything it cannot decode) goes on to the go-sdk.
-func (u *upstream) tap(cs *mcp.ClientSession, method string, params json.RawMessage) bool {
+func (u *Server) tap(cs *mcp.ClientSession, method string, params json.RawMessage) bool {
 	switch method {
 	case "notifications/progress":
-		p, err := decodeProgress(params)
+		p, err := DecodeProgress(params)
 		if err != nil {
 			return false
 		}
-		u.events.upstreamProgress(context.Background(), u, p)
+		u.events.Progress(context.Background(), u, p)
 		return true
 	case "notifications/message":
 		if cs == nil {
@@ -107,14 +107,14 @@ func (u *upstream) tap(cs *mcp.ClientSession, method string, params json.RawMess
 			return false
 		}
 		u.logUpstreamLog(&p)
-		u.events.upstreamLog(u, cs, &p)
+		u.events.LogMessage(u, cs, &p)
 		return true
 	}
 	return false
 }
 
 // decodeProgress decodes notifications/progress params from a server.
-func decodeProgress(params json.RawMessage) (*mcp.ProgressNotificationParams, error) {
+func DecodeProgress(params json.RawMessage) (*mcp.ProgressNotificationParams, error) {
 	var p mcp.ProgressNotificationParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"cmp"
@@ -97,11 +97,11 @@ func Probe(ctx context.Context, cfg ServerConfig, log hclog.Logger) *ProbeResult
 		return res
 	}
 
-	u := newUpstream(cfg, log.Named(cfg.Name), probeEvents{log: log})
+	u := New(cfg, log.Named(cfg.Name), probeEvents{log: log})
 	stage, err := res.run(ctx, u)
 	// Closing ends the session and the server's process group and waits
 	// for them, so the stderr tail is complete once it returns.
-	u.close()
+	u.Close()
 	res.Stderr = redactKnown(u.stderrTail(), cfg) // masked line by line; then the definition's own values
 	if err != nil {
 		res.fail(stage, err, cfg)
@@ -114,20 +114,20 @@ func Probe(ctx context.Context, cfg ServerConfig, log hclog.Logger) *ProbeResult
 
 // run connects, fills res from what the server says, and closes the
 // session; on failure it returns the stage and its error.
-func (res *ProbeResult) run(parent context.Context, u *upstream) (string, error) {
-	ctx, cancel := context.WithTimeout(parent, u.cfg.ConnectTimeout)
+func (res *ProbeResult) run(parent context.Context, u *Server) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, u.Config.ConnectTimeout)
 	defer cancel()
 	explain := func(err error) error {
 		if ctx.Err() != nil && parent.Err() == nil {
 			// Say which bound ended it: "context deadline exceeded" alone
 			// does not, and the error may not even say that much.
-			return fmt.Errorf("no answer within connect_timeout (%s): %w", u.cfg.ConnectTimeout, err)
+			return fmt.Errorf("no answer within connect_timeout (%s): %w", u.Config.ConnectTimeout, err)
 		}
 		return err
 	}
 
 	t0 := time.Now()
-	cs, err := u.connectWith(ctx, u.client, u.oauth)
+	cs, err := u.connectWith(ctx, u.Client, u.OAuth)
 	res.Timing.ConnectMs = millis(time.Since(t0))
 	if err != nil {
 		return ProbeStageConnect, fmt.Errorf("connecting: %w", explain(err))
@@ -147,13 +147,13 @@ func (res *ProbeResult) run(parent context.Context, u *upstream) (string, error)
 		return ProbeStageList, fmt.Errorf("listing tools: %w", explain(err))
 	}
 	res.Tools = orEmpty(tools)
-	feats, err := listFeatures(ctx, u.cfg.Name, cs)
+	feats, err := listFeatures(ctx, u.Config.Name, cs)
 	if err != nil { // its own message says which list
 		return ProbeStageList, explain(err)
 	}
-	res.Prompts = orEmpty(feats.prompts)
-	res.Resources = orEmpty(feats.resources)
-	res.ResourceTemplates = orEmpty(feats.templates)
+	res.Prompts = orEmpty(feats.Prompts)
+	res.Resources = orEmpty(feats.Resources)
+	res.ResourceTemplates = orEmpty(feats.Templates)
 	return "", nil
 }
 
@@ -161,12 +161,12 @@ func (res *ProbeResult) run(parent context.Context, u *upstream) (string, error)
 func (res *ProbeResult) fail(stage string, err error, cfg ServerConfig) {
 	res.OK = false
 	res.Stage = stage
-	res.Error = probeMask(err.Error(), cfg)
+	res.Error = ProbeMask(err.Error(), cfg)
 }
 
 // probeMask masks text as a host's statuses are (errorText), after taking
 // out the definition's own secrets (redactKnown).
-func probeMask(text string, cfg ServerConfig) string {
+func ProbeMask(text string, cfg ServerConfig) string {
 	return secrets.MaskText(redactKnown(text, cfg)) // as errorText
 }
 
@@ -231,11 +231,11 @@ func (e *markedError) Unwrap() error { return e.err }
 
 // maskMarked returns err with u's marked secrets taken out of its text;
 // err itself when it holds none.
-func (u *upstream) maskMarked(err error) error {
-	if err == nil || (len(u.cfg.SecretArgs) == 0 && !u.cfg.SecretURL) {
+func (u *Server) MaskMarked(err error) error {
+	if err == nil || (len(u.Config.SecretArgs) == 0 && !u.Config.SecretURL) {
 		return err
 	}
-	if text := redactMarked(err.Error(), u.cfg); text != err.Error() {
+	if text := redactMarked(err.Error(), u.Config); text != err.Error() {
 		return &markedError{err: err, text: text}
 	}
 	return err
@@ -272,36 +272,36 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-// probeEvents are a probe's upstreamEvents: nothing downstream hears of
+// probeEvents are a probe's Events: nothing downstream hears of
 // changes, and what the server asks of a client is refused.
 type probeEvents struct {
 	env *OAuthEnv // logins, for `mcphost auth login`; nil for a probe
 	log hclog.Logger
 }
 
-func (e probeEvents) oauthEnv() *OAuthEnv  { return e.env }
-func (probeEvents) toolsChanged(string)    {}
-func (probeEvents) shortcuts() bool        { return true }
-func (probeEvents) featuresChanged(string) {}
-func (probeEvents) upstreamProgress(context.Context, *upstream, *mcp.ProgressNotificationParams) {
+func (e probeEvents) OAuthEnv() *OAuthEnv  { return e.env }
+func (probeEvents) ToolsChanged(string)    {}
+func (probeEvents) Shortcuts() bool        { return true }
+func (probeEvents) FeaturesChanged(string) {}
+func (probeEvents) Progress(context.Context, *Server, *mcp.ProgressNotificationParams) {
 }
-func (probeEvents) upstreamLog(*upstream, *mcp.ClientSession, *mcp.LoggingMessageParams) {}
-func (probeEvents) resourceUpdated(*upstream, *mcp.ClientSession, *mcp.ResourceUpdatedNotificationParams) {
+func (probeEvents) LogMessage(*Server, *mcp.ClientSession, *mcp.LoggingMessageParams) {}
+func (probeEvents) ResourceUpdated(*Server, *mcp.ClientSession, *mcp.ResourceUpdatedNotificationParams) {
 }
-func (probeEvents) elicitationComplete(*upstream, *mcp.ClientSession, *mcp.ElicitationCompleteParams) {
+func (probeEvents) ElicitationComplete(*Server, *mcp.ClientSession, *mcp.ElicitationCompleteParams) {
 }
 
-func (e probeEvents) serverRequest(_ context.Context, u *upstream, _ *mcp.ClientSession, method string, _ mcp.Request) (mcp.Result, error) {
-	e.log.Debug("server-to-client request refused during a probe", "server", u.cfg.Name, "method", method)
+func (e probeEvents) ServerRequest(_ context.Context, u *Server, _ *mcp.ClientSession, method string, _ mcp.Request) (mcp.Result, error) {
+	e.log.Debug("server-to-client request refused during a probe", "server", u.Config.Name, "method", method)
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("mcphost: %s refused: this is a connection test, with no client to ask", method)}
 }
 
-func (probeEvents) clientSessionStarted(context.Context, *upstream, *mcp.ServerSession, *mcp.ClientSession) {
+func (probeEvents) ClientSessionStarted(context.Context, *Server, *mcp.ServerSession, *mcp.ClientSession) {
 }
-func (probeEvents) identity(*mcp.ServerSession) *auth.Identity       { return nil }
-func (probeEvents) latestIdentity(*mcp.ServerSession) *auth.Identity { return nil }
-func (probeEvents) sessionLive(*mcp.ServerSession) bool              { return false }
-func (probeEvents) drained() bool                                    { return false }
+func (probeEvents) Identity(*mcp.ServerSession) *auth.Identity       { return nil }
+func (probeEvents) LatestIdentity(*mcp.ServerSession) *auth.Identity { return nil }
+func (probeEvents) SessionLive(*mcp.ServerSession) bool              { return false }
+func (probeEvents) Drained() bool                                    { return false }
 
-var _ upstreamEvents = probeEvents{}
+var _ Events = probeEvents{}

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -45,7 +45,7 @@ const CallbackPath = auth.CallbackPath
 const LoginPath = auth.LoginPath
 
 // loginTimeout bounds how long a login link stays good.
-const loginTimeout = 10 * time.Minute
+const LoginTimeout = 10 * time.Minute
 
 // oauthHTTPTimeout bounds each request to an authorization server.
 const oauthHTTPTimeout = 30 * time.Second
@@ -118,29 +118,29 @@ func isInteractive(ctx context.Context) bool { v, _ := ctx.Value(interactiveKey{
 // the operator who ran the command.
 type Logins struct {
 	mu      sync.Mutex
-	pending map[string]*pendingLogin
-	byID    map[string]*pendingLogin // bound logins, by pendingLogin.id
-	bound   bool
+	pending map[string]*PendingLogin
+	byID    map[string]*PendingLogin // bound logins, by pendingLogin.id
+	Bound   bool
 }
 
-type pendingLogin struct {
-	server string
+type PendingLogin struct {
+	Server string
 	// subject is the grants.Grant.Subject the login is for: "" for the
 	// gateway's own.
-	subject string
-	authURL string // the authorization server's link
+	Subject string
+	AuthURL string // the authorization server's link
 	link    string // the link shown: authURL, or for a bound login its page
 	// id names the login in its page's link and its cookie (bound
 	// logins); proof is the SHA-256 of the cookie's value once someone
 	// proved they may complete it, under Logins.mu; cookiePath is the
 	// cookie's path (the page's and the callback's directory).
-	id         string
+	ID         string
 	proof      []byte
 	cookiePath string
 	secure     bool // the cookie is for https only
-	expires    time.Time
+	Expires    time.Time
 
-	done chan loginResult // the callback's code, to the flow
+	Done chan loginResult // the callback's code, to the flow
 	// finished is closed once the flow has exchanged the code (or failed
 	// to), with why in err: the callback's page says so only then, and a
 	// call made as soon as the page shows finds the grant.
@@ -150,7 +150,7 @@ type pendingLogin struct {
 }
 
 // finish records how the login ended; the first call counts.
-func (p *pendingLogin) finish(err error) {
+func (p *PendingLogin) Finish(err error) {
 	p.once.Do(func() {
 		p.err = err
 		close(p.finished)
@@ -158,15 +158,15 @@ func (p *pendingLogin) finish(err error) {
 }
 
 type loginResult struct {
-	res *sdkauth.AuthorizationResult
-	err error
+	Res *sdkauth.AuthorizationResult
+	Err error
 }
 
 // expect registers the login of subject whose authorization server's link
 // is authURL and whose callback is redirect: from now on, the callback
 // with its state completes it. Its link, p.link, is authURL, or for bound
 // logins mcphost's page.
-func (l *Logins) expect(server, subject, authURL, redirect string) (*pendingLogin, string, error) {
+func (l *Logins) Expect(server, subject, authURL, redirect string) (*PendingLogin, string, error) {
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return nil, "", err
@@ -175,22 +175,22 @@ func (l *Logins) expect(server, subject, authURL, redirect string) (*pendingLogi
 	if state == "" {
 		return nil, "", errors.New("the authorization URL carries no state")
 	}
-	p := &pendingLogin{server: server, subject: subject, authURL: authURL, link: authURL, expires: time.Now().Add(loginTimeout),
-		done: make(chan loginResult, 1), finished: make(chan struct{})}
-	if l.bound {
+	p := &PendingLogin{Server: server, Subject: subject, AuthURL: authURL, link: authURL, Expires: time.Now().Add(LoginTimeout),
+		Done: make(chan loginResult, 1), finished: make(chan struct{})}
+	if l.Bound {
 		// The link is mcphost's page, beside the callback.
-		p.id = rand.Text()
+		p.ID = rand.Text()
 		if p.link, err = p.page(redirect); err != nil {
 			return nil, "", err
 		}
 	}
 	l.mu.Lock()
 	if l.pending == nil {
-		l.pending, l.byID = map[string]*pendingLogin{}, map[string]*pendingLogin{}
+		l.pending, l.byID = map[string]*PendingLogin{}, map[string]*PendingLogin{}
 	}
 	l.pending[state] = p
-	if p.id != "" {
-		l.byID[p.id] = p
+	if p.ID != "" {
+		l.byID[p.ID] = p
 	}
 	l.mu.Unlock()
 	return p, state, nil
@@ -198,18 +198,18 @@ func (l *Logins) expect(server, subject, authURL, redirect string) (*pendingLogi
 
 // await waits for the callback of the login expect registered, until ctx
 // ends; either way the login is no longer expected.
-func (l *Logins) await(ctx context.Context, p *pendingLogin, state string) (*sdkauth.AuthorizationResult, error) {
+func (l *Logins) await(ctx context.Context, p *PendingLogin, state string) (*sdkauth.AuthorizationResult, error) {
 	defer func() {
 		l.mu.Lock()
 		if l.pending[state] == p {
 			delete(l.pending, state)
 		}
-		delete(l.byID, p.id)
+		delete(l.byID, p.ID)
 		l.mu.Unlock()
 	}()
 	select {
-	case r := <-p.done:
-		return r.res, r.err
+	case r := <-p.Done:
+		return r.Res, r.Err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("no answer from the login link: %w", ctx.Err())
 	}
@@ -228,10 +228,10 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	l.mu.Lock()
 	p := l.pending[state]
-	bindingOK := p != nil && (p.id == "" || p.hasProofLocked(r))
+	bindingOK := p != nil && (p.ID == "" || p.hasProofLocked(r))
 	if bindingOK {
 		delete(l.pending, state)
-		delete(l.byID, p.id)
+		delete(l.byID, p.ID)
 	}
 	l.mu.Unlock()
 	if p == nil || state == "" {
@@ -241,10 +241,10 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !bindingOK {
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, page("Login refused", fmt.Sprintf("This browser did not open the login of %s for %s and prove who it is at mcphost first, so mcphost will not keep the account you signed in with. Open the login link mcphost gave you, in this browser, and follow it from there.", p.server, p.grantee())))
+		io.WriteString(w, page("Login refused", fmt.Sprintf("This browser did not open the login of %s for %s and prove who it is at mcphost first, so mcphost will not keep the account you signed in with. Open the login link mcphost gave you, in this browser, and follow it from there.", p.Server, p.Grantee())))
 		return
 	}
-	if p.id != "" {
+	if p.ID != "" {
 		clearProofCookie(w, p)
 	}
 	e, desc := q.Get("error"), q.Get("error_description")
@@ -259,12 +259,12 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if desc != "" {
 			err = fmt.Errorf("%w (%s)", err, desc)
 		}
-		p.done <- loginResult{err: err}
+		p.Done <- loginResult{Err: err}
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s, for %s. %s", e, p.server, p.grantee(), desc)))
+		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s, for %s. %s", e, p.Server, p.Grantee(), desc)))
 		return
 	}
-	p.done <- loginResult{res: &sdkauth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}
+	p.Done <- loginResult{Res: &sdkauth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}
 	wait := time.NewTimer(oauthHTTPTimeout)
 	defer wait.Stop()
 	select {
@@ -275,10 +275,10 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.err != nil {
 		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.server, p.grantee(), wire.ErrorText(p.err))))
+		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.Server, p.Grantee(), wire.ErrorText(p.err))))
 		return
 	}
-	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s, for %s. You can close this tab.", p.server, p.grantee())))
+	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s, for %s. You can close this tab.", p.Server, p.Grantee())))
 }
 
 func page(title, body string) string {
@@ -287,7 +287,7 @@ func page(title, body string) string {
 
 // codeFlow is one grant's authorization-code client, the gateway's or
 // one caller's (per_user): an sdkauth.OAuthHandler.
-type codeFlow struct {
+type CodeFlow struct {
 	server  string
 	subject string // grants.Grant.Subject: "" for the gateway's own
 	log     hclog.Logger
@@ -301,7 +301,7 @@ type codeFlow struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	pending   *pendingLogin // the login whose link is out, until it ends
+	pending   *PendingLogin // the login whose link is out, until it ends
 	ts        *savingSource // the current grant's tokens; nil before a login
 	loginURL  string        // the link of the login waiting for its callback
 	loginErr  error         // why the last login failed
@@ -314,7 +314,7 @@ type codeFlow struct {
 	authorized func()
 }
 
-func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logger) (*codeFlow, error) {
+func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hclog.Logger) (*CodeFlow, error) {
 	if env == nil || env.Logins == nil {
 		return nil, errors.New("no login environment (host.Options.Grants)")
 	}
@@ -325,7 +325,7 @@ func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hc
 	if redirect == "" {
 		return nil, errors.New("set oauth redirect_url: mcphost does not know its own address")
 	}
-	f := &codeFlow{server: server, subject: subject, redirect: redirect, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
+	f := &CodeFlow{server: server, subject: subject, redirect: redirect, env: env, log: log, client: &http.Client{Timeout: oauthHTTPTimeout}}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	cfg := &sdkauth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              redirect,
@@ -379,7 +379,7 @@ func newCodeFlow(server, subject string, o *UpstreamOAuth, env *OAuthEnv, log hc
 // registration per server rather than one per caller. None when the
 // gateway has no grant, or one whose client is a metadata document's URL
 // (tried first anyway).
-func (f *codeFlow) gatewayClient(o *UpstreamOAuth) (id, secret string) {
+func (f *CodeFlow) gatewayClient(o *UpstreamOAuth) (id, secret string) {
 	if f.env.Grants == nil {
 		return "", ""
 	}
@@ -396,7 +396,7 @@ func (f *codeFlow) gatewayClient(o *UpstreamOAuth) (id, secret string) {
 // does, asked for the same grant again, whose token the server refused
 // again, for ever. It asks for the current grant's too, which the go-sdk
 // only adds for grants it made itself, not for one read from the store.
-func (f *codeFlow) scopesFor(configured, discovered []string) []string {
+func (f *CodeFlow) scopesFor(configured, discovered []string) []string {
 	f.mu.Lock()
 	stepUp, ts := f.stepUp, f.ts
 	f.mu.Unlock()
@@ -434,7 +434,7 @@ func checkCodeFlow(o *UpstreamOAuth) error {
 
 // TokenSource is the current grant's, or none: a request without a token
 // gets the server's 401, which starts a login.
-func (f *codeFlow) TokenSource(context.Context) (oauth2.TokenSource, error) {
+func (f *CodeFlow) TokenSource(context.Context) (oauth2.TokenSource, error) {
 	// The source's lock is held through a refresh: it is not waited for
 	// under f.mu, which status reads.
 	f.mu.Lock()
@@ -452,7 +452,7 @@ func (f *codeFlow) TokenSource(context.Context) (oauth2.TokenSource, error) {
 // refuses that, or there is no grant, a login starts in the background and
 // the request fails at once with its link. A refresh the authorization
 // server did not answer fails the request and keeps the grant.
-func (f *codeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+func (f *CodeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	if isInteractive(ctx) {
 		f.mu.Lock()
 		f.stepUp = resp.StatusCode == http.StatusForbidden
@@ -502,13 +502,13 @@ func (f *codeFlow) Authorize(ctx context.Context, req *http.Request, resp *http.
 	return f.needed()
 }
 
-func (f *codeFlow) needed() *AuthorizationNeeded {
+func (f *CodeFlow) needed() *AuthorizationNeeded {
 	return &AuthorizationNeeded{Server: f.server, Subject: f.subject, URL: f.pendingURL()}
 }
 
 // loginEnded is closed when the running login ends (at once when none is:
 // the last one's is closed).
-func (f *codeFlow) loginEnded() <-chan struct{} {
+func (f *CodeFlow) LoginEnded() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return orClosed(f.ended)
@@ -530,7 +530,7 @@ func orClosed(c chan struct{}) <-chan struct{} {
 }
 
 // hasGrant reports whether the flow holds a grant that may still work.
-func (f *codeFlow) hasGrant() bool {
+func (f *CodeFlow) HasGrant() bool {
 	f.mu.Lock()
 	ts := f.ts
 	f.mu.Unlock()
@@ -553,7 +553,7 @@ var errLoginNeeded = errors.New("a login is needed")
 
 // refresh gets a new token with the refresh token, unless another request
 // already did since req was sent with the old one.
-func (f *codeFlow) refresh(req *http.Request) error {
+func (f *CodeFlow) refresh(req *http.Request) error {
 	f.mu.Lock()
 	ts := f.ts
 	f.mu.Unlock()
@@ -611,7 +611,7 @@ func refused(err error) bool {
 // startLogin runs a login in the background unless one is running; its
 // link is in the status until the callback comes or it expires. The
 // channel is closed when the login ends.
-func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan struct{} {
+func (f *CodeFlow) startLogin(req *http.Request, resp *http.Response) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.running || f.ctx.Err() != nil {
@@ -627,7 +627,7 @@ func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan str
 	resp2 := &http.Response{StatusCode: resp.StatusCode, Header: resp.Header.Clone(), Body: http.NoBody, Request: req}
 	req2 := req.Clone(context.Background())
 	go func() {
-		ctx, cancel := context.WithTimeout(Interactive(f.ctx), loginTimeout)
+		ctx, cancel := context.WithTimeout(Interactive(f.ctx), LoginTimeout)
 		defer cancel()
 		err := f.h.Authorize(ctx, req2, resp2)
 		f.finishPending(err)
@@ -656,7 +656,7 @@ func (f *codeFlow) startLogin(req *http.Request, resp *http.Response) <-chan str
 	return ended
 }
 
-func (f *codeFlow) publishedCh() <-chan struct{} {
+func (f *CodeFlow) publishedCh() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return orClosed(f.published)
@@ -664,11 +664,11 @@ func (f *codeFlow) publishedCh() <-chan struct{} {
 
 // fetch is the go-sdk's AuthorizationCodeFetcher: it shows the link and
 // waits for the callback.
-func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
+func (f *CodeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
 	// The login is registered before its link is shown: a browser (or a
 	// test) that follows the link at once came back before it was, and the
 	// callback refused a login that then waited for nothing.
-	p, state, err := f.env.Logins.expect(f.server, f.subject, args.URL, f.redirect)
+	p, state, err := f.env.Logins.Expect(f.server, f.subject, args.URL, f.redirect)
 	if err != nil {
 		return nil, err
 	}
@@ -697,18 +697,18 @@ func (f *codeFlow) fetch(ctx context.Context, args *sdkauth.AuthorizationArgs) (
 
 // finishPending tells the callback of the login that just ended how it
 // ended.
-func (f *codeFlow) finishPending(err error) {
+func (f *CodeFlow) finishPending(err error) {
 	f.mu.Lock()
 	p := f.pending
 	f.pending = nil
 	f.mu.Unlock()
 	if p != nil {
-		p.finish(err)
+		p.Finish(err)
 	}
 }
 
 // pendingURL is the link of the login waiting, "" for none.
-func (f *codeFlow) pendingURL() string {
+func (f *CodeFlow) pendingURL() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.loginURL
@@ -718,7 +718,7 @@ func (f *codeFlow) pendingURL() string {
 // the grant still works: a refused step-up (or one nobody answered) leaves
 // the grant as it was, and a server that went idle then is not
 // unauthorized.
-func (f *codeFlow) lastLoginError() error {
+func (f *CodeFlow) LastLoginError() error {
 	f.mu.Lock()
 	err, ts := f.loginErr, f.ts
 	f.mu.Unlock()
@@ -728,11 +728,11 @@ func (f *codeFlow) lastLoginError() error {
 	return err
 }
 
-func (f *codeFlow) close() { f.cancel() }
+func (f *CodeFlow) close() { f.cancel() }
 
 // newTokenSource is the go-sdk's hook after a code exchange: the grant is
 // stored, and so is every token that replaces it.
-func (f *codeFlow) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+func (f *CodeFlow) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 	if err := f.sameSubject(tok); err != nil {
 		return nil, err
 	}
@@ -745,7 +745,7 @@ func (f *codeFlow) newTokenSource(ctx context.Context, cfg *oauth2.Config, tok *
 
 // source is a token source for cfg's client starting at tok that stores
 // each new token; save stores tok itself now.
-func (f *codeFlow) source(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token, save bool) *savingSource {
+func (f *CodeFlow) source(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token, save bool) *savingSource {
 	// Refreshes go through the flow's client, which has a timeout: one
 	// runs under the source's lock, which every request of the upstream
 	// waits for (the go-sdk asks for the token holding its own), so an

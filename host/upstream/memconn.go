@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -250,7 +250,7 @@ func logBelow(msg, level mcp.LoggingLevel) bool {
 
 // direct reports whether tools/call on c can skip the JSON-RPC exchange:
 // c wraps the client side of a memPipe with a fast path.
-func (c *tapConn) direct() bool {
+func (c *TapConn) Direct() bool {
 	m, ok := c.Connection.(*memConn)
 	return ok && m.fast != nil
 }
@@ -260,7 +260,7 @@ func (c *tapConn) direct() bool {
 // encode, no response to route. Its progress and log messages are tapped
 // as they are sent, before the call returns, in the order sent, as
 // tapConn.Read does for a server's messages on the wire.
-func (c *tapConn) callDirect(ctx context.Context, p *rawCallParams) (json.RawMessage, error) {
+func (c *TapConn) CallDirect(ctx context.Context, p *RawCallParams) (json.RawMessage, error) {
 	m := c.Connection.(*memConn)
 	if !c.alive() {
 		return nil, mcp.ErrConnectionClosed
@@ -270,7 +270,7 @@ func (c *tapConn) callDirect(ctx context.Context, p *rawCallParams) (json.RawMes
 		if err != nil {
 			return false, err
 		}
-		if !c.t.u.tap(c.t.bound.Load(), method, b) {
+		if !c.T.U.tap(c.T.Bound.Load(), method, b) {
 			return false, fmt.Errorf("%s not delivered", method)
 		}
 		return true, nil

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ type clientSigner struct {
 // parseClientKey reads a PEM private key (PKCS #8, SEC 1 EC or PKCS #1
 // RSA) and the algorithm it signs with: alg when given, else ES256, ES384
 // or ES512 for its curve, RS256 for RSA.
-func parseClientKey(pemText, alg string) (crypto.Signer, jose.SignatureAlgorithm, error) {
+func ParseClientKey(pemText, alg string) (crypto.Signer, jose.SignatureAlgorithm, error) {
 	block, _ := pem.Decode([]byte(pemText))
 	if block == nil {
 		return nil, "", errors.New("client_assertion_key is not a PEM private key")
@@ -104,7 +104,7 @@ func parseClientKey(pemText, alg string) (crypto.Signer, jose.SignatureAlgorithm
 }
 
 func newClientSigner(clientID, pemText, alg string) (*clientSigner, error) {
-	key, a, err := parseClientKey(pemText, alg)
+	key, a, err := ParseClientKey(pemText, alg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -26,13 +26,13 @@ import (
 // client_credentials token (u.oauth) only lists what the server offers.
 
 // exchanges reports whether the server takes the callers' exchanged tokens.
-func (u *upstream) exchanges() bool {
-	return u.cfg.OAuth != nil && u.cfg.OAuth.Grant == GrantTokenExchange
+func (u *Server) exchanges() bool {
+	return u.Config.OAuth != nil && u.Config.OAuth.Grant == GrantTokenExchange
 }
 
 // exchangeFlow is one caller's exchanged token: an sdkauth.OAuthHandler.
 type exchangeFlow struct {
-	u *upstream
+	u *Server
 	// caller is the caller's identity as last seen, with the freshest
 	// access token their client sent (offer).
 	caller atomic.Pointer[auth.Identity]
@@ -43,14 +43,14 @@ type exchangeFlow struct {
 
 // exchangeFor returns the flow of the caller whose identity key is key,
 // made on first use, after offering it id's token.
-func (u *upstream) exchangeFor(key string, id *auth.Identity) *exchangeFlow {
-	u.mu.Lock()
+func (u *Server) exchangeFor(key string, id *auth.Identity) *exchangeFlow {
+	u.Mu.Lock()
 	x := u.exchangers[key]
 	if x == nil {
 		x = &exchangeFlow{u: u}
 		u.exchangers[key] = x
 	}
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	x.offer(id)
 	return x
 }
@@ -108,7 +108,7 @@ func (x *exchangeFlow) Authorize(_ context.Context, req *http.Request, resp *htt
 
 // exchangeLocked trades the caller's token for one for the server.
 func (x *exchangeFlow) exchangeLocked() (*oauth2.Token, error) {
-	o, name := x.u.cfg.OAuth, x.u.cfg.Name
+	o, name := x.u.Config.OAuth, x.u.Config.Name
 	id := x.caller.Load()
 	subject, exp := id.Bearer()
 	switch {
@@ -125,12 +125,12 @@ func (x *exchangeFlow) exchangeLocked() (*oauth2.Token, error) {
 	}
 	audience := o.Audience
 	if audience == "" {
-		audience = x.u.cfg.URL
+		audience = x.u.Config.URL
 	}
 	tok, err := oauthex.ExchangeToken(ctx, endpoint, &oauthex.TokenExchangeRequest{
 		RequestedTokenType: tokenTypeAccessToken,
 		Audience:           audience,
-		Resource:           x.u.cfg.URL,
+		Resource:           x.u.Config.URL,
 		Scope:              o.Scopes,
 		SubjectToken:       subject,
 		SubjectTokenType:   tokenTypeAccessToken,
@@ -170,13 +170,13 @@ func (e *ExchangeFailed) Error() string {
 
 // exchangeEndpoint is the token endpoint of the oauth block's issuer, from
 // its metadata (RFC 8414, with the OpenID Connect fallback); found once.
-func (u *upstream) exchangeEndpoint(ctx context.Context) (string, error) {
+func (u *Server) exchangeEndpoint(ctx context.Context) (string, error) {
 	u.exchangeMu.Lock()
 	defer u.exchangeMu.Unlock()
 	if u.tokenEndpoint != "" {
 		return u.tokenEndpoint, nil
 	}
-	issuer := u.cfg.OAuth.Issuer
+	issuer := u.Config.OAuth.Issuer
 	meta, err := sdkauth.GetAuthServerMetadata(ctx, issuer, u.oauthClient)
 	switch {
 	case err != nil:
@@ -190,8 +190,8 @@ func (u *upstream) exchangeEndpoint(ctx context.Context) (string, error) {
 
 // errNoBearer refuses a request to a token exchange server from a caller
 // with no OAuth token to exchange.
-func (u *upstream) errNoBearer() error {
-	return &ExchangeFailed{Server: u.cfg.Name, Reason: "this server takes each caller's own OAuth token, exchanged (oauth grant token_exchange), and this request comes from a caller who did not sign in with one (an API key, or none)"}
+func (u *Server) errNoBearer() error {
+	return &ExchangeFailed{Server: u.Config.Name, Reason: "this server takes each caller's own OAuth token, exchanged (oauth grant token_exchange), and this request comes from a caller who did not sign in with one (an API key, or none)"}
 }
 
 var _ sdkauth.OAuthHandler = (*exchangeFlow)(nil)

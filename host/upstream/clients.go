@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -46,9 +46,9 @@ type clientKey struct {
 }
 
 // clientKeyOf returns the key of the per-client session that serves ss.
-func (u *upstream) clientKeyOf(ss *mcp.ServerSession) clientKey {
-	if u.cfg.Sessions == SessionsPerClient {
-		if id := u.events.identity(ss); id != nil {
+func (u *Server) clientKeyOf(ss *mcp.ServerSession) clientKey {
+	if u.Config.Sessions == SessionsPerClient {
+		if id := u.events.Identity(ss); id != nil {
 			return clientKey{identity: id.Key()}
 		}
 	}
@@ -77,46 +77,46 @@ func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 // session returns the session to use for a request from ss: the shared one,
 // or with sessions = "per_client" or "per_session" its client's own,
 // connecting it on demand. The returned func marks the request done.
-func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, func(), error) {
-	if u.perUser() && (ss == nil || u.events.identity(ss) == nil) {
+func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.ClientSession, func(), error) {
+	if u.PerUser() && (ss == nil || u.events.Identity(ss) == nil) {
 		return nil, nil, u.errNoCaller() // never the gateway's grant
 	}
 	if u.exchanges() {
 		if ss == nil {
 			return nil, nil, u.errNoBearer() // never the gateway's token
 		}
-		latest := u.events.latestIdentity(ss)
+		latest := u.events.LatestIdentity(ss)
 		if tok, _ := latest.Bearer(); tok == "" {
 			return nil, nil, u.errNoBearer()
 		}
-		u.exchangeFor(u.events.identity(ss).Key(), latest)
+		u.exchangeFor(u.events.Identity(ss).Key(), latest)
 	}
-	if !u.perClient() || ss == nil {
+	if !u.PerClient() || ss == nil {
 		cs, err := u.session(ctx)
 		return cs, func() {}, err
 	}
 	key := u.clientKeyOf(ss)
-	u.mu.Lock()
+	u.Mu.Lock()
 	if u.closed {
-		u.mu.Unlock()
+		u.Mu.Unlock()
 		return nil, nil, ErrClosed
 	}
-	if u.held {
-		u.mu.Unlock()
+	if u.Held {
+		u.Mu.Unlock()
 		return nil, nil, u.heldError()
 	}
 	c := u.clients[key]
 	var evicted *clientConn
-	if !u.events.sessionLive(ss) {
-		u.mu.Unlock()
+	if !u.events.SessionLive(ss) {
+		u.Mu.Unlock()
 		return nil, nil, errors.New("the client's session ended")
 	}
 	if c == nil {
-		if len(u.clients) >= u.cfg.MaxSessions {
+		if len(u.clients) >= u.Config.MaxSessions {
 			evicted = u.evictLocked()
 			if evicted == nil {
-				u.mu.Unlock()
-				return nil, nil, fmt.Errorf("%w: server %q has %d per-client sessions, all busy (max_sessions)", ErrTooManySessions, u.cfg.Name, u.cfg.MaxSessions)
+				u.Mu.Unlock()
+				return nil, nil, fmt.Errorf("%w: server %q has %d per-client sessions, all busy (max_sessions)", ErrTooManySessions, u.Config.Name, u.Config.MaxSessions)
 			}
 		}
 		c = &clientConn{key: key, owner: ss, owners: map[*mcp.ServerSession]bool{}, subs: map[string]map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
@@ -131,9 +131,9 @@ func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.
 	if c.idle != nil {
 		c.idle.Stop()
 	}
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	if evicted != nil {
-		u.log.Info("per-client session evicted to make room", "max_sessions", u.cfg.MaxSessions)
+		u.Log.Info("per-client session evicted to make room", "max_sessions", u.Config.MaxSessions)
 		u.closeClients([]*clientConn{evicted})
 	}
 
@@ -152,7 +152,7 @@ func (u *upstream) sessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.
 }
 
 // evictLocked removes the least recently used idle per-client session.
-func (u *upstream) evictLocked() *clientConn {
+func (u *Server) evictLocked() *clientConn {
 	var victim *clientConn
 	for _, c := range u.clients {
 		if c.inflight > 0 {
@@ -173,7 +173,7 @@ func (u *upstream) evictLocked() *clientConn {
 	return victim
 }
 
-func (u *upstream) forgetLocked(c *clientConn) {
+func (u *Server) forgetLocked(c *clientConn) {
 	if u.clients[c.key] == c {
 		delete(u.clients, c.key)
 	}
@@ -185,53 +185,53 @@ func (u *upstream) forgetLocked(c *clientConn) {
 	}
 }
 
-func (u *upstream) releaseClient(c *clientConn) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) releaseClient(c *clientConn) {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	c.inflight--
 	c.lastUsed = time.Now()
-	if c.inflight == 0 && u.clients[c.key] == c && u.cfg.IdleTimeout > 0 {
+	if c.inflight == 0 && u.clients[c.key] == c && u.Config.IdleTimeout > 0 {
 		if c.idle == nil {
-			c.idle = time.AfterFunc(u.cfg.IdleTimeout, func() { u.reapClient(c) })
+			c.idle = time.AfterFunc(u.Config.IdleTimeout, func() { u.reapClient(c) })
 		} else {
-			c.idle.Reset(u.cfg.IdleTimeout)
+			c.idle.Reset(u.Config.IdleTimeout)
 		}
 	}
 }
 
 // reapClient closes a per-client session left idle for the idle timeout.
-func (u *upstream) reapClient(c *clientConn) {
-	u.mu.Lock()
-	if c.inflight > 0 || u.clients[c.key] != c || time.Since(c.lastUsed) < u.cfg.IdleTimeout {
-		u.mu.Unlock()
+func (u *Server) reapClient(c *clientConn) {
+	u.Mu.Lock()
+	if c.inflight > 0 || u.clients[c.key] != c || time.Since(c.lastUsed) < u.Config.IdleTimeout {
+		u.Mu.Unlock()
 		return
 	}
 	u.forgetLocked(c)
-	u.mu.Unlock()
-	u.log.Debug("per-client session idle; closed")
+	u.Mu.Unlock()
+	u.Log.Debug("per-client session idle; closed")
 	u.closeClients([]*clientConn{c})
 }
 
 // connectClient opens a per-client session with a client that mirrors the
 // downstream client's capabilities.
-func (u *upstream) connectClient(c *clientConn) {
+func (u *Server) connectClient(c *clientConn) {
 	defer u.wg.Done()
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(u.ctx, u.Config.ConnectTimeout)
 	defer cancel()
 	client := u.newClient(clientCaps(c.owner))
-	oauth := u.oauth
+	oauth := u.OAuth
 	var err error
 	switch {
-	case u.perUser():
-		oauth, err = u.userFlow(grantSubject(u.events.identity(c.owner)))
+	case u.PerUser():
+		oauth, err = u.UserFlow(GrantSubject(u.events.Identity(c.owner)))
 	case u.exchanges():
-		oauth = u.exchangeFor(u.events.identity(c.owner).Key(), nil)
+		oauth = u.exchangeFor(u.events.Identity(c.owner).Key(), nil)
 	}
 	var cs *mcp.ClientSession
 	if err == nil {
 		cs, err = u.dialClient(ctx, client, oauth)
 	}
-	u.mu.Lock()
+	u.Mu.Lock()
 	c.client, c.cs, c.err = client, cs, err
 	stale := u.clients[c.key] != c || u.closed
 	if err != nil {
@@ -245,28 +245,28 @@ func (u *upstream) connectClient(c *clientConn) {
 		u.wg.Add(1)
 		go u.watchClient(c)
 	}
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	if err == nil && !stale {
-		u.events.clientSessionStarted(ctx, u, c.owner, cs)
+		u.events.ClientSessionStarted(ctx, u, c.owner, cs)
 	}
 	close(c.ready)
 	var need *AuthorizationNeeded
 	switch {
 	case errors.As(err, &need):
-		u.log.Debug("per-client session waits for its caller's login")
+		u.Log.Debug("per-client session waits for its caller's login")
 		return
 	case err != nil:
-		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
+		u.Log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
 		return
 	}
 	if stale { // evicted, ended or closed while connecting
 		cs.Close()
 		return
 	}
-	u.log.Debug("per-client session connected")
+	u.Log.Debug("per-client session connected")
 }
 
-func (u *upstream) dialClient(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
+func (u *Server) dialClient(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
 	cs, err := u.connectWith(ctx, client, oauth)
 	if err != nil {
 		return nil, fmt.Errorf("connecting a per-client session: %w", err)
@@ -276,23 +276,23 @@ func (u *upstream) dialClient(ctx context.Context, client *mcp.Client, oauth sdk
 
 // watchClient forgets a per-client session the server ended, so the next
 // request from its client opens a new one.
-func (u *upstream) watchClient(c *clientConn) {
+func (u *Server) watchClient(c *clientConn) {
 	defer u.wg.Done()
 	err := c.cs.Wait()
-	u.mu.Lock()
+	u.Mu.Lock()
 	mine := u.clients[c.key] == c
 	if mine {
 		u.forgetLocked(c)
 	}
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	if mine && !u.isClosed() {
-		u.log.Warn("per-client session ended by the server", "error", u.maskMarked(err))
+		u.Log.Warn("per-client session ended by the server", "error", u.MaskMarked(err))
 	}
 }
 
-func (u *upstream) isClosed() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) isClosed() bool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	return u.closed
 }
 
@@ -302,17 +302,17 @@ func (u *upstream) isClosed() bool {
 // identity's per-client session stays for that identity's next request,
 // until it is idle for the server's idle timeout or evicted: such a client
 // has no session whose end would say it is done.
-func (u *upstream) dropClient(ss *mcp.ServerSession, sessionless bool) {
-	u.mu.Lock()
+func (u *Server) DropClient(ss *mcp.ServerSession, sessionless bool) {
+	u.Mu.Lock()
 	clients := u.takeClientsLocked(ss, sessionless)
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	u.closeClients(clients)
 }
 
 // takeClientsLocked removes ss from the per-client sessions it used and
 // takes those it was the last user of (but for an identity's, when ss was
 // sessionless); every one when ss is nil.
-func (u *upstream) takeClientsLocked(ss *mcp.ServerSession, sessionless bool) []*clientConn {
+func (u *Server) takeClientsLocked(ss *mcp.ServerSession, sessionless bool) []*clientConn {
 	var out []*clientConn
 	for _, c := range u.clients {
 		if ss != nil {
@@ -373,11 +373,11 @@ func (c *clientConn) unsubscribe(ss *mcp.ServerSession, uri string) bool {
 
 // unsubscribeAll ends the subscriptions of a per-client session that no
 // downstream session wants any more.
-func (u *upstream) unsubscribeAll(cs *mcp.ClientSession, uris []string) {
+func (u *Server) unsubscribeAll(cs *mcp.ClientSession, uris []string) {
 	for _, uri := range uris {
-		ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+		ctx, cancel := context.WithTimeout(u.ctx, u.Config.Timeout)
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-			u.log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", u.maskMarked(err))
+			u.Log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", u.MaskMarked(err))
 		}
 		cancel()
 	}
@@ -385,7 +385,7 @@ func (u *upstream) unsubscribeAll(cs *mcp.ClientSession, uris []string) {
 
 // closeClients closes sessions that were already forgotten; one still
 // connecting is closed by connectClient when it sees it was forgotten.
-func (u *upstream) closeClients(cs []*clientConn) {
+func (u *Server) closeClients(cs []*clientConn) {
 	for _, c := range cs {
 		select {
 		case <-c.ready:
@@ -401,9 +401,9 @@ func (u *upstream) closeClients(cs []*clientConn) {
 // ownerOf returns the downstream session a per-client session serves (the
 // one that sent a request last, when several share it), or nil for the
 // shared session.
-func (u *upstream) ownerOf(cs *mcp.ClientSession) *mcp.ServerSession {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) OwnerOf(cs *mcp.ClientSession) *mcp.ServerSession {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	if c := u.owners[cs]; c != nil {
 		return c.last
 	}
@@ -412,9 +412,9 @@ func (u *upstream) ownerOf(cs *mcp.ClientSession) *mcp.ServerSession {
 
 // ownersOf returns every downstream session a per-client session serves;
 // nil for the shared session.
-func (u *upstream) ownersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) OwnersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	c := u.owners[cs]
 	if c == nil {
 		return nil
@@ -429,9 +429,9 @@ func (u *upstream) ownersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
 // subscribed records ss's subscription to uri on c and reports whether it
 // is the first there (add), or takes it back and reports whether it was
 // the last (!add).
-func (u *upstream) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, add bool) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, add bool) bool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	subs := c.subs[uri]
 	if add {
 		if subs == nil {
@@ -447,13 +447,13 @@ func (u *upstream) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, 
 // isPerClientSession reports whether cs is not the shared session of a
 // server that keeps per-client ones: what it sends is never for everyone,
 // even while it is being set up or closed and has no owner.
-func (u *upstream) isPerClientSession(cs *mcp.ClientSession) bool {
-	if !u.perClient() {
+func (u *Server) IsPerClientSession(cs *mcp.ClientSession) bool {
+	if !u.PerClient() {
 		return false
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return cs != u.sess
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	return cs != u.Sess
 }
 
 // subscribeOn runs op (an upstream Subscribe or Unsubscribe of uri on cs)
@@ -461,18 +461,18 @@ func (u *upstream) isPerClientSession(cs *mcp.ClientSession) bool {
 // per-client session, rolling the count back if op fails. Serialised per
 // session, so a second subscriber waits for the first's answer instead of
 // taking a failed subscription for a live one.
-func (u *upstream) subscribeOn(cs *mcp.ClientSession, ss *mcp.ServerSession, uri string, add bool, op func() error) error {
-	u.mu.Lock()
+func (u *Server) SubscribeOn(cs *mcp.ClientSession, ss *mcp.ServerSession, uri string, add bool, op func() error) error {
+	u.Mu.Lock()
 	c := u.owners[cs]
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	if c == nil {
 		return op() // not a per-client session any more: nothing to count
 	}
 	c.subMu.Lock()
 	defer c.subMu.Unlock()
-	u.mu.Lock()
+	u.Mu.Lock()
 	was := c.subs[uri][ss]
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	switch {
 	case add && was:
 		return nil // already subscribed
@@ -490,16 +490,16 @@ func (u *upstream) subscribeOn(cs *mcp.ClientSession, ss *mcp.ServerSession, uri
 }
 
 // perClient reports whether the server keeps upstream sessions per client.
-func (u *upstream) perClient() bool {
-	return u.cfg.Sessions == SessionsPerClient || u.cfg.Sessions == SessionsPerSession
+func (u *Server) PerClient() bool {
+	return u.Config.Sessions == SessionsPerClient || u.Config.Sessions == SessionsPerSession
 }
 
 // clientOf returns the per-client session serving ss and its client, if
 // connected.
-func (u *upstream) clientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSession) {
+func (u *Server) ClientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSession) {
 	key := u.clientKeyOf(ss)
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	if c := u.clients[key]; c != nil {
 		select {
 		case <-c.ready:

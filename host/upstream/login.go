@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -44,9 +44,9 @@ func Login(ctx context.Context, cfg ServerConfig, opts LoginOptions) (int, error
 		log = hclog.NewNullLogger()
 	}
 	env := &OAuthEnv{Grants: fresh{opts.Grants}, Logins: opts.Logins, Redirect: opts.Redirect, Announce: opts.Announce}
-	u := newUpstream(cfg, log.Named(cfg.Name), probeEvents{log: log, env: env})
-	defer u.close()
-	cs, err := u.connectWith(Interactive(ctx), u.client, u.oauth)
+	u := New(cfg, log.Named(cfg.Name), probeEvents{log: log, env: env})
+	defer u.Close()
+	cs, err := u.connectWith(Interactive(ctx), u.Client, u.OAuth)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"bufio"
@@ -120,14 +120,14 @@ type pipeConn struct {
 	pipes *upstreamPipes
 }
 
-func (c *pipeConn) rawPipes() *upstreamPipes { return c.pipes }
+func (c *pipeConn) RawPipes() *upstreamPipes { return c.pipes }
 
 // rawPiper is a connection over upstreamPipes, or one wrapping it.
-type rawPiper interface{ rawPipes() *upstreamPipes }
+type rawPiper interface{ RawPipes() *upstreamPipes }
 
-func (c *groupConn) rawPipes() *upstreamPipes {
+func (c *groupConn) RawPipes() *upstreamPipes {
 	if p, ok := c.Connection.(rawPiper); ok {
-		return p.rawPipes()
+		return p.RawPipes()
 	}
 	return nil
 }

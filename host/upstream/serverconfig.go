@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"errors"
@@ -108,7 +108,7 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 
 // check reports every problem of s alone, as the server's own words; a
 // Config adds where (Config.Validate), and what depends on the listener.
-func (s ServerConfig) check() []error {
+func (s ServerConfig) Check() []error {
 	var errs []error
 	switch s.Transport {
 	case TransportStdio:
@@ -126,9 +126,9 @@ func (s ServerConfig) check() []error {
 		if s.OAuth != nil {
 			if s.Transport != TransportStreamableHTTP {
 				errs = append(errs, fmt.Errorf("oauth needs transport %q", TransportStreamableHTTP))
-			} else if err := checkOAuth(s.OAuth); err != nil {
+			} else if err := CheckOAuth(s.OAuth); err != nil {
 				errs = append(errs, fmt.Errorf("oauth: %w", err))
-			} else if callerTokens(s.OAuth) && s.Sessions == SessionsShared {
+			} else if CallerTokens(s.OAuth) && s.Sessions == SessionsShared {
 				errs = append(errs, fmt.Errorf("oauth %s sends each caller's requests with their own token, over their own session: remove sessions = %q (%q is the default with it)", oauthKind(s.OAuth), SessionsShared, SessionsPerClient))
 			}
 		}
@@ -155,7 +155,7 @@ func (s ServerConfig) check() []error {
 // alone (Probe): what depends on the listener is not checked.
 func (s ServerConfig) validate() error {
 	var errs []error
-	for _, err := range s.check() {
+	for _, err := range s.Check() {
 		errs = append(errs, fmt.Errorf("host: server 0 (%q): %w", s.Name, err))
 	}
 	return errors.Join(errs...)

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"bytes"
@@ -37,19 +37,19 @@ import (
 
 // rawCalls are a connection's raw calls in flight.
 type rawCalls struct {
-	next    atomic.Uint64
+	Next    atomic.Uint64
 	mu      sync.Mutex
 	pending map[string]chan *jsonrpc.Response
 	err     error // the connection is gone
 }
 
-func (r *rawCalls) init() { r.pending = map[string]chan *jsonrpc.Response{} }
+func (r *rawCalls) Init() { r.pending = map[string]chan *jsonrpc.Response{} }
 
 const rawIDPrefix = "mcphost-"
 
 // add registers a call and returns its id and the channel of its reply.
 func (r *rawCalls) add() (string, chan *jsonrpc.Response, error) {
-	id := rawIDPrefix + strconv.FormatUint(r.next.Add(1), 10)
+	id := rawIDPrefix + strconv.FormatUint(r.Next.Add(1), 10)
 	ch := make(chan *jsonrpc.Response, 1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,40 +97,40 @@ func (r *rawCalls) fail(err error) {
 }
 
 // rawConn returns the wrapped connection of cs, or nil.
-func (u *upstream) rawConn(cs *mcp.ClientSession) *tapConn {
+func (u *Server) RawConn(cs *mcp.ClientSession) *TapConn {
 	if c, ok := u.rawConns.Load(cs); ok {
-		return c.(*tapConn)
+		return c.(*TapConn)
 	}
 	return nil
 }
 
 // alive reports whether the connection has not failed or closed.
-func (c *tapConn) alive() bool {
-	c.raw.mu.Lock()
-	defer c.raw.mu.Unlock()
-	return c.raw.err == nil
+func (c *TapConn) alive() bool {
+	c.Raw.mu.Lock()
+	defer c.Raw.mu.Unlock()
+	return c.Raw.err == nil
 }
 
 // drain waits up to max for the raw calls in flight to finish. The go-sdk's
 // Close waits for its own calls; raw calls are invisible to it, and closing
 // under them (a reload replacing the server) would fail calls the typed path
 // let finish.
-func (c *tapConn) drain(max time.Duration) {
+func (c *TapConn) drain(max time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), max)
 	defer cancel()
 	wire.WaitUntil(ctx, func() bool {
-		c.raw.mu.Lock()
-		defer c.raw.mu.Unlock()
-		return len(c.raw.pending) == 0 || c.raw.err != nil
+		c.Raw.mu.Lock()
+		defer c.Raw.mu.Unlock()
+		return len(c.Raw.pending) == 0 || c.Raw.err != nil
 	})
 }
 
 // drainRaw lets the raw calls in flight on cs finish, within the server's
 // call timeout, before the session is closed; after the host's drain,
 // which already gave them listen.drain_timeout, it does not wait.
-func (u *upstream) drainRaw(cs *mcp.ClientSession) {
-	if c := u.rawConn(cs); c != nil && !u.events.drained() {
-		c.drain(u.cfg.Timeout)
+func (u *Server) drainRaw(cs *mcp.ClientSession) {
+	if c := u.RawConn(cs); c != nil && !u.events.Drained() {
+		c.drain(u.Config.Timeout)
 	}
 }
 
@@ -139,7 +139,7 @@ func (u *upstream) drainRaw(cs *mcp.ClientSession) {
 // untouched, and upstreams read them differently (some replace, some fail,
 // some never answer), so the gateway refuses them before any policy or
 // upstream sees them.
-func checkArguments(args json.RawMessage) error {
+func CheckArguments(args json.RawMessage) error {
 	if utf8.Valid(args) {
 		return nil
 	}
@@ -155,7 +155,7 @@ func checkArguments(args json.RawMessage) error {
 }
 
 // rawCallParams are tools/call params as the go-sdk's client sends them.
-type rawCallParams struct {
+type RawCallParams struct {
 	Meta      mcp.Meta        `json:"_meta,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
@@ -167,7 +167,7 @@ type rawCallParams struct {
 // fails or goes during the call; the go-sdk's client reports the latter as
 // the read error (EOF), and forward would not drop the session until the
 // watcher noticed.
-func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessage, error) {
+func (c *TapConn) CallTool(ctx context.Context, p *RawCallParams) (json.RawMessage, error) {
 	if len(p.Arguments) == 0 {
 		p.Arguments = json.RawMessage("{}") // as the go-sdk sends no arguments
 	}
@@ -175,12 +175,12 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 	if err != nil {
 		return nil, fmt.Errorf("encoding tools/call params: %w", err)
 	}
-	id, reply, err := c.raw.add()
+	id, reply, err := c.Raw.add()
 	if err != nil {
-		return nil, notSent{err}
+		return nil, NotSent{Err: err}
 	}
 	if err := c.writeCall(ctx, id, params); err != nil {
-		c.raw.remove(id)
+		c.Raw.remove(id)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -190,7 +190,7 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 			// is gone, and nothing it could run was received. (An SSE
 			// write is an HTTP POST, which can fail after the server took
 			// the request: a proxy's 502, a reset after the body.)
-			err = notSent{err}
+			err = NotSent{Err: err}
 		}
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 		}
 		return resp.Result, nil
 	case <-ctx.Done():
-		c.raw.remove(id)
+		c.Raw.remove(id)
 		// Tell the server, as the go-sdk does for its own calls; off the
 		// caller's path, so a stuck server cannot hold it.
 		go c.cancelled(id, context.Cause(ctx))
@@ -217,7 +217,7 @@ func (c *tapConn) callTool(ctx context.Context, p *rawCallParams) (json.RawMessa
 
 // writeCall writes a raw tools/call: on a stdio server's pipes directly,
 // otherwise through the go-sdk's connection.
-func (c *tapConn) writeCall(ctx context.Context, id string, params json.RawMessage) error {
+func (c *TapConn) writeCall(ctx context.Context, id string, params json.RawMessage) error {
 	if c.pipes == nil {
 		jid, _ := jsonrpc.MakeID(id)
 		return c.Connection.Write(ctx, &jsonrpc.Request{ID: jid, Method: "tools/call", Params: params})
@@ -228,7 +228,7 @@ func (c *tapConn) writeCall(ctx context.Context, id string, params json.RawMessa
 	return c.pipes.writeRawCall(id, params)
 }
 
-func (c *tapConn) cancelled(id string, cause error) {
+func (c *TapConn) cancelled(id string, cause error) {
 	p, err := json.Marshal(map[string]string{"requestId": id, "reason": cause.Error()})
 	if err != nil {
 		return
@@ -246,7 +246,7 @@ func (c *tapConn) cancelled(id string, cause error) {
 // are matched exactly, as the go-sdk matches them. Whatever it refuses goes
 // to the go-sdk's own decoder instead (FuzzCheckToolResult holds the two
 // together).
-func checkToolResult(raw json.RawMessage) error {
+func CheckToolResult(raw json.RawMessage) error {
 	var r struct {
 		Meta              map[string]any  `json:"_meta"`
 		Content           []*wireContent  `json:"content"`
@@ -324,7 +324,7 @@ type wireContent struct {
 // exactly, and the blocks are of the five kinds the ABI carries (no nested
 // content). Anything else takes the typed path, where what goes out is
 // re-encoded from what the policy returned.
-func policiesSeeAll(raw json.RawMessage) bool {
+func PoliciesSeeAll(raw json.RawMessage) bool {
 	var top map[string]json.RawMessage
 	if _, err := segjson.Parse(raw, &top, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return false
@@ -397,17 +397,17 @@ var (
 // server info in a result's _meta (GetMeta/SetMeta): it is merged into the
 // upstream's _meta as into a typed result's, a key the upstream set
 // staying.
-type rawToolResult struct {
+type RawToolResult struct {
 	mcp.ResultBase
-	raw json.RawMessage
+	Raw json.RawMessage
 }
 
-func (r *rawToolResult) MarshalJSON() ([]byte, error) {
+func (r *RawToolResult) MarshalJSON() ([]byte, error) {
 	if len(r.Meta) == 0 {
-		return r.raw, nil
+		return r.Raw, nil
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &m); err != nil {
+	if err := json.Unmarshal(r.Raw, &m); err != nil {
 		return nil, err
 	}
 	meta := map[string]any{}
@@ -430,9 +430,9 @@ func (r *rawToolResult) MarshalJSON() ([]byte, error) {
 }
 
 // typed decodes the result for callers that want Go values.
-func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
+func (r *RawToolResult) Typed() (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
-	if err := json.Unmarshal(r.raw, &res); err != nil {
+	if err := json.Unmarshal(r.Raw, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -442,7 +442,7 @@ func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
 // nothing the go-sdk's client adds per request (later protocols carry the
 // protocol version and capabilities in each request's _meta, and may answer
 // input_required).
-func plainUpstream(cs *mcp.ClientSession) bool {
+func PlainUpstream(cs *mcp.ClientSession) bool {
 	ir := cs.InitializeResult()
 	return ir != nil && wire.PlainVersions[ir.ProtocolVersion]
 }
@@ -452,7 +452,7 @@ func plainUpstream(cs *mcp.ClientSession) bool {
 // the go-sdk sends exactly as a handler returns them (plainVersions), and
 // 2026-07-28 and later, whose one annotation of a tools/call result (its
 // server info in _meta) rawToolResult merges in.
-func rawResults(ss *mcp.ServerSession) bool {
+func RawResults(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
@@ -461,9 +461,10 @@ func rawResults(ss *mcp.ServerSession) bool {
 }
 
 // notSent marks a raw call's failure before its request was written.
-type notSent struct{ error }
+type NotSent struct{ Err error }
 
-func (e notSent) Unwrap() error { return e.error }
+func (e NotSent) Error() string { return e.Err.Error() }
+func (e NotSent) Unwrap() error { return e.Err }
 
 // ErrInvalidArguments is returned (wrapped) for a call whose arguments the
 // gateway refuses to forward (bytes that are not UTF-8).

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"bufio"
@@ -30,15 +30,15 @@ const maxStdioLine = mcp.DefaultMaxLineLength
 // lockedWriter serialises whole-message writes from the go-sdk (one Write
 // per message) and from stdioFrames' error answers, and tells calls which
 // of the client's requests have been answered.
-type lockedWriter struct {
+type LockedWriter struct {
 	mu    sync.Mutex
-	w     io.WriteCloser
+	W     io.WriteCloser
 	calls *pendingCalls
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+func (l *LockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	n, err := l.w.Write(p)
+	n, err := l.W.Write(p)
 	l.mu.Unlock()
 	if err == nil && l.calls != nil {
 		l.calls.answered(p)
@@ -46,7 +46,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (l *lockedWriter) Close() error { return l.w.Close() }
+func (l *LockedWriter) Close() error { return l.W.Close() }
 
 // stdioFrames returns the reader the go-sdk should read: the lines of r
 // that are JSON-RPC messages, one per line. Other
@@ -55,7 +55,7 @@ func (l *lockedWriter) Close() error { return l.w.Close() }
 // go-sdk ends the session at the end of its input, and a client that
 // writes its requests and closes its end must still get the answers.
 // Closing the reader stops the copy at the next line.
-func stdioFrames(ctx context.Context, r io.ReadCloser, w *lockedWriter) io.ReadCloser {
+func StdioFrames(ctx context.Context, r io.ReadCloser, w *LockedWriter) io.ReadCloser {
 	pr, pw := io.Pipe()
 	w.calls = newPendingCalls()
 	f := &frameReader{PipeReader: pr, src: r, closed: make(chan struct{})}
@@ -64,7 +64,7 @@ func stdioFrames(ctx context.Context, r io.ReadCloser, w *lockedWriter) io.ReadC
 		for {
 			line, tooLong, err := readLine(br, maxStdioLine)
 			if len(line) > 0 || tooLong {
-				msg, ans := checkFrame(line, tooLong)
+				msg, ans := CheckFrame(line, tooLong)
 				if ans != nil {
 					if _, werr := w.Write(ans); werr != nil {
 						pw.CloseWithError(werr)
@@ -154,7 +154,7 @@ func (c *pendingCalls) read(m jsonrpc.Message) {
 // answered forgets the request a message written to the client answers.
 // (Batches are refused on the way in, so none are answered.)
 func (c *pendingCalls) answered(p []byte) {
-	k, ok := responseID(p)
+	k, ok := ResponseID(p)
 	if !ok {
 		return
 	}
@@ -196,11 +196,11 @@ func (c *pendingCalls) wait(ctx context.Context, stop <-chan struct{}) {
 // answers; ok is false for anything but a response. The go-sdk writes
 // {"jsonrpc":"2.0","id":ID,"result"|"error":...}, which is read without
 // decoding the result; anything else is decoded.
-func responseID(p []byte) (key string, ok bool) {
+func ResponseID(p []byte) (key string, ok bool) {
 	const prefix = `{"jsonrpc":"2.0","id":`
 	rest, found := bytes.CutPrefix(bytes.TrimSpace(p), []byte(prefix))
 	if !found {
-		return decodedResponseID(p)
+		return DecodedResponseID(p)
 	}
 	end := bytes.IndexByte(rest, ',')
 	if len(rest) > 0 && rest[0] == '"' {
@@ -215,14 +215,14 @@ func responseID(p []byte) (key string, ok bool) {
 		}
 	}
 	if end <= 0 {
-		return decodedResponseID(p)
+		return DecodedResponseID(p)
 	}
 	raw, after := rest[:end], rest[end:]
 	if !bytes.HasPrefix(after, []byte(`,"result"`)) && !bytes.HasPrefix(after, []byte(`,"error"`)) {
 		if bytes.HasPrefix(after, []byte(`,"method"`)) {
 			return "", false
 		}
-		return decodedResponseID(p)
+		return DecodedResponseID(p)
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -236,7 +236,7 @@ func responseID(p []byte) (key string, ok bool) {
 }
 
 // decodedResponseID is responseID the slow way.
-func decodedResponseID(p []byte) (string, bool) {
+func DecodedResponseID(p []byte) (string, bool) {
 	m, err := jsonrpc.DecodeMessage(bytes.TrimSpace(p))
 	if err != nil {
 		return "", false
@@ -271,7 +271,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 
 // checkFrame returns the message of a line, or the JSON-RPC error to
 // answer the line with when it is not one message the go-sdk can read.
-func checkFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
+func CheckFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
 	switch {
 	case tooLong:
 		return nil, frameError(jsonrpc.CodeParseError, fmt.Sprintf("Parse error: line longer than %d bytes", maxStdioLine))

@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -78,15 +78,15 @@ var ErrClosed = errors.New("mcphost: closed")
 // upstream is one configured server: its client, its current session (if
 // any), its cached tools and its lifecycle. Sessions come and go (crashes,
 // idle disconnects, reconnects); the upstream and its cached tools remain.
-type upstream struct {
-	cfg    ServerConfig
-	log    hclog.Logger
-	client *mcp.Client          // the shared session's client
+type Server struct {
+	Config ServerConfig
+	Log    hclog.Logger
+	Client *mcp.Client          // the shared session's client
 	stdio  *stdioTransport      // nil for HTTP transports
-	oauth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
+	OAuth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
 	// userFlows are the logins of the callers of a per_user server, by
 	// grant subject (peruser.go); under mu.
-	userFlows map[string]*codeFlow
+	userFlows map[string]*CodeFlow
 	// exchangers are the exchanged tokens of the callers of a token
 	// exchange server, by identity key (exchange.go); under mu.
 	exchangers    map[string]*exchangeFlow
@@ -99,21 +99,21 @@ type upstream struct {
 	// rawConns are the wrapped connections of live sessions, by session,
 	// for raw tool calls (rawcall.go).
 	rawConns sync.Map // *mcp.ClientSession -> *tapConn
-	events   upstreamEvents
+	events   Events
 
 	ctx    context.Context // ends when the upstream is closed
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // connect attempts and session watchers
 
-	mu          sync.Mutex
+	Mu          sync.Mutex
 	state       State
-	since       time.Time
+	Since       time.Time
 	lastErr     error
-	sess        *mcp.ClientSession
-	connectDone chan struct{} // non-nil while a connect attempt runs
+	Sess        *mcp.ClientSession
+	ConnectDone chan struct{} // non-nil while a connect attempt runs
 	tools       []*mcp.Tool
 	caps        *mcp.ServerCapabilities // from the last initialize; kept across disconnects
-	feats       serverFeatures          // prompts and resources, as last listed
+	feats       ServerFeatures          // prompts and resources, as last listed
 	logLevel    mcp.LoggingLevel        // the level set on the shared session
 	subs        map[string]int          // resource URI -> downstream subscribers on the shared session
 	clients     map[clientKey]*clientConn
@@ -123,48 +123,48 @@ type upstream struct {
 	reconnects  int  // connected again after a loss (Status.Reconnects)
 	wasLost     bool // the session was lost, and not connected since
 	backoff     time.Duration
-	retryTimer  *time.Timer
+	RetryTimer  *time.Timer
 	idleTimer   *time.Timer
 	closed      bool
 	// held is an upstream an operator disconnected (Host.Disconnect): it
 	// never connects, and calls to it fail with errHeld, until replaced.
-	held bool
+	Held bool
 }
 
-// upstreamEvents is how an upstream tells the host about changes and hands
+// Events is how an upstream tells the host about changes and hands
 // it what the server sends that belongs to a downstream client.
-type upstreamEvents interface {
+type Events interface {
 	// shortcuts reports whether the host takes its shortcuts
 	// (Options.NoShortcuts unset): here, InternalTools' fast path.
-	shortcuts() bool
-	toolsChanged(server string)
-	featuresChanged(server string)
-	upstreamProgress(ctx context.Context, u *upstream, p *mcp.ProgressNotificationParams)
-	upstreamLog(u *upstream, cs *mcp.ClientSession, p *mcp.LoggingMessageParams)
-	resourceUpdated(u *upstream, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams)
-	elicitationComplete(u *upstream, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams)
+	Shortcuts() bool
+	ToolsChanged(server string)
+	FeaturesChanged(server string)
+	Progress(ctx context.Context, u *Server, p *mcp.ProgressNotificationParams)
+	LogMessage(u *Server, cs *mcp.ClientSession, p *mcp.LoggingMessageParams)
+	ResourceUpdated(u *Server, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams)
+	ElicitationComplete(u *Server, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams)
 	// serverRequest answers sampling/createMessage, elicitation/create and
 	// roots/list from the server by asking the downstream client they belong to.
-	serverRequest(ctx context.Context, u *upstream, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error)
+	ServerRequest(ctx context.Context, u *Server, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error)
 	// clientSessionStarted prepares a new per-client session for its owner
 	// (log level) before it is used.
-	clientSessionStarted(ctx context.Context, u *upstream, owner *mcp.ServerSession, cs *mcp.ClientSession)
+	ClientSessionStarted(ctx context.Context, u *Server, owner *mcp.ServerSession, cs *mcp.ClientSession)
 	// identity is the caller of a downstream session, nil for none: with
 	// sessions = "per_client" an identity's sessions share one upstream
 	// session, and a per_user server uses its grant.
-	identity(ss *mcp.ServerSession) *auth.Identity
+	Identity(ss *mcp.ServerSession) *auth.Identity
 	// latestIdentity is identity as the session's latest request
 	// presented it: with the access token a token exchange uses.
-	latestIdentity(ss *mcp.ServerSession) *auth.Identity
+	LatestIdentity(ss *mcp.ServerSession) *auth.Identity
 	// oauthEnv is what OAuth logins of upstreams share (oauthcode.go).
-	oauthEnv() *OAuthEnv
+	OAuthEnv() *OAuthEnv
 	// sessionLive reports whether a downstream session is still tracked: a
 	// request finishing after its session ended must not open a per-client
 	// session nobody will close.
-	sessionLive(ss *mcp.ServerSession) bool
+	SessionLive(ss *mcp.ServerSession) bool
 	// drained reports whether the host is stopping after a drain (Drain):
 	// closing then does not wait again for the calls in flight.
-	drained() bool
+	Drained() bool
 }
 
 // sharedClientCaps is what a shared session offers upstream: everything a
@@ -178,8 +178,8 @@ func sharedClientCaps() *mcp.ClientCapabilities {
 	}
 }
 
-func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *upstream {
-	u := &upstream{cfg: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff,
+func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
+	u := &Server{Config: cfg, Log: log, events: events, state: StateDisconnected, Since: time.Now(), backoff: minBackoff,
 		subs: make(map[string]int), clients: make(map[clientKey]*clientConn), owners: make(map[*mcp.ClientSession]*clientConn)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if cfg.Transport == TransportStdio {
@@ -187,18 +187,18 @@ func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *ups
 	}
 	if cfg.OAuth != nil {
 		var err error
-		if u.oauth, err = newOAuthHandler(cfg.OAuth, cfg.Name, events.oauthEnv(), log); err != nil {
+		if u.OAuth, err = newOAuthHandler(cfg.OAuth, cfg.Name, events.OAuthEnv(), log); err != nil {
 			u.oauthErr = err // Validate has checked the block; this is the environment
 		}
-		if f, ok := u.oauth.(*codeFlow); ok {
+		if f, ok := u.OAuth.(*CodeFlow); ok {
 			f.authorized = func() {
-				u.mu.Lock()
-				defer u.mu.Unlock()
+				u.Mu.Lock()
+				defer u.Mu.Unlock()
 				u.connectLocked()
 			}
 		}
-		if u.perUser() {
-			u.userFlows = map[string]*codeFlow{}
+		if u.PerUser() {
+			u.userFlows = map[string]*CodeFlow{}
 			u.background(u.loadUserGrants)
 		}
 		if u.exchanges() {
@@ -206,7 +206,7 @@ func newUpstream(cfg ServerConfig, log hclog.Logger, events upstreamEvents) *ups
 			u.oauthClient = &http.Client{Timeout: oauthHTTPTimeout}
 		}
 	}
-	u.client = u.newClient(sharedClientCaps())
+	u.Client = u.newClient(sharedClientCaps())
 	return u
 }
 
@@ -230,9 +230,9 @@ const (
 	keepAliveFailures = 2
 )
 
-func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
+func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 	var ping time.Duration
-	if u.cfg.Transport != TransportStdio && u.cfg.Transport != TransportInternal {
+	if u.Config.Transport != TransportStdio && u.Config.Transport != TransportInternal {
 		ping = keepAlive
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: version.Version}, &mcp.ClientOptions{
@@ -240,36 +240,36 @@ func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 		KeepAlive:                 ping,
 		KeepAliveFailureThreshold: keepAliveFailures,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			u.log.Debug("upstream tools changed")
+			u.Log.Debug("upstream tools changed")
 			u.background(u.refreshTools)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			u.log.Debug("upstream prompts changed")
+			u.Log.Debug("upstream prompts changed")
 			u.background(u.refreshFeatures)
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			u.log.Debug("upstream resources changed")
+			u.Log.Debug("upstream resources changed")
 			u.background(u.refreshFeatures)
 		},
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			u.events.resourceUpdated(u, req.Session, req.Params)
+			u.events.ResourceUpdated(u, req.Session, req.Params)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			u.events.upstreamProgress(ctx, u, req.Params)
+			u.events.Progress(ctx, u, req.Params)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			u.logUpstreamLog(req.Params)
-			u.events.upstreamLog(u, req.Session, req.Params)
+			u.events.LogMessage(u, req.Session, req.Params)
 		},
 		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
-			u.events.elicitationComplete(u, req.Session, req.Params)
+			u.events.ElicitationComplete(u, req.Session, req.Params)
 		},
 	})
 	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if serverToClient[method] {
 				cs, _ := req.GetSession().(*mcp.ClientSession)
-				return u.events.serverRequest(ctx, u, cs, method, req)
+				return u.events.ServerRequest(ctx, u, cs, method, req)
 			}
 			return next(ctx, method, req)
 		}
@@ -278,9 +278,9 @@ func (u *upstream) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 }
 
 // background runs f on a goroutine that close waits for.
-func (u *upstream) background(f func()) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) background(f func()) {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	if u.closed {
 		return
 	}
@@ -291,17 +291,17 @@ func (u *upstream) background(f func()) {
 // connectWith opens a session to the server with client. Its connection,
 // where mcphost wraps it (stdio and SSE), can also carry raw tool calls
 // (rawcall.go).
-func (u *upstream) connectWith(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
+func (u *Server) connectWith(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
 	if u.oauthErr != nil {
 		return nil, fmt.Errorf("oauth: %w", u.oauthErr)
 	}
 	var bound atomic.Pointer[mcp.ClientSession]
-	var conn atomic.Pointer[tapConn]
+	var conn atomic.Pointer[TapConn]
 	t, err := u.transport(&bound, &conn, oauth)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.Config.ProtocolVersion})
 	if err != nil {
 		// The go-sdk does not close the connection on every failure after
 		// it is made (one opening subscriptions/listen does not): a stdio
@@ -325,57 +325,57 @@ func (u *upstream) connectWith(ctx context.Context, client *mcp.Client, oauth sd
 // when it is behind OAuth; bound is set to the session once connected (see
 // tapTransport and sseTap), conn to the wrapped connection where there is
 // one.
-func (u *upstream) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[tapConn], oauth sdkauth.OAuthHandler) (mcp.Transport, error) {
-	switch u.cfg.Transport {
+func (u *Server) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[TapConn], oauth sdkauth.OAuthHandler) (mcp.Transport, error) {
+	switch u.Config.Transport {
 	case TransportStdio:
-		return tapTransport{Transport: u.stdio, u: u, bound: bound, conn: conn}, nil
+		return TapTransport{Transport: u.stdio, U: u, Bound: bound, conn: conn}, nil
 	case TransportSSE:
-		sse := &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: headerClient(u.cfg.Headers)}
-		return tapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, u: u, bound: bound, conn: conn}, nil
+		sse := &mcp.SSEClientTransport{Endpoint: u.Config.URL, HTTPClient: headerClient(u.Config.Headers)}
+		return TapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, U: u, Bound: bound, conn: conn}, nil
 	case TransportStreamableHTTP:
 		var rt http.RoundTripper = http.DefaultTransport
-		if len(u.cfg.Headers) > 0 {
-			rt = headerTransport{base: rt, headers: u.cfg.Headers}
+		if len(u.Config.Headers) > 0 {
+			rt = HeaderTransport{Base: rt, Headers: u.Config.Headers}
 		}
 		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, OAuthHandler: oauth}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.Config.URL, HTTPClient: client, OAuthHandler: oauth}, nil
 	case TransportInternal:
 		var fast InternalTools
-		if u.events.shortcuts() {
-			fast = u.cfg.InternalTools
+		if u.events.Shortcuts() {
+			fast = u.Config.InternalTools
 		}
 		ct, st := memPipe(fast)
-		if _, err := u.cfg.Internal.Connect(u.ctx, st, nil); err != nil {
+		if _, err := u.Config.Internal.Connect(u.ctx, st, nil); err != nil {
 			return nil, err
 		}
-		return tapTransport{Transport: ct, u: u, bound: bound, conn: conn}, nil
+		return TapTransport{Transport: ct, U: u, Bound: bound, conn: conn}, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", u.cfg.Transport)
+	return nil, fmt.Errorf("unknown transport %q", u.Config.Transport)
 }
 
 // start begins the first connect without waiting for it.
-func (u *upstream) start() <-chan struct{} {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) Start() <-chan struct{} {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	return u.connectLocked()
 }
 
 // connectLocked starts a connect attempt unless one is running or a session
 // is up; it returns a channel closed when the attempt ends.
-func (u *upstream) connectLocked() <-chan struct{} {
-	if u.connectDone != nil {
-		return u.connectDone
+func (u *Server) connectLocked() <-chan struct{} {
+	if u.ConnectDone != nil {
+		return u.ConnectDone
 	}
 	done := make(chan struct{})
-	if u.closed || u.sess != nil || u.held {
+	if u.closed || u.Sess != nil || u.Held {
 		close(done)
 		return done
 	}
-	u.connectDone = done
-	u.setStateLocked(StateConnecting, u.lastErr)
-	if u.retryTimer != nil {
-		u.retryTimer.Stop()
-		u.retryTimer = nil
+	u.ConnectDone = done
+	u.SetStateLocked(StateConnecting, u.lastErr)
+	if u.RetryTimer != nil {
+		u.RetryTimer.Stop()
+		u.RetryTimer = nil
 	}
 	u.wg.Add(1)
 	go u.connect(done)
@@ -386,49 +386,49 @@ func (u *upstream) connectLocked() <-chan struct{} {
 const slowConnect = 5 * time.Second
 
 // waitingFor says what a connect waits on, for logs and errors.
-func (u *upstream) waitingFor() string {
-	switch u.cfg.Transport {
+func (u *Server) waitingFor() string {
+	switch u.Config.Transport {
 	case TransportStdio, "":
-		return fmt.Sprintf("the process %q, which has not answered initialize (a first npx or go run may still be fetching or building)", u.cfg.Command)
+		return fmt.Sprintf("the process %q, which has not answered initialize (a first npx or go run may still be fetching or building)", u.Config.Command)
 	case TransportInternal:
 		return "the tool plugin's server"
 	}
-	return "the server at " + secrets.MaskURLs(u.cfg.URL) + ", which has not answered initialize"
+	return "the server at " + secrets.MaskURLs(u.Config.URL) + ", which has not answered initialize"
 }
 
-func (u *upstream) connect(done chan struct{}) {
+func (u *Server) connect(done chan struct{}) {
 	defer u.wg.Done()
 	defer close(done)
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(u.ctx, u.Config.ConnectTimeout)
 	defer cancel()
 	// A connect that takes long says so, and what it waits for, rather
 	// than nothing until connect_timeout.
 	slow := time.AfterFunc(slowConnect, func() {
-		u.log.Info("still connecting", "waited", slowConnect.String(), "connect_timeout", u.cfg.ConnectTimeout.String(), "waiting_for", u.waitingFor())
+		u.Log.Info("still connecting", "waited", slowConnect.String(), "connect_timeout", u.Config.ConnectTimeout.String(), "waiting_for", u.waitingFor())
 	})
 	cs, tools, feats, err := u.dial(ctx)
 	slow.Stop()
 	if errors.Is(err, context.DeadlineExceeded) && u.ctx.Err() == nil {
-		err = fmt.Errorf("no answer within connect_timeout (%s) from %s: %w", u.cfg.ConnectTimeout, u.waitingFor(), err)
+		err = fmt.Errorf("no answer within connect_timeout (%s) from %s: %w", u.Config.ConnectTimeout, u.waitingFor(), err)
 	}
 
-	u.mu.Lock()
-	u.connectDone = nil
+	u.Mu.Lock()
+	u.ConnectDone = nil
 	if u.closed {
-		u.mu.Unlock()
+		u.Mu.Unlock()
 		if cs != nil {
 			cs.Close()
 		}
 		return
 	}
 	if err != nil {
-		u.setStateLocked(StateFailed, err)
+		u.SetStateLocked(StateFailed, err)
 		u.scheduleRetryLocked()
-		u.mu.Unlock()
-		u.log.Warn("upstream connect failed", u.withStderr("error", err)...)
+		u.Mu.Unlock()
+		u.Log.Warn("upstream connect failed", u.withStderr("error", err)...)
 		return
 	}
-	u.sess = cs
+	u.Sess = cs
 	if u.wasLost {
 		// Counted here, whoever asked: the retry timer, or a call
 		// that came first.
@@ -443,45 +443,45 @@ func (u *upstream) connect(done chan struct{}) {
 		u.caps = res.Capabilities
 	}
 	u.backoff = minBackoff
-	u.setStateLocked(StateConnected, nil)
+	u.SetStateLocked(StateConnected, nil)
 	u.armIdleLocked()
 	u.wg.Add(2)
 	go u.watch(cs)
 	go func() { defer u.wg.Done(); u.restore(cs) }()
-	u.mu.Unlock()
-	u.log.Info("upstream connected", "tools", len(tools))
-	u.events.toolsChanged(u.cfg.Name)
-	u.events.featuresChanged(u.cfg.Name)
+	u.Mu.Unlock()
+	u.Log.Info("upstream connected", "tools", len(tools))
+	u.events.ToolsChanged(u.Config.Name)
+	u.events.FeaturesChanged(u.Config.Name)
 }
 
 // restore re-applies what downstream clients set on the shared session
 // (log level, resource subscriptions) to a new one after a reconnect.
-func (u *upstream) restore(cs *mcp.ClientSession) {
-	u.mu.Lock()
+func (u *Server) restore(cs *mcp.ClientSession) {
+	u.Mu.Lock()
 	level := u.logLevel
 	uris := make([]string, 0, len(u.subs))
 	for uri := range u.subs {
 		uris = append(uris, uri)
 	}
-	u.mu.Unlock()
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+	u.Mu.Unlock()
+	ctx, cancel := context.WithTimeout(u.ctx, u.Config.Timeout)
 	defer cancel()
 	if level != "" {
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-			u.log.Debug("restoring log level failed", "error", u.maskMarked(err))
+			u.Log.Debug("restoring log level failed", "error", u.MaskMarked(err))
 		}
 	}
 	for _, uri := range uris {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			u.log.Debug("restoring subscription failed", "uri", uri, "error", u.maskMarked(err))
+			u.Log.Debug("restoring subscription failed", "uri", uri, "error", u.MaskMarked(err))
 		}
 	}
 }
 
 // dial connects and lists tools, prompts and resources: a session is only
 // usable once its tools are known.
-func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *serverFeatures, error) {
-	cs, err := u.connectWith(ctx, u.client, u.oauth)
+func (u *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *ServerFeatures, error) {
+	cs, err := u.connectWith(ctx, u.Client, u.OAuth)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -490,11 +490,11 @@ func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *
 		cs.Close()
 		return nil, nil, nil, fmt.Errorf("listing tools: %w", err)
 	}
-	feats, err := listFeatures(ctx, u.cfg.Name, cs)
+	feats, err := listFeatures(ctx, u.Config.Name, cs)
 	if err != nil {
 		// Tools still work; the last known prompts and resources stay
 		// listed until the next list_changed or reconnect.
-		u.log.Warn("listing prompts and resources failed", "error", u.maskMarked(err))
+		u.Log.Warn("listing prompts and resources failed", "error", u.MaskMarked(err))
 		return cs, tools, nil, nil
 	}
 	return cs, tools, &feats, nil
@@ -502,8 +502,8 @@ func (u *upstream) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *
 
 // listFeatures lists the prompts, resources and resource templates a
 // server's capabilities say it has.
-func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (serverFeatures, error) {
-	f := serverFeatures{server: server}
+func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (ServerFeatures, error) {
+	f := ServerFeatures{Server: server}
 	var caps *mcp.ServerCapabilities
 	if res := cs.InitializeResult(); res != nil {
 		caps = res.Capabilities
@@ -516,35 +516,35 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 	if caps.Prompts != nil {
 		for p, err := range cs.Prompts(ctx, nil) {
 			if wire.MethodNotFound(err) {
-				f.prompts = nil
+				f.Prompts = nil
 				break
 			}
 			if err != nil {
 				return f, fmt.Errorf("listing prompts: %w", err)
 			}
-			f.prompts = append(f.prompts, p)
+			f.Prompts = append(f.Prompts, p)
 		}
 	}
 	if caps.Resources != nil {
 		for r, err := range cs.Resources(ctx, nil) {
 			if wire.MethodNotFound(err) {
-				f.resources = nil
+				f.Resources = nil
 				break
 			}
 			if err != nil {
 				return f, fmt.Errorf("listing resources: %w", err)
 			}
-			f.resources = append(f.resources, r)
+			f.Resources = append(f.Resources, r)
 		}
 		for t, err := range cs.ResourceTemplates(ctx, nil) {
 			if wire.MethodNotFound(err) {
-				f.templates = nil
+				f.Templates = nil
 				break
 			}
 			if err != nil {
 				return f, fmt.Errorf("listing resource templates: %w", err)
 			}
-			f.templates = append(f.templates, t)
+			f.Templates = append(f.Templates, t)
 		}
 	}
 	return f, nil
@@ -555,7 +555,7 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (se
 // for operators (status, logs) only: errors that reach clients never carry
 // it, since servers print their configuration, secrets included, when they
 // fail, and masking cannot know every secret.
-func (u *upstream) stderrTail() string {
+func (u *Server) stderrTail() string {
 	if u.stdio == nil {
 		return ""
 	}
@@ -564,25 +564,25 @@ func (u *upstream) stderrTail() string {
 
 // logUpstreamLog writes a server's log message to mcphost's debug log,
 // masked as its stderr is: servers log their configuration too.
-func (u *upstream) logUpstreamLog(p *mcp.LoggingMessageParams) {
-	if !u.log.IsDebug() {
+func (u *Server) logUpstreamLog(p *mcp.LoggingMessageParams) {
+	if !u.Log.IsDebug() {
 		return
 	}
 	data, err := json.Marshal(p.Data)
 	if err != nil {
 		data = []byte(fmt.Sprint(p.Data))
 	}
-	u.log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
+	u.Log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
 }
 
 // withStderr is a log line's key and value, plus the stderr tail if any,
 // the secrets the admin API marked taken out of both.
-func (u *upstream) withStderr(key string, v any) []any {
+func (u *Server) withStderr(key string, v any) []any {
 	if err, ok := v.(error); ok {
-		v = u.maskMarked(err)
+		v = u.MaskMarked(err)
 	}
 	if tail := u.stderrTail(); tail != "" {
-		return []any{key, v, "stderr", redactMarked(tail, u.cfg)}
+		return []any{key, v, "stderr", redactMarked(tail, u.Config)}
 	}
 	return []any{key, v}
 }
@@ -602,46 +602,46 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 }
 
 // watch waits for a session to end and, unless we ended it, reconnects.
-func (u *upstream) watch(cs *mcp.ClientSession) {
+func (u *Server) watch(cs *mcp.ClientSession) {
 	defer u.wg.Done()
-	u.lost(cs, cs.Wait())
+	u.Lost(cs, cs.Wait())
 }
 
 // lost handles the end of the shared session cs (seen by its watcher, or by
 // a call that failed because the connection closed, whichever comes first):
 // unless it was ended on purpose, it reconnects.
-func (u *upstream) lost(cs *mcp.ClientSession, err error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.sess != cs || u.closed {
+func (u *Server) Lost(cs *mcp.ClientSession, err error) {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	if u.Sess != cs || u.closed {
 		return // closed on purpose: idle, shutdown or replaced
 	}
-	u.sess = nil
+	u.Sess = nil
 	u.wasLost = true
 	cause := errors.New("connection closed by the server")
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		cause = fmt.Errorf("connection lost: %w", err)
 	}
-	u.setStateLocked(StateDisconnected, cause)
-	u.log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
+	u.SetStateLocked(StateDisconnected, cause)
+	u.Log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
 	u.scheduleRetryLocked()
 	// A failed call may see the loss first: end the session, so that its
 	// watcher and keepalive stop (over HTTP nothing else would end it).
 	go cs.Close()
 }
 
-func (u *upstream) scheduleRetryLocked() {
-	if u.closed || u.retryTimer != nil {
+func (u *Server) scheduleRetryLocked() {
+	if u.closed || u.RetryTimer != nil {
 		return
 	}
 	d := u.backoff
 	u.backoff = min(u.backoff*2, maxBackoff)
 	d = d/2 + rand.N(d) // jitter in [d/2, 3d/2)
-	u.retryTimer = time.AfterFunc(d, func() {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		u.retryTimer = nil
-		if u.closed || u.sess != nil || u.connectDone != nil {
+	u.RetryTimer = time.AfterFunc(d, func() {
+		u.Mu.Lock()
+		defer u.Mu.Unlock()
+		u.RetryTimer = nil
+		if u.closed || u.Sess != nil || u.ConnectDone != nil {
 			return
 		}
 		u.connectLocked()
@@ -649,13 +649,13 @@ func (u *upstream) scheduleRetryLocked() {
 }
 
 // armIdleLocked schedules the idle check; a negative IdleTimeout never disconnects.
-func (u *upstream) armIdleLocked() {
-	if u.cfg.IdleTimeout <= 0 {
+func (u *Server) armIdleLocked() {
+	if u.Config.IdleTimeout <= 0 {
 		return
 	}
-	wait := u.cfg.IdleTimeout
+	wait := u.Config.IdleTimeout
 	if !u.lastUsed.IsZero() {
-		wait = max(time.Until(u.lastUsed.Add(u.cfg.IdleTimeout)), time.Millisecond)
+		wait = max(time.Until(u.lastUsed.Add(u.Config.IdleTimeout)), time.Millisecond)
 	}
 	if u.idleTimer != nil {
 		u.idleTimer.Stop()
@@ -663,52 +663,52 @@ func (u *upstream) armIdleLocked() {
 	u.idleTimer = time.AfterFunc(wait, u.idleCheck)
 }
 
-func (u *upstream) idleCheck() {
-	u.mu.Lock()
-	cs := u.sess
+func (u *Server) idleCheck() {
+	u.Mu.Lock()
+	cs := u.Sess
 	if cs == nil || u.closed {
-		u.mu.Unlock()
+		u.Mu.Unlock()
 		return
 	}
-	if u.inflight > 0 || (!u.lastUsed.IsZero() && time.Since(u.lastUsed) < u.cfg.IdleTimeout) {
+	if u.inflight > 0 || (!u.lastUsed.IsZero() && time.Since(u.lastUsed) < u.Config.IdleTimeout) {
 		u.armIdleLocked() // a call in flight holds the connection
-		u.mu.Unlock()
+		u.Mu.Unlock()
 		return
 	}
-	u.sess = nil
-	u.setStateLocked(StateDisconnected, nil)
-	u.mu.Unlock()
-	u.log.Info("upstream idle; disconnected", "idle_timeout", u.cfg.IdleTimeout)
+	u.Sess = nil
+	u.SetStateLocked(StateDisconnected, nil)
+	u.Mu.Unlock()
+	u.Log.Info("upstream idle; disconnected", "idle_timeout", u.Config.IdleTimeout)
 	cs.Close()
 }
 
 // session returns a live session, connecting on demand and waiting for a
 // connect in progress, within ctx.
-func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
-	u.mu.Lock()
+func (u *Server) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u.Mu.Lock()
 	if u.closed {
-		u.mu.Unlock()
+		u.Mu.Unlock()
 		return nil, ErrClosed
 	}
-	if cs := u.sess; cs != nil {
-		u.mu.Unlock()
+	if cs := u.Sess; cs != nil {
+		u.Mu.Unlock()
 		return cs, nil
 	}
-	if u.held {
-		u.mu.Unlock()
+	if u.Held {
+		u.Mu.Unlock()
 		return nil, u.heldError()
 	}
 	done := u.connectLocked()
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.sess != nil {
-		return u.sess, nil
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	if u.Sess != nil {
+		return u.Sess, nil
 	}
 	if u.closed {
 		return nil, ErrClosed
@@ -720,129 +720,129 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 }
 
 // acquire marks a call in flight, which holds the connection open.
-func (u *upstream) acquire() {
-	u.mu.Lock()
+func (u *Server) Acquire() {
+	u.Mu.Lock()
 	u.inflight++
 	u.lastUsed = time.Now()
-	u.mu.Unlock()
+	u.Mu.Unlock()
 }
 
-func (u *upstream) release() {
-	u.mu.Lock()
+func (u *Server) Release() {
+	u.Mu.Lock()
 	u.inflight--
 	u.lastUsed = time.Now()
-	u.mu.Unlock()
+	u.Mu.Unlock()
 }
 
 // refreshTools re-lists tools after an upstream's list_changed notification.
-func (u *upstream) refreshTools() {
-	u.mu.Lock()
-	cs := u.sess
-	u.mu.Unlock()
+func (u *Server) refreshTools() {
+	u.Mu.Lock()
+	cs := u.Sess
+	u.Mu.Unlock()
 	if cs == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(u.ctx, u.Config.Timeout)
 	defer cancel()
 	tools, err := listTools(ctx, cs)
 	if err != nil {
-		u.log.Warn("refreshing tools failed", "error", u.maskMarked(err))
+		u.Log.Warn("refreshing tools failed", "error", u.MaskMarked(err))
 		return
 	}
-	u.mu.Lock()
+	u.Mu.Lock()
 	u.tools = tools
-	u.mu.Unlock()
-	u.events.toolsChanged(u.cfg.Name)
+	u.Mu.Unlock()
+	u.events.ToolsChanged(u.Config.Name)
 }
 
 // refreshFeatures re-lists prompts and resources after a list_changed notification.
-func (u *upstream) refreshFeatures() {
-	u.mu.Lock()
-	cs := u.sess
-	u.mu.Unlock()
+func (u *Server) refreshFeatures() {
+	u.Mu.Lock()
+	cs := u.Sess
+	u.Mu.Unlock()
 	if cs == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(u.ctx, u.Config.Timeout)
 	defer cancel()
-	feats, err := listFeatures(ctx, u.cfg.Name, cs)
+	feats, err := listFeatures(ctx, u.Config.Name, cs)
 	if err != nil {
-		u.log.Warn("refreshing prompts and resources failed", "error", u.maskMarked(err))
+		u.Log.Warn("refreshing prompts and resources failed", "error", u.MaskMarked(err))
 		return
 	}
-	u.mu.Lock()
+	u.Mu.Lock()
 	u.feats = feats
-	u.mu.Unlock()
-	u.events.featuresChanged(u.cfg.Name)
+	u.Mu.Unlock()
+	u.events.FeaturesChanged(u.Config.Name)
 }
 
 // cachedFeatures returns the last known prompts and resources.
-func (u *upstream) cachedFeatures() serverFeatures {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) CachedFeatures() ServerFeatures {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	f := u.feats
-	f.server = u.cfg.Name
+	f.Server = u.Config.Name
 	return f
 }
 
 // capabilities returns what the server offered when it last connected.
-func (u *upstream) capabilities() *mcp.ServerCapabilities {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) Capabilities() *mcp.ServerCapabilities {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	return u.caps
 }
 
 // cachedTools returns the last known tools, kept across disconnects so the
 // catalog does not flicker while a server reconnects or idles.
-func (u *upstream) cachedTools() []*mcp.Tool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) CachedTools() []*mcp.Tool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	return u.tools
 }
 
-func (u *upstream) setStateLocked(s State, err error) {
+func (u *Server) SetStateLocked(s State, err error) {
 	u.lastErr = err
 	if u.state != s {
 		u.state = s
-		u.since = time.Now()
+		u.Since = time.Now()
 	}
 }
 
-func (u *upstream) status() Status {
+func (u *Server) Status() Status {
 	users := u.userLogins() // takes u.mu
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	st := Status{
 		Users:      users,
-		Name:       u.cfg.Name,
-		Transport:  u.cfg.Transport,
+		Name:       u.Config.Name,
+		Transport:  u.Config.Transport,
 		State:      u.state,
 		Tools:      len(u.tools),
-		Since:      u.since,
+		Since:      u.Since,
 		Reconnects: u.reconnects,
 		InFlight:   u.inflight,
 
 		ClientSessions: len(u.clients),
 	}
-	if u.stdio != nil && u.sess != nil {
+	if u.stdio != nil && u.Sess != nil {
 		st.PID = int(u.stdio.pid.Load())
 	}
 	// The secrets the admin API marked too: a failed connection quotes
 	// the URL, and a server may print its args.
-	st.Stderr = redactMarked(u.stderrTail(), u.cfg)
+	st.Stderr = redactMarked(u.stderrTail(), u.Config)
 	if u.lastErr != nil {
 		st.Error = wire.ErrorText(u.lastErr)
 		if tail := u.stderrTail(); tail != "" {
 			st.Error += "; stderr: " + tail
 		}
-		st.Error = redactMarked(st.Error, u.cfg)
+		st.Error = redactMarked(st.Error, u.Config)
 	}
-	if f, ok := u.oauth.(*codeFlow); ok {
+	if f, ok := u.OAuth.(*CodeFlow); ok {
 		// A login waiting (a revoked grant, a step-up) shows even while the
 		// old session is still up: what the operator must do is open it.
 		if link := f.pendingURL(); link != "" {
 			st.State, st.AuthURL = StateAuthorizing, link
-		} else if err := f.lastLoginError(); err != nil && st.State != StateConnected {
+		} else if err := f.LastLoginError(); err != nil && st.State != StateConnected {
 			st.State, st.Error = StateUnauthorized, "OAuth login failed: "+wire.ErrorText(err)
 		}
 	}
@@ -851,25 +851,25 @@ func (u *upstream) status() Status {
 
 // close ends the session and any connect attempt, and waits for them, so no
 // upstream process outlives it.
-func (u *upstream) close() {
-	u.mu.Lock()
+func (u *Server) Close() {
+	u.Mu.Lock()
 	if u.closed {
-		u.mu.Unlock()
+		u.Mu.Unlock()
 		return
 	}
 	u.closed = true
-	cs := u.sess
-	u.sess = nil
-	if u.retryTimer != nil {
-		u.retryTimer.Stop()
+	cs := u.Sess
+	u.Sess = nil
+	if u.RetryTimer != nil {
+		u.RetryTimer.Stop()
 	}
 	if u.idleTimer != nil {
 		u.idleTimer.Stop()
 	}
 	clients := u.takeClientsLocked(nil, false)
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	u.cancel()
-	if f, ok := u.oauth.(*codeFlow); ok {
+	if f, ok := u.OAuth.(*CodeFlow); ok {
 		f.close()
 	}
 	u.closeUserFlows()
@@ -887,20 +887,20 @@ func headerClient(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
 		return nil
 	}
-	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: headers}}
+	return &http.Client{Transport: HeaderTransport{Base: http.DefaultTransport, Headers: headers}}
 }
 
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
+type HeaderTransport struct {
+	Base    http.RoundTripper
+	Headers map[string]string
 }
 
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	for k, v := range t.headers {
+	for k, v := range t.Headers {
 		r.Header.Set(k, v)
 	}
-	return t.base.RoundTrip(r)
+	return t.Base.RoundTrip(r)
 }
 
 // detachedTransport connects under the upstream's lifetime rather than the
@@ -938,17 +938,17 @@ func (t detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 
 // addSub counts one more client subscribed to uri on the shared session;
 // true when it is the first, so the upstream must be subscribed.
-func (u *upstream) addSub(uri string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) AddSub(uri string) bool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	u.subs[uri]++
 	return u.subs[uri] == 1
 }
 
 // dropSub counts one client fewer; true when none is left.
-func (u *upstream) dropSub(uri string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) DropSub(uri string) bool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	if u.subs[uri] == 0 {
 		return false
 	}
@@ -961,9 +961,9 @@ func (u *upstream) dropSub(uri string) bool {
 }
 
 // setSharedLevel records the level wanted on the shared session; true if it changed.
-func (u *upstream) setSharedLevel(level mcp.LoggingLevel) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
+func (u *Server) SetSharedLevel(level mcp.LoggingLevel) bool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	if u.logLevel == level {
 		return false
 	}
@@ -972,28 +972,28 @@ func (u *upstream) setSharedLevel(level mcp.LoggingLevel) bool {
 }
 
 // liveSession returns the shared session if connected, without connecting.
-func (u *upstream) liveSession() *mcp.ClientSession {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.sess
+func (u *Server) LiveSession() *mcp.ClientSession {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	return u.Sess
 }
 
 // isHeld reports whether an operator disconnected u (Host.Disconnect).
-func (u *upstream) isHeld() bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.held
+func (u *Server) IsHeld() bool {
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
+	return u.Held
 }
 
 // heldError is what a call to a server an operator disconnected gets.
-func (u *upstream) heldError() error {
-	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.cfg.Name, u.cfg.Name)
+func (u *Server) heldError() error {
+	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.Config.Name, u.Config.Name)
 }
 
 // serverFeatures is one upstream's prompts and resources, as last listed.
-type serverFeatures struct {
-	server    string
-	prompts   []*mcp.Prompt
-	resources []*mcp.Resource
-	templates []*mcp.ResourceTemplate
+type ServerFeatures struct {
+	Server    string
+	Prompts   []*mcp.Prompt
+	Resources []*mcp.Resource
+	Templates []*mcp.ResourceTemplate
 }

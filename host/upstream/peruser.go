@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"crypto/rand"
@@ -25,7 +25,7 @@ import (
 // the subject, so that an API key and a token that name the same subject
 // stay apart. It leaves out groups and attributes: a caller who changes
 // groups keeps their grant.
-func grantSubject(id *auth.Identity) string {
+func GrantSubject(id *auth.Identity) string {
 	if id == nil {
 		return ""
 	}
@@ -33,32 +33,32 @@ func grantSubject(id *auth.Identity) string {
 }
 
 // perUser reports whether each caller authorizes for themself.
-func (u *upstream) perUser() bool {
-	o := u.cfg.OAuth
+func (u *Server) PerUser() bool {
+	o := u.Config.OAuth
 	return o != nil && o.Grant == "" && o.Mode == OAuthPerUser
 }
 
 // errNoCaller refuses a request to a per_user server that no identity
 // made: there is no one whose grant it could use.
-func (u *upstream) errNoCaller() error {
-	return fmt.Errorf("server %q authorizes each caller with their own account (oauth mode %q), and this request comes from no authenticated caller: connect with a credential of listen.auth", u.cfg.Name, OAuthPerUser)
+func (u *Server) errNoCaller() error {
+	return fmt.Errorf("server %q authorizes each caller with their own account (oauth mode %q), and this request comes from no authenticated caller: connect with a credential of listen.auth", u.Config.Name, OAuthPerUser)
 }
 
 // userFlow returns the login flow of subject's grant, made on first use
 // (it reads the stored grant, so not under u.mu).
-func (u *upstream) userFlow(subject string) (*codeFlow, error) {
-	u.mu.Lock()
+func (u *Server) UserFlow(subject string) (*CodeFlow, error) {
+	u.Mu.Lock()
 	f := u.userFlows[subject]
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	if f != nil {
 		return f, nil
 	}
-	f, err := newCodeFlow(u.cfg.Name, subject, u.cfg.OAuth, u.events.oauthEnv(), u.log.With("subject", subject))
+	f, err := newCodeFlow(u.Config.Name, subject, u.Config.OAuth, u.events.OAuthEnv(), u.Log.With("subject", subject))
 	if err != nil {
 		return nil, err
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
+	u.Mu.Lock()
+	defer u.Mu.Unlock()
 	if u.closed {
 		f.close()
 		return nil, ErrClosed
@@ -73,20 +73,20 @@ func (u *upstream) userFlow(subject string) (*codeFlow, error) {
 
 // loadUserGrants makes the flows of the grants stored for the server, so
 // that its status counts the callers already authorized.
-func (u *upstream) loadUserGrants() {
-	env := u.events.oauthEnv()
+func (u *Server) loadUserGrants() {
+	env := u.events.OAuthEnv()
 	if env == nil || env.Grants == nil {
 		return
 	}
 	all, err := env.Grants.List(u.ctx)
 	if err != nil {
 		// What was read still counts: a store lists the grants that open.
-		u.log.Warn("listing the stored OAuth grants failed", "error", err)
+		u.Log.Warn("listing the stored OAuth grants failed", "error", err)
 	}
 	for _, g := range all {
-		if g.Server == u.cfg.Name && g.Subject != "" {
-			if _, err := u.userFlow(g.Subject); err != nil && !errors.Is(err, ErrClosed) {
-				u.log.Warn("reading a caller's OAuth grant failed", "subject", g.Subject, "error", err)
+		if g.Server == u.Config.Name && g.Subject != "" {
+			if _, err := u.UserFlow(g.Subject); err != nil && !errors.Is(err, ErrClosed) {
+				u.Log.Warn("reading a caller's OAuth grant failed", "subject", g.Subject, "error", err)
 			}
 		}
 	}
@@ -100,22 +100,22 @@ type UserLogins struct {
 }
 
 // userLogins counts the flows of a per_user server; nil for other servers.
-func (u *upstream) userLogins() *UserLogins {
-	if !u.perUser() {
+func (u *Server) userLogins() *UserLogins {
+	if !u.PerUser() {
 		return nil
 	}
-	u.mu.Lock()
-	flows := make([]*codeFlow, 0, len(u.userFlows))
+	u.Mu.Lock()
+	flows := make([]*CodeFlow, 0, len(u.userFlows))
 	for _, f := range u.userFlows {
 		flows = append(flows, f)
 	}
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	out := &UserLogins{}
 	for _, f := range flows {
 		switch {
 		case f.pendingURL() != "":
 			out.Authorizing++
-		case f.hasGrant():
+		case f.HasGrant():
 			out.Authorized++
 		}
 	}
@@ -123,11 +123,11 @@ func (u *upstream) userLogins() *UserLogins {
 }
 
 // closeUserFlows ends the logins of a closed upstream.
-func (u *upstream) closeUserFlows() {
-	u.mu.Lock()
+func (u *Server) closeUserFlows() {
+	u.Mu.Lock()
 	flows := u.userFlows
 	u.userFlows = nil
-	u.mu.Unlock()
+	u.Mu.Unlock()
 	for _, f := range flows {
 		f.close()
 	}
@@ -135,12 +135,12 @@ func (u *upstream) closeUserFlows() {
 
 // takesURLElicitation reports whether the client of ss said it takes
 // URL-mode elicitations.
-func takesURLElicitation(ss *mcp.ServerSession) bool {
+func TakesURLElicitation(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()
 	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
 }
 
-func elicitationID() string {
+func ElicitationID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "login-" + hex.EncodeToString(b[:])

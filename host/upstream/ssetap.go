@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 // the stream; its event id stays, so resuming a stream replays nothing.
 type sseTap struct {
 	base  http.RoundTripper
-	u     *upstream
+	u     *Server
 	bound *atomic.Pointer[mcp.ClientSession]
 }
 
@@ -30,10 +30,10 @@ func (t sseTap) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
 		return resp, err
 	}
-	resp.Body = &sseTapBody{
-		src: resp.Body,
-		r:   bufio.NewReader(resp.Body),
-		tap: func(method string, params json.RawMessage) bool {
+	resp.Body = &SSETapBody{
+		Src: resp.Body,
+		R:   bufio.NewReader(resp.Body),
+		Tap: func(method string, params json.RawMessage) bool {
 			return t.u.tap(t.bound.Load(), method, params)
 		},
 	}
@@ -48,14 +48,14 @@ func isEventStream(contentType string) bool {
 // maxTapEvent bounds the event the tap holds back to inspect. Larger
 // events pass through unread: progress and log notifications are small,
 // and holding a large result whole would double its memory.
-const maxTapEvent = 64 << 10
+const MaxTapEvent = 64 << 10
 
 // sseTapBody passes an event stream through event by event, leaving out
 // the data of the notifications tap takes.
-type sseTapBody struct {
-	src io.ReadCloser
-	r   *bufio.Reader
-	tap func(method string, params json.RawMessage) bool
+type SSETapBody struct {
+	Src io.ReadCloser
+	R   *bufio.Reader
+	Tap func(method string, params json.RawMessage) bool
 
 	event   []byte // the event being read, whole lines
 	long    bool   // the event outgrew maxTapEvent and is passed through as read
@@ -65,7 +65,7 @@ type sseTapBody struct {
 	readErr error  // the source's error, returned once out is drained
 }
 
-func (b *sseTapBody) Read(p []byte) (int, error) {
+func (b *SSETapBody) Read(p []byte) (int, error) {
 	for b.off == len(b.out) && b.readErr == nil {
 		b.out, b.off = b.out[:0], 0
 		b.fill()
@@ -78,19 +78,19 @@ func (b *sseTapBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (b *sseTapBody) Close() error { return b.src.Close() }
+func (b *SSETapBody) Close() error { return b.Src.Close() }
 
 // fill reads one line from the source and adds to out what may be passed
 // on: nothing while an event is being gathered, the event (or what is
 // left of it) once its blank line arrives.
-func (b *sseTapBody) fill() {
-	line, err := b.r.ReadSlice('\n')
+func (b *SSETapBody) fill() {
+	line, err := b.R.ReadSlice('\n')
 	switch {
 	case b.long:
 		b.out = append(b.out, line...)
 	default:
 		b.event = append(b.event, line...)
-		if len(b.event) > maxTapEvent {
+		if len(b.event) > MaxTapEvent {
 			b.out = append(b.out, b.event...)
 			b.event = b.event[:0]
 			b.long = true
@@ -122,7 +122,7 @@ func (b *sseTapBody) fill() {
 // endEvent appends to out the event, or, if tap took its notification,
 // only the event's id and retry fields (an event without data is not
 // dispatched, but its id still counts for resumption).
-func (b *sseTapBody) endEvent(out, event []byte) []byte {
+func (b *SSETapBody) endEvent(out, event []byte) []byte {
 	var name string
 	var data []byte
 	for rest := event; len(rest) > 0; {
@@ -148,7 +148,7 @@ func (b *sseTapBody) endEvent(out, event []byte) []byte {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(data, &msg) != nil || msg.ID != nil || !b.tap(msg.Method, msg.Params) {
+	if json.Unmarshal(data, &msg) != nil || msg.ID != nil || !b.Tap(msg.Method, msg.Params) {
 		return append(out, event...)
 	}
 	kept := false
