@@ -1,10 +1,11 @@
 package metrics
 
 import (
-	"github.com/mcphost-project/mcphost/host/upstream"
 	"context"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
