@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/mcphost-project/mcphost/host/upstream/process"
 )
 
 func main() {
@@ -24,10 +24,10 @@ func main() {
 	// descendant of an upstream outlives mcphost (host.Subreaper). Only
 	// here: it is a property of the whole process, and reaping its orphans
 	// must not race an embedder's own children.
-	var sr *upstream.Subreaper
+	var sr *process.Subreaper
 	if len(os.Args) > 1 && os.Args[1] == "run" {
 		var err error
-		if sr, err = upstream.BecomeSubreaper(); err != nil {
+		if sr, err = process.BecomeSubreaper(); err != nil {
 			fmt.Fprintln(os.Stderr, "mcphost: warning:", err, "(descendants of upstreams that leave their process group may outlive mcphost)")
 		}
 	}

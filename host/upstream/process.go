@@ -8,21 +8,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/mcphost-project/mcphost/host/upstream/process"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
-
-// stdioGrace is how long an upstream process has to exit on its own once its
-// stdin is closed, before it is signalled (SIGTERM, then as long again
-// before SIGKILL). Many servers never exit when stdin closes, and a stdio
-// client that closes mcphost's stdin kills it soon after (the Python SDK
-// after 2 s): shutdown must be done by then, or the upstream's children
-// outlive it.
-const stdioGrace = 400 * time.Millisecond
 
 // stdioTransport starts an upstream server as a child process in its own
 // process group, so that closing the connection ends the server and every
@@ -41,25 +34,25 @@ func newStdioTransport(cfg ServerConfig, log hclog.Logger) *stdioTransport {
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The tag finds the server's descendants that leave its process group
 	// and tree (descendants_linux.go).
-	tag := newUpstreamTag()
+	tag := process.NewTag()
 	cmd := t.command(tag)
 	// A cgroup of its own, where this process's cgroup is writable, holds
 	// every process the server starts (cgroup_linux.go).
-	cg := newUpstreamCgroup(tag[strings.LastIndexByte(tag, '.')+1:])
-	cg.apply(cmd)
+	cg := process.NewCgroup(tag[strings.LastIndexByte(tag, '.')+1:])
+	cg.Apply(cmd)
 	conn, err := t.start(ctx, cmd)
 	if err != nil && cg != nil {
 		// The kernel refused the cgroup (clone3 unavailable, or a
 		// controller's limits): start without it, with the tag and tree.
 		t.log.Debug("starting the server in a cgroup of its own failed; starting it without", "error", err)
-		cg.kill(0)
+		cg.Kill(0)
 		cg = nil
 		cmd = t.command(tag)
 		conn, err = t.start(ctx, cmd)
 	}
-	cg.started()
+	cg.Started()
 	if err != nil {
-		cg.kill(0)
+		cg.Kill(0)
 		return nil, err
 	}
 	t.pid.Store(int64(cmd.Process.Pid))
@@ -74,17 +67,17 @@ func (t *stdioTransport) command(tag string) *exec.Cmd {
 	for k, v := range t.cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.Env = append(cmd.Env, upstreamTagEnv+"="+tag)
+	cmd.Env = append(cmd.Env, process.TagEnv+"="+tag)
 	cmd.Stderr = t.stderr
-	cmd.SysProcAttr = serverProcAttr() // its own process group (process_*.go)
+	cmd.SysProcAttr = process.ProcAttr() // its own process group (process_*.go)
 	return cmd
 }
 
 // start starts cmd as the server, recorded as a child the subreaper (if
 // any) must not reap before the go-sdk waits for it.
 func (t *stdioTransport) start(ctx context.Context, cmd *exec.Cmd) (mcp.Connection, error) {
-	end := children.starting()
-	pipes, err := startPipes(cmd, stdioGrace)
+	end := process.Children.Starting()
+	pipes, err := startPipes(cmd, process.Grace)
 	var pid int
 	if err == nil {
 		pid = cmd.Process.Pid
@@ -103,20 +96,20 @@ type groupConn struct {
 	mcp.Connection
 	pgid   int
 	tag    string
-	cgroup *upstreamCgroup // nil without cgroups
+	cgroup *process.Cgroup // nil without cgroups
 	once   sync.Once
 }
 
 func (c *groupConn) Close() error {
 	// The tree under the server, read while it still stands: once the
 	// server exits, its children are orphans with no link to it but the tag.
-	tree := descendants(c.pgid, "")
+	tree := process.Descendants(c.pgid, "")
 	err := c.Connection.Close()
 	c.once.Do(func() {
-		killGroup(c.pgid, stdioGrace/2)
-		killDescendants(tree, c.tag, stdioGrace/2)
-		c.cgroup.kill(stdioGrace / 2) // what is left: SIGKILL
-		children.exited(c.pgid)
+		process.KillGroup(c.pgid, process.Grace/2)
+		process.KillDescendants(tree, c.tag, process.Grace/2)
+		c.cgroup.Kill(process.Grace / 2) // what is left: SIGKILL
+		process.Children.Exited(c.pgid)
 	})
 	return err
 }

@@ -1,4 +1,4 @@
-package upstream
+package process
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 // processes: OWNERPID.OWNERSTART.SEQ, the mcphost that started it (pid and
 // start time, so a later mcphost can tell a dead owner from a live one) and
 // which start it was.
-const upstreamTagEnv = "MCPHOST_UPSTREAM"
+const TagEnv = "MCPHOST_UPSTREAM"
 
 var tagSeq atomic.Uint64
 
@@ -37,7 +37,7 @@ var self = sync.OnceValue(func() procInfo {
 })
 
 // newUpstreamTag returns a tag for one upstream process start.
-func newUpstreamTag() string {
+func NewTag() string {
 	s := self()
 	return fmt.Sprintf("%d.%d.%d", s.pid, s.start, tagSeq.Add(1))
 }
@@ -107,7 +107,7 @@ func environTag(pid int) string {
 // tagFromEnviron finds the tag in an environment block (NUL-separated
 // KEY=VALUE pairs, as /proc/PID/environ holds them).
 func tagFromEnviron(b []byte) string {
-	prefix := []byte(upstreamTagEnv + "=")
+	prefix := []byte(TagEnv + "=")
 	for _, kv := range bytes.Split(b, []byte{0}) {
 		if bytes.HasPrefix(kv, prefix) {
 			return string(kv[len(prefix):])
@@ -142,7 +142,7 @@ func treeOf(procs []procInfo, root int) []procInfo {
 
 // descendants returns the processes under root and those tagged with tag,
 // wherever they are now.
-func descendants(root int, tag string) []procInfo {
+func Descendants(root int, tag string) []procInfo {
 	procs := listProcs()
 	set := make(map[int]procInfo)
 	if root > 0 {
@@ -206,10 +206,10 @@ func killProcs(procs []procInfo, grace time.Duration) {
 // under root as snapshot (root itself gone or going), and every process
 // tagged with tag. New ones may be started while it kills, so it looks
 // again a few times.
-func killDescendants(snapshot []procInfo, tag string, grace time.Duration) {
+func KillDescendants(snapshot []procInfo, tag string, grace time.Duration) {
 	killProcs(snapshot, grace)
 	for range 3 {
-		rest := descendants(0, tag)
+		rest := Descendants(0, tag)
 		if len(rest) == 0 {
 			return
 		}

@@ -1,4 +1,4 @@
-package upstream
+package process
 
 import (
 	"bufio"
@@ -117,14 +117,14 @@ func unescapeMount(s string) string {
 }
 
 // upstreamCgroup is the cgroup of one upstream process start.
-type upstreamCgroup struct {
+type Cgroup struct {
 	dir string
 	fd  *os.File // open until the process is started in it
 }
 
 // newUpstreamCgroup makes a cgroup for one upstream start, or returns nil
 // when cgroups cannot be used here.
-func newUpstreamCgroup(seq string) *upstreamCgroup {
+func NewCgroup(seq string) *Cgroup {
 	parent := cgroupParent()
 	if parent == "" {
 		return nil
@@ -144,18 +144,18 @@ func newUpstreamCgroup(seq string) *upstreamCgroup {
 		os.Remove(dir)
 		return nil
 	}
-	return &upstreamCgroup{dir: dir, fd: f}
+	return &Cgroup{dir: dir, fd: f}
 }
 
 // apply has cmd start in the group.
-func (g *upstreamCgroup) apply(cmd *exec.Cmd) {
+func (g *Cgroup) Apply(cmd *exec.Cmd) {
 	if g != nil {
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(g.fd.Fd())
 	}
 }
 
 // started closes the directory once the process is in the group.
-func (g *upstreamCgroup) started() {
+func (g *Cgroup) Started() {
 	if g != nil && g.fd != nil {
 		g.fd.Close()
 		g.fd = nil
@@ -164,11 +164,11 @@ func (g *upstreamCgroup) started() {
 
 // kill ends every process in the group, waits up to grace for it to
 // empty, and removes it (and the base directory, once it is empty).
-func (g *upstreamCgroup) kill(grace time.Duration) {
+func (g *Cgroup) Kill(grace time.Duration) {
 	if g == nil {
 		return
 	}
-	g.started()
+	g.Started()
 	killCgroup(g.dir, grace)
 	os.Remove(filepath.Dir(g.dir)) // fails while other upstreams have groups: fine
 }

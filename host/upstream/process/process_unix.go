@@ -1,6 +1,6 @@
 //go:build unix
 
-package upstream
+package process
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // killGroup sends SIGTERM to the group, waits up to grace for it to empty,
 // then sends SIGKILL.
-func killGroup(pgid int, grace time.Duration) {
+func KillGroup(pgid int, grace time.Duration) {
 	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
 		return // no such group: everyone already exited
 	}

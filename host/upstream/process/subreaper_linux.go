@@ -1,4 +1,4 @@
-package upstream
+package process
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ type Subreaper struct {
 // children records the processes the host started itself (upstream
 // servers), which the go-sdk waits for: the subreaper reaps every other
 // child that exits, and must never reap these.
-var children childSet
+var Children childSet
 
 type childSet struct {
 	mu  sync.RWMutex // held for reading across a start, for writing while reaping
@@ -35,7 +35,7 @@ type childSet struct {
 
 // starting marks a process start; the returned func records its pid (0:
 // it failed) and ends it.
-func (c *childSet) starting() func(pid int) {
+func (c *childSet) Starting() func(pid int) {
 	c.mu.RLock()
 	return func(pid int) {
 		c.mu.RUnlock()
@@ -51,7 +51,7 @@ func (c *childSet) starting() func(pid int) {
 }
 
 // exited forgets a server once the go-sdk has waited for it.
-func (c *childSet) exited(pid int) {
+func (c *childSet) Exited(pid int) {
 	c.mu.Lock()
 	delete(c.own, pid)
 	c.mu.Unlock()
@@ -66,8 +66,8 @@ func BecomeSubreaper() (*Subreaper, error) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return nil, fmt.Errorf("host: becoming a child subreaper: %w", err)
 	}
-	killAbandoned(stdioGrace / 2)
-	killAbandonedCgroups(stdioGrace / 2)
+	killAbandoned(Grace / 2)
+	killAbandonedCgroups(Grace / 2)
 	s := &Subreaper{stop: make(chan struct{}), done: make(chan struct{})}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGCHLD)
@@ -98,15 +98,15 @@ func (s *Subreaper) Close() error {
 	me := os.Getpid()
 	var orphans []procInfo
 	procs := listProcs()
-	children.mu.RLock()
+	Children.mu.RLock()
 	for _, p := range procs {
-		if p.ppid == me && !children.own[p.pid] {
+		if p.ppid == me && !Children.own[p.pid] {
 			orphans = append(orphans, p)
 			orphans = append(orphans, treeOf(procs, p.pid)...)
 		}
 	}
-	children.mu.RUnlock()
-	killProcs(orphans, stdioGrace/2)
+	Children.mu.RUnlock()
+	killProcs(orphans, Grace/2)
 	reapOrphans()
 	return nil
 }
@@ -114,10 +114,10 @@ func (s *Subreaper) Close() error {
 // reapOrphans waits for the exited children this process did not start.
 func reapOrphans() {
 	me := os.Getpid()
-	children.mu.Lock()
-	defer children.mu.Unlock()
+	Children.mu.Lock()
+	defer Children.mu.Unlock()
 	for _, p := range listProcs() {
-		if p.ppid != me || p.state != 'Z' || children.own[p.pid] {
+		if p.ppid != me || p.state != 'Z' || Children.own[p.pid] {
 			continue
 		}
 		var ws unix.WaitStatus

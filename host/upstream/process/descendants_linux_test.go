@@ -1,4 +1,4 @@
-package upstream
+package process
 
 import (
 	"os"
@@ -41,7 +41,7 @@ func FuzzParseStat(f *testing.F) {
 }
 
 func TestTags(t *testing.T) {
-	tag := newUpstreamTag()
+	tag := NewTag()
 	pid, start, ok := parseTag(tag)
 	if !ok || pid != os.Getpid() || start == "" {
 		t.Fatalf("parseTag(%q) = %d, %q, %v", tag, pid, start, ok)
@@ -52,7 +52,7 @@ func TestTags(t *testing.T) {
 	if ownerAlive(pid, start+"1") {
 		t.Errorf("a tag with another start time names this process")
 	}
-	env := []byte("A=1\x00" + upstreamTagEnv + "=" + tag + "\x00B=2")
+	env := []byte("A=1\x00" + TagEnv + "=" + tag + "\x00B=2")
 	if got := tagFromEnviron(env); got != tag {
 		t.Errorf("tagFromEnviron = %q, want %q", got, tag)
 	}

@@ -1,4 +1,4 @@
-package upstream
+package process
 
 import "syscall"
 
@@ -8,6 +8,6 @@ import "syscall"
 // server exits, so no code in mcphost may end a goroutine still locked to
 // its OS thread (which ends the thread): a reload that did so, to run at a
 // lower priority, killed upstreams at random.
-func serverProcAttr() *syscall.SysProcAttr {
+func ProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
