@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/mcphost-project/mcphost/host/internal/wire"
@@ -160,7 +162,7 @@ func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.Cl
 	if err != nil {
 		// Servers ask at every connect (roots/list, before any client
 		// call): said once per server and method, then at debug.
-		if h.refusedLog.once(u.Config.Name + "\x00" + method) {
+		if h.refusedLog.Once(u.Config.Name + "\x00" + method) {
 			h.log.Warn("server-to-client request refused (said once per server and method)", "server", u.Config.Name, "method", method, "error", err)
 		} else {
 			h.log.Debug("server-to-client request refused", "server", u.Config.Name, "method", method, "error", err)
@@ -248,14 +250,14 @@ func (h *Host) LogMessage(u *upstream.Server, cs *mcp.ClientSession, p *mcp.Logg
 	// Queued, never written here: this runs on the upstream's read loop,
 	// which a client that does not read must not hold up (outbox.go).
 	if ss, ctx, err := h.clientFor(u, cs, "a log message"); err == nil {
-		h.notify(ss, note{kind: noteLog, ctx: ctx, server: u.Config.Name, log: &out})
+		h.notify(ss, outbox.Note{Kind: outbox.NoteLog, Ctx: ctx, Server: u.Config.Name, Log: &out})
 		return
 	}
 	if u.IsPerClientSession(cs) {
 		return // one client's: never broadcast
 	}
 	for _, ss := range h.sessions.logging() {
-		h.notify(ss, note{kind: noteLog, ctx: context.Background(), server: u.Config.Name, log: &out})
+		h.notify(ss, outbox.Note{Kind: outbox.NoteLog, Ctx: context.Background(), Server: u.Config.Name, Log: &out})
 	}
 }
 
@@ -293,7 +295,7 @@ func (h *Host) ElicitationComplete(u *upstream.Server, cs *mcp.ClientSession, p 
 		h.log.Debug("elicitation completion for an unknown elicitation dropped", "server", u.Config.Name, "id", p.ElicitationID)
 		return
 	}
-	h.notify(ss, note{kind: noteElicitationComplete, ctx: context.Background(), send: func(ctx context.Context, _ note) error {
+	h.notify(ss, outbox.Note{Kind: outbox.NoteElicitationComplete, Ctx: context.Background(), Send: func(ctx context.Context, _ outbox.Note) error {
 		return ss.NotifyElicitationComplete(ctx, p)
 	}})
 }

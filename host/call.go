@@ -71,17 +71,17 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	if !ok {
 		return h.hiddenCall(ctx, caller, name, args, tr)
 	}
-	u := h.upstreamNamed(r.server)
+	u := h.upstreamNamed(r.Server)
 	if u == nil { // removed by a reload since the view was built
 		return nil, unknownTool(name)
 	}
 	if tr != nil {
-		tr.server, tr.tool = r.server, r.tool
+		tr.server, tr.tool = r.Server, r.Tool
 	}
 
-	annotations := h.cat.Load().annotations(r)
+	annotations := h.cat.Load().Annotations(r)
 	if h.wants(abi.HookToolCall) {
-		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.Server, Tool: r.Tool, Arguments: args, Annotations: annotations}
 		t0 := tr.now()
 		d, err := h.toolCallPolicy(ctx, in, tr)
 		tr.addPolicy(t0)
@@ -111,12 +111,12 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	// A reload swaps servers and policies together (Reconfigure): a call
 	// whose server went or changed while it was being admitted may have
 	// been admitted by the new policies, which do not cover that server.
-	if h.upstreamNamed(r.server) != u {
+	if h.upstreamNamed(r.Server) != u {
 		tr.set(CallInvalid)
 		return errorResult("call to %s refused: the config was reloaded during the call; call again", name), nil
 	}
 
-	params := &mcp.CallToolParams{Name: r.tool, Arguments: args}
+	params := &mcp.CallToolParams{Name: r.Tool, Arguments: args}
 	if len(args) == 0 {
 		params.Arguments = nil
 	}
@@ -142,7 +142,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		if c := u.RawConn(cs); c != nil && c.Direct() {
 			// An in-process tool server's fast path (memconn.go). A
 			// session that does not take results as sent gets it typed.
-			rawRes, err = c.CallDirect(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			rawRes, err = c.CallDirect(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.Tool, Arguments: args})
 			if err == nil && !raw {
 				res = new(mcp.CallToolResult)
 				if err = json.Unmarshal(rawRes, res); err != nil {
@@ -153,7 +153,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 			return err
 		}
 		if c := u.RawConn(cs); raw && c != nil && upstream.PlainUpstream(cs) {
-			rawRes, err = c.CallTool(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.tool, Arguments: args})
+			rawRes, err = c.CallTool(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.Tool, Arguments: args})
 			return err
 		}
 		res, err = cs.CallTool(ctx, params)
@@ -178,7 +178,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		// A failed call becomes an error result whose text comes in part
 		// from the upstream (its JSON-RPC error message): it goes through
 		// the result policies like any result, so redact sees it.
-		res, rawRes = upstreamErrorResult(r.server, u.Config.Timeout, err), nil
+		res, rawRes = upstreamErrorResult(r.Server, u.Config.Timeout, err), nil
 	}
 	// The result travels as the upstream's bytes when the go-sdk would accept
 	// them and, past policies, the policies saw every one of them; otherwise
@@ -187,7 +187,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	if rawRes != nil && !rawOK {
 		res = new(mcp.CallToolResult)
 		if err := json.Unmarshal(rawRes, res); err != nil {
-			res = upstreamErrorResult(r.server, u.Config.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
+			res = upstreamErrorResult(r.Server, u.Config.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
 		}
 	}
 	if !wantsResult {
@@ -196,7 +196,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		}
 		return res, nil
 	}
-	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: annotations}
+	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.Server, Tool: r.Tool, Arguments: args, Annotations: annotations}
 	if rawOK {
 		in.Result, err = rawABIResult(rawRes)
 	} else {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -16,11 +18,11 @@ import (
 func TestProblemsLoggedOnce(t *testing.T) {
 	var out testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
-	var c conditionLog
-	clash := catalogProblem{Server: "a", Tool: "x", Err: errors.New("name clash")}
-	long := catalogProblem{Server: "b", Tool: "y", Err: errors.New("name too long")}
-	for _, round := range [][]catalogProblem{{clash}, {clash}, {clash, long}, {clash, long}, {long}, {clash, long}} {
-		logProblems(&c, log, "tool naming", round)
+	var c catalog.ConditionLog
+	clash := catalog.Problem{Server: "a", Tool: "x", Err: errors.New("name clash")}
+	long := catalog.Problem{Server: "b", Tool: "y", Err: errors.New("name too long")}
+	for _, round := range [][]catalog.Problem{{clash}, {clash}, {clash, long}, {clash, long}, {long}, {clash, long}} {
+		catalog.LogProblems(&c, log, "tool naming", round)
 	}
 	if n := strings.Count(out.String(), "name clash"); n != 2 {
 		t.Errorf("the clash was warned about %d times, want 2 (first seen, and back after it went):\n%s", n, out.String())
@@ -28,7 +30,7 @@ func TestProblemsLoggedOnce(t *testing.T) {
 	if n := strings.Count(out.String(), "name too long"); n != 1 {
 		t.Errorf("the long name was warned about %d times, want 1:\n%s", n, out.String())
 	}
-	if !c.once("s\x00roots/list") || c.once("s\x00roots/list") || !c.once("t\x00roots/list") {
+	if !c.Once("s\x00roots/list") || c.Once("s\x00roots/list") || !c.Once("t\x00roots/list") {
 		t.Error("once does not say each key once")
 	}
 }
@@ -39,13 +41,13 @@ func TestProblemsLoggedOnce(t *testing.T) {
 func TestManyProblemsOneWarning(t *testing.T) {
 	var out testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
-	var c conditionLog
-	var round []catalogProblem
+	var c catalog.ConditionLog
+	var round []catalog.Problem
 	for i := range 9 {
-		round = append(round, catalogProblem{Server: "b", Tool: "res" + string(rune('a'+i)), Err: errors.New("duplicate resource URI")})
+		round = append(round, catalog.Problem{Server: "b", Tool: "res" + string(rune('a'+i)), Err: errors.New("duplicate resource URI")})
 	}
-	round = append(round, catalogProblem{Server: "c", Tool: "x", Err: errors.New("name clash")})
-	logProblems(&c, log, "prompts and resources", round)
+	round = append(round, catalog.Problem{Server: "c", Tool: "x", Err: errors.New("name clash")})
+	catalog.LogProblems(&c, log, "prompts and resources", round)
 	if n := strings.Count(out.String(), "[WARN]"); n != 2 || !strings.Contains(out.String(), "problems=9") {
 		t.Errorf("want 2 warnings (b's 9 in one, c's), got %d:\n%s", n, out.String())
 	}

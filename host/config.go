@@ -6,29 +6,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/mcphost-project/mcphost/host/auth"
 )
 
-// Prefix modes for exposed names.
-const (
-	PrefixAlways = "always" // exposed name = server + separator + tool
-	PrefixNever  = "never"  // names pass through; a clash is a config error
-)
-
-// What to do when two servers list the same resource URI (or templates that
-// both match a URI being read).
-const (
-	ResourceConflictFirst = "first" // the first server in config order serves it; a warning is logged
-	ResourceConflictError = "error" // neither serves it: reading it is an error naming both
-)
-
 // Defaults applied by Config.WithDefaults.
 const (
 	DefaultListenHTTP     = "127.0.0.1:7700"
-	DefaultSeparator      = "__"
-	DefaultMaxNameLength  = 64
 	DefaultSessionTimeout = 30 * time.Minute
 	DefaultMaxBodyBytes   = 4 << 20
 
@@ -45,14 +32,8 @@ const (
 type Config struct {
 	Listen    Listen
 	Servers   []upstream.ServerConfig // in config order, which is also tools/list order
-	Tools     ToolsConfig             // also names prompts
-	Resources ResourcesConfig
-}
-
-// ResourcesConfig controls how upstream resources are merged. Resource URIs
-// are never renamed.
-type ResourcesConfig struct {
-	Conflict string // ResourceConflictFirst (default) or ResourceConflictError
+	Tools     catalog.ToolsConfig     // also names prompts
+	Resources catalog.ResourcesConfig
 }
 
 // Listen configures the downstream HTTP endpoint.
@@ -91,13 +72,6 @@ type Listen struct {
 	TLSCert, TLSKey string
 }
 
-// ToolsConfig controls how upstream tools are exposed.
-type ToolsConfig struct {
-	Separator     string
-	MaxNameLength int
-	Prefix        string // PrefixAlways or PrefixNever
-}
-
 // WithDefaults returns a copy of c with every unset field given its default.
 func (c Config) WithDefaults() Config {
 	if c.Listen.SessionTimeout == 0 {
@@ -126,16 +100,16 @@ func (c Config) WithDefaults() Config {
 		c.Listen.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.Tools.Separator == "" {
-		c.Tools.Separator = DefaultSeparator
+		c.Tools.Separator = catalog.DefaultSeparator
 	}
 	if c.Tools.MaxNameLength == 0 {
-		c.Tools.MaxNameLength = DefaultMaxNameLength
+		c.Tools.MaxNameLength = catalog.DefaultMaxNameLength
 	}
 	if c.Tools.Prefix == "" {
-		c.Tools.Prefix = PrefixAlways
+		c.Tools.Prefix = catalog.PrefixAlways
 	}
 	if c.Resources.Conflict == "" {
-		c.Resources.Conflict = ResourceConflictFirst
+		c.Resources.Conflict = catalog.ResourceConflictFirst
 	}
 	servers := make([]upstream.ServerConfig, len(c.Servers))
 	for i, s := range c.Servers {
@@ -178,13 +152,13 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	if c.Tools.Prefix != PrefixAlways && c.Tools.Prefix != PrefixNever {
-		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, PrefixAlways, PrefixNever))
+	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {
+		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, catalog.PrefixAlways, catalog.PrefixNever))
 	}
-	if c.Resources.Conflict != ResourceConflictFirst && c.Resources.Conflict != ResourceConflictError {
-		errs = append(errs, fmt.Errorf("host: resources: unknown conflict %q (want %q or %q)", c.Resources.Conflict, ResourceConflictFirst, ResourceConflictError))
+	if c.Resources.Conflict != catalog.ResourceConflictFirst && c.Resources.Conflict != catalog.ResourceConflictError {
+		errs = append(errs, fmt.Errorf("host: resources: unknown conflict %q (want %q or %q)", c.Resources.Conflict, catalog.ResourceConflictFirst, catalog.ResourceConflictError))
 	}
-	if c.Tools.Separator != sanitize(c.Tools.Separator) {
+	if c.Tools.Separator != catalog.Sanitize(c.Tools.Separator) {
 		errs = append(errs, fmt.Errorf("host: tools: separator %q may only use A-Z, a-z, 0-9, _ and -", c.Tools.Separator))
 	}
 	if c.Tools.MaxNameLength < 16 {

@@ -61,33 +61,6 @@ func fromABIResult(res *abi.CallToolResult) (*mcp.CallToolResult, error) {
 	return &out, nil
 }
 
-// toABITool converts an upstream tool to the form policies see, keeping
-// title, description, schemas, annotations and _meta.
-func toABITool(name, server string, t *mcp.Tool) abi.Tool {
-	out := abi.Tool{
-		Name:         name,
-		Server:       server,
-		Tool:         t.Name,
-		Title:        t.Title,
-		Description:  t.Description,
-		InputSchema:  rawJSON(t.InputSchema),
-		OutputSchema: rawJSON(t.OutputSchema),
-	}
-	if a := t.Annotations; a != nil {
-		out.Annotations = &abi.Annotations{
-			Title:           a.Title,
-			ReadOnlyHint:    boolPtr(a.ReadOnlyHint),
-			DestructiveHint: a.DestructiveHint,
-			IdempotentHint:  boolPtr(a.IdempotentHint),
-			OpenWorldHint:   a.OpenWorldHint,
-		}
-	}
-	if len(t.Meta) > 0 {
-		out.Meta = rawJSON(map[string]any(t.Meta))
-	}
-	return out
-}
-
 // toMCPTool is the inverse of toABITool, for answering tools/list.
 func toMCPTool(t *abi.Tool) *mcp.Tool {
 	out := &mcp.Tool{

@@ -106,7 +106,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	res, err := h.fastCallResult(ctx, caller, p, meta, e.ss)
 	// What the upstream sent during the call goes out first, as on the
 	// go-sdk path (on the standalone stream: see above).
-	d.out.flush(ctx)
+	d.out.Flush(ctx)
 
 	msg := &jsonrpc.Response{ID: id}
 	if raw, ok := res.(*upstream.RawToolResult); ok && err == nil && len(raw.Meta) == 0 {

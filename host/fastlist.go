@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -361,7 +363,7 @@ func (v *view) encoded() ([]byte, error) {
 	v.encOnce.Do(func() {
 		// The shortcut serves protocols before 2026-07-28 only, which do
 		// not define the cache hints.
-		v.enc, v.encErr = encodeJSON(&priorListTools{ListToolsResult: v.result})
+		v.enc, v.encErr = encodeJSON(&catalog.PriorListTools{ListToolsResult: v.result})
 	})
 	return v.enc, v.encErr
 }

@@ -8,6 +8,10 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/internal/version"
 
@@ -137,8 +141,8 @@ func (h *Host) send() mcp.Middleware {
 			// turn, on the upstream's notification handler: queued here, a
 			// client that stopped reading holds up neither (outbox.go).
 			from, _ := p.Meta[fromKey].(string)
-			h.notify(ss, note{kind: noteResourceUpdated, ctx: context.Background(), server: from, updated: &out, send: func(ctx context.Context, n note) error {
-				_, err := next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: n.updated})
+			h.notify(ss, outbox.Note{Kind: outbox.NoteResourceUpdated, Ctx: context.Background(), Server: from, Updated: &out, Send: func(ctx context.Context, n outbox.Note) error {
+				_, err := next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: n.Updated})
 				return err
 			}})
 			return nil, nil
@@ -210,7 +214,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			res, err = h.route(ctx, transport, method, req, ss, next)
 			if d != nil {
 				// What the upstream sent during the call goes out first.
-				d.out.flush(ctx)
+				d.out.Flush(ctx)
 			}
 			return res, err
 		}
@@ -251,7 +255,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if err != nil {
 			return nil, err
 		}
-		return listAnswer(req, res, h.wantsMethod(abi.HookList, method)), nil
+		return catalog.ListAnswer(req, res, h.wantsMethod(abi.HookList, method)), nil
 	case "prompts/get":
 		r, ok := req.(*mcp.GetPromptRequest)
 		if !ok || r.Params == nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -188,24 +190,24 @@ func runList[T any](ctx context.Context, h *Host, caller abi.Caller, method stri
 // message hook over log messages, progress and resource updates, which
 // runs on the session's writer goroutine. A policy failing closed drops
 // the notification, with a warning.
-func (h *Host) governNote(ss *mcp.ServerSession, transport string) func(note) (note, bool) {
+func (h *Host) governNote(ss *mcp.ServerSession, transport string) func(outbox.Note) (outbox.Note, bool) {
 	if h.policy == nil {
 		return nil
 	}
-	return func(n note) (note, bool) {
+	return func(n outbox.Note) (outbox.Note, bool) {
 		var err error
 		caller := h.sessionCaller(ss, transport)
-		ctx := context.WithoutCancel(n.ctx)
-		switch n.kind {
-		case noteLog:
-			n.log, err = governMessage(ctx, h, caller, abi.MethodLoggingMessage, n.server, "", n.log)
-		case noteProgress:
-			n.progress, err = governMessage(ctx, h, caller, abi.MethodProgress, n.server, "", n.progress)
-		case noteResourceUpdated:
-			n.updated, err = governMessage(ctx, h, caller, abi.MethodResourceUpdated, n.server, n.updated.URI, n.updated)
+		ctx := context.WithoutCancel(n.Ctx)
+		switch n.Kind {
+		case outbox.NoteLog:
+			n.Log, err = governMessage(ctx, h, caller, abi.MethodLoggingMessage, n.Server, "", n.Log)
+		case outbox.NoteProgress:
+			n.Progress, err = governMessage(ctx, h, caller, abi.MethodProgress, n.Server, "", n.Progress)
+		case outbox.NoteResourceUpdated:
+			n.Updated, err = governMessage(ctx, h, caller, abi.MethodResourceUpdated, n.Server, n.Updated.URI, n.Updated)
 		}
 		if err != nil {
-			h.log.Warn("notification withheld by policy", "server", n.server, "kind", n.kind.String(), "error", err)
+			h.log.Warn("notification withheld by policy", "server", n.Server, "kind", n.Kind.String(), "error", err)
 			return n, false
 		}
 		return n, true

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -330,13 +332,13 @@ func TestHiddenToolRefusalSaysWhy(t *testing.T) {
 func TestFeaturePrintCoversServers(t *testing.T) {
 	res := []*mcp.Resource{{URI: "file:///x", Name: "x"}}
 	prompts := []*mcp.Prompt{{Name: "p"}}
-	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever}
-	onA := buildFeatures(cfg, ResourcesConfig{}, []upstream.ServerFeatures{{Server: "a", Resources: res, Prompts: prompts}, {Server: "b"}})
-	onB := buildFeatures(cfg, ResourcesConfig{}, []upstream.ServerFeatures{{Server: "a"}, {Server: "b", Resources: res, Prompts: prompts}})
-	if onA.resPrint == onB.resPrint {
+	cfg := catalog.ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: catalog.PrefixNever}
+	onA := catalog.BuildFeatures(cfg, catalog.ResourcesConfig{}, []upstream.ServerFeatures{{Server: "a", Resources: res, Prompts: prompts}, {Server: "b"}})
+	onB := catalog.BuildFeatures(cfg, catalog.ResourcesConfig{}, []upstream.ServerFeatures{{Server: "a"}, {Server: "b", Resources: res, Prompts: prompts}})
+	if onA.ResPrint == onB.ResPrint {
 		t.Error("a resource that moved server kept the print")
 	}
-	if onA.promptPrint == onB.promptPrint {
+	if onA.PromptPrint == onB.PromptPrint {
 		t.Error("a prompt that moved server kept the print")
 	}
 }

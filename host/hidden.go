@@ -28,12 +28,12 @@ import (
 // listing alone) is not called either: both answer "unknown tool".
 func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (mcp.Result, error) {
 	cat := h.cat.Load()
-	r, ok := cat.routes[name]
+	r, ok := cat.Routes[name]
 	if !ok {
 		return h.notListedYet(ctx, caller, name, tr)
 	}
 	if h.wants(abi.HookToolCall) {
-		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.server, Tool: r.tool, Arguments: args, Annotations: cat.annotations(r)}
+		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.Server, Tool: r.Tool, Arguments: args, Annotations: cat.Annotations(r)}
 		if res, refused, err := h.refuseHidden(ctx, in, tr); refused {
 			return res, err
 		}

@@ -18,6 +18,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/hashicorp/go-hclog"
@@ -96,10 +100,10 @@ type Host struct {
 	byName    map[string]*upstream.Server // server name -> upstream
 
 	catMu          sync.Mutex // serialises catalog rebuilds
-	cat            atomic.Pointer[catalog]
+	cat            atomic.Pointer[catalog.Catalog]
 	catPrint       [32]byte
 	featMu         sync.Mutex // serialises prompt and resource rebuilds
-	feats          atomic.Pointer[features]
+	feats          atomic.Pointer[catalog.Features]
 	views          viewCache
 	progressRoutes progressRouter
 	calls          callRegistry
@@ -111,10 +115,10 @@ type Host struct {
 	servers        serverSet
 	closeOnce      sync.Once
 	closed         atomic.Bool
-	namingLog      conditionLog // tool naming problems, said once
-	featuresLog    conditionLog // prompt and resource problems, said once
-	refusedLog     conditionLog // kinds of server-to-client requests refused, said once
-	lists          listCache    // answers of the list hook
+	namingLog      catalog.ConditionLog // tool naming problems, said once
+	featuresLog    catalog.ConditionLog // prompt and resource problems, said once
+	refusedLog     catalog.ConditionLog // kinds of server-to-client requests refused, said once
+	lists          listCache            // answers of the list hook
 	reloadMu       sync.Mutex
 	reload         *ReloadStatus // the latest, for GET /status
 }
@@ -164,8 +168,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.views.init()
 	h.drain.init()
 	h.progressRoutes.init()
-	h.cat.Store(buildCatalog(0, cfg.Tools, nil))
-	h.feats.Store(buildFeatures(cfg.Tools, cfg.Resources, nil))
+	h.cat.Store(catalog.Build(0, cfg.Tools, nil))
+	h.feats.Store(catalog.BuildFeatures(cfg.Tools, cfg.Resources, nil))
 	for _, sc := range cfg.Servers {
 		u := upstream.New(sc, log.Named(sc.Name), h)
 		h.upstreams = append(h.upstreams, u)
@@ -240,22 +244,22 @@ func (h *Host) ToolsChanged(string) {
 	h.upMu.RLock()
 	ups, toolsCfg := h.upstreams, h.cfg.Tools
 	h.upMu.RUnlock()
-	sts := make([]serverTools, len(ups))
+	sts := make([]catalog.ServerTools, len(ups))
 	for i, u := range ups {
-		sts[i] = serverTools{server: u.Config.Name, tools: u.CachedTools()}
+		sts[i] = catalog.ServerTools{Server: u.Config.Name, Tools: u.CachedTools()}
 	}
 	old := h.cat.Load()
-	next := buildCatalog(old.version+1, toolsCfg, sts)
-	print := fingerprint(next.tools)
-	if print == h.catPrint && old.version > 0 {
+	next := catalog.Build(old.Version+1, toolsCfg, sts)
+	print := fingerprint(next.Tools)
+	if print == h.catPrint && old.Version > 0 {
 		return
 	}
 	h.catPrint = print
 	h.cat.Store(next)
-	logProblems(&h.namingLog, h.log, "tool naming", next.issues)
-	h.log.Debug("catalog rebuilt", "version", next.version, "tools", len(next.tools))
+	catalog.LogProblems(&h.namingLog, h.log, "tool naming", next.Issues)
+	h.log.Debug("catalog rebuilt", "version", next.Version, "tools", len(next.Tools))
 	if co, ok := h.observer.(CatalogObserver); ok {
-		co.CatalogChanged(next.tools)
+		co.CatalogChanged(next.Tools)
 	}
 	h.servers.toolsChanged()
 }
@@ -300,7 +304,7 @@ func (h *Host) Progress(_ context.Context, u *upstream.Server, p *mcp.ProgressNo
 	out := *p
 	out.ProgressToken = t.token
 	out.Meta = nil
-	h.notify(t.session, note{kind: noteProgress, ctx: t.ctx, server: u.Config.Name, progress: &out})
+	h.notify(t.session, outbox.Note{Kind: outbox.NoteProgress, Ctx: t.ctx, Server: u.Config.Name, Progress: &out})
 }
 
 // Close ends every upstream session and process and waits for them.

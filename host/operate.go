@@ -96,5 +96,5 @@ func (h *Host) replaceUpstream(name string, held bool) (*upstream.Server, error)
 // Catalog is every upstream tool under its exposed name, before policies:
 // what the policy chain is given to list.
 func (h *Host) Catalog() []abi.Tool {
-	return slices.Clone(h.cat.Load().tools)
+	return slices.Clone(h.cat.Load().Tools)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,8 +22,8 @@ import (
 // listPrompts is prompts/list: the snapshot, through the list hook.
 func (h *Host) listPrompts(ctx context.Context, caller abi.Caller) (*mcp.ListPromptsResult, error) {
 	f := h.feats.Load()
-	prompts, err := governList(ctx, h, caller, abi.MethodPromptsList, f.promptPrint, f.prompts,
-		func(p *mcp.Prompt) string { return f.promptRoutes[p.Name].server },
+	prompts, err := governList(ctx, h, caller, abi.MethodPromptsList, f.PromptPrint, f.Prompts,
+		func(p *mcp.Prompt) string { return f.PromptRoutes[p.Name].Server },
 		func(p *mcp.Prompt) string { return p.Name },
 		func(p *mcp.Prompt, name string) { p.Name = name })
 	if err != nil {
@@ -31,16 +33,16 @@ func (h *Host) listPrompts(ctx context.Context, caller abi.Caller) (*mcp.ListPro
 }
 
 func (h *Host) getPrompt(ctx context.Context, caller abi.Caller, ss *mcp.ServerSession, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	r, ok := h.feats.Load().promptRoutes[p.Name]
-	u := h.upstreamNamed(r.server)
+	r, ok := h.feats.Load().PromptRoutes[p.Name]
+	u := h.upstreamNamed(r.Server)
 	if !ok || u == nil {
 		return nil, unknownPrompt(p.Name)
 	}
-	if err := h.admit(ctx, caller, abi.MethodPromptsGet, r.server, p.Name, p, unknownPrompt(p.Name)); err != nil {
+	if err := h.admit(ctx, caller, abi.MethodPromptsGet, r.Server, p.Name, p, unknownPrompt(p.Name)); err != nil {
 		return nil, err
 	}
 	params := *p
-	params.Name = r.tool
+	params.Name = r.Tool
 	meta, done := h.upstreamMeta(ctx, u, ss, p.Meta)
 	defer done()
 	params.Meta = meta
@@ -50,9 +52,9 @@ func (h *Host) getPrompt(ctx context.Context, caller abi.Caller, ss *mcp.ServerS
 		return err
 	})
 	if err != nil {
-		return nil, rpcError(r.server, err)
+		return nil, rpcError(r.Server, err)
 	}
-	return governMessage(ctx, h, caller, abi.MethodPromptsGet, r.server, p.Name, res)
+	return governMessage(ctx, h, caller, abi.MethodPromptsGet, r.Server, p.Name, res)
 }
 
 // unknownPrompt is the answer for a prompt name nothing serves.
@@ -63,8 +65,8 @@ func unknownPrompt(name string) error {
 // listResources is resources/list: the snapshot, through the list hook.
 func (h *Host) listResources(ctx context.Context, caller abi.Caller) (*mcp.ListResourcesResult, error) {
 	f := h.feats.Load()
-	res, err := governList(ctx, h, caller, abi.MethodResourcesList, f.resPrint, f.resources,
-		func(r *mcp.Resource) string { return f.byURI[r.URI] },
+	res, err := governList(ctx, h, caller, abi.MethodResourcesList, f.ResPrint, f.Resources,
+		func(r *mcp.Resource) string { return f.ByURI[r.URI] },
 		func(r *mcp.Resource) string { return r.URI },
 		func(r *mcp.Resource, uri string) { r.URI = uri })
 	if err != nil {
@@ -76,8 +78,8 @@ func (h *Host) listResources(ctx context.Context, caller abi.Caller) (*mcp.ListR
 // listResourceTemplates is resources/templates/list, through the list hook.
 func (h *Host) listResourceTemplates(ctx context.Context, caller abi.Caller) (*mcp.ListResourceTemplatesResult, error) {
 	f := h.feats.Load()
-	ts, err := governList(ctx, h, caller, abi.MethodResourceTemplatesList, f.resPrint, f.templates,
-		func(t *mcp.ResourceTemplate) string { return f.templateOwner[t.URITemplate] },
+	ts, err := governList(ctx, h, caller, abi.MethodResourceTemplatesList, f.ResPrint, f.Templates,
+		func(t *mcp.ResourceTemplate) string { return f.TemplateOwner[t.URITemplate] },
 		func(t *mcp.ResourceTemplate) string { return t.URITemplate },
 		func(t *mcp.ResourceTemplate, tmpl string) { t.URITemplate = tmpl })
 	if err != nil {
@@ -88,7 +90,7 @@ func (h *Host) listResourceTemplates(ctx context.Context, caller abi.Caller) (*m
 
 // resourceUpstream routes a URI to its server.
 func (h *Host) resourceUpstream(uri string) (*upstream.Server, error) {
-	server, err := h.feats.Load().resourceServer(uri)
+	server, err := h.feats.Load().ResourceServer(uri)
 	if err != nil {
 		return nil, err
 	}
@@ -221,16 +223,16 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	notFound := unknownPrompt(ref.Name)
 	switch ref.Type {
 	case "ref/prompt":
-		r, ok := f.promptRoutes[ref.Name]
-		if u = h.upstreamNamed(r.server); !ok || u == nil {
+		r, ok := f.PromptRoutes[ref.Name]
+		if u = h.upstreamNamed(r.Server); !ok || u == nil {
 			return nil, notFound
 		}
-		ref.Name = r.tool
+		ref.Name = r.Tool
 	case "ref/resource":
-		server, ok := f.templateOwner[ref.URI]
+		server, ok := f.TemplateOwner[ref.URI]
 		if !ok {
 			var err error
-			if server, err = f.resourceServer(ref.URI); err != nil {
+			if server, err = f.ResourceServer(ref.URI); err != nil {
 				return nil, err
 			}
 		}
@@ -335,13 +337,13 @@ func (h *Host) FeaturesChanged(string) {
 		sfs[i] = u.CachedFeatures()
 	}
 	old := h.feats.Load()
-	next := buildFeatures(tcfg, rcfg, sfs)
+	next := catalog.BuildFeatures(tcfg, rcfg, sfs)
 	h.feats.Store(next)
-	logProblems(&h.featuresLog, h.log, "prompts and resources", next.issues)
-	if next.promptPrint != old.promptPrint {
+	catalog.LogProblems(&h.featuresLog, h.log, "prompts and resources", next.Issues)
+	if next.PromptPrint != old.PromptPrint {
 		h.servers.promptsChanged()
 	}
-	if next.resPrint != old.resPrint {
+	if next.ResPrint != old.ResPrint {
 		h.servers.resourcesChanged()
 	}
 }

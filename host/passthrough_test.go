@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -159,7 +161,7 @@ func TestPromptsResourcesCompletionLogging(t *testing.T) {
 
 // With prefix = "never", prompt names pass through as they are.
 func TestPromptNamesPassThrough(t *testing.T) {
-	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}, Tools: ToolsConfig{Prefix: PrefixNever}}, nil)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{everythingServer("every")}, Tools: catalog.ToolsConfig{Prefix: catalog.PrefixNever}}, nil)
 	cs := connectHTTP(t, h, nil)
 	if _, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "test_simple_prompt"}); err != nil {
 		t.Fatal(err)
@@ -171,29 +173,29 @@ func TestResourceConflicts(t *testing.T) {
 		{Server: "a", Resources: []*mcp.Resource{{URI: "x://same"}, {URI: "x://a"}}, Templates: []*mcp.ResourceTemplate{{URITemplate: "t://{id}"}}},
 		{Server: "b", Resources: []*mcp.Resource{{URI: "x://same"}, {URI: "x://b"}}, Templates: []*mcp.ResourceTemplate{{URITemplate: "t://{id}/more"}, {URITemplate: "u://{id}"}}},
 	}
-	first := buildFeatures(ToolsConfig{}, ResourcesConfig{Conflict: ResourceConflictFirst}, ups)
+	first := catalog.BuildFeatures(catalog.ToolsConfig{}, catalog.ResourcesConfig{Conflict: catalog.ResourceConflictFirst}, ups)
 	for uri, want := range map[string]string{"x://same": "a", "x://a": "a", "x://b": "b", "t://1": "a", "u://1": "b"} {
-		if got, err := first.resourceServer(uri); err != nil || got != want {
+		if got, err := first.ResourceServer(uri); err != nil || got != want {
 			t.Errorf("first: %s -> %q, %v; want %q", uri, got, err, want)
 		}
 	}
-	if len(first.resources) != 3 || len(first.issues) != 1 {
-		t.Errorf("first: resources %d, issues %v", len(first.resources), first.issues)
+	if len(first.Resources) != 3 || len(first.Issues) != 1 {
+		t.Errorf("first: resources %d, issues %v", len(first.Resources), first.Issues)
 	}
-	if _, err := first.resourceServer("nope://x"); err == nil {
+	if _, err := first.ResourceServer("nope://x"); err == nil {
 		t.Error("an unknown URI with two resource servers must not route")
 	}
 
-	strict := buildFeatures(ToolsConfig{}, ResourcesConfig{Conflict: ResourceConflictError}, ups)
-	if _, err := strict.resourceServer("x://same"); err == nil || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), `"b"`) {
+	strict := catalog.BuildFeatures(catalog.ToolsConfig{}, catalog.ResourcesConfig{Conflict: catalog.ResourceConflictError}, ups)
+	if _, err := strict.ResourceServer("x://same"); err == nil || !strings.Contains(err.Error(), `"a"`) || !strings.Contains(err.Error(), `"b"`) {
 		t.Errorf("error: x://same -> %v, want an error naming a and b", err)
 	}
 	// "t://1/more" matches both a's t://{id} ({id} takes no '/': it does not) and b's.
-	if got, err := strict.resourceServer("x://b"); err != nil || got != "b" {
+	if got, err := strict.ResourceServer("x://b"); err != nil || got != "b" {
 		t.Errorf("error: x://b -> %q, %v", got, err)
 	}
-	if len(strict.resources) != 2 {
-		t.Errorf("error: resources = %d, want the conflicting one hidden", len(strict.resources))
+	if len(strict.Resources) != 2 {
+		t.Errorf("error: resources = %d, want the conflicting one hidden", len(strict.Resources))
 	}
 }
 
@@ -209,10 +211,10 @@ func FuzzResourceRoute(f *testing.F) {
 			{Server: "a", Resources: []*mcp.Resource{{URI: uri}}, Templates: []*mcp.ResourceTemplate{{URITemplate: tmpl}}},
 			{Server: "b", Templates: []*mcp.ResourceTemplate{{URITemplate: tmpl}, {URITemplate: uri}}},
 		}
-		for _, mode := range []string{ResourceConflictFirst, ResourceConflictError} {
-			f := buildFeatures(ToolsConfig{}, ResourcesConfig{Conflict: mode}, ups)
-			s1, err1 := f.resourceServer(uri)
-			s2, err2 := f.resourceServer(uri)
+		for _, mode := range []string{catalog.ResourceConflictFirst, catalog.ResourceConflictError} {
+			f := catalog.BuildFeatures(catalog.ToolsConfig{}, catalog.ResourcesConfig{Conflict: mode}, ups)
+			s1, err1 := f.ResourceServer(uri)
+			s2, err2 := f.ResourceServer(uri)
 			if s1 != s2 || (err1 == nil) != (err2 == nil) {
 				t.Fatalf("routing %q is not deterministic", uri)
 			}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -40,7 +42,7 @@ type downstream struct {
 	latest atomic.Pointer[auth.Identity]
 	level  mcp.LoggingLevel
 	subs   map[string]string // URI -> server, on shared sessions; nil until the first
-	out    outbox            // notifications on their way to the client (outbox.go)
+	out    outbox.Queue      // notifications on their way to the client (outbox.go)
 	// sessionless marks the go-sdk's session for one request of protocol
 	// 2026-07-28 (sessionless.go): tracked while the request runs, so that
 	// what the upstream sends during it is routed to it, but not a session
@@ -255,7 +257,7 @@ func (h *Host) trackSession(ctx context.Context, ss *mcp.ServerSession, transpor
 	if isNew {
 		// A stdio client is the only one: when it stops reading, its
 		// notifications are dropped but its session is not closed.
-		d.out.keepOpen.Store(transport == DownstreamStdio)
+		d.out.KeepOpen.Store(transport == DownstreamStdio)
 		go func() {
 			_ = ss.Wait()
 			h.sessionEnded(ss)
@@ -266,24 +268,24 @@ func (h *Host) trackSession(ctx context.Context, ss *mcp.ServerSession, transpor
 
 // notify queues a notification for a downstream session; it never waits
 // for the client (outbox.go).
-func (h *Host) notify(ss *mcp.ServerSession, n note) {
+func (h *Host) notify(ss *mcp.ServerSession, n outbox.Note) {
 	d, level := h.sessions.lookup(ss)
 	if d == nil {
-		h.log.Debug("notification for a session that is gone dropped", "kind", n.kind.String())
+		h.log.Debug("notification for a session that is gone dropped", "kind", n.Kind.String())
 		return
 	}
-	if n.kind == noteLog && !levelAllows(level, n.log.Level) {
+	if n.Kind == outbox.NoteLog && !levelAllows(level, n.Log.Level) {
 		return // the go-sdk would not send it either
 	}
-	d.out.push(h.outboxSender(ss, d), n)
+	d.out.Push(h.outboxSender(ss, d), n)
 }
 
-func (h *Host) outboxSender(ss *mcp.ServerSession, d *downstream) outboxSender {
+func (h *Host) outboxSender(ss *mcp.ServerSession, d *downstream) outbox.Sender {
 	stuck := h.cfg.Listen.WriteTimeout
 	if stuck <= 0 {
-		stuck = defaultStuckAfter
+		stuck = outbox.DefaultStuckAfter
 	}
-	return outboxSender{ss: ss, id: d.id, stuckAfter: stuck, log: h.log, govern: h.governNote(ss, d.transport)}
+	return outbox.Sender{Session: ss, ID: d.id, StuckAfter: stuck, Log: h.log, Govern: h.governNote(ss, d.transport)}
 }
 
 // levelAllows reports whether a client that set level wants a message at
@@ -306,7 +308,7 @@ func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 		h.owners.forget("mcp:" + id)
 	}
 	if d != nil {
-		d.out.closed(h.outboxSender(ss, d))
+		d.out.Closed(h.outboxSender(ss, d))
 	}
 	h.fastSessions.forget(ss)
 	h.elicitations.forget(ss)

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -17,7 +19,7 @@ import (
 // tools/list answer.
 type view struct {
 	tools  []abi.Tool
-	routes map[string]route
+	routes map[string]catalog.Route
 	result *mcp.ListToolsResult
 
 	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
@@ -32,7 +34,7 @@ type view struct {
 // (listresult.go). private says the view depends on the caller.
 func (v *view) answer(req mcp.Request, private bool) mcp.Result {
 	cp := *v.result
-	return listAnswer(req, &cp, private)
+	return catalog.ListAnswer(req, &cp, private)
 }
 
 // maxViews bounds the per-caller cache; past it the cache starts over, which
@@ -170,13 +172,13 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 	}
 	cat := h.cat.Load()
 	gen := next.Generation()
-	callers := h.views.recentCallers(cat.version, h.policy.Generation(), maxPrepared)
+	callers := h.views.recentCallers(cat.Version, h.policy.Generation(), maxPrepared)
 	for _, ck := range callers {
 		var caller abi.Caller
 		if err := json.Unmarshal([]byte(ck), &caller); err != nil {
 			continue
 		}
-		k := viewKey{catalog: cat.version, generation: gen, caller: ck}
+		k := viewKey{catalog: cat.Version, generation: gen, caller: ck}
 		_, err := h.views.getOrCompute(ctx, k, func() (*view, error) {
 			return h.timedView(ctx, next, cat, caller)
 		})
@@ -199,7 +201,7 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding caller: %w", err)
 	}
-	k := viewKey{catalog: cat.version, generation: h.policy.Generation(), caller: string(callerKey)}
+	k := viewKey{catalog: cat.Version, generation: h.policy.Generation(), caller: string(callerKey)}
 	return h.views.getOrCompute(ctx, k, func() (*view, error) {
 		// The computation is shared: one caller's cancellation must not
 		// fail the others, so it runs to the policies' own timeouts.
@@ -209,7 +211,7 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 
 // computeView runs policy's listing for caller over cat and checks it.
 // timedView is computeView, told to the observer.
-func (h *Host) timedView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
+func (h *Host) timedView(ctx context.Context, policy Policy, cat *catalog.Catalog, caller abi.Caller) (*view, error) {
 	if h.observer == nil {
 		return h.computeView(ctx, policy, cat, caller)
 	}
@@ -219,8 +221,8 @@ func (h *Host) timedView(ctx context.Context, policy Policy, cat *catalog, calle
 	return v, err
 }
 
-func (h *Host) computeView(ctx context.Context, policy Policy, cat *catalog, caller abi.Caller) (*view, error) {
-	tools, err := h.listTools(ctx, policy, &abi.ToolsListInput{Caller: caller, Tools: cat.tools})
+func (h *Host) computeView(ctx context.Context, policy Policy, cat *catalog.Catalog, caller abi.Caller) (*view, error) {
+	tools, err := h.listTools(ctx, policy, &abi.ToolsListInput{Caller: caller, Tools: cat.Tools})
 	if err != nil {
 		return nil, &listingError{msg: "tool list withheld by policy: " + policyMessage(err), err: err}
 	}
@@ -233,28 +235,28 @@ func (h *Host) computeView(ctx context.Context, policy Policy, cat *catalog, cal
 
 // plainView is the catalog itself, for hosts without a policy; it is built
 // once per catalog version.
-func (h *Host) plainView(cat *catalog) *view {
-	k := viewKey{catalog: cat.version}
+func (h *Host) plainView(cat *catalog.Catalog) *view {
+	k := viewKey{catalog: cat.Version}
 	if v := h.views.get(k); v != nil {
 		return v
 	}
-	v, _ := newView(cat, cat.tools)
+	v, _ := newView(cat, cat.Tools)
 	h.views.put(k, v)
 	return v
 }
 
 // newView checks policy output against the catalog: every tool must come
 // from the catalog (server and tool), and names must be valid and unique.
-func newView(cat *catalog, tools []abi.Tool) (*view, error) {
+func newView(cat *catalog.Catalog, tools []abi.Tool) (*view, error) {
 	v := &view{
 		tools:  tools,
-		routes: make(map[string]route, len(tools)),
+		routes: make(map[string]catalog.Route, len(tools)),
 		result: &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(tools))},
 	}
 	for i := range tools {
 		t := &tools[i]
-		r := route{server: t.Server, tool: t.Tool}
-		if _, ok := cat.byTool[r]; !ok {
+		r := catalog.Route{Server: t.Server, Tool: t.Tool}
+		if _, ok := cat.ByTool[r]; !ok {
 			return nil, fmt.Errorf("tool %q names server %q tool %q, which the catalog does not have", t.Name, t.Server, t.Tool)
 		}
 		if !abi.ValidToolName(t.Name) {

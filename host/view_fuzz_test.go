@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/abi"
 )
 
@@ -17,8 +19,8 @@ func FuzzPolicyOutputToMCP(f *testing.F) {
 		[]byte(`[{"name":"renamed","server":"a","tool":"echo","inputSchema":{"type":"object"}}]`))
 	f.Add([]byte(`{"content":null,"structuredContent":[1,2]}`), []byte(`[{"name":"1bad","server":"a","tool":"echo"}]`))
 	f.Add([]byte(`{"content":[{"type":"bogus"}]}`), []byte(`[{"name":"x","server":"nope","tool":"echo"},{"name":"x","server":"a","tool":"echo"}]`))
-	cat := buildCatalog(1, ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixAlways}, []serverTools{
-		{server: "a", tools: tools("echo", "pid")},
+	cat := catalog.Build(1, catalog.ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: catalog.PrefixAlways}, []catalog.ServerTools{
+		{Server: "a", Tools: tools("echo", "pid")},
 	})
 	f.Fuzz(func(t *testing.T, result, list []byte) {
 		var res abi.CallToolResult
@@ -40,7 +42,7 @@ func FuzzPolicyOutputToMCP(f *testing.F) {
 			return
 		}
 		for name, r := range v.routes {
-			if _, ok := cat.byTool[r]; !ok || !validName(name, 128) {
+			if _, ok := cat.ByTool[r]; !ok || !catalog.ValidName(name, 128) {
 				t.Fatalf("view routes %q to %v, which is not a valid catalog tool", name, r)
 			}
 		}

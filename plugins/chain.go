@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/mcphost-project/mcphost/abi"
 )
 

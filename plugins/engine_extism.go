@@ -16,10 +16,11 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
-	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
+	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
 )
 
 type compiled struct {

@@ -23,13 +23,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
-	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
-	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
+	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
+	"github.com/mcphost-project/mcphost/plugins/internal/wasmrewrite"
 )
 
 // compiled is one compiled guest module in its own wazero runtime, which

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/mcphost-project/mcphost/abi"
 )
 

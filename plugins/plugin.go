@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
 	"github.com/mcphost-project/mcphost/plugins/internal/rootfs"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // Crash-loop policy: after CrashLimit consecutive crashes (traps, timeouts,

@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/plugins/internal/extismhost"
-	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Plugin kinds (Spec.Kind).

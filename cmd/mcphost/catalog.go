@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/hashicorp/hcl/v2"
@@ -263,7 +265,7 @@ func serversNamed(file *config.File, names []string) ([]string, error) {
 // every server starts.
 func serversFor(file *config.File, name string) []string {
 	tc := file.Host.WithDefaults().Tools
-	if tc.Prefix != host.PrefixAlways {
+	if tc.Prefix != catalog.PrefixAlways {
 		return nil
 	}
 	var names []string

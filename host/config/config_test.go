@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/hashicorp/hcl/v2"
@@ -65,7 +67,7 @@ func TestLoadFullConfig(t *testing.T) {
 				Transport: upstream.TransportSSE,
 				URL:       "http://localhost:9000/sse",
 			}},
-			Tools: host.ToolsConfig{Separator: "_", MaxNameLength: 100, Prefix: host.PrefixNever},
+			Tools: catalog.ToolsConfig{Separator: "_", MaxNameLength: 100, Prefix: catalog.PrefixNever},
 		},
 		Plugins: []plugins.Spec{{
 			Name:    "no-destructive",

@@ -3,8 +3,9 @@ package config
 import (
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
+
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 )
 
 // Bounds of max_name_length: the host needs 16 to fit a server, a tool and
@@ -15,17 +16,17 @@ const (
 )
 
 // decodeTools decodes how upstream tools are named downstream.
-func (d *decoder) decodeTools(block *hcl.Block) host.ToolsConfig {
+func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
 	content, diags := block.Body.Content(toolsSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
 
-	var t host.ToolsConfig
+	var t catalog.ToolsConfig
 	if s, ok := d.string(attrs["separator"]); ok {
 		if s == "" || !isToolNameText(s) {
 			d.errorf(attrs["separator"].Expr.Range(), "Invalid separator",
 				"separator %q joins server and tool names, so it must be one or more of the characters every MCP client accepts in tool names: letters, digits, '_' and '-'. The default is %q.",
-				s, host.DefaultSeparator)
+				s, catalog.DefaultSeparator)
 		} else {
 			t.Separator = s
 		}
@@ -33,18 +34,18 @@ func (d *decoder) decodeTools(block *hcl.Block) host.ToolsConfig {
 	if n, ok := d.int(attrs["max_name_length"], minToolNameLength, maxToolNameLength); ok {
 		t.MaxNameLength = int(n)
 	}
-	if s, ok := d.enum(attrs["prefix"], host.PrefixAlways, host.PrefixNever); ok {
+	if s, ok := d.enum(attrs["prefix"], catalog.PrefixAlways, catalog.PrefixNever); ok {
 		t.Prefix = s
 	}
 	return t
 }
 
 // decodeResources decodes how resources served by several upstreams merge.
-func (d *decoder) decodeResources(block *hcl.Block) host.ResourcesConfig {
+func (d *decoder) decodeResources(block *hcl.Block) catalog.ResourcesConfig {
 	content, diags := block.Body.Content(resourcesSchema)
 	d.diags = append(d.diags, diags...)
-	var r host.ResourcesConfig
-	if s, ok := d.enum(content.Attributes["conflict"], host.ResourceConflictFirst, host.ResourceConflictError); ok {
+	var r catalog.ResourcesConfig
+	if s, ok := d.enum(content.Attributes["conflict"], catalog.ResourceConflictFirst, catalog.ResourceConflictError); ok {
 		r.Conflict = s
 	}
 	return r

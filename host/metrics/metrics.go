@@ -6,10 +6,11 @@
 package metrics
 
 import (
-	"github.com/mcphost-project/mcphost/host/upstream"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"

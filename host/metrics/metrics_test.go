@@ -1,12 +1,13 @@
 package metrics
 
 import (
-	"github.com/mcphost-project/mcphost/host/upstream"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"

@@ -1,4 +1,4 @@
-package host
+package catalog
 
 import (
 	"sync"
@@ -11,14 +11,14 @@ import (
 // it went away and came back: catalog rebuilds at every reconnect, and
 // every server that comes up, find the same problems, and an operator
 // reading the log wants them once.
-type conditionLog struct {
+type ConditionLog struct {
 	mu   sync.Mutex
 	last map[string]bool
 }
 
 // update makes keys the current conditions and returns, for each, whether
 // it is new since the previous update.
-func (c *conditionLog) update(keys []string) []bool {
+func (c *ConditionLog) update(keys []string) []bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fresh := make([]bool, len(keys))
@@ -33,7 +33,7 @@ func (c *conditionLog) update(keys []string) []bool {
 
 // once reports whether key is new, adding it: for conditions that are
 // seen one at a time and do not go away.
-func (c *conditionLog) once(key string) bool {
+func (c *ConditionLog) Once(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last[key] {
@@ -47,7 +47,7 @@ func (c *conditionLog) once(key string) bool {
 }
 
 // logProblems logs each problem at warn when it is new, else at debug.
-func logProblems(c *conditionLog, log hclog.Logger, msg string, problems []catalogProblem) {
+func LogProblems(c *ConditionLog, log hclog.Logger, msg string, problems []Problem) {
 	keys := make([]string, len(problems))
 	for i, p := range problems {
 		keys[i] = p.Server + "\x00" + p.Tool + "\x00" + p.Err.Error()

@@ -1,4 +1,7 @@
-package host
+// Package outbox queues the notifications an upstream sends toward one
+// downstream session, so that a client that stops reading slows no one
+// else (Queue says how).
+package outbox
 
 import (
 	"context"
@@ -10,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// An outbox carries the notifications an upstream sends toward one
+// A Queue carries the notifications an upstream sends toward one
 // downstream session: its log messages, the progress of its calls, updates
 // of the resources it subscribed to and completions of its elicitations.
 //
@@ -27,9 +30,9 @@ import (
 // (it met the HTTP write deadline, limits.go), closes the session; a
 // call's response waits for the notes queued before it (flush), so their
 // order on the call's stream is kept.
-type outbox struct {
+type Queue struct {
 	mu      sync.Mutex
-	q       []note
+	q       []Note
 	running bool   // a writer goroutine is draining q
 	queued  uint64 // notes accepted so far
 	sent    uint64 // notes the writer has finished with (sent or failed)
@@ -37,7 +40,7 @@ type outbox struct {
 	dropped [noteKinds]uint64
 	stuck   bool // the session was closed for not reading
 
-	keepOpen atomic.Bool // never close the session for not reading (stdio: the only client)
+	KeepOpen atomic.Bool // never close the session for not reading (stdio: the only client)
 
 	pending atomic.Int64 // len(q) plus a note being written: a lock-free "nothing to flush"
 	sending atomic.Int64 // unix nanos when the current write started, 0 when none
@@ -47,20 +50,20 @@ type outbox struct {
 type noteKind uint8
 
 const (
-	noteLog noteKind = iota
-	noteProgress
-	noteResourceUpdated
-	noteElicitationComplete
+	NoteLog noteKind = iota
+	NoteProgress
+	NoteResourceUpdated
+	NoteElicitationComplete
 	noteKinds
 )
 
 func (k noteKind) String() string {
 	switch k {
-	case noteLog:
+	case NoteLog:
 		return "log messages"
-	case noteProgress:
+	case NoteProgress:
 		return "progress notifications"
-	case noteResourceUpdated:
+	case NoteResourceUpdated:
 		return "resource updates"
 	}
 	return "elicitation completions"
@@ -68,17 +71,17 @@ func (k noteKind) String() string {
 
 // note is one queued notification, with the context of the downstream call
 // it belongs to (so it goes on that call's stream), or Background.
-type note struct {
-	kind     noteKind
-	ctx      context.Context
-	server   string // the upstream it came from, for policies; "" if unknown
-	log      *mcp.LoggingMessageParams
-	progress *mcp.ProgressNotificationParams
-	updated  *mcp.ResourceUpdatedNotificationParams
+type Note struct {
+	Kind     noteKind
+	Ctx      context.Context
+	Server   string // the upstream it came from, for policies; "" if unknown
+	Log      *mcp.LoggingMessageParams
+	Progress *mcp.ProgressNotificationParams
+	Updated  *mcp.ResourceUpdatedNotificationParams
 	// send writes the other kinds (their go-sdk calls differ: a resource
 	// update is written by the sending middleware's next handler), with
 	// the note as governed (its updated params possibly replaced).
-	send func(context.Context, note) error
+	Send func(context.Context, Note) error
 }
 
 type outboxWaiter struct {
@@ -90,40 +93,40 @@ type outboxWaiter struct {
 // size each; a client that reads keeps its queue near empty.
 const (
 	outboxSize        = 256
-	defaultStuckAfter = 30 * time.Second
+	DefaultStuckAfter = 30 * time.Second
 )
 
 // outboxSender is what an outbox needs from the host: how to send, how long
 // a write may block, and where to say what it dropped.
-type outboxSender struct {
-	ss         *mcp.ServerSession
-	id         string
-	stuckAfter time.Duration
-	log        hclog.Logger
+type Sender struct {
+	Session    *mcp.ServerSession
+	ID         string
+	StuckAfter time.Duration
+	Log        hclog.Logger
 	// govern runs the policy's message hook over a note on the writer
 	// goroutine, off the upstream's read loop; false drops the note.
-	govern func(note) (note, bool)
+	Govern func(Note) (Note, bool)
 }
 
 // push queues n, or drops or coalesces it when the queue is full. It never
 // blocks on the client.
-func (o *outbox) push(s outboxSender, n note) {
+func (o *Queue) Push(s Sender, n Note) {
 	o.mu.Lock()
 	if o.stuck {
 		o.mu.Unlock()
 		return
 	}
 	if len(o.q) >= outboxSize {
-		if n.kind == noteProgress && o.coalesceLocked(n) {
+		if n.Kind == NoteProgress && o.coalesceLocked(n) {
 			o.mu.Unlock()
 			return
 		}
-		o.dropped[n.kind]++
-		first := o.dropped[n.kind] == 1
+		o.dropped[n.Kind]++
+		first := o.dropped[n.Kind] == 1
 		o.mu.Unlock()
 		if first {
-			s.log.Warn("a downstream client is not reading fast enough: dropping its "+n.kind.String()+" (counted; the total is logged when the session ends)",
-				"session", s.id, "queued", outboxSize)
+			s.Log.Warn("a downstream client is not reading fast enough: dropping its "+n.Kind.String()+" (counted; the total is logged when the session ends)",
+				"session", s.ID, "queued", outboxSize)
 		}
 		return
 	}
@@ -140,10 +143,10 @@ func (o *outbox) push(s outboxSender, n note) {
 
 // coalesceLocked replaces a queued progress notification for the same
 // token with n (the latest progress is what matters).
-func (o *outbox) coalesceLocked(n note) bool {
+func (o *Queue) coalesceLocked(n Note) bool {
 	for i := len(o.q) - 1; i >= 0; i-- {
 		q := o.q[i]
-		if q.kind == noteProgress && q.ctx == n.ctx && sameToken(q.progress.ProgressToken, n.progress.ProgressToken) {
+		if q.Kind == NoteProgress && q.Ctx == n.Ctx && sameToken(q.Progress.ProgressToken, n.Progress.ProgressToken) {
 			o.q[i] = n
 			return true
 		}
@@ -172,7 +175,7 @@ func sameToken(a, b any) bool {
 }
 
 // drain writes queued notes until the queue is empty.
-func (o *outbox) drain(s outboxSender) {
+func (o *Queue) drain(s Sender) {
 	for {
 		o.mu.Lock()
 		if len(o.q) == 0 || o.stuck {
@@ -185,12 +188,12 @@ func (o *outbox) drain(s outboxSender) {
 			return
 		}
 		n := o.q[0]
-		o.q[0] = note{}
+		o.q[0] = Note{}
 		o.q = o.q[1:]
 		if o.timer == nil {
-			o.timer = time.AfterFunc(s.stuckAfter, func() { o.checkStuck(s) })
+			o.timer = time.AfterFunc(s.StuckAfter, func() { o.checkStuck(s) })
 		} else {
-			o.timer.Reset(s.stuckAfter)
+			o.timer.Reset(s.StuckAfter)
 		}
 		o.mu.Unlock()
 
@@ -198,7 +201,7 @@ func (o *outbox) drain(s outboxSender) {
 		o.sending.Store(start.UnixNano())
 		err := o.send(s, n)
 		o.sending.Store(0)
-		if err != nil && time.Since(start) >= s.stuckAfter/2 {
+		if err != nil && time.Since(start) >= s.StuckAfter/2 {
 			// A write that fails after blocking this long met the HTTP
 			// write deadline (serve.go): the client stopped reading.
 			o.closeStuck(s)
@@ -213,45 +216,45 @@ func (o *outbox) drain(s outboxSender) {
 	}
 }
 
-func (o *outbox) send(s outboxSender, n note) error {
+func (o *Queue) send(s Sender, n Note) error {
 	// The context names the call's stream; its deadline is the upstream
 	// call's, which may have passed while the note waited, and the call's
 	// response waits for it (flush), so the stream is still open.
-	ctx := context.WithoutCancel(n.ctx)
-	if s.govern != nil {
+	ctx := context.WithoutCancel(n.Ctx)
+	if s.Govern != nil {
 		var ok bool
-		if n, ok = s.govern(n); !ok {
+		if n, ok = s.Govern(n); !ok {
 			return nil
 		}
 	}
 	var err error
-	switch n.kind {
-	case noteLog:
-		err = s.ss.Log(ctx, n.log)
-	case noteProgress:
-		err = s.ss.NotifyProgress(ctx, n.progress)
+	switch n.Kind {
+	case NoteLog:
+		err = s.Session.Log(ctx, n.Log)
+	case NoteProgress:
+		err = s.Session.NotifyProgress(ctx, n.Progress)
 	default:
-		err = n.send(ctx, n)
+		err = n.Send(ctx, n)
 	}
 	if err != nil {
-		s.log.Debug("forwarding a notification failed", "session", s.id, "kind", n.kind.String(), "error", err)
+		s.Log.Debug("forwarding a notification failed", "session", s.ID, "kind", n.Kind.String(), "error", err)
 	}
 	return err
 }
 
 // checkStuck closes the session when a write has been blocked for
 // stuckAfter: the client stopped reading.
-func (o *outbox) checkStuck(s outboxSender) {
+func (o *Queue) checkStuck(s Sender) {
 	since := o.sending.Load()
-	if since == 0 || time.Since(time.Unix(0, since)) < s.stuckAfter {
+	if since == 0 || time.Since(time.Unix(0, since)) < s.StuckAfter {
 		return
 	}
 	o.closeStuck(s)
 }
 
 // closeStuck closes the session of a client that stopped reading, once.
-func (o *outbox) closeStuck(s outboxSender) {
-	if o.keepOpen.Load() {
+func (o *Queue) closeStuck(s Sender) {
+	if o.KeepOpen.Load() {
 		return
 	}
 	o.mu.Lock()
@@ -262,14 +265,14 @@ func (o *outbox) closeStuck(s outboxSender) {
 	if already {
 		return
 	}
-	s.log.Warn("closing a downstream session that stopped reading", "session", s.id, "write_timeout", s.stuckAfter)
-	_ = s.ss.Close()
+	s.Log.Warn("closing a downstream session that stopped reading", "session", s.ID, "write_timeout", s.StuckAfter)
+	_ = s.Session.Close()
 }
 
 // flush waits until the notes queued before it was called have been
 // written, so that a call's notifications reach the client ahead of its
 // response. It gives up when ctx ends or the session is found stuck.
-func (o *outbox) flush(ctx context.Context) {
+func (o *Queue) Flush(ctx context.Context) {
 	if o.pending.Load() == 0 {
 		return
 	}
@@ -287,7 +290,7 @@ func (o *outbox) flush(ctx context.Context) {
 	}
 }
 
-func (o *outbox) wakeLocked() {
+func (o *Queue) wakeLocked() {
 	kept := o.waiters[:0]
 	for _, w := range o.waiters {
 		if o.sent >= w.upTo {
@@ -299,7 +302,7 @@ func (o *outbox) wakeLocked() {
 	o.waiters = kept
 }
 
-func (o *outbox) wakeAllLocked() {
+func (o *Queue) wakeAllLocked() {
 	for _, w := range o.waiters {
 		close(w.ch)
 	}
@@ -308,7 +311,7 @@ func (o *outbox) wakeAllLocked() {
 
 // closed stops the outbox when its session ended and reports what it
 // dropped.
-func (o *outbox) closed(s outboxSender) {
+func (o *Queue) Closed(s Sender) {
 	o.mu.Lock()
 	o.stuck = true
 	dropped := o.dropped
@@ -322,8 +325,8 @@ func (o *outbox) closed(s outboxSender) {
 		total += n
 	}
 	if total > 0 {
-		s.log.Warn("a downstream session ended with notifications dropped because it read too slowly",
-			"session", s.id, "log_messages", dropped[noteLog], "progress", dropped[noteProgress],
-			"resource_updates", dropped[noteResourceUpdated], "elicitation_completions", dropped[noteElicitationComplete])
+		s.Log.Warn("a downstream session ended with notifications dropped because it read too slowly",
+			"session", s.ID, "log_messages", dropped[NoteLog], "progress", dropped[NoteProgress],
+			"resource_updates", dropped[NoteResourceUpdated], "elicitation_completions", dropped[NoteElicitationComplete])
 	}
 }

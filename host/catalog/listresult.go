@@ -1,4 +1,4 @@
-package host
+package catalog
 
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,7 +22,7 @@ import (
 // listAnswer returns res, a list result of the caller's own (it is
 // changed), as req's protocol defines it. private says the list depends on
 // the caller.
-func listAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {
+func ListAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {
 	if wire.UsesNewProtocol(req) {
 		scope := "public"
 		if private {
@@ -43,7 +43,7 @@ func listAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {
 	}
 	switch r := res.(type) {
 	case *mcp.ListToolsResult:
-		return &priorListTools{ListToolsResult: r}
+		return &PriorListTools{ListToolsResult: r}
 	case *mcp.ListPromptsResult:
 		return &priorListPrompts{ListPromptsResult: r}
 	case *mcp.ListResourcesResult:
@@ -66,7 +66,7 @@ type noCacheHints struct {
 // List results for protocols before 2026-07-28. Each is an mcp.Result
 // through the type it embeds (whose methods it promotes).
 type (
-	priorListTools struct {
+	PriorListTools struct {
 		*mcp.ListToolsResult
 		noCacheHints
 	}
@@ -85,7 +85,7 @@ type (
 )
 
 var (
-	_ mcp.Result = (*priorListTools)(nil)
+	_ mcp.Result = (*PriorListTools)(nil)
 	_ mcp.Result = (*priorListPrompts)(nil)
 	_ mcp.Result = (*priorListResources)(nil)
 	_ mcp.Result = (*priorListTemplates)(nil)

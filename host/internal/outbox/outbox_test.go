@@ -1,4 +1,4 @@
-package host
+package outbox
 
 import (
 	"context"
@@ -44,14 +44,14 @@ func TestOutboxSlowClient(t *testing.T) {
 
 	logs := &testproc.Buffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
-	s := outboxSender{ss: ss, id: "ds-test", stuckAfter: 2 * time.Second, log: log}
-	var o outbox
+	s := Sender{Session: ss, ID: "ds-test", StuckAfter: 2 * time.Second, Log: log}
+	var o Queue
 	start := time.Now()
 	for i := range 3 * outboxSize {
-		o.push(s, note{kind: noteProgress, ctx: ctx, progress: &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: float64(i)}})
+		o.Push(s, Note{Kind: NoteProgress, Ctx: ctx, Progress: &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: float64(i)}})
 	}
 	for range 10 {
-		o.push(s, note{kind: noteLog, ctx: ctx, log: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})
+		o.Push(s, Note{Kind: NoteLog, Ctx: ctx, Log: &mcp.LoggingMessageParams{Level: "info", Data: "x"}})
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("pushing to a client that does not read took %v", d)
@@ -59,12 +59,12 @@ func TestOutboxSlowClient(t *testing.T) {
 	// The writer may take a few notes before the pipe stalls, and when it
 	// does is up to the scheduler: a log message may take the room it made.
 	o.mu.Lock()
-	queued, droppedProgress, droppedLogs := len(o.q), o.dropped[noteProgress], o.dropped[noteLog]
+	queued, droppedProgress, droppedLogs := len(o.q), o.dropped[NoteProgress], o.dropped[NoteLog]
 	var last float64 = -1
 	queuedLogs := 0
 	for _, n := range o.q {
-		if n.kind == noteProgress {
-			last = n.progress.Progress
+		if n.Kind == NoteProgress {
+			last = n.Progress.Progress
 		} else {
 			queuedLogs++
 		}
@@ -100,7 +100,7 @@ func TestOutboxSlowClient(t *testing.T) {
 		}
 	})
 	flushed := make(chan struct{})
-	go func() { o.flush(ctx); close(flushed) }()
+	go func() { o.Flush(ctx); close(flushed) }()
 	testproc.WaitFor(t, "flush to give up on a closed session", 10*time.Second, func() bool {
 		select {
 		case <-flushed:

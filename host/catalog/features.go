@@ -1,4 +1,4 @@
-package host
+package catalog
 
 import (
 	"crypto/sha256"
@@ -18,23 +18,23 @@ import (
 // resources, with the tables that route them. Prompts are named like tools
 // (same nameBuilder); resource URIs are kept as they are, and a table maps
 // each to its server.
-type features struct {
-	prompts      []*mcp.Prompt    // exposed names, config order then name
-	promptRoutes map[string]route // exposed name -> (server, prompt)
-	promptNames  map[route]string // (server, prompt) -> exposed name
+type Features struct {
+	Prompts      []*mcp.Prompt    // exposed names, config order then name
+	PromptRoutes map[string]Route // exposed name -> (server, prompt)
+	promptNames  map[Route]string // (server, prompt) -> exposed name
 
-	resources     []*mcp.Resource
-	templates     []*mcp.ResourceTemplate
-	byURI         map[string]string   // resource URI -> server
+	Resources     []*mcp.Resource
+	Templates     []*mcp.ResourceTemplate
+	ByURI         map[string]string   // resource URI -> server
 	conflicts     map[string][]string // URI -> servers, with conflict = "error"
 	matchers      []templateRoute     // config order
-	templateOwner map[string]string   // URI template -> server, for completion refs
+	TemplateOwner map[string]string   // URI template -> server, for completion refs
 	resServers    []string            // servers that offer resources, config order
 	conflict      string
 
-	issues      []catalogProblem
-	promptPrint [32]byte
-	resPrint    [32]byte
+	Issues      []Problem
+	PromptPrint [32]byte
+	ResPrint    [32]byte
 }
 
 type templateRoute struct {
@@ -45,95 +45,95 @@ type templateRoute struct {
 // buildFeatures names prompts and builds the resource table. Servers come
 // in config order; within a server, items are ordered by name (prompts) or
 // URI (resources), so the same upstream lists give the same snapshot.
-func buildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.ServerFeatures) *features {
-	f := &features{
-		promptRoutes:  make(map[string]route),
-		promptNames:   make(map[route]string),
-		byURI:         make(map[string]string),
+func BuildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.ServerFeatures) *Features {
+	f := &Features{
+		PromptRoutes:  make(map[string]Route),
+		promptNames:   make(map[Route]string),
+		ByURI:         make(map[string]string),
 		conflicts:     make(map[string][]string),
 		conflict:      rcfg.Conflict,
-		templateOwner: make(map[string]string),
-		prompts:       []*mcp.Prompt{},
-		resources:     []*mcp.Resource{},
-		templates:     []*mcp.ResourceTemplate{},
+		TemplateOwner: make(map[string]string),
+		Prompts:       []*mcp.Prompt{},
+		Resources:     []*mcp.Resource{},
+		Templates:     []*mcp.ResourceTemplate{},
 	}
-	n := namer{nb: newNameBuilder(tcfg), kind: "prompt", routes: f.promptRoutes, byItem: f.promptNames}
+	n := namer{nb: NewNameBuilder(tcfg), kind: "prompt", routes: f.PromptRoutes, byItem: f.promptNames}
 	resIndex := make(map[string]int) // URI -> index into f.resources
-	tmplOwner := f.templateOwner
+	tmplOwner := f.TemplateOwner
 	for _, sf := range ups {
 		prompts := sortedBy(sf.Prompts, func(p *mcp.Prompt) string { return p.Name })
 		for _, p := range prompts {
 			name, problems := n.assign(sf.Server, p.Name)
-			f.issues = append(f.issues, problems...)
+			f.Issues = append(f.Issues, problems...)
 			if name == "" {
 				continue
 			}
 			exposed := *p
 			exposed.Name = name
-			f.prompts = append(f.prompts, &exposed)
+			f.Prompts = append(f.Prompts, &exposed)
 		}
 		if len(sf.Resources) > 0 || len(sf.Templates) > 0 {
 			f.resServers = append(f.resServers, sf.Server)
 		}
 		for _, r := range sortedBy(sf.Resources, func(r *mcp.Resource) string { return r.URI }) {
-			prev, taken := f.byURI[r.URI]
+			prev, taken := f.ByURI[r.URI]
 			if prev == sf.Server {
 				continue // listed twice by one server
 			}
 			if !taken && f.conflicts[r.URI] == nil {
-				f.byURI[r.URI] = sf.Server
-				resIndex[r.URI] = len(f.resources)
-				f.resources = append(f.resources, r)
+				f.ByURI[r.URI] = sf.Server
+				resIndex[r.URI] = len(f.Resources)
+				f.Resources = append(f.Resources, r)
 				continue
 			}
 			if rcfg.Conflict == ResourceConflictError {
 				if taken {
 					f.conflicts[r.URI] = []string{prev}
-					delete(f.byURI, r.URI)
-					f.resources[resIndex[r.URI]] = nil
+					delete(f.ByURI, r.URI)
+					f.Resources[resIndex[r.URI]] = nil
 				}
 				f.conflicts[r.URI] = append(f.conflicts[r.URI], sf.Server)
-				f.issues = append(f.issues, catalogProblem{sf.Server, r.URI, fmt.Errorf(
+				f.Issues = append(f.Issues, Problem{sf.Server, r.URI, fmt.Errorf(
 					"resource %q is served by servers %q; with resources.conflict = \"error\" none of them serves it", r.URI, f.conflicts[r.URI])})
 				continue
 			}
-			f.issues = append(f.issues, catalogProblem{sf.Server, r.URI, fmt.Errorf(
+			f.Issues = append(f.Issues, Problem{sf.Server, r.URI, fmt.Errorf(
 				"resource %q is also served by server %q, which comes first in the config and serves it", r.URI, prev)})
 		}
 		for _, t := range sortedBy(sf.Templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }) {
 			tmpl, err := uritemplate.New(t.URITemplate)
 			if err != nil {
-				f.issues = append(f.issues, catalogProblem{sf.Server, t.URITemplate, fmt.Errorf("resource template %q is not a valid URI template: %v; it is hidden", t.URITemplate, err)})
+				f.Issues = append(f.Issues, Problem{sf.Server, t.URITemplate, fmt.Errorf("resource template %q is not a valid URI template: %v; it is hidden", t.URITemplate, err)})
 				continue
 			}
 			if prev, taken := tmplOwner[t.URITemplate]; taken {
 				if prev != sf.Server {
-					f.issues = append(f.issues, catalogProblem{sf.Server, t.URITemplate, fmt.Errorf(
+					f.Issues = append(f.Issues, Problem{sf.Server, t.URITemplate, fmt.Errorf(
 						"resource template %q is also served by server %q, which comes first in the config", t.URITemplate, prev)})
 				}
 				continue
 			}
 			tmplOwner[t.URITemplate] = sf.Server
-			f.templates = append(f.templates, t)
+			f.Templates = append(f.Templates, t)
 			f.matchers = append(f.matchers, templateRoute{server: sf.Server, re: tmpl.Regexp()})
 		}
 	}
 	// Resources hidden by a conflict leave holes.
-	kept := f.resources[:0]
-	for _, r := range f.resources {
+	kept := f.Resources[:0]
+	for _, r := range f.Resources {
 		if r != nil {
 			kept = append(kept, r)
 		}
 	}
-	f.resources = kept
+	f.Resources = kept
 	// The prints cover which server serves each entry too: policies judge
 	// entries by server, and their answers are cached by print.
-	promptServers := make(map[string]string, len(f.promptRoutes))
-	for name, r := range f.promptRoutes {
-		promptServers[name] = r.server
+	promptServers := make(map[string]string, len(f.PromptRoutes))
+	for name, r := range f.PromptRoutes {
+		promptServers[name] = r.Server
 	}
-	f.promptPrint = jsonPrint([]any{f.prompts, promptServers})
-	f.resPrint = jsonPrint([]any{f.resources, f.templates, f.byURI, f.templateOwner})
+	f.PromptPrint = jsonPrint([]any{f.Prompts, promptServers})
+	f.ResPrint = jsonPrint([]any{f.Resources, f.Templates, f.ByURI, f.TemplateOwner})
 	return f
 }
 
@@ -157,8 +157,8 @@ func jsonPrint(v any) [32]byte {
 // it, else the first (config order) whose template matches it, else the
 // only server offering resources at all. URIs are never parsed for a server
 // name.
-func (f *features) resourceServer(uri string) (string, error) {
-	if s, ok := f.byURI[uri]; ok {
+func (f *Features) ResourceServer(uri string) (string, error) {
+	if s, ok := f.ByURI[uri]; ok {
 		return s, nil
 	}
 	if servers := f.conflicts[uri]; servers != nil {

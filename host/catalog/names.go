@@ -1,4 +1,4 @@
-package host
+package catalog
 
 import (
 	"crypto/sha256"
@@ -15,13 +15,13 @@ const hashLen = 8
 
 // validName reports whether s is a valid tool name (abi.ValidToolName)
 // within max characters.
-func validName(s string, max int) bool {
+func ValidName(s string, max int) bool {
 	return len(s) <= max && abi.ValidToolName(s)
 }
 
 // sanitize maps every byte outside [A-Za-z0-9_-] to '_', folding runs of
 // replaced bytes (a multi-byte rune, "a.b" or "a b") into one.
-func sanitize(s string) string {
+func Sanitize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	replaced := false
@@ -42,7 +42,7 @@ func sanitize(s string) string {
 
 // nameHash is the stable suffix for (server, tool): the same pair always gets
 // the same hash, so names survive restarts and config reorderings.
-func nameHash(server, tool string) string {
+func NameHash(server, tool string) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + tool))
 	return hex.EncodeToString(sum[:])[:hashLen]
 }
@@ -50,32 +50,32 @@ func nameHash(server, tool string) string {
 // nameBuilder turns (server, tool) pairs into exposed names under one
 // ToolsConfig. It is the only place names are made; routing never parses
 // them back.
-type nameBuilder struct {
+type NameBuilder struct {
 	sep    string
-	max    int
+	Max    int
 	prefix bool
 }
 
-func newNameBuilder(c ToolsConfig) nameBuilder {
+func NewNameBuilder(c ToolsConfig) NameBuilder {
 	max := c.MaxNameLength
 	if max <= 0 {
 		max = DefaultMaxNameLength
 	}
 	// The shortest hashed name is "_x" + sep + "y" + "_" + hash; never let
 	// the budget go below what that needs.
-	sep := sanitize(c.Separator)
+	sep := Sanitize(c.Separator)
 	if min := 4 + len(sep) + hashLen; max < min {
 		max = min
 	}
-	return nameBuilder{sep: sep, max: max, prefix: c.Prefix != PrefixNever}
+	return NameBuilder{sep: sep, Max: max, prefix: c.Prefix != PrefixNever}
 }
 
 // plain is the name before any hashing: sanitised, prefixed when configured,
 // and starting with a letter or underscore.
-func (nb nameBuilder) plain(server, tool string) string {
-	name := sanitize(tool)
+func (nb NameBuilder) plain(server, tool string) string {
+	name := Sanitize(tool)
 	if nb.prefix {
-		name = sanitize(server) + nb.sep + name
+		name = Sanitize(server) + nb.sep + name
 	}
 	return leadingLetter(name)
 }
@@ -89,24 +89,24 @@ func leadingLetter(name string) string {
 
 // build returns the exposed name of (server, tool): the plain name when it
 // fits, else a cut name with a stable hash suffix.
-func (nb nameBuilder) build(server, tool string) string {
-	if name := nb.plain(server, tool); len(name) <= nb.max {
+func (nb NameBuilder) Build(server, tool string) string {
+	if name := nb.plain(server, tool); len(name) <= nb.Max {
 		return name
 	}
-	return nb.hashed(server, tool)
+	return nb.Hashed(server, tool)
 }
 
 // hashed always appends the stable hash, cutting the server and tool parts
 // in proportion to their lengths so both stay recognisable.
-func (nb nameBuilder) hashed(server, tool string) string {
-	suffix := "_" + nameHash(server, tool)
-	t := sanitize(tool)
+func (nb NameBuilder) Hashed(server, tool string) string {
+	suffix := "_" + NameHash(server, tool)
+	t := Sanitize(tool)
 	if !nb.prefix {
-		budget := nb.max - len(suffix)
+		budget := nb.Max - len(suffix)
 		return leadingLetter(cut(t, budget-1)) + suffix // -1 leaves room for a leading "_"
 	}
-	s := sanitize(server)
-	budget := nb.max - len(suffix) - len(nb.sep) - 1 // -1: room for a leading "_"
+	s := Sanitize(server)
+	budget := nb.Max - len(suffix) - len(nb.sep) - 1 // -1: room for a leading "_"
 	sl, tl := len(s), len(t)
 	if excess := sl + tl - budget; excess > 0 {
 		// Each part gives up characters in proportion to its length, so a

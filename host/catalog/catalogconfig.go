@@ -1,0 +1,33 @@
+package catalog
+
+// Prefix modes for exposed names.
+const (
+	PrefixAlways = "always" // exposed name = server + separator + tool
+	PrefixNever  = "never"  // names pass through; a clash is a config error
+)
+
+// What to do when two servers list the same resource URI (or templates that
+// both match a URI being read).
+const (
+	ResourceConflictFirst = "first" // the first server in config order serves it; a warning is logged
+	ResourceConflictError = "error" // neither serves it: reading it is an error naming both
+)
+
+// Defaults of ToolsConfig, applied by Config.WithDefaults.
+const (
+	DefaultSeparator     = "__"
+	DefaultMaxNameLength = 64
+)
+
+// ToolsConfig controls how upstream tools are exposed.
+type ToolsConfig struct {
+	Separator     string
+	MaxNameLength int
+	Prefix        string // PrefixAlways or PrefixNever
+}
+
+// ResourcesConfig controls how upstream resources are merged. Resource URIs
+// are never renamed.
+type ResourcesConfig struct {
+	Conflict string // ResourceConflictFirst (default) or ResourceConflictError
+}
