@@ -150,7 +150,11 @@ func specFields() []string {
 // configuration of it. configPath anchors a relative cwd, as in the file.
 // Mistakes come back as a *SpecError naming every field at fault.
 func (s ServerSpec) Server(configPath string) (host.ServerConfig, error) {
-	f, diags := hcljson.Parse(s.json(), "definition.json")
+	src, err := s.json()
+	if err != nil {
+		return host.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + err.Error()}}}
+	}
+	f, diags := hcljson.Parse(src, "definition.json")
 	if diags.HasErrors() {
 		// encoding/json wrote it, so this should not happen; if it does,
 		// the definition is what to change.
@@ -228,7 +232,7 @@ func findCommand(sc host.ServerConfig) error {
 // json writes the definition as a server block in HCL's JSON syntax:
 // {"server": {NAME: {ARGUMENTS}}}. What is unset is left out; an empty
 // list or map is written, as a config file can write one.
-func (s ServerSpec) json() []byte {
+func (s ServerSpec) json() ([]byte, error) {
 	type oauthBody struct {
 		Grant             string    `json:"grant,omitempty"`
 		Mode              string    `json:"mode,omitempty"`
@@ -268,11 +272,7 @@ func (s ServerSpec) json() []byte {
 	// error is the one the text path showed.
 	name := cty.StringVal(s.Name).AsString()
 	doc := map[string]map[string]serverBody{"server": {name: b}}
-	out, err := json.Marshal(doc)
-	if err != nil {
-		panic("config: a server definition does not marshal: " + err.Error()) // strings, ints and maps of them always do
-	}
-	return out
+	return json.Marshal(doc)
 }
 
 // set points at v unless it is nil, so that omitempty leaves out what is
