@@ -6,21 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
+	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // ServerSpec is a server definition in JSON, as the admin API takes and
@@ -149,34 +146,45 @@ func specFields() []string {
 }
 
 // Server checks a definition exactly as `mcphost validate` checks a server
-// block — it is written out as one and decoded by the same code — and
-// returns the host's configuration of it. configPath anchors a relative
-// cwd, as in the file. Mistakes come back as a *SpecError naming every
-// field at fault.
+// block — it is written out as one, in HCL's JSON syntax, and decoded by
+// the same code against the same schema — and returns the host's
+// configuration of it. configPath anchors a relative cwd, as in the file.
+// Mistakes come back as a *SpecError naming every field at fault.
 func (s ServerSpec) Server(configPath string) (upstream.ServerConfig, error) {
-	src := s.hcl()
-	dir := filepath.Dir(configPath)
-	f, diags := hclsyntax.ParseConfig(src, "definition.hcl", hcl.InitialPos)
+	src, err := s.json()
+	if err != nil {
+		return upstream.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + err.Error()}}}
+	}
+	f, diags := hcljson.Parse(src, "definition.json")
 	if diags.HasErrors() {
-		// Only values the writer quoted and escaped are in src, so this
-		// should not happen; if it does, the definition is what to change.
+		// encoding/json wrote it, so this should not happen; if it does,
+		// the definition is what to change.
 		return upstream.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as a server block: " + diags.Error()}}}
 	}
-	d := &decoder{dir: dir, sourceRanges: map[string]hcl.Range{}, commandRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
-	d.ctx = d.evalContext()
-	content, diags := f.Body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "server", LabelNames: []string{"name"}}}})
+	// No functions: JSON strings are templates only where there is an
+	// evaluation context, so without one every value is read as written
+	// ("${...}" included) and a definition from outside cannot call env()
+	// or file().
+	return s.decode(configPath, f.Body, nil, jsonFieldRanges)
+}
+
+// decode decodes the one server block of body, as `mcphost validate` does,
+// with the functions of ctx; ranges says where each field is written.
+func (s ServerSpec) decode(configPath string, body hcl.Body, ctx *hcl.EvalContext, ranges func(*hcl.Block) []fieldRange) (upstream.ServerConfig, error) {
+	d := &decoder{dir: filepath.Dir(configPath), ctx: ctx, sourceRanges: map[string]hcl.Range{}, commandRanges: map[string]hcl.Range{}, configRanges: map[string]configRange{}}
+	content, diags := body.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "server", LabelNames: []string{"name"}}}})
 	if diags.HasErrors() || len(content.Blocks) != 1 {
 		return upstream.ServerConfig{}, &SpecError{Errors: []FieldError{{Detail: "the definition cannot be written as one server block"}}}
 	}
 	block := content.Blocks[0]
 	sc := d.decodeServer(block)
 	var errs []FieldError
-	ranges := fieldRanges(block)
+	where := ranges(block)
 	for _, diag := range d.diags {
 		if diag.Severity != hcl.DiagError {
 			continue
 		}
-		errs = append(errs, FieldError{Field: fieldAt(ranges, diag.Subject), Detail: strings.TrimSpace(diag.Summary + ": " + diag.Detail)})
+		errs = append(errs, FieldError{Field: fieldAt(where, diag.Subject), Detail: strings.TrimSpace(diag.Summary + ": " + diag.Detail)})
 	}
 	if s.Name == "" {
 		errs = append(errs, FieldError{Field: "name", Detail: "a server needs a name: letters, digits, '_' or '-'"})
@@ -222,105 +230,96 @@ func findCommand(sc upstream.ServerConfig) error {
 	return nil
 }
 
-// hcl renders the definition as a server block. Every value is a literal
-// (hclwrite escapes "${" and "%{"), so a definition from outside cannot
-// call env() or file().
-func (s ServerSpec) hcl() []byte {
-	f := hclwrite.NewEmptyFile()
-	b := f.Body().AppendNewBlock("server", []string{s.Name}).Body()
-	str := func(name, v string) {
-		if v != "" {
-			b.SetAttributeValue(name, cty.StringVal(v))
-		}
+// json writes the definition as a server block in HCL's JSON syntax:
+// {"server": {NAME: {ARGUMENTS}}}. What is unset is left out; an empty
+// list or map is written, as a config file can write one.
+func (s ServerSpec) json() ([]byte, error) {
+	type oauthBody struct {
+		Grant             string    `json:"grant,omitempty"`
+		Mode              string    `json:"mode,omitempty"`
+		ClientID          string    `json:"client_id,omitempty"`
+		ClientSecret      string    `json:"client_secret,omitempty"`
+		Issuer            string    `json:"issuer,omitempty"`
+		Audience          string    `json:"audience,omitempty"`
+		RedirectURL       string    `json:"redirect_url,omitempty"`
+		ClientMetadataURL string    `json:"client_metadata_url,omitempty"`
+		Scopes            *[]string `json:"scopes,omitempty"`
 	}
-	str("transport", s.Transport)
-	str("command", s.Command)
-	strList(b, "args", s.Args)
-	strMap(b, "env", s.Env)
-	str("cwd", s.Cwd)
-	str("url", s.URL)
-	strMap(b, "headers", s.Headers)
-	str("timeout", s.Timeout)
-	str("idle_timeout", s.IdleTimeout)
-	str("connect_timeout", s.ConnectTimeout)
-	str("sessions", s.Sessions)
-	if s.MaxSessions != 0 {
-		b.SetAttributeValue("max_sessions", cty.NumberIntVal(int64(s.MaxSessions)))
+	type serverBody struct {
+		Transport       string             `json:"transport,omitempty"`
+		Command         string             `json:"command,omitempty"`
+		Args            *[]string          `json:"args,omitempty"`
+		Env             *map[string]string `json:"env,omitempty"`
+		Cwd             string             `json:"cwd,omitempty"`
+		URL             string             `json:"url,omitempty"`
+		Headers         *map[string]string `json:"headers,omitempty"`
+		Timeout         string             `json:"timeout,omitempty"`
+		IdleTimeout     string             `json:"idle_timeout,omitempty"`
+		ConnectTimeout  string             `json:"connect_timeout,omitempty"`
+		Sessions        string             `json:"sessions,omitempty"`
+		MaxSessions     int                `json:"max_sessions,omitempty"`
+		ProtocolVersion string             `json:"protocol_version,omitempty"`
+		OAuth           *oauthBody         `json:"oauth,omitempty"`
 	}
-	str("protocol_version", s.ProtocolVersion)
+	b := serverBody{Transport: s.Transport, Command: s.Command, Args: set(s.Args), Env: set(s.Env), Cwd: s.Cwd, URL: s.URL,
+		Headers: set(s.Headers), Timeout: s.Timeout, IdleTimeout: s.IdleTimeout, ConnectTimeout: s.ConnectTimeout,
+		Sessions: s.Sessions, MaxSessions: s.MaxSessions, ProtocolVersion: s.ProtocolVersion}
 	if o := s.OAuth; o != nil {
-		ob := b.AppendNewBlock("oauth", nil).Body()
-		for _, kv := range [][2]string{{"grant", o.Grant}, {"mode", o.Mode}, {"client_id", o.ClientID}, {"client_secret", o.ClientSecret},
-			{"issuer", o.Issuer}, {"audience", o.Audience}, {"redirect_url", o.RedirectURL}, {"client_metadata_url", o.ClientMetadataURL}} {
-			if kv[1] != "" {
-				ob.SetAttributeValue(kv[0], cty.StringVal(kv[1]))
-			}
-		}
-		strList(ob, "scopes", o.Scopes)
+		b.OAuth = &oauthBody{Grant: o.Grant, Mode: o.Mode, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Issuer: o.Issuer,
+			Audience: o.Audience, RedirectURL: o.RedirectURL, ClientMetadataURL: o.ClientMetadataURL, Scopes: set(o.Scopes)}
 	}
-	return f.Bytes()
+	// A label is read as written, where the text path normalized it to
+	// NFC as every string value still is (cty.StringVal): the name in an
+	// error is the one the text path showed.
+	name := cty.StringVal(s.Name).AsString()
+	doc := map[string]map[string]serverBody{"server": {name: b}}
+	return json.Marshal(doc)
 }
 
-// strList writes a list of strings; an empty one as [], a nil one not at
-// all.
-func strList(b *hclwrite.Body, name string, list []string) {
-	if list == nil {
-		return
+// set points at v unless it is nil, so that omitempty leaves out what is
+// unset but writes what is empty.
+func set[T []string | map[string]string](v T) *T {
+	if v == nil {
+		return nil
 	}
-	if len(list) == 0 {
-		b.SetAttributeValue(name, cty.ListValEmpty(cty.String))
-		return
-	}
-	vals := make([]cty.Value, len(list))
-	for i, v := range list {
-		vals[i] = cty.StringVal(v)
-	}
-	b.SetAttributeValue(name, cty.ListVal(vals))
+	return &v
 }
 
-// strMap writes a map of strings as an object whose keys are all quoted
-// (and escaped): a bare key such as "for" would start a for expression.
-func strMap(b *hclwrite.Body, name string, m map[string]string) {
-	if m == nil {
-		return
-	}
-	attrs := make([]hclwrite.ObjectAttrTokens, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		attrs = append(attrs, hclwrite.ObjectAttrTokens{
-			Name:  hclwrite.TokensForValue(cty.StringVal(k)),
-			Value: hclwrite.TokensForValue(cty.StringVal(m[k])),
-		})
-	}
-	b.SetAttributeRaw(name, hclwrite.TokensForObject(attrs))
-}
-
-// fieldRange is where a field of the rendered block is written.
+// fieldRange is where a field of the written block is.
 type fieldRange struct {
 	field string
 	rng   hcl.Range
 }
 
-// fieldRanges lists where each field of the rendered block is, innermost
-// last, so the last one that holds a diagnostic's subject names it.
-func fieldRanges(block *hcl.Block) []fieldRange {
+// jsonFieldRanges lists where each field of a block written by json is,
+// innermost last, so the last one that holds a diagnostic's subject names
+// it.
+func jsonFieldRanges(block *hcl.Block) []fieldRange {
 	out := []fieldRange{{"name", block.LabelRanges[0]}}
-	body, ok := block.Body.(*hclsyntax.Body)
-	if !ok {
-		return out
-	}
-	for name, a := range body.Attributes {
-		out = append(out, fieldRange{name, a.SrcRange})
-	}
-	for _, nb := range body.Blocks {
-		out = append(out, fieldRange{nb.Type, nb.Range()})
-		for name, a := range nb.Body.Attributes {
-			out = append(out, fieldRange{nb.Type + "." + name, a.SrcRange})
+	attrs, _ := block.Body.JustAttributes() // the oauth block too, as an object
+	for name, a := range attrs {
+		out = append(out, fieldRange{name, a.Range})
+		if name != "oauth" {
+			continue
+		}
+		pairs, _ := hcl.ExprMap(a.Expr)
+		for _, kv := range pairs {
+			k, diags := kv.Key.Value(nil)
+			if diags.HasErrors() || k.Type() != cty.String {
+				continue
+			}
+			out = append(out, fieldRange{"oauth." + k.AsString(), hcl.RangeBetween(kv.Key.Range(), kv.Value.Range())})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b fieldRange) int {
+	return innermostLast(out)
+}
+
+// innermostLast sorts ranges from the longest to the shortest.
+func innermostLast(ranges []fieldRange) []fieldRange {
+	slices.SortStableFunc(ranges, func(a, b fieldRange) int {
 		return (b.rng.End.Byte - b.rng.Start.Byte) - (a.rng.End.Byte - a.rng.Start.Byte)
 	})
-	return out
+	return ranges
 }
 
 func fieldAt(ranges []fieldRange, subject *hcl.Range) string {

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +40,29 @@ func TestServerSpecDecodesLikeTheFile(t *testing.T) {
 	if sc.Name != want.Name || sc.Command != want.Command || strings.Join(sc.Args, "|") != strings.Join(want.Args, "|") ||
 		sc.Env["Odd-Name"] != "v" || sc.Cwd != want.Cwd || sc.Timeout != want.Timeout || sc.MaxSessions != 3 {
 		t.Fatalf("got %+v\nwant %+v", sc, want)
+	}
+}
+
+// TestServerSpecCallsNoFunction: a definition from outside is read as
+// written; env() and file() in it read nothing of this machine.
+func TestServerSpecCallsNoFunction(t *testing.T) {
+	t.Setenv("MCPHOST_TEST_SECRET", "S3CR3T")
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("F1L3"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, file := `${env("MCPHOST_TEST_SECRET")}`, fmt.Sprintf(`${file(%q)}`, secretFile)
+	spec := config.ServerSpec{Name: "n", Command: env, Args: []string{file, "%{ if true }x%{ endif }"},
+		Env: map[string]string{env: file}, Cwd: env}
+	sc, err := spec.Server(filepath.Join(t.TempDir(), "mcphost.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Command != env || sc.Args[0] != file || sc.Args[1] != spec.Args[1] || sc.Env[env] != file || filepath.Base(sc.Cwd) != env {
+		t.Fatalf("not read as written: %+v", sc)
+	}
+	if got := fmt.Sprintf("%+v", sc); strings.Contains(got, "S3CR3T") || strings.Contains(got, "F1L3") {
+		t.Fatalf("a function was called: %s", got)
 	}
 }
 
