@@ -12,7 +12,9 @@ import (
 // implements it; a nil Policy lets everything through unchanged.
 //
 // A Policy applies its own failure policy (fail open or closed); an error it
-// returns means the request must fail closed.
+// returns means the request must fail closed. One made of several plugins
+// tells the recorder in the context of ToolsList, ToolCall and ToolResult
+// (decision.Recorder) what each one decided, for the audit log and traces.
 type Policy interface {
 	// ToolsList returns the tools the caller sees, in order.
 	ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error)
