@@ -129,8 +129,8 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	params.Meta = upMeta
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by
-	// policies that say so when they leave it unchanged.
-	raw := !h.noShortcuts && rawResults(ss) && (!wantsResult || h.keepsResults())
+	// policies, which say so when they leave it unchanged (Policy.ToolResult).
+	raw := !h.noShortcuts && rawResults(ss)
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	upStart := time.Now()
@@ -211,7 +211,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
-		return &rawToolResult{raw: rawRes}, nil // unchanged (ResultKeeper)
+		return &rawToolResult{raw: rawRes}, nil // unchanged (Policy.ToolResult)
 	}
 	return fromABIResult(out)
 }

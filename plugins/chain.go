@@ -428,7 +428,10 @@ func (c *Chain) toolCallOne(ctx context.Context, p *Plugin, in *abi.ToolCallInpu
 
 // ToolResult runs the tool_result hooks of the plugins in scope, in order,
 // each on the previous result. A failing plugin with on_error "deny" fails
-// the call with an error.
+// the call with an error. It never modifies in.Result, and returns it
+// itself when every plugin left it as it was (skipped by its hints or
+// answered {"unchanged":true}): a result a guest changed is decoded into
+// a new value (host.Policy asks this).
 func (c *Chain) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
 	return held(c, func() (*abi.CallToolResult, error) { return c.toolResult(ctx, in) })
 }

@@ -117,6 +117,5 @@ func (e *Engine) redactor(name string) func(ctx context.Context, args, res json.
 var (
 	_ host.HookWanter   = (*plugins.Manager)(nil)
 	_ host.MethodWanter = (*plugins.Manager)(nil)
-	_ host.ResultKeeper = (*plugins.Manager)(nil)
 	_ audit.Store       = (*store.Store)(nil)
 )
