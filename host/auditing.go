@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 )
@@ -34,18 +35,8 @@ type AuditOptions struct {
 	Listings bool
 }
 
-// DecisionTracer is implemented by policies made of several plugins that
-// can say what each one did (plugins.Manager and plugins.Chain, adapted
-// by host/engine). With an audit log, the host asks these instead of
-// ToolCall, ToolResult and ToolsList; each step is one audit.Decision.
-type DecisionTracer interface {
-	TracedToolCall(ctx context.Context, in *abi.ToolCallInput, step func(audit.Decision)) (*abi.CallDecision, error)
-	TracedToolResult(ctx context.Context, in *abi.ToolResultInput, step func(audit.Decision)) (*abi.CallToolResult, error)
-	TracedToolsList(ctx context.Context, in *abi.ToolsListInput, step func(audit.Decision)) ([]abi.Tool, error)
-}
-
 // note records one plugin's decision on the call.
-func (tr *callTrace) note(d audit.Decision) { tr.decisions = append(tr.decisions, d) }
+func (tr *callTrace) note(d decision.Decision) { tr.decisions = append(tr.decisions, d) }
 
 // toolCallPolicy runs the tool_call hooks, collecting their decisions in
 // tr when auditing, and tracing them when tracing (tracing.go).
@@ -54,12 +45,7 @@ func (h *Host) toolCallPolicy(ctx context.Context, in *abi.ToolCallInput, tr *ca
 	if span != nil {
 		defer func() { telemetry.Error(span, err); span.End() }()
 	}
-	if note != nil {
-		if t, ok := h.policy.(DecisionTracer); ok {
-			return t.TracedToolCall(ctx, in, note)
-		}
-	}
-	return h.policy.ToolCall(ctx, in)
+	return h.policy.ToolCall(decision.WithRecorder(ctx, note), in)
 }
 
 // toolResultPolicy runs the tool_result hooks, likewise.
@@ -68,12 +54,7 @@ func (h *Host) toolResultPolicy(ctx context.Context, in *abi.ToolResultInput, tr
 	if span != nil {
 		defer func() { telemetry.Error(span, err); span.End() }()
 	}
-	if note != nil {
-		if t, ok := h.policy.(DecisionTracer); ok {
-			return t.TracedToolResult(ctx, in, note)
-		}
-	}
-	return h.policy.ToolResult(ctx, in)
+	return h.policy.ToolResult(decision.WithRecorder(ctx, note), in)
 }
 
 // auditCall hands the audit log the entry of a call that ended with res
@@ -135,7 +116,7 @@ const maxListingCallers = 10000
 
 // changed reports whether steps differ from what was last written for
 // caller (nothing hidden, for a caller not seen yet), and remembers them.
-func (l *listingAudit) changed(callerKey string, steps []audit.Decision) bool {
+func (l *listingAudit) changed(callerKey string, steps []decision.Decision) bool {
 	var sum [32]byte
 	if len(steps) > 0 {
 		b, _ := json.Marshal(steps)
@@ -154,18 +135,17 @@ func (l *listingAudit) changed(callerKey string, steps []audit.Decision) bool {
 }
 
 // listTools runs policy's listing for caller; with an audit log that wants
-// listings, through DecisionTracer, writing an entry when the tools
-// policies hide from the caller changed: the first listing that hides
-// any, each change of which tools or which policies, and the listing that
-// hides none again.
+// listings, recording the policy's decisions, writing an entry when the
+// tools policies hide from the caller changed: the first listing that
+// hides any, each change of which tools or which policies, and the listing
+// that hides none again.
 func (h *Host) listTools(ctx context.Context, policy Policy, in *abi.ToolsListInput) ([]abi.Tool, error) {
-	t, ok := policy.(DecisionTracer)
-	if h.audit == nil || !h.audit.Listings || !ok {
+	if h.audit == nil || !h.audit.Listings {
 		return policy.ToolsList(ctx, in)
 	}
 	start := time.Now()
-	var steps []audit.Decision
-	tools, err := t.TracedToolsList(ctx, in, func(d audit.Decision) { steps = append(steps, maskDecision(d)) })
+	var steps []decision.Decision
+	tools, err := policy.ToolsList(decision.WithRecorder(ctx, func(d decision.Decision) { steps = append(steps, maskDecision(d)) }), in)
 	if err != nil {
 		return nil, err
 	}

@@ -133,8 +133,8 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	params.Meta = upMeta
 	wantsResult := h.wants(abi.HookToolResult)
 	// Raw calls when the result can go downstream as sent, or be read by
-	// policies that say so when they leave it unchanged.
-	raw := !h.noShortcuts && upstream.RawResults(ss) && (!wantsResult || h.keepsResults())
+	// policies, which say so when they leave it unchanged (Policy.ToolResult).
+	raw := !h.noShortcuts && upstream.RawResults(ss)
 	var res *mcp.CallToolResult
 	var rawRes json.RawMessage
 	upStart := time.Now()
@@ -215,7 +215,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
-		return &upstream.RawToolResult{Raw: rawRes}, nil // unchanged (ResultKeeper)
+		return &upstream.RawToolResult{Raw: rawRes}, nil // unchanged (Policy.ToolResult)
 	}
 	return fromABIResult(out)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 // Outcomes of a tools/call, as an Observer hears them.
@@ -63,10 +63,10 @@ type callTrace struct {
 	upstream     time.Duration
 	policy       time.Duration
 	// audit is set when the audit log wants the call: the policy hooks
-	// then run through DecisionTracer, and decisions collects what each
+	// then run with a decision recorder, and decisions collects what each
 	// plugin did, in order (auditing.go).
 	audit     bool
-	decisions []audit.Decision
+	decisions []decision.Decision
 }
 
 // now is time.Now when tracing, for the spans addPolicy measures.

@@ -12,13 +12,19 @@ import (
 // implements it; a nil Policy lets everything through unchanged.
 //
 // A Policy applies its own failure policy (fail open or closed); an error it
-// returns means the request must fail closed.
+// returns means the request must fail closed. One made of several plugins
+// tells the recorder in the context of ToolsList, ToolCall and ToolResult
+// (decision.Recorder) what each one decided, for the audit log and traces.
 type Policy interface {
 	// ToolsList returns the tools the caller sees, in order.
 	ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error)
 	// ToolCall admits, denies, rewrites or answers a call.
 	ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error)
 	// ToolResult transforms an upstream result before the caller sees it.
+	// It returns in.Result itself (the same pointer) when it left it as it
+	// was, and a new value otherwise: it must not modify in.Result in
+	// place, which the host would read as unchanged and deliver the
+	// upstream's own bytes.
 	ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error)
 	// List returns the prompts, resources or resource templates (in.Method
 	// says which) the caller sees, in order. It must not modify the input's
@@ -39,7 +45,7 @@ type Policy interface {
 }
 
 // A Policy may also implement the interfaces below, which let the host skip
-// work; plugins.Manager implements all three. Without them the host asks
+// work; plugins.Manager implements both. Without them the host asks
 // every hook of every method.
 
 // HookWanter is implemented by policies that can tell whether they would
@@ -55,22 +61,6 @@ type HookWanter interface {
 // a method; the host then skips encoding what it would pass.
 type MethodWanter interface {
 	WantsMethod(hook, method string) bool
-}
-
-// ResultKeeper is implemented by policies whose ToolResult never modifies
-// the result it is given and returns that same pointer when it leaves the
-// result as it was (plugins.Manager: guests' answers are decoded into new
-// values). The host may then send the upstream's own bytes instead of
-// re-encoding the result.
-type ResultKeeper interface {
-	KeepsResults() bool
-}
-
-// keepsResults reports whether ToolResult returning its input means the
-// result is unchanged.
-func (h *Host) keepsResults() bool {
-	k, ok := h.policy.(ResultKeeper)
-	return ok && k.KeepsResults()
 }
 
 // wantsMethod reports whether the policy may act on hook for method.

@@ -227,29 +227,18 @@ func TestRawToolResultMergesMeta(t *testing.T) {
 	}
 }
 
-// maskPolicy replaces results that mention "secret". As a ResultKeeper it
-// returns the result it was given when it leaves it alone; inPlace makes it
-// edit the result it was given instead, as a policy that is not one may.
-type maskPolicy struct {
-	callerPolicy
-	inPlace bool
-	keeps   bool
-}
+// maskPolicy replaces results that mention "secret" with a new value, and
+// returns the result it was given when it leaves it alone
+// (Policy.ToolResult).
+type maskPolicy struct{ callerPolicy }
 
-func (p maskPolicy) KeepsResults() bool { return p.keeps }
-
-func (p maskPolicy) ToolResult(_ context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
-	for i, c := range in.Result.Content {
-		if !strings.Contains(c.Text, "secret") {
-			continue
+func (maskPolicy) ToolResult(_ context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
+	for _, c := range in.Result.Content {
+		if strings.Contains(c.Text, "secret") {
+			out := *in.Result
+			out.Content = []abi.Content{{Type: "text", Text: "[masked]"}}
+			return &out, nil
 		}
-		if p.inPlace {
-			in.Result.Content[i].Text = "[masked]"
-			continue
-		}
-		out := *in.Result
-		out.Content = []abi.Content{{Type: "text", Text: "[masked]"}}
-		return &out, nil
 	}
 	return in.Result, nil
 }
@@ -259,31 +248,29 @@ func (maskPolicy) ToolsList(_ context.Context, in *abi.ToolsListInput) ([]abi.To
 }
 
 // With result hooks, a raw call's result reaches policies, and goes
-// downstream as sent only when a ResultKeeper left it unchanged.
+// downstream as sent only when the policy left it unchanged.
 func TestRawCallsThroughResultPolicies(t *testing.T) {
-	for _, p := range []maskPolicy{{keeps: true}, {inPlace: true}} {
-		h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: p})
-		cs := connectHTTPAt(t, h, "2025-11-25", nil)
-		before := rawCallsMade(t, h, "a")
-		if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "plain"}); got != "plain" {
-			t.Errorf("keeps=%v: plain = %q", p.keeps, got)
-		}
-		if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "my secret"}); got != "[masked]" {
-			t.Errorf("keeps=%v inPlace=%v: secret = %q, want it masked", p.keeps, p.inPlace, got)
-		}
-		if n := rawCallsMade(t, h, "a") - before; p.keeps && n != 2 || !p.keeps && n != 0 {
-			t.Errorf("keeps=%v: %d raw calls", p.keeps, n)
-		}
-		// Text the policy cannot see (nested in a tool_result block) must
-		// not go out as the upstream's bytes just because the policy left
-		// what it saw unchanged.
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__nested", Arguments: map[string]any{"text": "my secret"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, _ := json.Marshal(res); strings.Contains(string(b), "my secret") {
-			t.Errorf("keeps=%v inPlace=%v: text the policy never saw went through: %s", p.keeps, p.inPlace, b)
-		}
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: maskPolicy{}})
+	cs := connectHTTPAt(t, h, "2025-11-25", nil)
+	before := rawCallsMade(t, h, "a")
+	if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "plain"}); got != "plain" {
+		t.Errorf("plain = %q", got)
+	}
+	if got, _ := callText(t, cs, "a__echo", map[string]any{"text": "my secret"}); got != "[masked]" {
+		t.Errorf("secret = %q, want it masked", got)
+	}
+	if n := rawCallsMade(t, h, "a") - before; n != 2 {
+		t.Errorf("%d raw calls, want 2", n)
+	}
+	// Text the policy cannot see (nested in a tool_result block) must
+	// not go out as the upstream's bytes just because the policy left
+	// what it saw unchanged.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__nested", Arguments: map[string]any{"text": "my secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); strings.Contains(string(b), "my secret") {
+		t.Errorf("text the policy never saw went through: %s", b)
 	}
 }
 

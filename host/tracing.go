@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
@@ -65,7 +65,7 @@ func endRequestSpan(span trace.Span, res mcp.Result, err error) {
 // the paths it changed) as everything else that leaves the process is:
 // a reason may quote a credential, and a path name a key that a later
 // policy masks.
-func maskDecision(d audit.Decision) audit.Decision {
+func maskDecision(d decision.Decision) decision.Decision {
 	d.Reason, d.Error = secrets.MaskText(d.Reason), secrets.MaskText(d.Error)
 	if len(d.Paths) > 0 {
 		paths := make([]string, len(d.Paths))
@@ -82,17 +82,17 @@ func maskDecision(d audit.Decision) audit.Decision {
 // (from the previous plugin's end to its own: the chain runs them one
 // after another) and passes the decision on to the audit log when tr
 // collects for it. Both are nil when there is nothing to trace or audit.
-func (h *Host) hookSpan(ctx context.Context, hook string, tr *callTrace) (context.Context, trace.Span, func(audit.Decision)) {
+func (h *Host) hookSpan(ctx context.Context, hook string, tr *callTrace) (context.Context, trace.Span, func(decision.Decision)) {
 	auditing := tr != nil && tr.audit
 	if h.tracer == nil {
 		if auditing {
-			return ctx, nil, func(d audit.Decision) { tr.note(maskDecision(d)) }
+			return ctx, nil, func(d decision.Decision) { tr.note(maskDecision(d)) }
 		}
 		return ctx, nil, nil
 	}
 	ctx, span := h.tracer.Start(ctx, "policy "+hook, trace.SpanKindInternal, attribute.String("mcphost.hook", hook))
 	last := time.Now()
-	note := func(d audit.Decision) {
+	note := func(d decision.Decision) {
 		d = maskDecision(d)
 		now := time.Now()
 		attrs := []attribute.KeyValue{attribute.String("mcphost.plugin", d.Plugin), attribute.String("mcphost.action", d.Action)}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 // Chain is one generation of plugins, run in order. It implements
@@ -233,11 +234,11 @@ func (c *Chain) ToolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.To
 }
 
 func (c *Chain) toolsList(ctx context.Context, in *abi.ToolsListInput) ([]abi.Tool, error) {
-	return c.toolsListSteps(ctx, in, nil)
+	return c.toolsListSteps(ctx, in, listDecisions(decision.Recorder(ctx)))
 }
 
 // toolsListSteps is toolsList; step, when not nil, is told what each
-// plugin that ran made of the list (ExplainTools).
+// plugin that ran made of the list (decisions.go, ExplainTools).
 func (c *Chain) toolsListSteps(ctx context.Context, in *abi.ToolsListInput, step func(p *Plugin, before, after []abi.Tool)) ([]abi.Tool, error) {
 	tools := in.Tools
 	for _, p := range c.plugins {
@@ -345,12 +346,7 @@ func (c *Chain) ToolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallD
 }
 
 func (c *Chain) toolCall(ctx context.Context, in *abi.ToolCallInput) (*abi.CallDecision, error) {
-	return c.toolCallSteps(ctx, in, nil)
-}
-
-// toolCallSteps is toolCall; step, when not nil, is told what each plugin
-// that ran decided (steps.go).
-func (c *Chain) toolCallSteps(ctx context.Context, in *abi.ToolCallInput, step func(Step)) (*abi.CallDecision, error) {
+	record := decision.Recorder(ctx) // told what each plugin that ran decided (decisions.go)
 	cur := *in
 	rewritten := false
 	for _, p := range c.plugins {
@@ -362,18 +358,18 @@ func (c *Chain) toolCallSteps(ctx context.Context, in *abi.ToolCallInput, step f
 			failed := err
 			if err = c.failure(p, abi.HookToolCall, err); err != nil {
 				reason := err.(*PolicyError).ClientMessage()
-				if step != nil {
-					step(failedStep(p, abi.HookToolCall, abi.ActionDeny, reason, failed))
+				if record != nil {
+					record(failedDecision(p, abi.HookToolCall, decision.Deny, reason, failed))
 				}
 				return &abi.CallDecision{Action: abi.ActionDeny, Reason: reason}, nil
 			}
-			if step != nil {
-				step(failedStep(p, abi.HookToolCall, StepSkipped, "", failed))
+			if record != nil {
+				record(failedDecision(p, abi.HookToolCall, decision.Skipped, "", failed))
 			}
 			continue
 		}
-		if step != nil {
-			step(callStep(p, cur.Arguments, d))
+		if record != nil {
+			record(callDecision(p, cur.Arguments, d))
 		}
 		switch d.Action {
 		case abi.ActionDeny:
@@ -433,18 +429,16 @@ func (c *Chain) toolCallOne(ctx context.Context, p *Plugin, in *abi.ToolCallInpu
 
 // ToolResult runs the tool_result hooks of the plugins in scope, in order,
 // each on the previous result. A failing plugin with on_error "deny" fails
-// the call with an error.
+// the call with an error. It never modifies in.Result, and returns it
+// itself when every plugin left it as it was (skipped by its hints or
+// answered {"unchanged":true}): a result a guest changed is decoded into
+// a new value (host.Policy asks this).
 func (c *Chain) ToolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
 	return held(c, func() (*abi.CallToolResult, error) { return c.toolResult(ctx, in) })
 }
 
 func (c *Chain) toolResult(ctx context.Context, in *abi.ToolResultInput) (*abi.CallToolResult, error) {
-	return c.toolResultSteps(ctx, in, nil)
-}
-
-// toolResultSteps is toolResult; step, when not nil, is told what each
-// plugin that ran did to the result (steps.go).
-func (c *Chain) toolResultSteps(ctx context.Context, in *abi.ToolResultInput, step func(Step)) (*abi.CallToolResult, error) {
+	record := decision.Recorder(ctx) // told what each plugin that ran did to the result (decisions.go)
 	cur := *in
 	for _, p := range c.plugins {
 		if !p.HasHook(abi.HookToolResult) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
@@ -454,18 +448,18 @@ func (c *Chain) toolResultSteps(ctx context.Context, in *abi.ToolResultInput, st
 		if err != nil {
 			failed := err
 			if err = c.failure(p, abi.HookToolResult, err); err != nil {
-				if step != nil {
-					step(failedStep(p, abi.HookToolResult, abi.ActionDeny, err.(*PolicyError).ClientMessage(), failed))
+				if record != nil {
+					record(failedDecision(p, abi.HookToolResult, decision.Deny, err.(*PolicyError).ClientMessage(), failed))
 				}
 				return nil, err
 			}
-			if step != nil {
-				step(failedStep(p, abi.HookToolResult, StepSkipped, "", failed))
+			if record != nil {
+				record(failedDecision(p, abi.HookToolResult, decision.Skipped, "", failed))
 			}
 			continue
 		}
-		if step != nil {
-			step(resultStep(p, cur.Result, r))
+		if record != nil {
+			record(resultDecision(p, cur.Result, r))
 		}
 		cur.Result = r
 	}

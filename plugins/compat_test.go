@@ -61,7 +61,7 @@ func TestGoPDKHelpers(t *testing.T) {
 			t.Fatalf("call %d: %v", call, err)
 		}
 		var r report
-		if err := json.Unmarshal([]byte(decision(t, out).Result.Content[0].Text), &r); err != nil {
+		if err := json.Unmarshal([]byte(decodedDecision(t, out).Result.Content[0].Text), &r); err != nil {
 			t.Fatal(err)
 		}
 		if r.Config != "hello" || !r.ConfigOK || !r.Missing {

@@ -277,12 +277,6 @@ func (m *Manager) Wants(hook string) bool {
 	return c != nil && c.Wants(hook)
 }
 
-// KeepsResults tells the host that ToolResult never modifies the result it
-// is given, and returns it as it is when every plugin left it unchanged
-// (skipped by its hints or answered {"unchanged":true}): results a guest
-// changed are decoded into new values.
-func (m *Manager) KeepsResults() bool { return true }
-
 // onCurrent runs fn on the current generation, holding a reference for
 // the call. Before the first generation it answers pass (everything goes
 // through); after Close it fails with ErrClosed.

@@ -28,7 +28,7 @@ func callInput(t testing.TB, args string) []byte {
 	return b
 }
 
-func decision(t testing.TB, out []byte) *abi.CallDecision {
+func decodedDecision(t testing.TB, out []byte) *abi.CallDecision {
 	t.Helper()
 	d, err := decodeCallDecision(out)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestLoadDescribes(t *testing.T) {
 		t.Fatalf("undescribed hook: %v", err)
 	}
 	out, err := p.Call(context.Background(), abi.HookToolCall, callInput(t, `{}`))
-	if err != nil || decision(t, out).Action != abi.ActionAllow {
+	if err != nil || decodedDecision(t, out).Action != abi.ActionAllow {
 		t.Fatalf("call = %s, %v", out, err)
 	}
 }
@@ -152,14 +152,14 @@ func TestBuiltinSharesOneModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := decision(t, out); got.Action != abi.ActionDeny || got.Reason != "user says no" {
+	if got := decodedDecision(t, out); got.Action != abi.ActionDeny || got.Reason != "user says no" {
 		t.Fatalf("user config does not override builtin config: %+v", got)
 	}
 	out, err = r.Call(context.Background(), abi.HookToolCall, callInput(t, `{"x":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := decision(t, out); got.Action != abi.ActionRespond || got.Result.Content[0].Text != `responder@v1:{"x":1}` {
+	if got := decodedDecision(t, out); got.Action != abi.ActionRespond || got.Result.Content[0].Text != `responder@v1:{"x":1}` {
 		t.Fatalf("respond = %s", out)
 	}
 	d.Close(context.Background())
@@ -185,7 +185,7 @@ func mustRecover(t *testing.T, p *Plugin) {
 	if err != nil {
 		t.Fatalf("call after crash: %v", err)
 	}
-	if d := decision(t, out); d.Action != abi.ActionAllow {
+	if d := decodedDecision(t, out); d.Action != abi.ActionAllow {
 		t.Fatalf("call after crash: %s", out)
 	}
 }
@@ -351,7 +351,7 @@ func TestSandboxGrants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return decision(t, out).Result.Content[0].Text
+		return decodedDecision(t, out).Result.Content[0].Text
 	}
 	t.Setenv("SECRET", "host-secret")
 	bare := load(t, rt, policy(t, "bare", "file", "/data/secret.txt"))

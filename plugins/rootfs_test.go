@@ -33,7 +33,7 @@ func attackLines(t *testing.T, grant string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := decision(t, out)
+	d := decodedDecision(t, out)
 	text := d.Result.Content[0].Text
 	t.Logf("guest report:\n%s", text)
 	if strings.Contains(text, "host-secret") || strings.Contains(text, "root:") {
@@ -130,7 +130,7 @@ func TestGrantOpenFileCap(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		return decision(t, out).Result.Content[0].Text, nil
+		return decodedDecision(t, out).Result.Content[0].Text, nil
 	}
 	expect := func(args, want string) {
 		t.Helper()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/audit"
 )
 
@@ -305,13 +306,13 @@ func (p *auditPrinter) print(lines ...auditLine) error {
 
 // decisionsText says what the policies did, leaving out those that let
 // the call or result through untouched.
-func decisionsText(ds []audit.Decision) string {
+func decisionsText(ds []decision.Decision) string {
 	var parts []string
 	for _, d := range ds {
 		who := clean(d.Plugin)
 		switch d.Action {
-		case audit.ActionAllow, audit.ActionUnchanged:
-		case audit.ActionDeny:
+		case decision.Allow, decision.Unchanged:
+		case decision.Deny:
 			switch {
 			case len(d.Tools) > 0:
 				parts = append(parts, who+" hid "+clean(strings.Join(d.Tools, ",")))
@@ -320,13 +321,13 @@ func decisionsText(ds []audit.Decision) string {
 			default:
 				parts = append(parts, who+" denied: "+clean(d.Reason))
 			}
-		case audit.ActionRewrite:
+		case decision.Rewrite:
 			parts = append(parts, who+" rewrote "+clean(strings.Join(d.Paths, ",")))
-		case audit.ActionChanged:
+		case decision.Changed:
 			parts = append(parts, who+" changed "+clean(strings.Join(d.Paths, ",")))
-		case audit.ActionRespond:
+		case decision.Respond:
 			parts = append(parts, who+" answered")
-		case audit.ActionSkipped:
+		case decision.Skipped:
 			parts = append(parts, who+" failed, skipped: "+clean(d.Error))
 		default:
 			parts = append(parts, who+" "+clean(d.Action))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/admin"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/internal/pgtest"
@@ -72,7 +73,7 @@ func TestAuditEndpoint(t *testing.T) {
 			if denied.Caller.Subject != "carol" || denied.Outcome != "denied" || len(denied.Decisions) != 1 {
 				t.Fatalf("newest entry %+v", denied)
 			}
-			if d := denied.Decisions[0]; d.Plugin != "support-no-echo" || d.Action != audit.ActionDeny || d.Reason == "" {
+			if d := denied.Decisions[0]; d.Plugin != "support-no-echo" || d.Action != decision.Deny || d.Reason == "" {
 				t.Fatalf("decision %+v", d)
 			}
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 func entry(i int) *Entry {
@@ -195,7 +197,7 @@ func TestRecordNeverBlocks(t *testing.T) {
 
 func TestDecode(t *testing.T) {
 	e := entry(7)
-	e.Decisions = []Decision{{Plugin: "deny", Hook: "tool_call", Action: ActionDeny, Reason: "no"}}
+	e.Decisions = []decision.Decision{{Plugin: "deny", Hook: "tool_call", Action: decision.Deny, Reason: "no"}}
 	line, _ := json.Marshal(e)
 	got, err := Decode(append(line, '\n'))
 	if err != nil || got.ID != e.ID || !got.Time.Equal(e.Time) || got.Decisions[0].Reason != "no" {

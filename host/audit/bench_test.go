@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 // BenchmarkRecord is the audit log's whole work for one line of a call
@@ -18,18 +20,18 @@ func BenchmarkRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	decisions := []Decision{
-		{Plugin: "no-delete", Hook: "tool_call", Action: ActionAllow},
-		{Plugin: "redact", Hook: "tool_call", Action: ActionAllow},
-		{Plugin: "redact", Hook: "tool_result", Action: ActionUnchanged},
-		{Plugin: "truncate", Hook: "tool_result", Action: ActionUnchanged},
-		{Plugin: "json-results", Hook: "tool_result", Action: ActionUnchanged},
+	decisions := []decision.Decision{
+		{Plugin: "no-delete", Hook: "tool_call", Action: decision.Allow},
+		{Plugin: "redact", Hook: "tool_call", Action: decision.Allow},
+		{Plugin: "redact", Hook: "tool_result", Action: decision.Unchanged},
+		{Plugin: "truncate", Hook: "tool_result", Action: decision.Unchanged},
+		{Plugin: "json-results", Hook: "tool_result", Action: decision.Unchanged},
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		now := time.Now()
 		l.Record(&Entry{ID: NewID(now), Time: now.UTC(), Caller: Caller{Subject: "alice", Groups: []string{"eng"}, Method: "key", Session: "ESXUQHH2DAMPXFZOUJGAWKW47P", Client: "claude-code"},
-			Name: "notes__read_note", Server: "notes", Tool: "read_note", Decisions: append([]Decision(nil), decisions...), Outcome: "ok",
+			Name: "notes__read_note", Server: "notes", Tool: "read_note", Decisions: append([]decision.Decision(nil), decisions...), Outcome: "ok",
 			DurationMs: 0.8, UpstreamMs: 0.5, PolicyMs: 0.04, RequestBytes: 17, ResponseBytes: 423})
 		if len(l.in) > cap(l.in)/2 {
 			// Keep the queue from overflowing: the cost measured is the

@@ -5,8 +5,9 @@
 // file rotated by size (or stdout) and to the store, where the admin API
 // queries them; docs/audit.md describes the line field by field.
 //
-// The package knows no MCP and no plugin: the host fills Entries, the
-// engine wires the Log to the store and the redact policy.
+// The package knows no MCP and no plugin: the host fills Entries (their
+// decisions are abi/decision's, which the plugin chain makes), the engine
+// wires the Log to the store and the redact policy.
 package audit
 
 import (
@@ -19,23 +20,14 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 // Kinds of entry.
 const (
 	KindCall    = "call"    // a tools/call
 	KindListing = "listing" // a caller's tool listing, with the tools policies hid
-)
-
-// Actions of a Decision.
-const (
-	ActionAllow     = "allow"     // tool_call: the plugin let the call through
-	ActionDeny      = "deny"      // it refused the call (or failed closed); tools_list: it hid tools
-	ActionRewrite   = "rewrite"   // tool_call: it changed the arguments (Paths)
-	ActionRespond   = "respond"   // tool_call: it answered in the tool's place
-	ActionChanged   = "changed"   // tool_result: it changed the result (Paths)
-	ActionUnchanged = "unchanged" // tool_result: it left the result as it was
-	ActionSkipped   = "skipped"   // it failed and on_error = "skip" skipped it (Error)
 )
 
 // Entry is one audit line. Its JSON is the line, and what GET /v1/audit
@@ -48,10 +40,12 @@ type Entry struct {
 	Caller Caller `json:"caller"`
 	// Name is the exposed tool name the client called; Server and Tool
 	// where it routes ("" when it routes nowhere).
-	Name      string     `json:"name"`
-	Server    string     `json:"server"`
-	Tool      string     `json:"tool"`
-	Decisions []Decision `json:"decisions"` // in chain order, tool_call hooks first
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Decisions are what each plugin that ran decided, in chain order,
+	// tool_call hooks first.
+	Decisions []decision.Decision `json:"decisions"`
 	// Outcome is how the call ended: host.CallOK, CallDenied, ... (the
 	// metrics' outcomes); "denied" for a listing.
 	Outcome       string  `json:"outcome"`
@@ -74,18 +68,6 @@ type Caller struct {
 	Method  string   `json:"method"`  // how they authenticated: key, oauth, config ("" for nobody)
 	Session string   `json:"session"` // the downstream MCP session
 	Client  string   `json:"client"`  // the client's name, as it introduced itself
-}
-
-// Decision is what one plugin did on one hook of the call (or listing).
-// Plugins that did not run (no such hook, out of scope) have none.
-type Decision struct {
-	Plugin string   `json:"plugin"`
-	Hook   string   `json:"hook"`   // tool_call, tool_result or tools_list
-	Action string   `json:"action"` // Action*
-	Reason string   `json:"reason,omitempty"`
-	Paths  []string `json:"paths,omitempty"` // JSON pointers (RFC 6901): rewritten arguments, changed result parts
-	Tools  []string `json:"tools,omitempty"` // tools_list: the names it hid
-	Error  string   `json:"error,omitempty"`
 }
 
 // idSeed makes IDs of different processes differ; idSeq those of one.

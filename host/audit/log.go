@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 // Defaults of Options.
@@ -345,7 +347,7 @@ func (l *Log) write(e *Entry) {
 		e.Arguments, e.Result = args, res
 	}
 	if e.Decisions == nil {
-		e.Decisions = []Decision{}
+		e.Decisions = []decision.Decision{}
 	}
 	if e.Caller.Groups == nil {
 		e.Caller.Groups = []string{}

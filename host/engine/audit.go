@@ -114,46 +114,8 @@ func (e *Engine) redactor(name string) func(ctx context.Context, args, res json.
 	}
 }
 
-// The plugins, as the host's policy, say what each plugin decided
-// (host.DecisionTracer); plugins.Step and audit.Decision have the same
-// fields, so one converts to the other.
-
-// tracedManager is the manager as the host's policy.
-type tracedManager struct{ *plugins.Manager }
-
-func (t tracedManager) TracedToolCall(ctx context.Context, in *abi.ToolCallInput, step func(audit.Decision)) (*abi.CallDecision, error) {
-	return t.ToolCallSteps(ctx, in, func(s plugins.Step) { step(audit.Decision(s)) })
-}
-
-func (t tracedManager) TracedToolResult(ctx context.Context, in *abi.ToolResultInput, step func(audit.Decision)) (*abi.CallToolResult, error) {
-	return t.ToolResultSteps(ctx, in, func(s plugins.Step) { step(audit.Decision(s)) })
-}
-
-func (t tracedManager) TracedToolsList(ctx context.Context, in *abi.ToolsListInput, step func(audit.Decision)) ([]abi.Tool, error) {
-	return t.ToolsListSteps(ctx, in, func(s plugins.Step) { step(audit.Decision(s)) })
-}
-
-// tracedChain is a generation about to be swapped in, whose listings the
-// host computes ahead (Host.PrepareViews).
-type tracedChain struct{ *plugins.Chain }
-
-func (t tracedChain) TracedToolCall(ctx context.Context, in *abi.ToolCallInput, step func(audit.Decision)) (*abi.CallDecision, error) {
-	return t.ToolCallSteps(ctx, in, func(s plugins.Step) { step(audit.Decision(s)) })
-}
-
-func (t tracedChain) TracedToolResult(ctx context.Context, in *abi.ToolResultInput, step func(audit.Decision)) (*abi.CallToolResult, error) {
-	return t.ToolResultSteps(ctx, in, func(s plugins.Step) { step(audit.Decision(s)) })
-}
-
-func (t tracedChain) TracedToolsList(ctx context.Context, in *abi.ToolsListInput, step func(audit.Decision)) ([]abi.Tool, error) {
-	return t.ToolsListSteps(ctx, in, func(s plugins.Step) { step(audit.Decision(s)) })
-}
-
 var (
-	_ host.DecisionTracer = tracedManager{}
-	_ host.DecisionTracer = tracedChain{}
-	_ host.HookWanter     = tracedManager{}
-	_ host.MethodWanter   = tracedManager{}
-	_ host.ResultKeeper   = tracedManager{}
-	_ audit.Store         = (*store.Store)(nil)
+	_ host.HookWanter   = (*plugins.Manager)(nil)
+	_ host.MethodWanter = (*plugins.Manager)(nil)
+	_ audit.Store       = (*store.Store)(nil)
 )

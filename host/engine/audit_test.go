@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
@@ -72,8 +73,8 @@ func startAuditEngine(t *testing.T, src string) (*engine.Engine, string) {
 	return e, dir
 }
 
-// decision finds plugin's decision on hook in e, or fails.
-func decision(t *testing.T, e *audit.Entry, plugin, hook string) audit.Decision {
+// decisionOf finds plugin's decision on hook in e, or fails.
+func decisionOf(t *testing.T, e *audit.Entry, plugin, hook string) decision.Decision {
 	t.Helper()
 	for _, d := range e.Decisions {
 		if d.Plugin == plugin && d.Hook == hook {
@@ -81,7 +82,7 @@ func decision(t *testing.T, e *audit.Entry, plugin, hook string) audit.Decision 
 		}
 	}
 	t.Fatalf("no decision of %s on %s in %+v", plugin, hook, e.Decisions)
-	return audit.Decision{}
+	return decision.Decision{}
 }
 
 func TestAuditRecordsEachPolicyDecision(t *testing.T) {
@@ -136,7 +137,7 @@ func TestAuditRecordsEachPolicyDecision(t *testing.T) {
 	if listing.Kind != audit.KindListing || listing.Outcome != "denied" {
 		t.Errorf("listing line %+v", listing)
 	}
-	if d := decision(t, listing, "no-crash", "tools_list"); d.Action != "deny" || !slices.Equal(d.Tools, []string{"up__crash", "up__crash_loud"}) {
+	if d := decisionOf(t, listing, "no-crash", "tools_list"); d.Action != "deny" || !slices.Equal(d.Tools, []string{"up__crash", "up__crash_loud"}) {
 		t.Errorf("listing decision %+v", d)
 	}
 
@@ -157,7 +158,7 @@ func TestAuditRecordsEachPolicyDecision(t *testing.T) {
 	if !slices.Equal(order, want) {
 		t.Errorf("decisions %q, want %q", order, want)
 	}
-	if d := decision(t, masked, "redact", "tool_result"); !slices.Equal(d.Paths, []string{"/_meta", "/content/0", "/content/1"}) {
+	if d := decisionOf(t, masked, "redact", "tool_result"); !slices.Equal(d.Paths, []string{"/_meta", "/content/0", "/content/1"}) {
 		t.Errorf("redact changed %q, want the text, its note and _meta", d.Paths)
 	}
 	if !strings.Contains(string(masked.Arguments), "[REDACTED:github_token]") || !strings.Contains(string(masked.Result), "[REDACTED:github_token]") {
@@ -168,10 +169,10 @@ func TestAuditRecordsEachPolicyDecision(t *testing.T) {
 	}
 
 	// The rewritten call: the path arguments added, the part json_results added.
-	if d := decision(t, rewritten, "defaults", "tool_call"); d.Action != "rewrite" || !slices.Equal(d.Paths, []string{"/text"}) {
+	if d := decisionOf(t, rewritten, "defaults", "tool_call"); d.Action != "rewrite" || !slices.Equal(d.Paths, []string{"/text"}) {
 		t.Errorf("rewrite %+v", d)
 	}
-	if d := decision(t, rewritten, "json-results", "tool_result"); d.Action != "changed" || !slices.Equal(d.Paths, []string{"/structuredContent"}) {
+	if d := decisionOf(t, rewritten, "json-results", "tool_result"); d.Action != "changed" || !slices.Equal(d.Paths, []string{"/structuredContent"}) {
 		t.Errorf("json_results %+v", d)
 	}
 
@@ -179,7 +180,7 @@ func TestAuditRecordsEachPolicyDecision(t *testing.T) {
 	if denied.Outcome != "denied" || denied.Server != "up" || denied.Tool != "crash" || denied.UpstreamMs != 0 {
 		t.Errorf("denied call %+v", denied)
 	}
-	if d := decision(t, denied, "no-crash", "tool_call"); d.Action != "deny" || d.Reason == "" {
+	if d := decisionOf(t, denied, "no-crash", "tool_call"); d.Action != "deny" || d.Reason == "" {
 		t.Errorf("deny %+v", d)
 	}
 

@@ -208,7 +208,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	}
 	e.metrics = metrics.New()
 	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
-		Policy: tracedManager{e.mgr}, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
+		Policy: e.mgr, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
 		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer})
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func (e *Engine) startServers(ctx context.Context, wait time.Duration) error {
 type listener struct{ h *host.Host }
 
 func (l listener) BeforeSwap(ctx context.Context, next *plugins.Chain) {
-	l.h.PrepareViews(ctx, tracedChain{next}) // traced: its listings may be audited
+	l.h.PrepareViews(ctx, next)
 }
 func (l listener) Swapped()                { l.h.NotifyPolicyChanged() }
 func (l listener) WatchReloaded(err error) { l.h.NoteReload("plugin files", err) }

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
-// stepsText renders steps as "plugin/hook/action[paths](error)".
-func stepsText(steps []Step) string {
+// decisionsText renders ds as "plugin/hook/action[paths](reason)!".
+func decisionsText(ds []decision.Decision) string {
 	var out []string
-	for _, s := range steps {
+	for _, s := range ds {
 		t := s.Plugin + "/" + s.Hook + "/" + s.Action
 		if len(s.Paths) > 0 {
 			t += fmt.Sprint(s.Paths)
@@ -31,7 +32,12 @@ func stepsText(steps []Step) string {
 	return strings.Join(out, " ")
 }
 
-func TestToolCallSteps(t *testing.T) {
+// recording returns a context whose recorder appends to *ds.
+func recording(ds *[]decision.Decision) context.Context {
+	return decision.WithRecorder(context.Background(), func(d decision.Decision) { *ds = append(*ds, d) })
+}
+
+func TestToolCallDecisions(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{})
 	skip := policy(t, "flaky", "mode.tool_call", "error")
 	skip.OnError = OnErrorSkip
@@ -50,29 +56,29 @@ func TestToolCallSteps(t *testing.T) {
 		{"failing closed is a deny with the failure", []Spec{closed, policy(t, "never")},
 			`broken/tool_call/deny(policy "broken" failed in tool_call: returned an error: policy error from broken)!`},
 		{"respond", []Spec{policy(t, "r", "mode.tool_call", "respond"), policy(t, "never")}, "r/tool_call/respond"},
-		{"plugins out of scope have no step", []Spec{func() Spec { s := policy(t, "elsewhere"); s.Servers = []string{"b"}; return s }()}, ""},
+		{"plugins out of scope have no decision", []Spec{func() Spec { s := policy(t, "elsewhere"); s.Servers = []string{"b"}; return s }()}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ch := newChain(t, rt, c.specs...)
-			var steps []Step
-			d, err := ch.ToolCallSteps(context.Background(), &abi.ToolCallInput{Name: "a__one", Server: "a", Tool: "one",
-				Arguments: json.RawMessage(`{"keep":1}`)}, func(s Step) { steps = append(steps, s) })
+			var ds []decision.Decision
+			d, err := ch.ToolCall(recording(&ds), &abi.ToolCallInput{Name: "a__one", Server: "a", Tool: "one",
+				Arguments: json.RawMessage(`{"keep":1}`)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := stepsText(steps); got != c.want {
-				t.Fatalf("steps %s\nwant  %s", got, c.want)
+			if got := decisionsText(ds); got != c.want {
+				t.Fatalf("decisions %s\nwant      %s", got, c.want)
 			}
-			// The decision is the chain's, steps or not.
+			// The chain's answer is the same, recorded or not.
 			plain, err := ch.ToolCall(context.Background(), &abi.ToolCallInput{Name: "a__one", Server: "a", Tool: "one", Arguments: json.RawMessage(`{"keep":1}`)})
 			if err != nil || plain.Action != d.Action || plain.Reason != d.Reason || string(plain.Arguments) != string(d.Arguments) {
-				t.Fatalf("with steps %+v, without %+v (%v)", d, plain, err)
+				t.Fatalf("recorded %+v, not %+v (%v)", d, plain, err)
 			}
 		})
 	}
 }
 
-func TestToolResultSteps(t *testing.T) {
+func TestToolResultDecisions(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{})
 	skip := policy(t, "flaky", "mode.tool_result", "error")
 	skip.OnError = OnErrorSkip
@@ -81,10 +87,10 @@ func TestToolResultSteps(t *testing.T) {
 		policy(t, "same", "hooks", "tool_result", "mode.tool_result", "passthrough"), // returns it as it came
 		skip,
 	)
-	var steps []Step
+	var ds []decision.Decision
 	in := &abi.ToolResultInput{Name: "a__one", Server: "a", Tool: "one",
 		Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: "hi"}}}}
-	out, err := ch.ToolResultSteps(context.Background(), in, func(s Step) { steps = append(steps, s) })
+	out, err := ch.ToolResult(recording(&ds), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,32 +98,57 @@ func TestToolResultSteps(t *testing.T) {
 		t.Fatalf("result %+v", out)
 	}
 	want := "adds/tool_result/changed[/content/1] same/tool_result/unchanged flaky/tool_result/skipped!"
-	if got := stepsText(steps); got != want {
-		t.Fatalf("steps %s\nwant  %s", got, want)
+	if got := decisionsText(ds); got != want {
+		t.Fatalf("decisions %s\nwant      %s", got, want)
 	}
 
 	closed := newChain(t, rt, policy(t, "broken", "hooks", "tool_result", "mode.tool_result", "error"))
-	steps = nil
-	if _, err := closed.ToolResultSteps(context.Background(), in, func(s Step) { steps = append(steps, s) }); err == nil {
+	ds = nil
+	if _, err := closed.ToolResult(recording(&ds), in); err == nil {
 		t.Fatal("a plugin failing closed let the result through")
 	}
-	if len(steps) != 1 || steps[0].Action != abi.ActionDeny || steps[0].Error == "" {
-		t.Fatalf("steps %+v", steps)
+	if len(ds) != 1 || ds[0].Action != decision.Deny || ds[0].Error == "" {
+		t.Fatalf("decisions %+v", ds)
 	}
 }
 
-func TestToolsListSteps(t *testing.T) {
+func TestToolsListDecisions(t *testing.T) {
 	rt := newRuntime(t, RuntimeOptions{})
 	ch := newChain(t, rt, policy(t, "drop-two", "drop", "two"), policy(t, "renames", "prefix", "x_"), policy(t, "drop-b", "drop", "b__"))
-	var steps []Step
-	got, err := ch.ToolsListSteps(context.Background(), &abi.ToolsListInput{Tools: catalog()}, func(s Step) { steps = append(steps, s) })
+	var ds []decision.Decision
+	got, err := ch.ToolsList(recording(&ds), &abi.ToolsListInput{Tools: catalog()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only plugins that hid tools have a step, with the names they saw.
-	if len(steps) != 1 || steps[0].Plugin != "drop-two" || steps[0].Action != abi.ActionDeny ||
-		!slices.Equal(steps[0].Tools, []string{"a__two", "b__two"}) {
-		t.Fatalf("steps %+v (listing %s)", steps, names(got))
+	// Only plugins that hid tools have a decision, with the names they saw.
+	if len(ds) != 1 || ds[0].Plugin != "drop-two" || ds[0].Action != decision.Deny ||
+		!slices.Equal(ds[0].Tools, []string{"a__two", "b__two"}) {
+		t.Fatalf("decisions %+v (listing %s)", ds, names(got))
+	}
+}
+
+// The manager records through its current generation, as the chain does;
+// each call's decisions reach its own recorder only.
+func TestManagerRecordsDecisions(t *testing.T) {
+	rt := newRuntime(t, RuntimeOptions{})
+	m, err := NewManager(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	if err := m.Reload(context.Background(), []Spec{policy(t, "rw", "mode.tool_call", "rewrite"), policy(t, "adds", "hooks", "tool_result")}); err != nil {
+		t.Fatal(err)
+	}
+	var calls, results []decision.Decision
+	if _, err := m.ToolCall(recording(&calls), &abi.ToolCallInput{Name: "a__one", Server: "a", Tool: "one", Arguments: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	in := &abi.ToolResultInput{Name: "a__one", Server: "a", Tool: "one", Result: &abi.CallToolResult{Content: []abi.Content{}}}
+	if _, err := m.ToolResult(recording(&results), in); err != nil {
+		t.Fatal(err)
+	}
+	if got := decisionsText(calls) + " | " + decisionsText(results); got != "rw/tool_call/rewrite[/rw] | rw/tool_result/changed[/content/0] adds/tool_result/changed[/content/1]" {
+		t.Fatalf("decisions %s", got)
 	}
 }
 
