@@ -10,14 +10,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/telemetry"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // AuditOptions turn the audit log on (Options.Audit): an entry per

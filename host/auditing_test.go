@@ -7,10 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // auditRecorder keeps the entries a host records.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // askToAuthorize handles a request that failed because its caller must

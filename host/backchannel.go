@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/mcphost-project/mcphost/host/internal/outbox"
-
-	"github.com/mcphost-project/mcphost/host/upstream"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // What upstreams send toward clients: requests (sampling, elicitation,
@@ -154,7 +152,7 @@ func (h *Host) clientFor(u *upstream.Server, cs *mcp.ClientSession, what string)
 	return nil, nil, fmt.Errorf("mcphost: server %q sent %s while %d clients have requests in flight on its shared session, so which client it is for is ambiguous; set sessions = %q on the server to route it", u.Config.Name, what, n, upstream.SessionsPerClient)
 }
 
-// serverRequest answers a server-to-client request by asking the
+// ServerRequest answers a server-to-client request by asking the
 // downstream client it belongs to, with the context of that client's call
 // in flight (so a streamable HTTP client gets it on the call's stream).
 func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error) {
@@ -261,7 +259,7 @@ func (h *Host) LogMessage(u *upstream.Server, cs *mcp.ClientSession, p *mcp.Logg
 	}
 }
 
-// resourceUpdated forwards notifications/resources/updated to the clients
+// ResourceUpdated forwards notifications/resources/updated to the clients
 // subscribed to the URI; from a per-client session, only to the sessions it
 // serves.
 func (h *Host) ResourceUpdated(u *upstream.Server, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
@@ -284,7 +282,7 @@ func (h *Host) ResourceUpdated(u *upstream.Server, cs *mcp.ClientSession, p *mcp
 	h.servers.resourceUpdated(&out)
 }
 
-// elicitationComplete forwards notifications/elicitation/complete to the
+// ElicitationComplete forwards notifications/elicitation/complete to the
 // client that was sent the URL elicitation.
 func (h *Host) ElicitationComplete(u *upstream.Server, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams) {
 	ss := h.elicitations.take(p.ElicitationID)

@@ -8,13 +8,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // A tools/call, one step after another in callTool: resolve the name in the
@@ -88,7 +86,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		if err != nil {
 			h.log.Debug("policy failed on a call", "tool", name, "error", err)
 			tr.set(CallDenied)
-			return errorResult("call to %s refused: %s", name, policyMessage(err)), nil
+			return errorResult("call to %s refused: %s", name, wire.PolicyMessage(err)), nil
 		}
 		switch d.Action {
 		case abi.ActionAllow, "":
@@ -104,7 +102,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 			tr.set(CallAnswered)
 			return fromABIResult(d.Result)
 		default:
-			return errorResult("call to %s refused: policy returned unknown action %s", name, cleanText(strconv.Quote(d.Action))), nil
+			return errorResult("call to %s refused: policy returned unknown action %s", name, wire.CleanText(strconv.Quote(d.Action))), nil
 		}
 	}
 
@@ -212,7 +210,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	if err != nil {
 		h.log.Debug("policy failed on a result", "tool", name, "error", err)
 		tr.set(CallDenied)
-		return errorResult("result of %s withheld by policy: %s", name, policyMessage(err)), nil
+		return errorResult("result of %s withheld by policy: %s", name, wire.PolicyMessage(err)), nil
 	}
 	if rawOK && out == in.Result {
 		return &upstream.RawToolResult{Raw: rawRes}, nil // unchanged (Policy.ToolResult)
@@ -233,7 +231,7 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 	case errors.As(err, &xf):
 		// mcphost's own words and the issuer's (without secrets): the
 		// masking of errorText would take half of them for credentials.
-		return errorResult("%s", cleanText(xf.Error()))
+		return errorResult("%s", wire.CleanText(xf.Error()))
 	case errors.Is(err, ErrShuttingDown):
 		return errorResult("server %q: call cancelled: %v", server, err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )

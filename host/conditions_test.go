@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

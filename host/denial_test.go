@@ -8,11 +8,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // rudePolicy denies echo with a reason full of raw bytes and fails every
@@ -53,7 +53,7 @@ func TestDenialMessagesAreClean(t *testing.T) {
 		if !res.IsError || !strings.HasPrefix(msg, want) {
 			t.Errorf("%s: %q, want it to start with %q", tool, msg, want)
 		}
-		if len(msg) > maxClientMessage+100 || strings.Contains(msg, "stack trace") {
+		if len(msg) > wire.MaxClientMessage+100 || strings.Contains(msg, "stack trace") {
 			t.Errorf("%s: %d bytes: %q", tool, len(msg), msg)
 		}
 		for _, r := range msg {
@@ -69,8 +69,8 @@ func FuzzCleanText(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out := cleanText(s)
-		if !utf8.ValidString(out) || len(out) > maxClientMessage {
+		out := wire.CleanText(s)
+		if !utf8.ValidString(out) || len(out) > wire.MaxClientMessage {
 			t.Fatalf("cleanText(%q) = %q (%d bytes)", s, out, len(out))
 		}
 		for _, r := range out {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/listener"
 )
 
 // ErrShuttingDown is the cause of an upstream request that was still in
@@ -62,7 +63,7 @@ func (h *Host) busy() bool { return h.answering() || h.rounds.waiting() > 0 }
 // Draining reports whether Drain has been called.
 func (h *Host) Draining() bool { return h.drain.draining.Load() }
 
-// drained is upstreamEvents' view of Draining: Close after a drain does
+// Drained is upstreamEvents' view of Draining: Close after a drain does
 // not wait for upstream calls a second time.
 func (h *Host) Drained() bool { return h.drain.done.Load() }
 
@@ -104,7 +105,7 @@ func (h *Host) drainGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
 			if h.Draining() && r.URL.Path == "/sse" {
-				writeUnavailable(w, "mcphost: this replica is shutting down; open the session on another")
+				listener.WriteUnavailable(w, "mcphost: this replica is shutting down; open the session on another")
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -112,12 +113,12 @@ func (h *Host) drainGate(next http.Handler) http.Handler {
 		}
 		h.drain.inflight.Add(1)
 		defer h.drain.inflight.Add(-1)
-		if h.Draining() && r.URL.Path == "/mcp" && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r) {
+		if h.Draining() && r.URL.Path == "/mcp" && r.Header.Get("Mcp-Session-Id") == "" && !wire.Sessionless(r) {
 			// Without a session, a request before 2026-07-28 opens one
 			// (an initialize, alone or in a batch) or is refused by the
 			// go-sdk anyway: either way, another replica should have it.
 			w.Header().Set("Connection", "close")
-			writeUnavailable(w, "mcphost: this replica is shutting down; initialize again, on another")
+			listener.WriteUnavailable(w, "mcphost: this replica is shutting down; initialize again, on another")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -424,7 +424,7 @@ func TestCloseEndsProcessesAndChildren(t *testing.T) {
 }
 
 func TestBearerToken(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{AuthToken: "s3cret"}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{AuthToken: "s3cret"}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	for _, tc := range []struct {
@@ -511,7 +511,7 @@ func TestDNSRebindingProtection(t *testing.T) {
 }
 
 func TestRequestBodyLimit(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxBodyBytes: 1024}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{MaxBodyBytes: 1024}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("a", 4096) + `"}}}`

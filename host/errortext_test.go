@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // An upstream URL's credentials never reach a client through mcphost's own

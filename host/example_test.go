@@ -8,12 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // A platform embeds the engine: build a host from a config value, start

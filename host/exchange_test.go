@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
@@ -31,7 +31,7 @@ func startExchange(t *testing.T, rs *resource, grants ...string) (*Host, string)
 	rs.as.AddClient("mcphost", authtest.Client{Secret: "s3cret", Subject: "svc:mcphost", Audience: rs.URL, GrantTypes: grants})
 	srv := upstream.ServerConfig{Name: "x", Transport: upstream.TransportStreamableHTTP, URL: rs.URL,
 		OAuth: &upstream.UpstreamOAuth{Grant: upstream.GrantTokenExchange, Issuer: rs.as.URL, ClientID: "mcphost", ClientSecret: "s3cret", Scopes: []string{"mcp:tools"}}}
-	listen := Listen{Auth: &auth.Config{
+	listen := listener.Config{Auth: &auth.Config{
 		OAuth: &auth.OAuth{Issuer: rs.as.URL, Audience: mcphostAudience},
 		Keys:  []auth.Key{keyFor("bob", "bob-key-0123456789", nil, nil)},
 	}}
@@ -137,12 +137,12 @@ func TestOAuthTokenExchangeValidate(t *testing.T) {
 	o := &upstream.UpstreamOAuth{Grant: upstream.GrantTokenExchange, Issuer: "https://idp.example", ClientID: "a", ClientSecret: "b"}
 	srv := []upstream.ServerConfig{{Name: "s", Transport: upstream.TransportStreamableHTTP, URL: "https://x.example/mcp", OAuth: o}}
 	for _, tc := range []struct {
-		listen Listen
+		listen listener.Config
 		want   string
 	}{
-		{Listen{}, "add listen.auth.oauth"},
-		{Listen{Auth: &auth.Config{OAuth: &auth.OAuth{Issuer: "https://other.example", Audience: "a"}}}, "must be the same"},
-		{Listen{Auth: &auth.Config{OAuth: &auth.OAuth{Issuer: "https://idp.example/", Audience: "a"}}}, ""},
+		{listener.Config{}, "add listen.auth.oauth"},
+		{listener.Config{Auth: &auth.Config{OAuth: &auth.OAuth{Issuer: "https://other.example", Audience: "a"}}}, "must be the same"},
+		{listener.Config{Auth: &auth.Config{OAuth: &auth.OAuth{Issuer: "https://idp.example/", Audience: "a"}}}, ""},
 	} {
 		err := Config{Listen: tc.listen, Servers: srv}.WithDefaults().Validate()
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {

@@ -12,14 +12,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // A plain tools/call on an established streamable HTTP session is answered

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -391,7 +391,7 @@ func BenchmarkParseFastCall(b *testing.B) {
 func TestFastCallLeavesLongCallsToTheGoSDK(t *testing.T) {
 	up := stdioServer("a")
 	up.Timeout = 10 * time.Second
-	h := startHost(t, Config{Listen: Listen{SessionTimeout: 2 * time.Second}, Servers: []upstream.ServerConfig{up}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{SessionTimeout: 2 * time.Second}, Servers: []upstream.ServerConfig{up}}, nil)
 	_, s := connectAs(t, httptestServer(t, h)+"/mcp", "c")
 	data, shortcut := responseData(t, s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__sleep","arguments":{"millis":3000}}}`, nil))
 	if shortcut || !bytes.Contains(data, []byte("slept")) {

@@ -12,13 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // A cached tools/list answer is written straight from the encoded listing

@@ -8,18 +8,15 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
-	"github.com/mcphost-project/mcphost/host/internal/outbox"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-	"github.com/mcphost-project/mcphost/internal/version"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/internal/version"
 )
 
 // Downstream transports, as policies see them in Caller.Transport.

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/mcphost-project/mcphost/host/internal/outbox"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // Policies on every method but tools (ABI 1.2): the list hook filters
@@ -42,7 +42,7 @@ func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, nam
 	}
 	d, err := h.policy.Request(ctx, &abi.RequestInput{Caller: caller, Method: method, Server: server, Name: name, Params: raw})
 	if err != nil {
-		return &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s refused: %s", method, policyMessage(err))}
+		return &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s refused: %s", method, wire.PolicyMessage(err))}
 	}
 	if d.Action != abi.ActionDeny {
 		return nil
@@ -51,7 +51,7 @@ func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, nam
 		h.log.Debug("request refused by policy, answered as for a name nothing serves", "method", method, "name", name, "reason", d.Reason)
 		return notFound // as if it did not exist
 	}
-	return &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s refused: %s", method, cleanText(d.Reason))}
+	return &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s refused: %s", method, wire.CleanText(d.Reason))}
 }
 
 // governMessage runs the message hook over v, a result or params of method,
@@ -67,14 +67,14 @@ func governMessage[T any](ctx context.Context, h *Host, caller abi.Caller, metho
 	}
 	out, err := h.policy.Message(ctx, &abi.MessageInput{Caller: caller, Method: method, Server: server, Name: name, Message: raw})
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s withheld: %s", method, policyMessage(err))}
+		return nil, &jsonrpc.Error{Code: CodePolicyDenied, Message: fmt.Sprintf("%s withheld: %s", method, wire.PolicyMessage(err))}
 	}
 	if sameSlice(out, raw) {
 		return v, nil
 	}
 	next := new(T)
 	if err := json.Unmarshal(out, next); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s withheld: a policy's message is not a valid %s message: %s", method, method, cleanText(err.Error()))}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s withheld: a policy's message is not a valid %s message: %s", method, method, wire.CleanText(err.Error()))}
 	}
 	return next, nil
 }
@@ -159,7 +159,7 @@ func runList[T any](ctx context.Context, h *Host, caller abi.Caller, method stri
 	}
 	got, err := h.policy.List(ctx, &abi.ListInput{Caller: caller, Method: method, Items: items})
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s withheld by policy: %s", method, policyMessage(err))}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s withheld by policy: %s", method, wire.PolicyMessage(err))}
 	}
 	type itemKey struct{ server, name string }
 	index := make(map[itemKey]int, len(items))
@@ -178,7 +178,7 @@ func runList[T any](ctx context.Context, h *Host, caller abi.Caller, method stri
 		}
 		next := new(T)
 		if err := json.Unmarshal(it.Item, next); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s withheld by policy: entry %q: %s", method, it.Name, cleanText(err.Error()))}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s withheld by policy: entry %q: %s", method, it.Name, wire.CleanText(err.Error()))}
 		}
 		restore(next, it.Name)
 		out = append(out, next)

@@ -5,11 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 

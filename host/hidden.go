@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // Calls of names the caller's view does not show: a tool hidden from
@@ -82,7 +82,7 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 	if reason == "" {
 		reason = "denied by policy"
 	}
-	return errorResult("call to %s denied: %s", name, cleanText(reason)), nil
+	return errorResult("call to %s denied: %s", name, wire.CleanText(reason)), nil
 }
 
 // notListedYet answers a call of a name that no catalog tool has. Under

@@ -13,24 +13,21 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
-
-	"github.com/mcphost-project/mcphost/host/catalog"
-
-	"github.com/mcphost-project/mcphost/host/internal/outbox"
-
-	"github.com/mcphost-project/mcphost/host/upstream"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/telemetry"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
@@ -92,7 +89,7 @@ type Host struct {
 	listings     listingAudit      // what the audit log last heard of each caller's listing
 	metrics      http.Handler
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
-	owners       sessionOwners                      // which identity each HTTP session belongs to (identity.go)
+	owners       listener.SessionOwners             // which identity each HTTP session belongs to (identity.go)
 	drain        drainState                         // SIGTERM's graceful drain (drain.go)
 
 	upMu      sync.RWMutex                // guards upstreams, byName and cfg across Reconfigure
@@ -163,7 +160,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		// complete each login (loginpage.go).
 		logins = &upstream.Logins{Bound: true}
 	}
-	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
+	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: listener.DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
 		Authn: h.authn.Load}
 	h.views.init()
 	h.drain.init()
@@ -236,7 +233,7 @@ func (h *Host) Tools(ctx context.Context, caller abi.Caller) ([]abi.Tool, error)
 	return v.tools, nil
 }
 
-// toolsChanged rebuilds the catalog from every upstream's cached tools and,
+// ToolsChanged rebuilds the catalog from every upstream's cached tools and,
 // when what clients can see changed, tells them.
 func (h *Host) ToolsChanged(string) {
 	h.catMu.Lock()
@@ -291,7 +288,7 @@ func (h *Host) NotifyPolicyChanged() {
 	}
 }
 
-// progress routes an upstream's progress notification to the downstream
+// Progress routes an upstream's progress notification to the downstream
 // request it belongs to.
 func (h *Host) Progress(_ context.Context, u *upstream.Server, p *mcp.ProgressNotificationParams) {
 	t, ok := h.progressRoutes.lookup(u, p.ProgressToken)
@@ -326,25 +323,3 @@ func (h *Host) Close() error {
 func (h *Host) OAuthEnv() *upstream.OAuthEnv { return h.oauth }
 
 func (h *Host) Shortcuts() bool { return !h.noShortcuts }
-
-// DefaultRedirect is the default redirect_url of upstream logins: this
-// host's own callback, on a loopback name when it listens on every
-// interface.
-func DefaultRedirect(l Listen) string {
-	addr := l.HTTP
-	if addr == "" {
-		addr = DefaultListenHTTP
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return ""
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	scheme := "http"
-	if l.TLSCert != "" {
-		scheme = "https"
-	}
-	return scheme + "://" + net.JoinHostPort(host, port) + upstream.CallbackPath
-}

@@ -1,18 +1,15 @@
 package host
 
 import (
-	"bufio"
 	"context"
 	"net/http"
-	"strings"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/listener"
 )
 
 // Identities: who a downstream client is, and which sessions it owns.
@@ -30,7 +27,7 @@ const DefaultAdminGroup = "admins"
 
 // newAuthenticator builds the endpoint's authenticator from l.Auth and the
 // auth_token shorthand; nil when neither is set.
-func newAuthenticator(l Listen, log hclog.Logger) (*auth.Authenticator, error) {
+func newAuthenticator(l listener.Config, log hclog.Logger) (*auth.Authenticator, error) {
 	var cfg auth.Config
 	if l.Auth != nil {
 		cfg = *l.Auth
@@ -101,7 +98,7 @@ func (h *Host) identityOf(ctx context.Context, req mcp.Request, transport string
 	return auth.FromContext(ctx)
 }
 
-// identity is the caller of a downstream session, nil for none
+// Identity is the caller of a downstream session, nil for none
 // (upstreamEvents).
 func (h *Host) Identity(ss *mcp.ServerSession) *auth.Identity {
 	if d, _ := h.sessions.lookup(ss); d != nil {
@@ -110,7 +107,7 @@ func (h *Host) Identity(ss *mcp.ServerSession) *auth.Identity {
 	return nil
 }
 
-// latestIdentity is the identity of ss's latest request (upstreamEvents):
+// LatestIdentity is the identity of ss's latest request (upstreamEvents):
 // the same caller as identity, with their latest access token.
 func (h *Host) LatestIdentity(ss *mcp.ServerSession) *auth.Identity {
 	if d, _ := h.sessions.lookup(ss); d != nil {
@@ -122,164 +119,8 @@ func (h *Host) LatestIdentity(ss *mcp.ServerSession) *auth.Identity {
 	return nil
 }
 
-// sessionLive reports whether ss is tracked (upstreamEvents).
+// SessionLive reports whether ss is tracked (upstreamEvents).
 func (h *Host) SessionLive(ss *mcp.ServerSession) bool {
 	d, _ := h.sessions.lookup(ss)
 	return d != nil
-}
-
-// sessionOwners maps HTTP session ids to the identity key that opened them.
-// An entry goes when its session ends; one whose session never got going
-// (an initialize the go-sdk answered without the host seeing it) is pruned
-// once the map grows past a bound.
-type sessionOwners struct {
-	mu sync.Mutex
-	m  map[string]sessionOwner // "mcp:" or "sse:" + session id
-}
-
-type sessionOwner struct {
-	key string // Identity.Key()
-	at  time.Time
-}
-
-// ownersPruneAt is the size past which set prunes entries of sessions that
-// are not tracked.
-const ownersPruneAt = 1024
-
-func (o *sessionOwners) set(sid, owner string, live func() map[string]bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = map[string]sessionOwner{}
-	}
-	if len(o.m) >= ownersPruneAt {
-		ids, old := live(), time.Now().Add(-time.Minute)
-		for k, v := range o.m {
-			if id, ok := strings.CutPrefix(k, "mcp:"); ok && !ids[id] && v.at.Before(old) {
-				delete(o.m, k)
-			}
-		}
-	}
-	o.m[sid] = sessionOwner{key: owner, at: time.Now()}
-}
-
-func (o *sessionOwners) get(sid string) (string, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	owner, ok := o.m[sid]
-	return owner.key, ok
-}
-
-func (o *sessionOwners) forget(sid string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.m, sid)
-}
-
-// bindSessions records who opens each HTTP session and refuses, with 404,
-// a request for a session that another identity opened. It runs after the
-// authenticator, so every request has an identity.
-func (h *Host) bindSessions(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := auth.FromContext(r.Context())
-		var sid string
-		switch r.URL.Path {
-		case "/mcp":
-			if v := r.Header.Get("Mcp-Session-Id"); v != "" {
-				sid = "mcp:" + v
-			} else if r.Method == http.MethodPost {
-				w = &ownerRecorder{ResponseWriter: w, record: func(v string) { h.owners.set("mcp:"+v, id.Key(), h.sessions.ids) }, fromHeader: "Mcp-Session-Id"}
-			}
-		case "/sse":
-			switch r.Method {
-			case http.MethodPost:
-				if v := r.URL.Query().Get("sessionid"); v != "" {
-					sid = "sse:" + v
-				}
-			case http.MethodGet:
-				var opened string
-				w = &ownerRecorder{ResponseWriter: w, record: func(v string) { opened = "sse:" + v; h.owners.set(opened, id.Key(), h.sessions.ids) }}
-				defer func() {
-					if opened != "" {
-						h.owners.forget(opened)
-					}
-				}()
-			}
-		}
-		if sid != "" {
-			if owner, ok := h.owners.get(sid); ok && owner != id.Key() {
-				h.log.Warn("refused a request for another identity's session", "caller", id.String(), "path", r.URL.Path, "remote", r.RemoteAddr)
-				http.Error(w, "session not found", http.StatusNotFound)
-				return
-			}
-			if r.Method == http.MethodDelete {
-				defer h.owners.forget(sid)
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// ownerRecorder catches the id of the session a response opens: from a
-// header (streamable HTTP's Mcp-Session-Id), or from the endpoint event an
-// SSE stream starts with ("data: /sse?sessionid=ID").
-type ownerRecorder struct {
-	http.ResponseWriter
-	record     func(sessionID string)
-	fromHeader string
-	done       bool
-}
-
-func (o *ownerRecorder) WriteHeader(code int) {
-	o.catchHeader()
-	o.ResponseWriter.WriteHeader(code)
-}
-
-func (o *ownerRecorder) Write(b []byte) (int, error) {
-	o.catchHeader()
-	if !o.done && o.fromHeader == "" {
-		o.done = true
-		if v := endpointSessionID(b); v != "" {
-			o.record(v)
-		}
-	}
-	return o.ResponseWriter.Write(b)
-}
-
-func (o *ownerRecorder) catchHeader() {
-	if o.done || o.fromHeader == "" {
-		return
-	}
-	o.done = true
-	if v := o.ResponseWriter.Header().Get(o.fromHeader); v != "" {
-		o.record(v)
-	}
-}
-
-func (o *ownerRecorder) Flush() {
-	o.catchHeader()
-	_ = http.NewResponseController(o.ResponseWriter).Flush()
-}
-
-func (o *ownerRecorder) Unwrap() http.ResponseWriter { return o.ResponseWriter }
-
-// endpointSessionID reads the session id of an SSE endpoint event.
-func endpointSessionID(b []byte) string {
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		line := sc.Text()
-		data, ok := strings.CutPrefix(line, "data:")
-		if !ok {
-			continue
-		}
-		_, q, ok := strings.Cut(strings.TrimSpace(data), "sessionid=")
-		if !ok {
-			continue
-		}
-		if i := strings.IndexAny(q, "&#"); i >= 0 {
-			q = q[:i]
-		}
-		return q
-	}
-	return ""
 }

@@ -5,11 +5,11 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
@@ -29,7 +29,7 @@ func BenchmarkToolCallHTTPAuth(b *testing.B) {
 		{"oauth", &auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: aud}}, as.Token(b, "alice", aud, nil)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h, err := New(Config{Listen: Listen{Auth: tc.auth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+			h, err := New(Config{Listen: listener.Config{Auth: tc.auth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

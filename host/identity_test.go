@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -70,7 +70,7 @@ func authClient(token string) *http.Client {
 // policies on every transport, the tools/list shortcut included, and
 // decides what each caller may do.
 func TestIdentityReachesPolicies(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
+	h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: whoPolicy{}})
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close) // after the sessions close: an SSE stream holds its connection
 	ctx := context.Background()
@@ -122,7 +122,7 @@ func TestIdentityReachesPolicies(t *testing.T) {
 // TestSSESessionBound: a legacy SSE session id is worth nothing to
 // another identity.
 func TestSSESessionBound(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/sse", nil)
@@ -161,18 +161,6 @@ func TestSSESessionBound(t *testing.T) {
 	}
 }
 
-func FuzzEndpointSessionID(f *testing.F) {
-	f.Add("event: endpoint\ndata: /sse?sessionid=ABC\n\n")
-	f.Add("data: /sse?x=1&sessionid=Z&y=2\n")
-	f.Add("data: nothing\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		id := endpointSessionID([]byte(s))
-		if strings.ContainsAny(id, "&#\n") {
-			t.Fatalf("%q from %q", id, s)
-		}
-	})
-}
-
 // TestOAuthThroughHost: a real MCP client with an access token from a real
 // authorization server on loopback: its claims reach the policies, and a
 // token for another resource, or without the scope, gets no session.
@@ -181,7 +169,7 @@ func TestOAuthThroughHost(t *testing.T) {
 	const aud = "https://mcp.example.com/mcp"
 	cfg := &auth.Config{OAuth: &auth.OAuth{Issuer: as.URL, Audience: aud, Scopes: []string{"mcp:tools"}, Attributes: map[string]string{"team": "team"}}}
 	logs := &testproc.Buffer{}
-	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []upstream.ServerConfig{stdioServer("a")}},
+	h := startHost(t, Config{Listen: listener.Config{Auth: cfg}, Servers: []upstream.ServerConfig{stdioServer("a")}},
 		&Options{Policy: whoPolicy{}, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: logs})})
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
@@ -246,7 +234,7 @@ func TestPerClientSessionsPerIdentity(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			sc := stdioServer("a")
 			sc.Sessions = mode
-			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
+			h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 			srv := httptest.NewServer(h.Handler())
 			t.Cleanup(srv.Close)
 			ctx := context.Background()
@@ -287,7 +275,7 @@ func TestPerClientSessionsPerIdentity(t *testing.T) {
 func TestPerIdentitySubscriptions(t *testing.T) {
 	sc := stdioServer("a", "-subscribable")
 	sc.Sessions = upstream.SessionsPerClient
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -336,7 +324,7 @@ func TestSessionNeedsTheSameRights(t *testing.T) {
 		keyFor("alice", "alice-admin-0123456789", []string{"admins"}, nil),
 		keyFor("alice", "alice-readonly-0123456789", []string{"readonly"}, nil),
 	}}
-	h := startHost(t, Config{Listen: Listen{Auth: cfg}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{Auth: cfg}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rights"}, nil).Connect(context.Background(),
@@ -366,7 +354,7 @@ func TestSessionNeedsTheSameRights(t *testing.T) {
 // TestKeysChangeAtReload: a key removed from the config stops working at
 // the reload, sessions included; a new one works at once.
 func TestKeysChangeAtReload(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
@@ -380,7 +368,7 @@ func TestKeysChangeAtReload(t *testing.T) {
 	}
 	defer alice.Close()
 	carol := keyFor("carol", "carol-key-0123456789", nil, nil)
-	next := Config{Listen: Listen{Auth: &auth.Config{Keys: []auth.Key{testAuth.Keys[1], carol}}}, Servers: []upstream.ServerConfig{stdioServer("a")}}
+	next := Config{Listen: listener.Config{Auth: &auth.Config{Keys: []auth.Key{testAuth.Keys[1], carol}}}, Servers: []upstream.ServerConfig{stdioServer("a")}}
 	if err := h.Reconfigure(ctx, next, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -106,7 +106,7 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 // every connection is busy with a request, a new one is answered 503 with
 // Retry-After and a JSON-RPC error, and closed.
 func TestConnectionCap(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxConnections: 2}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{MaxConnections: 2}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	addr := listenLoopback(t, h)
 
 	get := func(c net.Conn) (*http.Response, error) {
@@ -169,7 +169,7 @@ func TestConnectionCap(t *testing.T) {
 // stream opens (they need never send a message), and give their place back
 // when it closes.
 func TestSSESessionCap(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxSessions: 2}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{MaxSessions: 2}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	addr := listenLoopback(t, h)
 
 	// open starts an SSE stream and returns its connection and status.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/internal/authtest"
 )
 
@@ -27,7 +27,7 @@ func TestLoginPageBinding(t *testing.T) {
 	as := authtest.New(t)
 	rs := newResource(t, as, "")
 	as.SetConsent(authtest.Hold)
-	h, base := startCodeHostConfig(t, Config{Listen: Listen{Auth: perUserAuth}, Servers: []upstream.ServerConfig{codeServer("p", rs)}}, &Options{Grants: grantsFile(t)})
+	h, base := startCodeHostConfig(t, Config{Listen: listener.Config{Auth: perUserAuth}, Servers: []upstream.ServerConfig{codeServer("p", rs)}}, &Options{Grants: grantsFile(t)})
 	link := waitAuthorizing(t, h, "p")
 	if !strings.HasPrefix(link, base+upstream.LoginPath+"?login=") {
 		t.Fatalf("login link %q", link)

@@ -7,12 +7,11 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/decision"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // Outcomes of a tools/call, as an Observer hears them.

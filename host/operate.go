@@ -7,9 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // ErrUnknownServer is returned for an operation on a server the host does

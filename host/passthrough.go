@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // Everything a client asks but tools passes through here: prompts and
@@ -294,7 +292,7 @@ func (h *Host) setUpstreamLevel(ctx context.Context, u *upstream.Server, cs *mcp
 	}
 }
 
-// clientSessionStarted gives a new per-client session its client's log level.
+// ClientSessionStarted gives a new per-client session its client's log level.
 func (h *Host) ClientSessionStarted(ctx context.Context, u *upstream.Server, owner *mcp.ServerSession, cs *mcp.ClientSession) {
 	level := h.sessions.level(owner)
 	if level == "" {
@@ -324,7 +322,7 @@ func (h *Host) rootsChanged(ss *mcp.ServerSession) {
 // notifications/roots/list_changed; roots/list is answered downstream.
 var markerRoot = &mcp.Root{URI: "mcphost:roots", Name: "mcphost"}
 
-// featuresChanged rebuilds the prompts and resources snapshot and tells
+// FeaturesChanged rebuilds the prompts and resources snapshot and tells
 // clients what changed.
 func (h *Host) FeaturesChanged(string) {
 	h.featMu.Lock()

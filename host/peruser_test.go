@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/authtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -40,7 +40,7 @@ func startPerUser(t *testing.T, rs *resource, opts *Options) (*Host, string) {
 	t.Helper()
 	srv := codeServer("gh", rs)
 	srv.OAuth.Mode = upstream.OAuthPerUser
-	h, base := startCodeHostConfig(t, Config{Listen: Listen{Auth: perUserAuth}, Servers: []upstream.ServerConfig{srv}}, opts)
+	h, base := startCodeHostConfig(t, Config{Listen: listener.Config{Auth: perUserAuth}, Servers: []upstream.ServerConfig{srv}}, opts)
 	if len(h.Config().Servers) != 1 || h.Config().Servers[0].Sessions != upstream.SessionsPerClient {
 		t.Fatalf("per_user implies sessions = %q", upstream.SessionsPerClient)
 	}

@@ -4,10 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 

@@ -5,9 +5,9 @@ import (
 	"crypto/rand"
 	"sync"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // progressRouter maps the progress tokens mcphost sends upstream to the

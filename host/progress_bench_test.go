@@ -5,9 +5,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // BenchmarkToolCallProgress is a tool call over HTTP that asks for

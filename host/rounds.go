@@ -10,12 +10,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // Protocol 2026-07-28 has no server-to-client requests. A server that needs

@@ -6,9 +6,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // TestRoundsConcurrentOneIdentity: two calls in rounds by one identity at
@@ -19,7 +20,7 @@ func TestRoundsConcurrentOneIdentity(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			sc := stdioServer("a")
 			sc.Sessions = mode
-			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
+			h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 			url := httptestServer(t, h) + "/mcp"
 			ctx := context.Background()
 			var c samplingClient

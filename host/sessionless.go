@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // Protocol 2026-07-28 (SEP-2575) has no sessions: a client learns the
@@ -32,19 +32,11 @@ import (
 // A client asking for an earlier version sends initialize without the
 // header, and the stateful handler answers as it always did.
 
-// sessionless reports whether r goes to the stateless handler: a request of
-// protocol 2026-07-28 or later that names no session. Versions are compared
-// as strings, as the go-sdk compares them; the go-sdk refuses a version it
-// does not know.
-func sessionless(r *http.Request) bool {
-	return r.Header.Get("Mcp-Session-Id") == "" && r.Header.Get("Mcp-Protocol-Version") >= wire.NewProtocolVersion
-}
-
 // byProtocol sends each request to /mcp to the stateless or the stateful
 // handler (sessionless).
 func byProtocol(stateful, stateless http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if sessionless(r) {
+		if wire.Sessionless(r) {
 			stateless.ServeHTTP(w, r)
 			return
 		}

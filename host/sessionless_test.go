@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -122,7 +121,7 @@ func hasTool(tools []*mcp.Tool, name string) bool {
 // 2026-07-28 request opens no session, does not count against
 // listen.max_sessions, and is refused on a session's id.
 func TestSessionlessRouting(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{MaxSessions: 1}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{MaxSessions: 1}, Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	// The one place is taken by a 2025-11-25 session.
@@ -190,7 +189,7 @@ func TestSessionlessRouting(t *testing.T) {
 // protocol's own _meta keys.
 func TestSessionlessIdentity(t *testing.T) {
 	var seen callerLog
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: &seen})
+	h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}, &Options{Policy: &seen})
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	connect := func(client *http.Client) (*mcp.ClientSession, error) {
@@ -278,7 +277,7 @@ func TestSessionlessPerClient(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			sc := stdioServer("a")
 			sc.Sessions = mode
-			h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
+			h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{sc}}, nil)
 			url := httptestServer(t, h) + "/mcp"
 			connect := func(token string) *mcp.ClientSession {
 				t.Helper()
@@ -314,7 +313,7 @@ func TestSessionlessPerClient(t *testing.T) {
 // own rounds answer sampling, elicitation and roots, one question or
 // several at once, during a tools/call or a prompts/get.
 func TestRounds(t *testing.T) {
-	h := startHost(t, Config{Listen: Listen{Auth: testAuth}, Servers: []upstream.ServerConfig{everythingServer("every"), stdioServer("a")}}, nil)
+	h := startHost(t, Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{everythingServer("every"), stdioServer("a")}}, nil)
 	url := httptestServer(t, h) + "/mcp"
 	ctx := context.Background()
 	connect := func(token string, opts *mcp.ClientOptions, roots ...string) *mcp.ClientSession {

@@ -6,12 +6,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcphost-project/mcphost/host/internal/outbox"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/listener"
 )
 
 // sessionTable tracks the downstream sessions the host has seen, with what
@@ -253,7 +253,7 @@ func (h *Host) trackSession(ctx context.Context, ss *mcp.ServerSession, transpor
 	if ss == nil {
 		return nil
 	}
-	d, isNew := h.sessions.track(ss, transport, id, callerKeyOf(ctx, id))
+	d, isNew := h.sessions.track(ss, transport, id, listener.CallerKeyOf(ctx, id))
 	if isNew {
 		// A stdio client is the only one: when it stops reading, its
 		// notifications are dropped but its session is not closed.
@@ -305,7 +305,7 @@ func levelAllows(level, msg mcp.LoggingLevel) bool {
 func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 	d := h.sessions.remove(ss)
 	if id := ss.ID(); id != "" {
-		h.owners.forget("mcp:" + id)
+		h.owners.Forget("mcp:" + id)
 	}
 	if d != nil {
 		d.out.Closed(h.outboxSender(ss, d))

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // view is the catalog as one caller sees it after policies: the tools in
@@ -224,7 +224,7 @@ func (h *Host) timedView(ctx context.Context, policy Policy, cat *catalog.Catalo
 func (h *Host) computeView(ctx context.Context, policy Policy, cat *catalog.Catalog, caller abi.Caller) (*view, error) {
 	tools, err := h.listTools(ctx, policy, &abi.ToolsListInput{Caller: caller, Tools: cat.Tools})
 	if err != nil {
-		return nil, &listingError{msg: "tool list withheld by policy: " + policyMessage(err), err: err}
+		return nil, &wire.ListingError{Msg: "tool list withheld by policy: " + wire.PolicyMessage(err), Err: err}
 	}
 	v, err := newView(cat, tools)
 	if err != nil {

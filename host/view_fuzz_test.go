@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
 )
 
 // Plugin output reaches the host as abi values decoded from guest JSON; the

@@ -16,12 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 const authUsage = `usage:
@@ -113,7 +112,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cb.close()
 	redirect := sc.OAuth.RedirectURL
 	if redirect == "" {
-		redirect = host.DefaultRedirect(file.Host.Listen)
+		redirect = listener.DefaultRedirect(file.Host.Listen)
 	}
 	// Listen before anything asks the browser to come back.
 	if err := cb.serve(redirect); err != nil {

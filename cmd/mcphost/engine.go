@@ -6,12 +6,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // startEngine starts what every command that talks to upstreams needs

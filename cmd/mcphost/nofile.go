@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/listener"
 )
 
 // filesReserved are the descriptors kept for all but the listeners'
@@ -24,7 +24,7 @@ func fitConnectionsToFiles(file *config.File, log hclog.Logger) {
 	}
 	mcp := file.Host.Listen.MaxConnections
 	if mcp == 0 {
-		mcp = host.DefaultMaxConnections
+		mcp = listener.DefaultMaxConnections
 	}
 	adminConns := 0
 	if file.Admin != nil {

@@ -13,11 +13,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/admin"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/gctune"
 )
@@ -71,7 +71,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		addr = file.Host.Listen.HTTP
 	}
 	if addr == "" {
-		addr = host.DefaultListenHTTP
+		addr = listener.DefaultListenHTTP
 	}
 	if !*stdio {
 		probe, err := net.Listen("tcp", addr)
@@ -95,7 +95,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// the server stops.
 		drain := file.Host.Listen.DrainTimeout
 		if drain <= 0 {
-			drain = host.DefaultDrainTimeout
+			drain = listener.DefaultDrainTimeout
 		}
 		context.AfterFunc(sigCtx, func() {
 			defer cancel()
@@ -239,7 +239,7 @@ func writeCloser(w io.Writer) io.WriteCloser {
 }
 
 // authSummary says how the HTTP endpoint authenticates, for the log.
-func authSummary(l host.Listen) string {
+func authSummary(l listener.Config) string {
 	var ways []string
 	keys := 0
 	if l.Auth != nil {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -74,14 +74,14 @@ func TestShutdownAnswersAdminRequests(t *testing.T) {
 func TestAuthSummary(t *testing.T) {
 	key := auth.Key{Name: "k"}
 	for _, tc := range []struct {
-		l    host.Listen
+		l    listener.Config
 		want string
 	}{
-		{host.Listen{}, "none"},
-		{host.Listen{AuthToken: "t"}, "1 key"},
-		{host.Listen{Auth: &auth.Config{Keys: []auth.Key{key}}}, "1 key"},
-		{host.Listen{AuthToken: "t", Auth: &auth.Config{Keys: []auth.Key{key}}}, "2 keys"},
-		{host.Listen{Auth: &auth.Config{Keys: []auth.Key{key}, OAuth: &auth.OAuth{Issuer: "https://idp.example"}}}, "1 key, oauth https://idp.example"},
+		{listener.Config{}, "none"},
+		{listener.Config{AuthToken: "t"}, "1 key"},
+		{listener.Config{Auth: &auth.Config{Keys: []auth.Key{key}}}, "1 key"},
+		{listener.Config{AuthToken: "t", Auth: &auth.Config{Keys: []auth.Key{key}}}, "2 keys"},
+		{listener.Config{Auth: &auth.Config{Keys: []auth.Key{key}, OAuth: &auth.OAuth{Issuer: "https://idp.example"}}}, "1 key, oauth https://idp.example"},
 	} {
 		if got := authSummary(tc.l); got != tc.want {
 			t.Errorf("authSummary(%+v) = %q, want %q", tc.l, got, tc.want)

@@ -11,9 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // listFlag is a repeatable flag.

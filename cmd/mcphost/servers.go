@@ -13,10 +13,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // defaultAdminURL is where `mcphost servers` looks for the admin API when

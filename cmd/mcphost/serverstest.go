@@ -14,9 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // test asks the running mcphost to connect to a definition.

@@ -19,11 +19,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/console"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/pins"
 	"github.com/mcphost-project/mcphost/host/toolformat"
 )
@@ -550,8 +550,8 @@ func nonNil(s []string) []string {
 // listener needs too), a request's headers within 10 s, and the
 // DNS-rebinding check (the console checks its pages' origin itself).
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, maxConns int, log hclog.Logger) error {
-	ln, connState := host.LimitConnections(ln, maxConns, log)
-	srv := &http.Server{Handler: host.CheckHost(h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+	ln, connState := listener.LimitConnections(ln, maxConns, log)
+	srv := &http.Server{Handler: listener.CheckHost(h), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		ConnState: connState, BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -10,14 +10,14 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 )
 
-// route is where an exposed name leads: the only way back from a name to the
+// Route is where an exposed name leads: the only way back from a name to the
 // upstream tool. Names are never split to route them.
 type Route struct {
 	Server string
 	Tool   string
 }
 
-// catalog is an immutable snapshot of every upstream's tools under their
+// Catalog is an immutable snapshot of every upstream's tools under their
 // exposed names. A new one is built whenever any upstream's tools change.
 type Catalog struct {
 	Version uint64
@@ -36,7 +36,7 @@ type Problem struct {
 	Err    error
 }
 
-// serverTools is one upstream's contribution to the catalog.
+// ServerTools is one upstream's contribution to the catalog.
 type ServerTools struct {
 	Server string
 	Tools  []*mcp.Tool
@@ -136,7 +136,7 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
-// annotations returns the annotations the upstream declared for a tool, so
+// Annotations returns the annotations the upstream declared for a tool, so
 // call-time hooks can judge a call by them (whatever tools_list made of them).
 func (c *Catalog) Annotations(r Route) *abi.Annotations {
 	if i, ok := c.index[r]; ok {

@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// conditionLog says each of a set of conditions (a naming problem, a
+// ConditionLog says each of a set of conditions (a naming problem, a
 // resource conflict, a kind of refused request) once, and again only after
 // it went away and came back: catalog rebuilds at every reconnect, and
 // every server that comes up, find the same problems, and an operator
@@ -31,7 +31,7 @@ func (c *ConditionLog) update(keys []string) []bool {
 	return fresh
 }
 
-// once reports whether key is new, adding it: for conditions that are
+// Once reports whether key is new, adding it: for conditions that are
 // seen one at a time and do not go away.
 func (c *ConditionLog) Once(key string) bool {
 	c.mu.Lock()
@@ -46,7 +46,7 @@ func (c *ConditionLog) Once(key string) bool {
 	return true
 }
 
-// logProblems logs each problem at warn when it is new, else at debug.
+// LogProblems logs each problem at warn when it is new, else at debug.
 func LogProblems(c *ConditionLog, log hclog.Logger, msg string, problems []Problem) {
 	keys := make([]string, len(problems))
 	for i, p := range problems {

@@ -7,14 +7,14 @@ import (
 	"regexp"
 	"sort"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
-// features is an immutable snapshot of every upstream's prompts and
+// Features is an immutable snapshot of every upstream's prompts and
 // resources, with the tables that route them. Prompts are named like tools
 // (same nameBuilder); resource URIs are kept as they are, and a table maps
 // each to its server.
@@ -42,7 +42,7 @@ type templateRoute struct {
 	re     *regexp.Regexp
 }
 
-// buildFeatures names prompts and builds the resource table. Servers come
+// BuildFeatures names prompts and builds the resource table. Servers come
 // in config order; within a server, items are ordered by name (prompts) or
 // URI (resources), so the same upstream lists give the same snapshot.
 func BuildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.ServerFeatures) *Features {
@@ -153,7 +153,7 @@ func jsonPrint(v any) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// resourceServer returns the server that serves uri: the one that listed
+// ResourceServer returns the server that serves uri: the one that listed
 // it, else the first (config order) whose template matches it, else the
 // only server offering resources at all. URIs are never parsed for a server
 // name.

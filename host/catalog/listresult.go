@@ -19,7 +19,7 @@ import (
 //     computed per caller;
 //   - to anything earlier, neither member.
 
-// listAnswer returns res, a list result of the caller's own (it is
+// ListAnswer returns res, a list result of the caller's own (it is
 // changed), as req's protocol defines it. private says the list depends on
 // the caller.
 func ListAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {

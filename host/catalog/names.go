@@ -13,13 +13,13 @@ import (
 // an accidental second collision in one catalog vanishingly rare.
 const hashLen = 8
 
-// validName reports whether s is a valid tool name (abi.ValidToolName)
+// ValidName reports whether s is a valid tool name (abi.ValidToolName)
 // within max characters.
 func ValidName(s string, max int) bool {
 	return len(s) <= max && abi.ValidToolName(s)
 }
 
-// sanitize maps every byte outside [A-Za-z0-9_-] to '_', folding runs of
+// Sanitize maps every byte outside [A-Za-z0-9_-] to '_', folding runs of
 // replaced bytes (a multi-byte rune, "a.b" or "a b") into one.
 func Sanitize(s string) string {
 	var b strings.Builder
@@ -40,14 +40,14 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
-// nameHash is the stable suffix for (server, tool): the same pair always gets
+// NameHash is the stable suffix for (server, tool): the same pair always gets
 // the same hash, so names survive restarts and config reorderings.
 func NameHash(server, tool string) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + tool))
 	return hex.EncodeToString(sum[:])[:hashLen]
 }
 
-// nameBuilder turns (server, tool) pairs into exposed names under one
+// NameBuilder turns (server, tool) pairs into exposed names under one
 // ToolsConfig. It is the only place names are made; routing never parses
 // them back.
 type NameBuilder struct {
@@ -87,7 +87,7 @@ func leadingLetter(name string) string {
 	return name
 }
 
-// build returns the exposed name of (server, tool): the plain name when it
+// Build returns the exposed name of (server, tool): the plain name when it
 // fits, else a cut name with a stable hash suffix.
 func (nb NameBuilder) Build(server, tool string) string {
 	if name := nb.plain(server, tool); len(name) <= nb.Max {
@@ -96,7 +96,7 @@ func (nb NameBuilder) Build(server, tool string) string {
 	return nb.Hashed(server, tool)
 }
 
-// hashed always appends the stable hash, cutting the server and tool parts
+// Hashed always appends the stable hash, cutting the server and tool parts
 // in proportion to their lengths so both stay recognisable.
 func (nb NameBuilder) Hashed(server, tool string) string {
 	suffix := "_" + NameHash(server, tool)

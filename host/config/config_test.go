@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -35,7 +34,7 @@ func TestLoadFullConfig(t *testing.T) {
 
 	want := &File{
 		Host: host.Config{
-			Listen: host.Listen{
+			Listen: listener.Config{
 				HTTP:           "127.0.0.1:7700",
 				AuthToken:      "s3cret",
 				SessionTimeout: 45 * time.Minute,

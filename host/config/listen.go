@@ -8,18 +8,18 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/listener"
 )
 
 // decodeListen decodes the downstream endpoint. Unset fields stay zero for
 // host.Config.WithDefaults; an unset http address is left to the CLI, which
 // applies host.DefaultListenHTTP.
-func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
+func (d *decoder) decodeListen(block *hcl.Block) listener.Config {
 	content, diags := block.Body.Content(listenSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
 
-	var l host.Listen
+	var l listener.Config
 	if s, ok := d.string(attrs["http"]); ok && d.checkListenAddr(attrs["http"], s) {
 		l.HTTP = s
 	}
@@ -64,7 +64,7 @@ func (d *decoder) decodeListen(block *hcl.Block) host.Listen {
 	}
 	if origins, ranges, ok := d.stringList(attrs["allowed_origins"]); ok {
 		for i, o := range origins {
-			if _, err := host.ParseOrigin(o); err != nil {
+			if _, err := listener.ParseOrigin(o); err != nil {
 				d.errorf(ranges[i], "Invalid origin in allowed_origins",
 					"%v. An origin is what a browser sends in its Origin header: a scheme, a host and an optional port, with no path.", err)
 			}
@@ -122,7 +122,7 @@ func isLoopback(addr string) bool {
 // decodeTLS reads tls_cert and tls_key (paths relative to the config),
 // which come together, and checks that they load as a pair now rather
 // than when mcphost starts to listen.
-func (d *decoder) decodeTLS(block *hcl.Block, attrs hcl.Attributes, l *host.Listen) {
+func (d *decoder) decodeTLS(block *hcl.Block, attrs hcl.Attributes, l *listener.Config) {
 	cert, haveCert := d.string(attrs["tls_cert"])
 	key, haveKey := d.string(attrs["tls_key"])
 	// One whose value failed (an unset env()) is set, as far as pairing

@@ -6,12 +6,11 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // transportHTTP is accepted as a short alias for streamable-http.

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 func specErr(t *testing.T, err error) *config.SpecError {

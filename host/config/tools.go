@@ -3,9 +3,8 @@ package config
 import (
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
-
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
 )
 
 // Bounds of max_name_length: the host needs 16 to fit a server, a tool and

@@ -24,8 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/filters"
@@ -33,11 +31,13 @@ import (
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/metrics"
 	"github.com/mcphost-project/mcphost/host/pins"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/toolplugin"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/version"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -226,7 +226,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	e.metrics.Watch(src)
 	// The manager tells the host of its swaps from now on: the host, built
 	// on the generation just loaded, needs no word of it.
-	e.mgr.Attach(listener{e.host})
+	e.mgr.Attach(policyEvents{e.host})
 	if err := e.startServers(ctx, opts.StartWait); err != nil {
 		return nil, err
 	}
@@ -264,14 +264,14 @@ func (e *Engine) startServers(ctx context.Context, wait time.Duration) error {
 	return nil
 }
 
-// listener passes a Manager's events to the host that serves it.
-type listener struct{ h *host.Host }
+// policyEvents passes a Manager's events to the host that serves it.
+type policyEvents struct{ h *host.Host }
 
-func (l listener) BeforeSwap(ctx context.Context, next *plugins.Chain) {
+func (l policyEvents) BeforeSwap(ctx context.Context, next *plugins.Chain) {
 	l.h.PrepareViews(ctx, next)
 }
-func (l listener) Swapped()                { l.h.NotifyPolicyChanged() }
-func (l listener) WatchReloaded(err error) { l.h.NoteReload("plugin files", err) }
+func (l policyEvents) Swapped()                { l.h.NotifyPolicyChanged() }
+func (l policyEvents) WatchReloaded(err error) { l.h.NoteReload("plugin files", err) }
 
 // Host is the running host: call tools, list them, serve it.
 func (e *Engine) Host() *host.Host { return e.host }
@@ -408,7 +408,7 @@ func (e *Engine) noteRestartOnly(old, next *config.File) {
 	}
 }
 
-func sameListener(a, b host.Listen) bool {
+func sameListener(a, b listener.Config) bool {
 	a.Auth, a.AuthToken, b.Auth, b.AuthToken = nil, "", nil, ""
 	return reflect.DeepEqual(a, b)
 }

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -39,7 +39,7 @@ func TestReloadSaysListenWaitsForRestart(t *testing.T) {
 	}
 	k := auth.KeyFromValue("a", "a-key-0123456789abcdef")
 	k.Subject = "a"
-	changed := &config.File{Host: host.Config{Servers: servers, Listen: host.Listen{Auth: &auth.Config{Keys: []auth.Key{k}}}}}
+	changed := &config.File{Host: host.Config{Servers: servers, Listen: listener.Config{Auth: &auth.Config{Keys: []auth.Key{k}}}}}
 	if err := e.Reload(ctx, changed); err != nil {
 		t.Fatal(err)
 	}

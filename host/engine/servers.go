@@ -9,11 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // Run-time server management: the operations of the admin API, for a

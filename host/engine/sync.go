@@ -6,11 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // merged is the host configuration of file plus the store's servers (by

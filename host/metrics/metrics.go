@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +17,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // PluginStatus is what the metrics read of one plugin.

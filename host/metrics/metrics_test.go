@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // TestExposition: what a scrape shows, and that it passes the linter

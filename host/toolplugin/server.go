@@ -20,13 +20,12 @@ import (
 	"reflect"
 	"sync"
 
-	"github.com/mcphost-project/mcphost/host/upstream"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 

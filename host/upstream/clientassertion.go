@@ -51,7 +51,7 @@ type clientSigner struct {
 	signer   jose.Signer
 }
 
-// parseClientKey reads a PEM private key (PKCS #8, SEC 1 EC or PKCS #1
+// ParseClientKey reads a PEM private key (PKCS #8, SEC 1 EC or PKCS #1
 // RSA) and the algorithm it signs with: alg when given, else ES256, ES384
 // or ES512 for its curve, RS256 for RSA.
 func ParseClientKey(pemText, alg string) (crypto.Signer, jose.SignatureAlgorithm, error) {

@@ -296,7 +296,7 @@ func (u *Server) isClosed() bool {
 	return u.closed
 }
 
-// dropClient lets go of a downstream session that ended: the per-client
+// DropClient lets go of a downstream session that ended: the per-client
 // session serving it ends when no other session of its client is left.
 // When ss served one request of protocol 2026-07-28 (sessionless), an
 // identity's per-client session stays for that identity's next request,
@@ -398,7 +398,7 @@ func (u *Server) closeClients(cs []*clientConn) {
 	}
 }
 
-// ownerOf returns the downstream session a per-client session serves (the
+// OwnerOf returns the downstream session a per-client session serves (the
 // one that sent a request last, when several share it), or nil for the
 // shared session.
 func (u *Server) OwnerOf(cs *mcp.ClientSession) *mcp.ServerSession {
@@ -410,7 +410,7 @@ func (u *Server) OwnerOf(cs *mcp.ClientSession) *mcp.ServerSession {
 	return nil
 }
 
-// ownersOf returns every downstream session a per-client session serves;
+// OwnersOf returns every downstream session a per-client session serves;
 // nil for the shared session.
 func (u *Server) OwnersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
 	u.Mu.Lock()
@@ -444,7 +444,7 @@ func (u *Server) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, ad
 	return c.unsubscribe(ss, uri)
 }
 
-// isPerClientSession reports whether cs is not the shared session of a
+// IsPerClientSession reports whether cs is not the shared session of a
 // server that keeps per-client ones: what it sends is never for everyone,
 // even while it is being set up or closed and has no owner.
 func (u *Server) IsPerClientSession(cs *mcp.ClientSession) bool {
@@ -456,7 +456,7 @@ func (u *Server) IsPerClientSession(cs *mcp.ClientSession) bool {
 	return cs != u.Sess
 }
 
-// subscribeOn runs op (an upstream Subscribe or Unsubscribe of uri on cs)
+// SubscribeOn runs op (an upstream Subscribe or Unsubscribe of uri on cs)
 // when ss's subscription is the first (add) or the last (!add) of its
 // per-client session, rolling the count back if op fails. Serialised per
 // session, so a second subscriber waits for the first's answer instead of
@@ -489,12 +489,12 @@ func (u *Server) SubscribeOn(cs *mcp.ClientSession, ss *mcp.ServerSession, uri s
 	return err
 }
 
-// perClient reports whether the server keeps upstream sessions per client.
+// PerClient reports whether the server keeps upstream sessions per client.
 func (u *Server) PerClient() bool {
 	return u.Config.Sessions == SessionsPerClient || u.Config.Sessions == SessionsPerSession
 }
 
-// clientOf returns the per-client session serving ss and its client, if
+// ClientOf returns the per-client session serving ss and its client, if
 // connected.
 func (u *Server) ClientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSession) {
 	key := u.clientKeyOf(ss)

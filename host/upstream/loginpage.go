@@ -41,7 +41,7 @@ import (
 // loginCookiePrefix starts the name of a login's cookie; its id follows.
 const loginCookiePrefix = "mcphost_login_"
 
-// maxLoginForm bounds the login page's form.
+// MaxLoginForm bounds the login page's form.
 const MaxLoginForm = 16 << 10
 
 // page sets where p's page is, beside the callback redirect comes back
@@ -58,7 +58,7 @@ func (p *PendingLogin) page(redirect string) (string, error) {
 	return page.String(), nil
 }
 
-// grantee says whose access a login grants.
+// Grantee says whose access a login grants.
 func (p *PendingLogin) Grantee() string {
 	if p.Subject == "" {
 		return "every caller of this mcphost (its shared account)"
@@ -66,7 +66,7 @@ func (p *PendingLogin) Grantee() string {
 	return "mcphost user " + SubjectName(p.Subject)
 }
 
-// subjectName is a grants.Grant.Subject as a person reads it: "bob (key)".
+// SubjectName is a grants.Grant.Subject as a person reads it: "bob (key)".
 func SubjectName(subject string) string {
 	method, name, ok := strings.Cut(subject, ":")
 	if !ok {
@@ -89,7 +89,7 @@ func (p *PendingLogin) hasProofLocked(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(sum[:], p.proof) == 1
 }
 
-// proofCookie is p's cookie with value; maxAge -1 deletes it.
+// ProofCookie is p's cookie with value; maxAge -1 deletes it.
 func ProofCookie(p *PendingLogin, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: loginCookiePrefix + p.ID, Value: value, Path: p.cookiePath, MaxAge: maxAge,
 		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode}
@@ -99,7 +99,7 @@ func clearProofCookie(w http.ResponseWriter, p *PendingLogin) {
 	http.SetCookie(w, ProofCookie(p, "", -1))
 }
 
-// byLoginID is the bound login id names, nil if none is waiting.
+// ByLoginID is the bound login id names, nil if none is waiting.
 func (l *Logins) ByLoginID(id string) *PendingLogin {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -109,7 +109,7 @@ func (l *Logins) ByLoginID(id string) *PendingLogin {
 	return l.byID[id]
 }
 
-// prove records that whoever gets the cookie value secret may complete p,
+// Prove records that whoever gets the cookie value secret may complete p,
 // and reports whether p still waits.
 func (l *Logins) Prove(p *PendingLogin, secret string) bool {
 	sum := sha256.Sum256([]byte(secret))
@@ -122,7 +122,7 @@ func (l *Logins) Prove(p *PendingLogin, secret string) bool {
 	return true
 }
 
-// sameCaller reports whether id, proved on the login page, is the caller
+// SameCaller reports whether id, proved on the login page, is the caller
 // whose grant subject is subject. A stdio client's identity is its
 // stdio_key's, with the method "config": the key proves it.
 func SameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
@@ -133,7 +133,7 @@ func SameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
 	return st != nil && id.Method == abi.AuthKey && GrantSubject(st) == subject && id.Subject == st.Subject
 }
 
-// loginForm is the page that asks for proof.
+// LoginForm is the page that asks for proof.
 func LoginForm(p *PendingLogin, authenticates bool) string {
 	e := html.EscapeString
 	var b strings.Builder

@@ -248,14 +248,14 @@ func logBelow(msg, level mcp.LoggingLevel) bool {
 	return m < l
 }
 
-// direct reports whether tools/call on c can skip the JSON-RPC exchange:
+// Direct reports whether tools/call on c can skip the JSON-RPC exchange:
 // c wraps the client side of a memPipe with a fast path.
 func (c *TapConn) Direct() bool {
 	m, ok := c.Connection.(*memConn)
 	return ok && m.fast != nil
 }
 
-// callDirect runs a tools/call on the in-process server's fast path from
+// CallDirect runs a tools/call on the in-process server's fast path from
 // the calling goroutine and returns its result as sent: no request to
 // encode, no response to route. Its progress and log messages are tapped
 // as they are sent, before the call returns, in the order sent, as

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/hashicorp/go-hclog"
-
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -43,7 +42,7 @@ func newOAuthHandler(o *UpstreamOAuth, server string, env *OAuthEnv, log hclog.L
 	return extauth.NewClientCredentialsHandler(cfg)
 }
 
-// checkOAuth is what Validate asks of an oauth block.
+// CheckOAuth is what Validate asks of an oauth block.
 func CheckOAuth(o *UpstreamOAuth) error {
 	switch {
 	case o.Grant == GrantClientCredentials || o.Grant == GrantTokenExchange:
@@ -77,7 +76,7 @@ func CheckOAuth(o *UpstreamOAuth) error {
 	return checkCodeFlow(o)
 }
 
-// callerTokens reports whether each caller's requests to the server carry
+// CallerTokens reports whether each caller's requests to the server carry
 // their own token (per_user logins, token exchange).
 func CallerTokens(o *UpstreamOAuth) bool {
 	return o != nil && ((o.Grant == "" && o.Mode == OAuthPerUser) || o.Grant == GrantTokenExchange)

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/hashicorp/go-hclog"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/grants"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // The authorization-code login of a server behind OAuth (mode "shared"):
@@ -44,7 +43,7 @@ const CallbackPath = auth.CallbackPath
 // (loginpage.go); it needs no credential of listen.auth either.
 const LoginPath = auth.LoginPath
 
-// loginTimeout bounds how long a login link stays good.
+// LoginTimeout bounds how long a login link stays good.
 const LoginTimeout = 10 * time.Minute
 
 // oauthHTTPTimeout bounds each request to an authorization server.
@@ -125,7 +124,7 @@ type Logins struct {
 
 type PendingLogin struct {
 	Server string
-	// subject is the grants.Grant.Subject the login is for: "" for the
+	// Subject is the grants.Grant.Subject the login is for: "" for the
 	// gateway's own.
 	Subject string
 	AuthURL string // the authorization server's link
@@ -149,7 +148,7 @@ type PendingLogin struct {
 	err      error
 }
 
-// finish records how the login ended; the first call counts.
+// Finish records how the login ended; the first call counts.
 func (p *PendingLogin) Finish(err error) {
 	p.once.Do(func() {
 		p.err = err
@@ -162,7 +161,7 @@ type loginResult struct {
 	Err error
 }
 
-// expect registers the login of subject whose authorization server's link
+// Expect registers the login of subject whose authorization server's link
 // is authURL and whose callback is redirect: from now on, the callback
 // with its state completes it. Its link, p.link, is authURL, or for bound
 // logins mcphost's page.
@@ -285,7 +284,7 @@ func page(title, body string) string {
 	return fmt.Sprintf("<!doctype html><title>mcphost: %s</title><h1>%s</h1><p>%s</p>\n", html.EscapeString(title), html.EscapeString(title), html.EscapeString(body))
 }
 
-// codeFlow is one grant's authorization-code client, the gateway's or
+// CodeFlow is one grant's authorization-code client, the gateway's or
 // one caller's (per_user): an sdkauth.OAuthHandler.
 type CodeFlow struct {
 	server  string
@@ -506,7 +505,7 @@ func (f *CodeFlow) needed() *AuthorizationNeeded {
 	return &AuthorizationNeeded{Server: f.server, Subject: f.subject, URL: f.pendingURL()}
 }
 
-// loginEnded is closed when the running login ends (at once when none is:
+// LoginEnded is closed when the running login ends (at once when none is:
 // the last one's is closed).
 func (f *CodeFlow) LoginEnded() <-chan struct{} {
 	f.mu.Lock()
@@ -529,7 +528,7 @@ func orClosed(c chan struct{}) <-chan struct{} {
 	return c
 }
 
-// hasGrant reports whether the flow holds a grant that may still work.
+// HasGrant reports whether the flow holds a grant that may still work.
 func (f *CodeFlow) HasGrant() bool {
 	f.mu.Lock()
 	ts := f.ts
@@ -714,7 +713,7 @@ func (f *CodeFlow) pendingURL() string {
 	return f.loginURL
 }
 
-// lastLoginError is why the last login failed, nil if it did not or if
+// LastLoginError is why the last login failed, nil if it did not or if
 // the grant still works: a refused step-up (or one nobody answered) leaves
 // the grant as it was, and a server that went idle then is not
 // unauthorized.

@@ -21,7 +21,7 @@ import (
 // URL-mode elicitation when their client takes those (the call then waits
 // for the login and goes on), otherwise in the call's error result.
 
-// grantSubject is the grants.Grant.Subject of a caller: the method with
+// GrantSubject is the grants.Grant.Subject of a caller: the method with
 // the subject, so that an API key and a token that name the same subject
 // stay apart. It leaves out groups and attributes: a caller who changes
 // groups keeps their grant.
@@ -32,7 +32,7 @@ func GrantSubject(id *auth.Identity) string {
 	return id.Method + ":" + id.Subject
 }
 
-// perUser reports whether each caller authorizes for themself.
+// PerUser reports whether each caller authorizes for themself.
 func (u *Server) PerUser() bool {
 	o := u.Config.OAuth
 	return o != nil && o.Grant == "" && o.Mode == OAuthPerUser
@@ -44,7 +44,7 @@ func (u *Server) errNoCaller() error {
 	return fmt.Errorf("server %q authorizes each caller with their own account (oauth mode %q), and this request comes from no authenticated caller: connect with a credential of listen.auth", u.Config.Name, OAuthPerUser)
 }
 
-// userFlow returns the login flow of subject's grant, made on first use
+// UserFlow returns the login flow of subject's grant, made on first use
 // (it reads the stored grant, so not under u.mu).
 func (u *Server) UserFlow(subject string) (*CodeFlow, error) {
 	u.Mu.Lock()
@@ -133,7 +133,7 @@ func (u *Server) closeUserFlows() {
 	}
 }
 
-// takesURLElicitation reports whether the client of ss said it takes
+// TakesURLElicitation reports whether the client of ss said it takes
 // URL-mode elicitations.
 func TakesURLElicitation(ss *mcp.ServerSession) bool {
 	ip := ss.InitializeParams()

@@ -164,7 +164,7 @@ func (res *ProbeResult) fail(stage string, err error, cfg ServerConfig) {
 	res.Error = ProbeMask(err.Error(), cfg)
 }
 
-// probeMask masks text as a host's statuses are (errorText), after taking
+// ProbeMask masks text as a host's statuses are (errorText), after taking
 // out the definition's own secrets (redactKnown).
 func ProbeMask(text string, cfg ServerConfig) string {
 	return secrets.MaskText(redactKnown(text, cfg)) // as errorText
@@ -229,7 +229,7 @@ type markedError struct {
 func (e *markedError) Error() string { return e.text }
 func (e *markedError) Unwrap() error { return e.err }
 
-// maskMarked returns err with u's marked secrets taken out of its text;
+// MaskMarked returns err with u's marked secrets taken out of its text;
 // err itself when it holds none.
 func (u *Server) MaskMarked(err error) error {
 	if err == nil || (len(u.Config.SecretArgs) == 0 && !u.Config.SecretURL) {

@@ -9,11 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcphost-project/mcphost/host/upstream/process"
-
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/upstream/process"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 

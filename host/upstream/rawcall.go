@@ -12,11 +12,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // Raw tool calls: on stdio and SSE upstreams, whose connections mcphost
@@ -96,7 +96,7 @@ func (r *rawCalls) fail(err error) {
 	}
 }
 
-// rawConn returns the wrapped connection of cs, or nil.
+// RawConn returns the wrapped connection of cs, or nil.
 func (u *Server) RawConn(cs *mcp.ClientSession) *TapConn {
 	if c, ok := u.rawConns.Load(cs); ok {
 		return c.(*TapConn)
@@ -134,7 +134,7 @@ func (u *Server) drainRaw(cs *mcp.ClientSession) {
 	}
 }
 
-// checkArguments refuses tool arguments that are not valid UTF-8. JSON
+// CheckArguments refuses tool arguments that are not valid UTF-8. JSON
 // text must be UTF-8 (RFC 8259 §8.1); the go-sdk passes the bytes through
 // untouched, and upstreams read them differently (some replace, some fail,
 // some never answer), so the gateway refuses them before any policy or
@@ -154,14 +154,14 @@ func CheckArguments(args json.RawMessage) error {
 	return fmt.Errorf("%w: the arguments are not valid UTF-8 (first bad byte at offset %d); send JSON text in UTF-8", ErrInvalidArguments, at)
 }
 
-// rawCallParams are tools/call params as the go-sdk's client sends them.
+// RawCallParams are tools/call params as the go-sdk's client sends them.
 type RawCallParams struct {
 	Meta      mcp.Meta        `json:"_meta,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// callTool makes a tools/call on the connection and returns the result as
+// CallTool makes a tools/call on the connection and returns the result as
 // sent. Errors are the context's, the server's JSON-RPC error (wrapped as
 // the go-sdk wraps it), or mcp.ErrConnectionClosed when the connection
 // fails or goes during the call; the go-sdk's client reports the latter as
@@ -238,7 +238,7 @@ func (c *TapConn) cancelled(id string, cause error) {
 	_ = c.Connection.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
 }
 
-// checkToolResult accepts a result only where it is sure the go-sdk's
+// CheckToolResult accepts a result only where it is sure the go-sdk's
 // client decodes it as a CallToolResult: an object whose members have the
 // types of the go-sdk's wire format (base64 data included), whose content
 // blocks are of types it knows, and that carries none of the members of
@@ -317,7 +317,7 @@ type wireContent struct {
 	IsError           bool                  `json:"isError"`
 }
 
-// policiesSeeAll reports whether a result (checked by checkToolResult)
+// PoliciesSeeAll reports whether a result (checked by checkToolResult)
 // holds nothing that its ABI form leaves out, so that a policy that saw the
 // ABI form and left it unchanged has seen every byte that goes downstream:
 // top-level members and those of each block are among the ABI's, spelt
@@ -392,7 +392,7 @@ var (
 		"uri": true, "name": true, "title": true, "description": true, "size": true, "annotations": true, "_meta": true}
 )
 
-// rawToolResult is a tools/call result that encodes as the bytes an
+// RawToolResult is a tools/call result that encodes as the bytes an
 // upstream sent. For protocol 2026-07-28 and later the go-sdk puts its
 // server info in a result's _meta (GetMeta/SetMeta): it is merged into the
 // upstream's _meta as into a typed result's, a key the upstream set
@@ -429,7 +429,7 @@ func (r *RawToolResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// typed decodes the result for callers that want Go values.
+// Typed decodes the result for callers that want Go values.
 func (r *RawToolResult) Typed() (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(r.Raw, &res); err != nil {
@@ -438,7 +438,7 @@ func (r *RawToolResult) Typed() (*mcp.CallToolResult, error) {
 	return &res, nil
 }
 
-// plainUpstream reports whether cs speaks a protocol whose tools/call needs
+// PlainUpstream reports whether cs speaks a protocol whose tools/call needs
 // nothing the go-sdk's client adds per request (later protocols carry the
 // protocol version and capabilities in each request's _meta, and may answer
 // input_required).
@@ -447,7 +447,7 @@ func PlainUpstream(cs *mcp.ClientSession) bool {
 	return ir != nil && wire.PlainVersions[ir.ProtocolVersion]
 }
 
-// rawResults reports whether ss takes tools/call results as the
+// RawResults reports whether ss takes tools/call results as the
 // upstream's bytes (rawToolResult): the protocols up to 2025-11-25, which
 // the go-sdk sends exactly as a handler returns them (plainVersions), and
 // 2026-07-28 and later, whose one annotation of a tools/call result (its
@@ -460,7 +460,7 @@ func RawResults(ss *mcp.ServerSession) bool {
 	return wire.PlainVersions[v] || v >= wire.NewProtocolVersion
 }
 
-// notSent marks a raw call's failure before its request was written.
+// NotSent marks a raw call's failure before its request was written.
 type NotSent struct{ Err error }
 
 func (e NotSent) Error() string { return e.Err.Error() }

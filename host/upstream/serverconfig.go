@@ -106,7 +106,7 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 	return s
 }
 
-// check reports every problem of s alone, as the server's own words; a
+// Check reports every problem of s alone, as the server's own words; a
 // Config adds where (Config.Validate), and what depends on the listener.
 func (s ServerConfig) Check() []error {
 	var errs []error

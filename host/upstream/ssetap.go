@@ -45,7 +45,7 @@ func isEventStream(contentType string) bool {
 	return err == nil && mt == "text/event-stream"
 }
 
-// maxTapEvent bounds the event the tap holds back to inspect. Larger
+// MaxTapEvent bounds the event the tap holds back to inspect. Larger
 // events pass through unread: progress and log notifications are small,
 // and holding a large result whole would double its memory.
 const MaxTapEvent = 64 << 10

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // The go-sdk's stdio transport ends the session on the first frame it
@@ -27,7 +27,7 @@ import (
 // maxStdioLine bounds one line from a stdio client, as the go-sdk does.
 const maxStdioLine = mcp.DefaultMaxLineLength
 
-// lockedWriter serialises whole-message writes from the go-sdk (one Write
+// LockedWriter serialises whole-message writes from the go-sdk (one Write
 // per message) and from stdioFrames' error answers, and tells calls which
 // of the client's requests have been answered.
 type LockedWriter struct {
@@ -48,7 +48,7 @@ func (l *LockedWriter) Write(p []byte) (int, error) {
 
 func (l *LockedWriter) Close() error { return l.W.Close() }
 
-// stdioFrames returns the reader the go-sdk should read: the lines of r
+// StdioFrames returns the reader the go-sdk should read: the lines of r
 // that are JSON-RPC messages, one per line. Other
 // lines are answered on w and dropped. The returned reader ends when r
 // does, once every request read has been answered on w (or ctx ends): the
@@ -192,7 +192,7 @@ func (c *pendingCalls) wait(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// responseID returns the key of the request a message the go-sdk writes
+// ResponseID returns the key of the request a message the go-sdk writes
 // answers; ok is false for anything but a response. The go-sdk writes
 // {"jsonrpc":"2.0","id":ID,"result"|"error":...}, which is read without
 // decoding the result; anything else is decoded.
@@ -235,7 +235,7 @@ func ResponseID(p []byte) (key string, ok bool) {
 	return idKey(id), true
 }
 
-// decodedResponseID is responseID the slow way.
+// DecodedResponseID is responseID the slow way.
 func DecodedResponseID(p []byte) (string, bool) {
 	m, err := jsonrpc.DecodeMessage(bytes.TrimSpace(p))
 	if err != nil {
@@ -269,7 +269,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 	}
 }
 
-// checkFrame returns the message of a line, or the JSON-RPC error to
+// CheckFrame returns the message of a line, or the JSON-RPC error to
 // answer the line with when it is not one message the go-sdk can read.
 func CheckFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
 	switch {

@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // A stdio upstream's pipes, under the go-sdk's newline-delimited JSON

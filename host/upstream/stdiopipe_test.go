@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/internal/jsondiff"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // readPipe reads stream through a pipeReader and returns what the go-sdk

@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// tapTransport takes progress and log notifications off an upstream
+// TapTransport takes progress and log notifications off an upstream
 // connection as they are read, in wire order, and forwards them at once.
 //
 // Why: the go-sdk hands notifications to a handler goroutine but retires a
@@ -113,7 +113,7 @@ func (u *Server) tap(cs *mcp.ClientSession, method string, params json.RawMessag
 	return false
 }
 
-// decodeProgress decodes notifications/progress params from a server.
+// DecodeProgress decodes notifications/progress params from a server.
 func DecodeProgress(params json.RawMessage) (*mcp.ProgressNotificationParams, error) {
 	var p mcp.ProgressNotificationParams
 	if err := json.Unmarshal(params, &p); err != nil {

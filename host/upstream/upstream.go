@@ -11,13 +11,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/hashicorp/go-hclog"
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 	"github.com/mcphost-project/mcphost/internal/version"
 )
@@ -126,7 +125,7 @@ type Server struct {
 	RetryTimer  *time.Timer
 	idleTimer   *time.Timer
 	closed      bool
-	// held is an upstream an operator disconnected (Host.Disconnect): it
+	// Held is an upstream an operator disconnected (Host.Disconnect): it
 	// never connects, and calls to it fail with errHeld, until replaced.
 	Held bool
 }
@@ -134,7 +133,7 @@ type Server struct {
 // Events is how an upstream tells the host about changes and hands
 // it what the server sends that belongs to a downstream client.
 type Events interface {
-	// shortcuts reports whether the host takes its shortcuts
+	// Shortcuts reports whether the host takes its shortcuts
 	// (Options.NoShortcuts unset): here, InternalTools' fast path.
 	Shortcuts() bool
 	ToolsChanged(server string)
@@ -143,26 +142,26 @@ type Events interface {
 	LogMessage(u *Server, cs *mcp.ClientSession, p *mcp.LoggingMessageParams)
 	ResourceUpdated(u *Server, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams)
 	ElicitationComplete(u *Server, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams)
-	// serverRequest answers sampling/createMessage, elicitation/create and
+	// ServerRequest answers sampling/createMessage, elicitation/create and
 	// roots/list from the server by asking the downstream client they belong to.
 	ServerRequest(ctx context.Context, u *Server, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error)
-	// clientSessionStarted prepares a new per-client session for its owner
+	// ClientSessionStarted prepares a new per-client session for its owner
 	// (log level) before it is used.
 	ClientSessionStarted(ctx context.Context, u *Server, owner *mcp.ServerSession, cs *mcp.ClientSession)
-	// identity is the caller of a downstream session, nil for none: with
+	// Identity is the caller of a downstream session, nil for none: with
 	// sessions = "per_client" an identity's sessions share one upstream
 	// session, and a per_user server uses its grant.
 	Identity(ss *mcp.ServerSession) *auth.Identity
-	// latestIdentity is identity as the session's latest request
+	// LatestIdentity is identity as the session's latest request
 	// presented it: with the access token a token exchange uses.
 	LatestIdentity(ss *mcp.ServerSession) *auth.Identity
 	// oauthEnv is what OAuth logins of upstreams share (oauthcode.go).
 	OAuthEnv() *OAuthEnv
-	// sessionLive reports whether a downstream session is still tracked: a
+	// SessionLive reports whether a downstream session is still tracked: a
 	// request finishing after its session ended must not open a per-client
 	// session nobody will close.
 	SessionLive(ss *mcp.ServerSession) bool
-	// drained reports whether the host is stopping after a drain (Drain):
+	// Drained reports whether the host is stopping after a drain (Drain):
 	// closing then does not wait again for the calls in flight.
 	Drained() bool
 }
@@ -353,7 +352,7 @@ func (u *Server) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomi
 	return nil, fmt.Errorf("unknown transport %q", u.Config.Transport)
 }
 
-// start begins the first connect without waiting for it.
+// Start begins the first connect without waiting for it.
 func (u *Server) Start() <-chan struct{} {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
@@ -607,7 +606,7 @@ func (u *Server) watch(cs *mcp.ClientSession) {
 	u.Lost(cs, cs.Wait())
 }
 
-// lost handles the end of the shared session cs (seen by its watcher, or by
+// Lost handles the end of the shared session cs (seen by its watcher, or by
 // a call that failed because the connection closed, whichever comes first):
 // unless it was ended on purpose, it reconnects.
 func (u *Server) Lost(cs *mcp.ClientSession, err error) {
@@ -719,7 +718,7 @@ func (u *Server) session(ctx context.Context) (*mcp.ClientSession, error) {
 	return nil, errors.New("not connected")
 }
 
-// acquire marks a call in flight, which holds the connection open.
+// Acquire marks a call in flight, which holds the connection open.
 func (u *Server) Acquire() {
 	u.Mu.Lock()
 	u.inflight++
@@ -776,7 +775,7 @@ func (u *Server) refreshFeatures() {
 	u.events.FeaturesChanged(u.Config.Name)
 }
 
-// cachedFeatures returns the last known prompts and resources.
+// CachedFeatures returns the last known prompts and resources.
 func (u *Server) CachedFeatures() ServerFeatures {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
@@ -785,14 +784,14 @@ func (u *Server) CachedFeatures() ServerFeatures {
 	return f
 }
 
-// capabilities returns what the server offered when it last connected.
+// Capabilities returns what the server offered when it last connected.
 func (u *Server) Capabilities() *mcp.ServerCapabilities {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
 	return u.caps
 }
 
-// cachedTools returns the last known tools, kept across disconnects so the
+// CachedTools returns the last known tools, kept across disconnects so the
 // catalog does not flicker while a server reconnects or idles.
 func (u *Server) CachedTools() []*mcp.Tool {
 	u.Mu.Lock()
@@ -849,7 +848,7 @@ func (u *Server) Status() Status {
 	return st
 }
 
-// close ends the session and any connect attempt, and waits for them, so no
+// Close ends the session and any connect attempt, and waits for them, so no
 // upstream process outlives it.
 func (u *Server) Close() {
 	u.Mu.Lock()
@@ -936,7 +935,7 @@ func (t detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 }
 
-// addSub counts one more client subscribed to uri on the shared session;
+// AddSub counts one more client subscribed to uri on the shared session;
 // true when it is the first, so the upstream must be subscribed.
 func (u *Server) AddSub(uri string) bool {
 	u.Mu.Lock()
@@ -945,7 +944,7 @@ func (u *Server) AddSub(uri string) bool {
 	return u.subs[uri] == 1
 }
 
-// dropSub counts one client fewer; true when none is left.
+// DropSub counts one client fewer; true when none is left.
 func (u *Server) DropSub(uri string) bool {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
@@ -960,7 +959,7 @@ func (u *Server) DropSub(uri string) bool {
 	return false
 }
 
-// setSharedLevel records the level wanted on the shared session; true if it changed.
+// SetSharedLevel records the level wanted on the shared session; true if it changed.
 func (u *Server) SetSharedLevel(level mcp.LoggingLevel) bool {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
@@ -971,14 +970,14 @@ func (u *Server) SetSharedLevel(level mcp.LoggingLevel) bool {
 	return true
 }
 
-// liveSession returns the shared session if connected, without connecting.
+// LiveSession returns the shared session if connected, without connecting.
 func (u *Server) LiveSession() *mcp.ClientSession {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
 	return u.Sess
 }
 
-// isHeld reports whether an operator disconnected u (Host.Disconnect).
+// IsHeld reports whether an operator disconnected u (Host.Disconnect).
 func (u *Server) IsHeld() bool {
 	u.Mu.Lock()
 	defer u.Mu.Unlock()
@@ -990,7 +989,7 @@ func (u *Server) heldError() error {
 	return fmt.Errorf("server %q was disconnected by an operator; reconnect it (mcphost servers reconnect %s)", u.Config.Name, u.Config.Name)
 }
 
-// serverFeatures is one upstream's prompts and resources, as last listed.
+// ServerFeatures is one upstream's prompts and resources, as last listed.
 type ServerFeatures struct {
 	Server    string
 	Prompts   []*mcp.Prompt

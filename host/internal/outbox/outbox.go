@@ -69,7 +69,7 @@ func (k noteKind) String() string {
 	return "elicitation completions"
 }
 
-// note is one queued notification, with the context of the downstream call
+// Note is one queued notification, with the context of the downstream call
 // it belongs to (so it goes on that call's stream), or Background.
 type Note struct {
 	Kind     noteKind
@@ -78,7 +78,7 @@ type Note struct {
 	Log      *mcp.LoggingMessageParams
 	Progress *mcp.ProgressNotificationParams
 	Updated  *mcp.ResourceUpdatedNotificationParams
-	// send writes the other kinds (their go-sdk calls differ: a resource
+	// Send writes the other kinds (their go-sdk calls differ: a resource
 	// update is written by the sending middleware's next handler), with
 	// the note as governed (its updated params possibly replaced).
 	Send func(context.Context, Note) error
@@ -103,12 +103,12 @@ type Sender struct {
 	ID         string
 	StuckAfter time.Duration
 	Log        hclog.Logger
-	// govern runs the policy's message hook over a note on the writer
+	// Govern runs the policy's message hook over a note on the writer
 	// goroutine, off the upstream's read loop; false drops the note.
 	Govern func(Note) (Note, bool)
 }
 
-// push queues n, or drops or coalesces it when the queue is full. It never
+// Push queues n, or drops or coalesces it when the queue is full. It never
 // blocks on the client.
 func (o *Queue) Push(s Sender, n Note) {
 	o.mu.Lock()
@@ -269,7 +269,7 @@ func (o *Queue) closeStuck(s Sender) {
 	_ = s.Session.Close()
 }
 
-// flush waits until the notes queued before it was called have been
+// Flush waits until the notes queued before it was called have been
 // written, so that a call's notifications reach the client ahead of its
 // response. It gives up when ctx ends or the session is found stuck.
 func (o *Queue) Flush(ctx context.Context) {
@@ -309,7 +309,7 @@ func (o *Queue) wakeAllLocked() {
 	o.waiters = nil
 }
 
-// closed stops the outbox when its session ended and reports what it
+// Closed stops the outbox when its session ended and reports what it
 // dropped.
 func (o *Queue) Closed(s Sender) {
 	o.mu.Lock()

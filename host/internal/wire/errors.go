@@ -9,7 +9,7 @@ import (
 	"github.com/mcphost-project/mcphost/internal/secrets"
 )
 
-// errorBody is a JSON-RPC error response to no request (id null), as sent
+// ErrorBody is a JSON-RPC error response to no request (id null), as sent
 // for what never reaches the go-sdk: a refused connection or session, a
 // stdio line that is not a message.
 func ErrorBody(code int64, msg string) []byte {
@@ -21,14 +21,14 @@ func ErrorBody(code int64, msg string) []byte {
 	return b
 }
 
-// methodNotFound reports whether err is a JSON-RPC "method not found"
+// MethodNotFound reports whether err is a JSON-RPC "method not found"
 // (-32601): for an optional list, the server has none of it.
 func MethodNotFound(err error) bool {
 	var we *jsonrpc.Error
 	return errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound
 }
 
-// errorText is what a client is told of mcphost's own error err (a failed
+// ErrorText is what a client is told of mcphost's own error err (a failed
 // connection, a closed session): its text with credentials masked. Errors
 // quote upstream URLs, whose query may carry a token (Go's url.Error masks
 // only the userinfo password), and connection errors may quote headers or

@@ -12,10 +12,10 @@ import (
 // gateway's CPU per call. What the walk accepts is held to the decoders
 // by FuzzParseFastCall, FuzzParseFastList and FuzzPipeReader.
 
-// maxJSONDepth is the deepest nesting the go-sdk decodes.
+// MaxJSONDepth is the deepest nesting the go-sdk decodes.
 const MaxJSONDepth = 1000
 
-// validObject reports whether b is one valid JSON object (nothing after
+// ValidObject reports whether b is one valid JSON object (nothing after
 // it) nested no deeper than the go-sdk decodes.
 func ValidObject(b []byte) bool {
 	if len(b) == 0 || b[0] != '{' || !segjson.Valid(b) {
@@ -26,7 +26,7 @@ func ValidObject(b []byte) bool {
 	return d.deepest <= MaxJSONDepth
 }
 
-// members returns the values of obj's members named (as written, quotes
+// Members returns the values of obj's members named (as written, quotes
 // included: a name with an escape matches none) in the order of names, at
 // most four, nil for one absent. A member not named, or named twice,
 // refuses obj. obj is a valid JSON object.
@@ -53,7 +53,7 @@ type Scanner struct {
 	inString, escaped bool
 }
 
-// atTop reports whether a JSON value may start here.
+// AtTop reports whether a JSON value may start here.
 func (s *Scanner) AtTop() bool { return s.depth == 0 && !s.inString }
 
 func (s *Scanner) Feed(b []byte) {
@@ -80,7 +80,7 @@ func (s *Scanner) Feed(b []byte) {
 	}
 }
 
-// plainASCII reports whether the inside of a JSON string is printable
+// PlainASCII reports whether the inside of a JSON string is printable
 // ASCII without escapes: read as written, whatever the decoder.
 func PlainASCII(s []byte) bool {
 	for _, c := range s {
@@ -115,7 +115,7 @@ func eachMember(obj []byte, f func(name, value []byte) bool) bool {
 	}
 }
 
-// trimSpace cuts the JSON whitespace around b, which decoders skip.
+// TrimSpace cuts the JSON whitespace around b, which decoders skip.
 func TrimSpace(b []byte) []byte {
 	b = b[skipSpace(b, 0):]
 	for len(b) > 0 && isSpace(b[len(b)-1]) {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// waitUntil polls until done reports true, or ctx ends; it reports
+// WaitUntil polls until done reports true, or ctx ends; it reports
 // whether done did.
 func WaitUntil(ctx context.Context, done func() bool) bool {
 	t := time.NewTicker(10 * time.Millisecond)

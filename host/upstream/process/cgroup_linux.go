@@ -147,14 +147,14 @@ func NewCgroup(seq string) *Cgroup {
 	return &Cgroup{dir: dir, fd: f}
 }
 
-// apply has cmd start in the group.
+// Apply has cmd start in the group.
 func (g *Cgroup) Apply(cmd *exec.Cmd) {
 	if g != nil {
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(g.fd.Fd())
 	}
 }
 
-// started closes the directory once the process is in the group.
+// Started closes the directory once the process is in the group.
 func (g *Cgroup) Started() {
 	if g != nil && g.fd != nil {
 		g.fd.Close()
@@ -162,7 +162,7 @@ func (g *Cgroup) Started() {
 	}
 }
 
-// kill ends every process in the group, waits up to grace for it to
+// Kill ends every process in the group, waits up to grace for it to
 // empty, and removes it (and the base directory, once it is empty).
 func (g *Cgroup) Kill(grace time.Duration) {
 	if g == nil {

@@ -140,7 +140,7 @@ func treeOf(procs []procInfo, root int) []procInfo {
 	return out
 }
 
-// descendants returns the processes under root and those tagged with tag,
+// Descendants returns the processes under root and those tagged with tag,
 // wherever they are now.
 func Descendants(root int, tag string) []procInfo {
 	procs := listProcs()
@@ -202,7 +202,7 @@ func killProcs(procs []procInfo, grace time.Duration) {
 	signalProcs(procs, syscall.SIGKILL)
 }
 
-// killDescendants ends what an upstream process left behind: the tree
+// KillDescendants ends what an upstream process left behind: the tree
 // under root as snapshot (root itself gone or going), and every process
 // tagged with tag. New ones may be started while it kills, so it looks
 // again a few times.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// killGroup sends SIGTERM to the group, waits up to grace for it to empty,
+// KillGroup sends SIGTERM to the group, waits up to grace for it to empty,
 // then sends SIGKILL.
 func KillGroup(pgid int, grace time.Duration) {
 	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {

@@ -23,7 +23,7 @@ type Subreaper struct {
 	done chan struct{}
 }
 
-// children records the processes the host started itself (upstream
+// Children records the processes the host started itself (upstream
 // servers), which the go-sdk waits for: the subreaper reaps every other
 // child that exits, and must never reap these.
 var Children childSet
@@ -33,7 +33,7 @@ type childSet struct {
 	own map[int]bool
 }
 
-// starting marks a process start; the returned func records its pid (0:
+// Starting marks a process start; the returned func records its pid (0:
 // it failed) and ends it.
 func (c *childSet) Starting() func(pid int) {
 	c.mu.RLock()
@@ -50,7 +50,7 @@ func (c *childSet) Starting() func(pid int) {
 	}
 }
 
-// exited forgets a server once the go-sdk has waited for it.
+// Exited forgets a server once the go-sdk has waited for it.
 func (c *childSet) Exited(pid int) {
 	c.mu.Lock()
 	delete(c.own, pid)

@@ -1,4 +1,4 @@
-package host
+package listener
 
 import (
 	"context"
@@ -7,16 +7,14 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host/internal/wire"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // Bounds on what downstream clients can hold: time to send a request, time
@@ -32,8 +30,8 @@ import (
 // writes, but a client that stops reading fails the write after
 // WriteTimeout instead of holding it forever.
 
-// withDeadlines applies the per-request read and write deadlines.
-func withDeadlines(next http.Handler, read, write time.Duration) http.Handler {
+// WithDeadlines applies the per-request read and write deadlines.
+func WithDeadlines(next http.Handler, read, write time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dl, ok := w.(deadliner)
 		if !ok || read <= 0 || write <= 0 {
@@ -119,28 +117,28 @@ func (w *deadlineWriter) Flush() {
 // Unwrap lets http.ResponseController reach net/http's writer.
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// writeUnavailable answers 503 with a JSON-RPC error body and Retry-After,
+// WriteUnavailable answers 503 with a JSON-RPC error body and Retry-After,
 // so that MCP clients and people both read why.
-func writeUnavailable(w http.ResponseWriter, msg string) {
-	writeBusy(w, http.StatusServiceUnavailable, msg)
+func WriteUnavailable(w http.ResponseWriter, msg string) {
+	WriteBusy(w, http.StatusServiceUnavailable, msg)
 }
 
-// writeBusy answers status (503, 429) with a JSON-RPC error body and
+// WriteBusy answers status (503, 429) with a JSON-RPC error body and
 // Retry-After.
-func writeBusy(w http.ResponseWriter, status int, msg string) {
+func WriteBusy(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	w.WriteHeader(status)
 	_, _ = w.Write(unavailableBody(msg))
 }
 
-// opensSession reports whether r would open a downstream session: a POST
+// OpensSession reports whether r would open a downstream session: a POST
 // to /mcp without Mcp-Session-Id, unless it is of protocol 2026-07-28,
 // which has no sessions; or a GET of /sse (sse), whose stream is its
 // session.
-func opensSession(r *http.Request) (opens, sse bool) {
+func OpensSession(r *http.Request) (opens, sse bool) {
 	sse = r.URL.Path == "/sse" && r.Method == http.MethodGet
-	return sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !sessionless(r)), sse
+	return sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !wire.Sessionless(r)), sse
 }
 
 const retryAfterSeconds = 5
@@ -150,45 +148,6 @@ func unavailableBody(msg string) []byte { return wire.ErrorBody(codeServerBusy, 
 // codeServerBusy is in JSON-RPC's range for implementation-defined server
 // errors.
 const codeServerBusy = -32000
-
-// limitSessions refuses requests that would open a new downstream session
-// (a POST to /mcp without Mcp-Session-Id, unless it is of protocol
-// 2026-07-28, which has no sessions; a GET of /sse) while max are
-// open. A legacy SSE session is counted by its stream, from the moment the
-// GET arrives until it ends (the session is tracked only from its first
-// message, which a client need never send), a streamable one from its
-// initialize on. Initializes that arrive together when one place is left
-// may all pass (the session is made inside the request): the cap can be
-// overshot by that many, which max_connections bounds.
-func (h *Host) limitSessions(next http.Handler, max int) http.Handler {
-	var sseStreams atomic.Int64
-	var full atomic.Bool // warned since a session last opened
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		opens, sse := opensSession(r)
-		if !opens || max <= 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		open := int64(h.sessions.countNotSSE())
-		if sse {
-			// Its place is taken before the total is read, so streams
-			// opened together cannot all slip under the cap.
-			open += sseStreams.Add(1)
-			defer sseStreams.Add(-1)
-		} else {
-			open += sseStreams.Load() + 1
-		}
-		if open > int64(max) {
-			if !full.Swap(true) { // once per episode: refusals are what an attack makes many of
-				h.log.Warn("refusing new downstream sessions: the session limit is reached", "max_sessions", max)
-			}
-			writeUnavailable(w, fmt.Sprintf("mcphost: too many sessions (listen.max_sessions = %d); retry later, or close idle sessions (they end after listen.session_timeout)", max))
-			return
-		}
-		full.Store(false)
-		next.ServeHTTP(w, r)
-	})
-}
 
 // connLimiter caps a listener's open connections. At the cap, a new
 // connection first makes room by closing the connection that has waited
@@ -223,11 +182,11 @@ func LimitConnections(ln net.Listener, max int, log hclog.Logger) (net.Listener,
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	l := newConnLimiter(ln, max, log)
-	return l, l.connState
+	l := NewConnLimiter(ln, max, log)
+	return l, l.ConnState
 }
 
-func newConnLimiter(ln net.Listener, max int, log hclog.Logger) *connLimiter {
+func NewConnLimiter(ln net.Listener, max int, log hclog.Logger) *connLimiter {
 	return &connLimiter{Listener: ln, max: max, log: log, refuser: make(chan struct{}, 16), conns: make(map[*limitedConn]struct{})}
 }
 
@@ -290,9 +249,9 @@ func (l *connLimiter) refuse(c net.Conn) {
 	}()
 }
 
-// connState is http.Server.ConnState: it records which connections are
+// ConnState is http.Server.ConnState: it records which connections are
 // between requests.
-func (l *connLimiter) connState(c net.Conn, s http.ConnState) {
+func (l *connLimiter) ConnState(c net.Conn, s http.ConnState) {
 	lc, ok := c.(*limitedConn)
 	if !ok {
 		return
@@ -330,11 +289,11 @@ func (c *limitedConn) Close() error {
 // address is limited only when the limits are set: without listen.auth
 // every local client, or every client behind one proxy, is one address.
 
-// callerCtxKey carries a request's caller key to the session it opens.
-type callerCtxKey struct{}
+// CallerCtxKey carries a request's caller key to the session it opens.
+type CallerCtxKey struct{}
 
-// callerKey is who r is, for the per-caller limits.
-func callerKey(r *http.Request) string {
+// CallerKey is who r is, for the per-caller limits.
+func CallerKey(r *http.Request) string {
 	if id := auth.FromContext(r.Context()); id != nil {
 		return "id:" + id.Key()
 	}
@@ -345,78 +304,12 @@ func callerKey(r *http.Request) string {
 	return "addr:" + host
 }
 
-// callerKeyOf is the caller key of a request's context: the identity's,
+// CallerKeyOf is the caller key of a request's context: the identity's,
 // or the one limitCallers put there.
-func callerKeyOf(ctx context.Context, id *auth.Identity) string {
+func CallerKeyOf(ctx context.Context, id *auth.Identity) string {
 	if id != nil {
 		return "id:" + id.Key()
 	}
-	k, _ := ctx.Value(callerCtxKey{}).(string)
+	k, _ := ctx.Value(CallerCtxKey{}).(string)
 	return k
-}
-
-// limitCallers applies the per-caller limits (l's, zero as above); it runs
-// after authentication.
-func (h *Host) limitCallers(next http.Handler, l Listen) http.Handler {
-	var mu sync.Mutex
-	inFlight := map[string]int{}
-	sseOpen := map[string]int{} // a legacy SSE session is its stream (limitSessions)
-	var warned sync.Map         // caller -> struct{}: one warning per caller and episode
-	refuse := func(w http.ResponseWriter, key, msg string) {
-		if _, loaded := warned.LoadOrStore(key, struct{}{}); !loaded {
-			h.log.Warn("refusing a caller over its share", "caller", key, "reason", msg)
-		}
-		writeBusy(w, http.StatusTooManyRequests, msg)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		key := callerKey(r)
-		maxStreams, maxSessions := l.MaxStreamsPerCaller, l.MaxSessionsPerCaller
-		if strings.HasPrefix(key, "id:") {
-			if maxStreams == 0 {
-				maxStreams = max(l.MaxConnections/4, 1)
-			}
-			if maxSessions == 0 {
-				maxSessions = max(l.MaxSessions/4, 1)
-			}
-		}
-		if maxStreams == 0 && maxSessions == 0 {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtxKey{}, key)))
-			return
-		}
-		opens, sse := opensSession(r)
-		mu.Lock()
-		if maxStreams > 0 && inFlight[key] >= maxStreams {
-			mu.Unlock()
-			refuse(w, key, fmt.Sprintf("mcphost: this caller has %d requests open (listen.max_streams_per_caller = %d); close event streams it no longer reads, or raise the limit", maxStreams, maxStreams))
-			return
-		}
-		if opens && maxSessions > 0 && sseOpen[key]+h.sessions.countFor(key) >= maxSessions {
-			mu.Unlock()
-			refuse(w, key, fmt.Sprintf("mcphost: this caller has %d sessions (listen.max_sessions_per_caller = %d); close sessions it no longer uses (idle ones end after listen.session_timeout)", maxSessions, maxSessions))
-			return
-		}
-		inFlight[key]++
-		if sse {
-			sseOpen[key]++
-		}
-		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			if sse {
-				if sseOpen[key]--; sseOpen[key] <= 0 {
-					delete(sseOpen, key)
-				}
-			}
-			if inFlight[key]--; inFlight[key] <= 0 {
-				delete(inFlight, key)
-				warned.Delete(key)
-			}
-			mu.Unlock()
-		}()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtxKey{}, key)))
-	})
 }

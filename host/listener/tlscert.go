@@ -1,4 +1,4 @@
-package host
+package listener
 
 import (
 	"crypto/tls"
@@ -27,7 +27,7 @@ type certReloader struct {
 // certCheckEvery bounds how often handshakes stat the files.
 const certCheckEvery = time.Second
 
-func newCertReloader(certFile, keyFile string, log hclog.Logger) (*certReloader, error) {
+func NewCertReloader(certFile, keyFile string, log hclog.Logger) (*certReloader, error) {
 	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
 	stamp, err := r.fileStamp()
 	if err != nil {
@@ -53,8 +53,8 @@ func (r *certReloader) fileStamp() (string, error) {
 	return stamp, nil
 }
 
-// getCertificate is tls.Config.GetCertificate.
-func (r *certReloader) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+// GetCertificate is tls.Config.GetCertificate.
+func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if time.Since(r.checked) < certCheckEvery {

@@ -1,4 +1,4 @@
-package host
+package wire
 
 import (
 	"errors"
@@ -13,28 +13,28 @@ import (
 // input: it may hold raw bytes, control characters, terminal escapes or a
 // Wasm stack trace. The full error goes to the log at debug.
 
-// maxClientMessage bounds a denial or policy failure message, in bytes.
-const maxClientMessage = 300
+// MaxClientMessage bounds a denial or policy failure message, in bytes.
+const MaxClientMessage = 300
 
 // clientMessager is implemented by policy errors that know what a client
 // may be told (plugins.PolicyError).
 type clientMessager interface{ ClientMessage() string }
 
-// policyMessage returns what a client is told about a policy's failure.
-func policyMessage(err error) string {
+// PolicyMessage returns what a client is told about a policy's failure.
+func PolicyMessage(err error) string {
 	var cm clientMessager
 	if errors.As(err, &cm) {
-		return cleanText(cm.ClientMessage())
+		return CleanText(cm.ClientMessage())
 	}
 	first, _, _ := strings.Cut(err.Error(), "\n")
-	return cleanText(first)
+	return CleanText(first)
 }
 
-// cleanText makes s one line of printable UTF-8 of at most
+// CleanText makes s one line of printable UTF-8 of at most
 // maxClientMessage bytes: invalid bytes become U+FFFD, other unprintable
 // characters (line breaks, tabs, escapes, bidi controls) become spaces, and
 // runs of spaces are collapsed.
-func cleanText(s string) string {
+func CleanText(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
@@ -46,7 +46,7 @@ func cleanText(s string) string {
 			b.WriteByte(' ')
 			space = false
 		}
-		if b.Len()+utf8.RuneLen(r) > maxClientMessage-len("…") {
+		if b.Len()+utf8.RuneLen(r) > MaxClientMessage-len("…") {
 			b.WriteString("…")
 			break
 		}
@@ -55,12 +55,12 @@ func cleanText(s string) string {
 	return b.String()
 }
 
-// listingError is a listing a policy failed to produce: Error is what a
+// ListingError is a listing a policy failed to produce: Error is what a
 // client may be told, the cause stays for errors.Is and the log.
-type listingError struct {
-	msg string
-	err error
+type ListingError struct {
+	Msg string
+	Err error
 }
 
-func (e *listingError) Error() string { return e.msg }
-func (e *listingError) Unwrap() error { return e.err }
+func (e *ListingError) Error() string { return e.Msg }
+func (e *ListingError) Unwrap() error { return e.Err }
