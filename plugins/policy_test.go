@@ -1,9 +1,9 @@
 package plugins
 
-import "github.com/mcphost-project/mcphost/host"
+import "github.com/mcphost-project/mcphost/host/gateway"
 
 // Chain and Manager are what the host asks about policy.
 var (
-	_ host.Policy = (*Chain)(nil)
-	_ host.Policy = (*Manager)(nil)
+	_ gateway.Policy = (*Chain)(nil)
+	_ gateway.Policy = (*Manager)(nil)
 )

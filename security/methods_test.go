@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -125,8 +125,8 @@ plugin "no-secrets" {
 	refused := func(what string, err error) {
 		t.Helper()
 		var werr *jsonrpc.Error
-		if !errors.As(err, &werr) || werr.Code != host.CodePolicyDenied || !strings.Contains(werr.Message, `policy "no-secrets"`) {
-			t.Errorf("%s: err = %v, want code %d naming the policy", what, err, host.CodePolicyDenied)
+		if !errors.As(err, &werr) || werr.Code != gateway.CodePolicyDenied || !strings.Contains(werr.Message, `policy "no-secrets"`) {
+			t.Errorf("%s: err = %v, want code %d naming the policy", what, err, gateway.CodePolicyDenied)
 		}
 	}
 	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "secret://note"})

@@ -20,10 +20,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/toolformat"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/suggest"
@@ -31,7 +31,7 @@ import (
 )
 
 // cliCaller is who policies see when the CLI lists or calls tools.
-var cliCaller = abi.Caller{Transport: host.DownstreamEmbedded, ClientName: "mcphost-cli"}
+var cliCaller = abi.Caller{Transport: gateway.DownstreamEmbedded, ClientName: "mcphost-cli"}
 
 const validateUsage = `usage: mcphost validate CONFIG [--allow-missing-commands]
 
@@ -382,7 +382,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	res, err := e.Host().CallTool(ctx, cliCaller, rest[0], arguments)
-	if errors.Is(err, host.ErrUnknownTool) && picked {
+	if errors.Is(err, gateway.ErrUnknownTool) && picked {
 		e.Close()
 		if e, _, err = connectOnce(ctx, "call", args, stdout, stderr, flags, nil); err != nil {
 			return err
@@ -460,9 +460,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("%s: %s", req.URL, resp.Status)
 	}
 	var doc struct {
-		Servers []upstream.Status  `json:"servers"`
-		Plugins []plugins.Status   `json:"plugins,omitempty"`
-		Reload  *host.ReloadStatus `json:"reload,omitempty"`
+		Servers []upstream.Status     `json:"servers"`
+		Plugins []plugins.Status      `json:"plugins,omitempty"`
+		Reload  *gateway.ReloadStatus `json:"reload,omitempty"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&doc); err != nil {
 		return fmt.Errorf("%s: bad status document: %w", req.URL, err)
@@ -516,7 +516,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // writeReload prints the latest reload's line of status. Its label is the
 // latest reload's kind; the failures in a row are split by kind when they
 // are not all of that one.
-func writeReload(w io.Writer, r *host.ReloadStatus) {
+func writeReload(w io.Writer, r *gateway.ReloadStatus) {
 	at := r.At.Format(time.RFC3339)
 	if r.OK {
 		fmt.Fprintf(w, "last reload (%s): ok at %s\n", r.Trigger, at)

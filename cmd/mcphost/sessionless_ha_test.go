@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -146,7 +146,7 @@ func upCalls(addr string) int {
 		return 0
 	}
 	defer resp.Body.Close()
-	var doc host.StatusDocument
+	var doc gateway.StatusDocument
 	if json.NewDecoder(resp.Body).Decode(&doc) != nil {
 		return 0
 	}

@@ -3,8 +3,8 @@ package main
 import (
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -13,7 +13,7 @@ import (
 // know a tools_plugin by its label, as the host serves it.
 func TestToolPluginsAreServers(t *testing.T) {
 	file := &config.File{
-		Host:        host.Config{Servers: []upstream.ServerConfig{{Name: "clock", Command: "x"}}},
+		Host:        gateway.Config{Servers: []upstream.ServerConfig{{Name: "clock", Command: "x"}}},
 		ToolPlugins: []plugins.Spec{{Name: "data", Kind: plugins.KindTools}, {Name: "web", Kind: plugins.KindTools}},
 	}
 	if _, err := serversNamed(file, []string{"data", "clock"}); err != nil {

@@ -25,10 +25,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/admin"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/pgtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -712,7 +712,7 @@ func TestReplicasShareAPostgresStore(t *testing.T) {
 	var err error
 	testproc.WaitFor(t, "shared__echo in b's catalog", 5*time.Second, func() bool {
 		res, err = b.e.Host().CallTool(context.Background(), abi.Caller{}, "shared__echo", json.RawMessage(`{"text":"via b"}`))
-		return !errors.Is(err, host.ErrUnknownTool)
+		return !errors.Is(err, gateway.ErrUnknownTool)
 	})
 	if err != nil || res.IsError {
 		t.Fatalf("calling through b: %v %+v", err, res)

@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -21,7 +21,7 @@ import (
 // host.DefaultListenHTTP); plugin timeout, memory and on_error defaults are
 // applied here, so each Spec reads complete.
 type File struct {
-	Host    host.Config
+	Host    gateway.Config
 	Plugins []plugins.Spec
 	// ToolPlugins are the tools_plugin blocks: plugins of kind
 	// plugins.KindTools, each served as a server of its name.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
@@ -33,7 +33,7 @@ func TestLoadFullConfig(t *testing.T) {
 	}
 
 	want := &File{
-		Host: host.Config{
+		Host: gateway.Config{
 			Listen: listener.Config{
 				HTTP:           "127.0.0.1:7700",
 				AuthToken:      "s3cret",
@@ -129,7 +129,7 @@ plugin "p" {
 	if diags.HasErrors() {
 		t.Fatalf("unexpected errors: %v", diags.List)
 	}
-	wantHost := host.Config{Servers: []upstream.ServerConfig{{Name: "s", Command: "srv"}}}
+	wantHost := gateway.Config{Servers: []upstream.ServerConfig{{Name: "s", Command: "srv"}}}
 	if !reflect.DeepEqual(f.Host, wantHost) {
 		t.Errorf("Host = %+v, want %+v", f.Host, wantHost)
 	}
@@ -359,7 +359,7 @@ listen {
 	if l.ReadTimeout != 5*time.Second || l.WriteTimeout != 7*time.Second || l.IdleTimeout != time.Minute || l.MaxConnections != 100 || l.MaxSessions != 50 {
 		t.Errorf("listen = %+v", l)
 	}
-	d := host.Config{}.WithDefaults().Listen
+	d := gateway.Config{}.WithDefaults().Listen
 	if d.ReadTimeout <= 0 || d.WriteTimeout <= 0 || d.IdleTimeout <= 0 || d.MaxConnections <= 0 || d.MaxSessions <= 0 {
 		t.Errorf("defaults leave a limit unset: %+v", d)
 	}

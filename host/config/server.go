@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -267,7 +267,7 @@ func (d *decoder) checkServersWithHost(file *File, blocks []*hcl.Block, listen *
 		if anyErrorIn(d.diags, []hcl.Range{blockRange(block)}) {
 			continue
 		}
-		err := host.Config{Listen: file.Host.Listen, Servers: []upstream.ServerConfig{s}}.WithDefaults().Validate()
+		err := gateway.Config{Listen: file.Host.Listen, Servers: []upstream.ServerConfig{s}}.WithDefaults().Validate()
 		if err == nil {
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 	hcljson "github.com/hashicorp/hcl/v2/json"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -191,7 +191,7 @@ func (s ServerSpec) decode(configPath string, body hcl.Body, ctx *hcl.EvalContex
 	}
 	errs = append(errs, s.checkSecretMarks()...)
 	if len(errs) == 0 {
-		if err := (host.Config{Servers: []upstream.ServerConfig{sc}}).WithDefaults().Validate(); err != nil {
+		if err := (gateway.Config{Servers: []upstream.ServerConfig{sc}}).WithDefaults().Validate(); err != nil {
 			errs = append(errs, FieldError{Detail: err.Error()})
 		}
 	}

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -21,7 +21,7 @@ var ErrNoAuditStore = errors.New("the audit log is not kept in a store (add an a
 
 // startAudit opens the audit log of file's audit block (nil without one)
 // and returns what the host needs of it.
-func (e *Engine) startAudit(file *config.File) (*host.AuditOptions, error) {
+func (e *Engine) startAudit(file *config.File) (*gateway.AuditOptions, error) {
 	a := file.Audit
 	if a == nil {
 		return nil, nil
@@ -52,7 +52,7 @@ func (e *Engine) startAudit(file *config.File) (*host.AuditOptions, error) {
 	}
 	e.log.Info("audit log", "file", where, "store", o.Store != nil, "arguments", a.Arguments, "results", a.Results,
 		"listings", a.Listings, "masked", masked)
-	return &host.AuditOptions{Log: l, Arguments: a.Arguments, Results: a.Results, Listings: a.Listings}, nil
+	return &gateway.AuditOptions{Log: l, Arguments: a.Arguments, Results: a.Results, Listings: a.Listings}, nil
 }
 
 // auditDrain bounds how long Close waits for the audit log to write what
@@ -115,7 +115,7 @@ func (e *Engine) redactor(name string) func(ctx context.Context, args, res json.
 }
 
 var (
-	_ host.HookWanter   = (*plugins.Manager)(nil)
-	_ host.MethodWanter = (*plugins.Manager)(nil)
-	_ audit.Store       = (*store.Store)(nil)
+	_ gateway.HookWanter   = (*plugins.Manager)(nil)
+	_ gateway.MethodWanter = (*plugins.Manager)(nil)
+	_ audit.Store          = (*store.Store)(nil)
 )

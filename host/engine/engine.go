@@ -27,9 +27,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/filters"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/metrics"
@@ -76,7 +76,7 @@ type Engine struct {
 	tracer *telemetry.Tracer
 	rt     *plugins.Runtime
 	mgr    *plugins.Manager
-	host   *host.Host
+	host   *gateway.Host
 
 	// tmgr loads, watches and swaps the tool plugins (tools.go); each is
 	// served by its toolServers entry, by name, under tmu.
@@ -207,7 +207,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		log.Info("tracing", "otlp_endpoint", file.Traces.Endpoint)
 	}
 	e.metrics = metrics.New()
-	e.host, err = host.New(cfg, &host.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
+	e.host, err = gateway.New(cfg, &gateway.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
 		Policy: e.mgr, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
 		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer})
 	if err != nil {
@@ -265,7 +265,7 @@ func (e *Engine) startServers(ctx context.Context, wait time.Duration) error {
 }
 
 // policyEvents passes a Manager's events to the host that serves it.
-type policyEvents struct{ h *host.Host }
+type policyEvents struct{ h *gateway.Host }
 
 func (l policyEvents) BeforeSwap(ctx context.Context, next *plugins.Chain) {
 	l.h.PrepareViews(ctx, next)
@@ -274,7 +274,7 @@ func (l policyEvents) Swapped()                { l.h.NotifyPolicyChanged() }
 func (l policyEvents) WatchReloaded(err error) { l.h.NoteReload("plugin files", err) }
 
 // Host is the running host: call tools, list them, serve it.
-func (e *Engine) Host() *host.Host { return e.host }
+func (e *Engine) Host() *gateway.Host { return e.host }
 
 // Plugins is the policy chain's manager: its status, its generations.
 func (e *Engine) Plugins() *plugins.Manager { return e.mgr }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -25,12 +25,12 @@ func TestReloadSaysListenWaitsForRestart(t *testing.T) {
 	ctx := context.Background()
 	servers := []upstream.ServerConfig{{Name: "demo", Transport: upstream.TransportStreamableHTTP, URL: up.URL}}
 	logs := &testproc.Buffer{}
-	e, err := engine.Start(ctx, &config.File{Host: host.Config{Servers: servers}}, &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
+	e, err := engine.Start(ctx, &config.File{Host: gateway.Config{Servers: servers}}, &engine.Options{Logger: hclog.New(&hclog.LoggerOptions{Output: logs})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	same := &config.File{Host: host.Config{Servers: servers}}
+	same := &config.File{Host: gateway.Config{Servers: servers}}
 	if err := e.Reload(ctx, same); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestReloadSaysListenWaitsForRestart(t *testing.T) {
 	}
 	k := auth.KeyFromValue("a", "a-key-0123456789abcdef")
 	k.Subject = "a"
-	changed := &config.File{Host: host.Config{Servers: servers, Listen: listener.Config{Auth: &auth.Config{Keys: []auth.Key{k}}}}}
+	changed := &config.File{Host: gateway.Config{Servers: servers, Listen: listener.Config{Auth: &auth.Config{Keys: []auth.Key{k}}}}}
 	if err := e.Reload(ctx, changed); err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -42,7 +42,7 @@ func Example() {
 	ctx := context.Background()
 
 	file := &config.File{
-		Host: host.Config{Servers: []upstream.ServerConfig{
+		Host: gateway.Config{Servers: []upstream.ServerConfig{
 			{Name: "demo", Transport: upstream.TransportStreamableHTTP, URL: up.URL},
 		}},
 		Plugins: []plugins.Spec{{Name: "redact", Source: "builtin:redact"}},
@@ -70,7 +70,7 @@ func ExampleEngine_Reload() {
 	ctx := context.Background()
 	servers := []upstream.ServerConfig{{Name: "demo", Transport: upstream.TransportStreamableHTTP, URL: up.URL}}
 
-	e, err := engine.Start(ctx, &config.File{Host: host.Config{Servers: servers}}, nil)
+	e, err := engine.Start(ctx, &config.File{Host: gateway.Config{Servers: servers}}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func ExampleEngine_Reload() {
 	call()
 
 	err = e.Reload(ctx, &config.File{
-		Host:    host.Config{Servers: servers},
+		Host:    gateway.Config{Servers: servers},
 		Plugins: []plugins.Spec{{Name: "no-echo", Source: "builtin:deny", Config: map[string]string{"tools": `["demo__echo"]`}}},
 	})
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -240,7 +240,7 @@ func (e *Engine) DeleteServer(ctx context.Context, name string, ifVersion int64)
 // ReconnectServer ends a server's sessions and connects it again (also one
 // that was disconnected), waiting up to ctx for the connection.
 func (e *Engine) ReconnectServer(ctx context.Context, name string) (ServerInfo, error) {
-	if err := e.host.Reconnect(ctx, name); err != nil && errors.Is(err, host.ErrUnknownServer) {
+	if err := e.host.Reconnect(ctx, name); err != nil && errors.Is(err, gateway.ErrUnknownServer) {
 		return ServerInfo{}, notFound(name)
 	}
 	// A failed connect is in the status, not an error of the operation.
@@ -251,7 +251,7 @@ func (e *Engine) ReconnectServer(ctx context.Context, name string) (ServerInfo, 
 // ReconnectServer; its tools leave the catalog.
 func (e *Engine) DisconnectServer(ctx context.Context, name string) (ServerInfo, error) {
 	if err := e.host.Disconnect(name); err != nil {
-		if errors.Is(err, host.ErrUnknownServer) {
+		if errors.Is(err, gateway.ErrUnknownServer) {
 			return ServerInfo{}, notFound(name)
 		}
 		return ServerInfo{}, err

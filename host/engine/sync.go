@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -20,7 +20,7 @@ import (
 //
 // The servers of file's tool plugins come after the file's own; the tools
 // manager must already serve file.ToolPlugins.
-func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, int64, error) {
+func (e *Engine) merged(ctx context.Context, file *config.File) (gateway.Config, int64, error) {
 	cfg, rev, err := e.mergedStore(ctx, file)
 	if err != nil {
 		return cfg, rev, err
@@ -28,14 +28,14 @@ func (e *Engine) merged(ctx context.Context, file *config.File) (host.Config, in
 	return withToolServers(cfg, file, e.toolServerConfigs(ctx, file.ToolPlugins)), rev, nil
 }
 
-func (e *Engine) mergedStore(ctx context.Context, file *config.File) (host.Config, int64, error) {
+func (e *Engine) mergedStore(ctx context.Context, file *config.File) (gateway.Config, int64, error) {
 	cfg := file.Host
 	if e.store == nil {
 		return cfg, 0, nil
 	}
 	stored, rev, err := e.store.Servers(ctx)
 	if err != nil {
-		return host.Config{}, 0, fmt.Errorf("reading the store: %w", err)
+		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
 	cfg.Servers = slices.Clone(file.Host.Servers)
 	for _, sv := range stored {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/toolplugin"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/plugins"
@@ -100,7 +100,7 @@ func (e *Engine) dropToolServers(specs []plugins.Spec, wait bool) {
 
 // withToolServers adds the tool plugins' servers to cfg, after the file's
 // servers and before the stored ones.
-func withToolServers(cfg host.Config, file *config.File, tools []upstream.ServerConfig) host.Config {
+func withToolServers(cfg gateway.Config, file *config.File, tools []upstream.ServerConfig) gateway.Config {
 	if len(tools) == 0 {
 		return cfg
 	}

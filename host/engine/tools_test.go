@@ -17,9 +17,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/engine"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -483,7 +483,7 @@ func TestToolPluginSwapUnderLoad(t *testing.T) {
 			return false
 		}
 		defer resp.Body.Close()
-		var doc host.StatusDocument
+		var doc gateway.StatusDocument
 		if json.NewDecoder(resp.Body).Decode(&doc) != nil || doc.Reload == nil {
 			return false
 		}

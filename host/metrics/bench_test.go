@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcphost-project/mcphost/host"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -25,12 +25,12 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			opts := &host.Options{}
+			opts := &gateway.Options{}
 			if on {
 				m := New()
 				opts.Observer, opts.Metrics = m, m.Handler()
 			}
-			h, err := host.New(host.Config{Servers: []upstream.ServerConfig{{Name: "a", Transport: upstream.TransportStdio, Command: bins["upstream"]}}}, opts)
+			h, err := gateway.New(gateway.Config{Servers: []upstream.ServerConfig{{Name: "a", Transport: upstream.TransportStdio, Command: bins["upstream"]}}}, opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcphost-project/mcphost/abi"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -106,7 +106,7 @@ func New() *Metrics {
 }
 
 // ToolCall implements host.Observer.
-func (m *Metrics) ToolCall(server, tool, outcome string, t host.CallTimes) {
+func (m *Metrics) ToolCall(server, tool, outcome string, t gateway.CallTimes) {
 	if tool != "" {
 		k := toolKey{server, tool}
 		if _, ok := m.seen.Load(k); !ok { // read-mostly: no lock on the call path

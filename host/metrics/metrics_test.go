@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -24,7 +24,7 @@ func TestExposition(t *testing.T) {
 		Upstreams: func() []upstream.Status {
 			return []upstream.Status{{Name: "files", Transport: "stdio", State: upstream.StateConnected, Tools: 3, Reconnects: 2, InFlight: 1}}
 		},
-		Sessions: func() map[string]int { return map[string]int{host.DownstreamHTTP: 4} },
+		Sessions: func() map[string]int { return map[string]int{gateway.DownstreamHTTP: 4} },
 		Plugins:  func() []PluginStatus { return []PluginStatus{{Name: "redact", Loaded: true, Calls: 10, Reused: 5}} },
 		Swaps:    func() uint64 { return 3 },
 		Hooks: func() []HookStatus {
@@ -35,9 +35,9 @@ func TestExposition(t *testing.T) {
 			return audit.Stats{FileWritten: 7, StoreWritten: 6, StoreDropped: 1, RedactFailed: 2}
 		},
 	})
-	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
-	m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 3 * time.Millisecond, Upstream: 2 * time.Millisecond})
-	m.ToolCall("", "", host.CallUnknown, host.CallTimes{Total: time.Millisecond})
+	m.ToolCall("files", "read_file", gateway.CallOK, gateway.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
+	m.ToolCall("files", "read_file", gateway.CallOK, gateway.CallTimes{Total: 3 * time.Millisecond, Upstream: 2 * time.Millisecond})
+	m.ToolCall("", "", gateway.CallUnknown, gateway.CallTimes{Total: time.Millisecond})
 	m.ToolsListBuilt(time.Millisecond, nil)
 
 	problems, err := testutil.GatherAndLint(m.Registry())
@@ -123,6 +123,6 @@ func BenchmarkToolCall(b *testing.B) {
 	m := New()
 	b.ReportAllocs()
 	for b.Loop() {
-		m.ToolCall("files", "read_file", host.CallOK, host.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
+		m.ToolCall("files", "read_file", gateway.CallOK, gateway.CallTimes{Total: 2 * time.Millisecond, Upstream: time.Millisecond, Policy: 100 * time.Microsecond})
 	}
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/filters"
-	"github.com/mcphost-project/mcphost/host"
 	"github.com/mcphost-project/mcphost/host/config"
+	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/internal/gctune"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -62,7 +62,7 @@ func run(cfgPath, addr, out string) error {
 		return err
 	}
 	gc.Adjust()
-	h, err := host.New(file.Host, &host.Options{Logger: log, Policy: mgr})
+	h, err := gateway.New(file.Host, &gateway.Options{Logger: log, Policy: mgr})
 	if err != nil {
 		return err
 	}

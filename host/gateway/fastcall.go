@@ -1,0 +1,342 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/upstream"
+)
+
+// A plain tools/call on an established streamable HTTP session is answered
+// ahead of the go-sdk's handler, as tools/list is (fastlist.go): the body is
+// read once, the call goes the whole usual way (callTool: view, policies,
+// the raw upstream path, result policies, metrics, audit), and the answer is
+// one application/json JSON-RPC response.
+//
+// Why: through the go-sdk's stateful handler a call is decoded twice (the
+// batch, then its params), handed between three goroutines, and answered on
+// an event stream; that machinery, not mcphost's work, was most of what a
+// call through the gateway added to a direct one (docs/BENCHMARKS.md).
+//
+// What the shortcut takes: one tools/call request (string or integer id)
+// whose params hold only name, arguments (an object or null) and _meta (an object
+// without progressToken, and without the protocol version key of
+// 2026-07-28), on a session fastListSession accepts, with traces off (the
+// request span is made in the go-sdk path's middleware). A request with a
+// progress token asks for a stream and gets the go-sdk's.
+//
+// Nothing the call sends the client before its answer may be lost or
+// reordered: a session that set a logging level (whose upstream logs go
+// out ahead of the answer, on its stream) gets the go-sdk's path, and a
+// session whose client may be asked something during a call (sampling,
+// elicitation, roots) gets the shortcut only while it has a standalone
+// stream open, where such a request then goes, as when the go-sdk itself
+// answers in JSON (StreamableHTTPOptions.JSONResponse). (A stream counts as
+// open from its GET's arrival to its end; one that closes during the call
+// leaves such a question undelivered, and the upstream gets an error for
+// it.) And a call that could outlive the session's idle timer, which only
+// the go-sdk's own requests hold, goes the go-sdk's way (outlivesCalls).
+// The answer's bytes are what the go-sdk encodes (jsonrpc.EncodeMessage of
+// the result encoded as its jsonrpc2 layer encodes it); TestFastCall*
+// compares the two paths. The call is cancelled when its HTTP request goes
+// away, when the session closes, or by the client's notifications/cancelled
+// naming it.
+
+// jsonContentType is the Content-Type of every shortcut answer (net/http
+// only reads header values).
+var jsonContentType = []string{"application/json"}
+
+// maxFastCallBody is the longest tools/call body the shortcut reads whole;
+// a longer one goes to the go-sdk.
+const maxFastCallBody = 64 << 10
+
+// fastCall answers body, a request of session e, if it is a plain
+// tools/call, and reports whether it did.
+func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSession, body []byte) bool {
+	if h.tracer != nil {
+		return false
+	}
+	p, ok := parseFastCall(body)
+	if !ok {
+		return false
+	}
+	var meta mcp.Meta
+	if p.meta != nil {
+		if meta, ok = fastCallMeta(p.meta); !ok {
+			return false
+		}
+	}
+	id, err := jsonrpc.MakeID(p.id)
+	if err != nil {
+		return false
+	}
+	d, level := h.sessions.lookup(e.ss)
+	if d == nil {
+		return false // not tracked (yet, or any more): the go-sdk path tracks it
+	}
+	if level != "" || (asksClient(e.ss) && !h.fastSessions.listens(e.ss.ID())) {
+		return false // see above
+	}
+	if !h.outlivesCalls(e) {
+		return false
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	key := e.calls.add(p.id, cancel)
+	defer e.calls.remove(key)
+
+	caller := trackedCaller(d, e.ss, DownstreamHTTP)
+	caller.Meta = requestMeta(meta)
+	res, err := h.fastCallResult(ctx, caller, p, meta, e.ss)
+	// What the upstream sent during the call goes out first, as on the
+	// go-sdk path (on the standalone stream: see above).
+	d.out.Flush(ctx)
+
+	msg := &jsonrpc.Response{ID: id}
+	if raw, ok := res.(*upstream.RawToolResult); ok && err == nil && len(raw.Meta) == 0 {
+		// The upstream's bytes: EncodeMessage compacts them as encoding
+		// them first would, so that pass is spared.
+		msg.Result = raw.Raw
+	} else if err != nil {
+		msg.Error = callError(err)
+	} else if msg.Result, err = encodeJSON(res); err != nil {
+		msg.Result, msg.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
+	}
+	out, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		// Cannot happen for the values above; answered as the go-sdk
+		// answers what it cannot encode.
+		http.Error(w, "encoding the response: "+err.Error(), http.StatusInternalServerError)
+		return true
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonContentType // canonical keys, set without Set's work
+	hdr["Content-Length"] = []string{strconv.Itoa(len(out) + 1)}
+	hdr["Mcp-Session-Id"] = []string{e.ss.ID()}
+	_, _ = w.Write(append(out, '\n'))
+	return true
+}
+
+// fastCallResult is route's tools/call case without the go-sdk: the same
+// call, the same errors, and the same recovery from a panic.
+func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *fastCallParams, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, h.panicked("tools/call", v)
+		}
+	}()
+	return h.callTool(ctx, caller, p.name, p.args, meta, ss)
+}
+
+// outlivesCalls reports whether the go-sdk's idle timer of e's session,
+// which only its own requests stop and reset, cannot fire during a call
+// that starts now: a call may last as long as the longest call timeout of
+// the servers (a per_user login as long again). The go-sdk's path holds
+// the timer while it serves a request.
+func (h *Host) outlivesCalls(e *fastListSession) bool {
+	timeout := h.cfg.Listen.SessionTimeout
+	if timeout <= 0 {
+		return true
+	}
+	var longest time.Duration
+	for _, u := range h.upstreamList() {
+		d := u.Config.Timeout
+		if u.PerUser() {
+			d *= 2
+		}
+		longest = max(longest, d)
+	}
+	left := timeout - time.Since(time.Unix(0, e.lastSeen.Load()))
+	return longest+time.Minute < left
+}
+
+// asksClient reports whether an upstream may send ss's client a request
+// during a call: it declared sampling, elicitation or roots.
+func asksClient(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil {
+		return false
+	}
+	c := ip.Capabilities
+	return c.Sampling != nil || c.Elicitation != nil || c.RootsV2 != nil || c.Roots.ListChanged
+}
+
+// callError is the JSON-RPC error a failed tools/call is answered with,
+// on both paths.
+func callError(err error) *jsonrpc.Error {
+	if werr, ok := err.(*jsonrpc.Error); ok {
+		return werr // already one (a recovered panic)
+	}
+	switch {
+	case errors.Is(err, ErrUnknownTool) || errors.Is(err, upstream.ErrInvalidArguments):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
+}
+
+// fastCallParams is a plain tools/call request as parseFastCall read it.
+type fastCallParams struct {
+	id   any             // string or float64, as the go-sdk decodes ids
+	name string          // the tool
+	args json.RawMessage // an object, or nil when absent
+	meta json.RawMessage // the params' _meta object, or nil when absent
+}
+
+// parseFastCall reports whether body is exactly one tools/call request the
+// shortcut takes, and reads it. It is strict where a lax reading could
+// differ from the go-sdk's: member names are matched as written (exactly,
+// no escapes), a repeated or unknown member refuses the shortcut, as do an
+// id that is not an integer (to 2^53) or a plain ASCII string, a tool name
+// that is not plain UTF-8 text, arguments that are neither an object nor
+// null, and JSON nested deeper than the go-sdk reads. The request then goes
+// to the go-sdk, which answers it as it always did. FuzzParseFastCall holds
+// it to the go-sdk's decoder. It walks the bytes (jsonwalk.go).
+func parseFastCall(body []byte) (*fastCallParams, bool) {
+	body = wire.TrimSpace(body)
+	if !wire.ValidObject(body) {
+		return nil, false
+	}
+	top, ok := wire.Members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
+	version, id, method, params := top[0], top[1], top[2], top[3]
+	if !ok || string(version) != `"2.0"` || string(method) != `"tools/call"` || len(params) == 0 || params[0] != '{' {
+		return nil, false
+	}
+	p := new(fastCallParams)
+	switch {
+	case len(id) == 0:
+		return nil, false
+	case id[0] == '"':
+		if !wire.PlainASCII(id[1 : len(id)-1]) {
+			return nil, false
+		}
+		p.id = string(id[1 : len(id)-1])
+	default:
+		// As the go-sdk reads a number id: a float64, exact up to 2^53.
+		n, err := strconv.ParseInt(string(id), 10, 64)
+		if err != nil || n > 1<<53 || n < -(1<<53) {
+			return nil, false
+		}
+		p.id = float64(n)
+	}
+	in, ok := wire.Members(params, `"name"`, `"arguments"`, `"_meta"`)
+	name, args, meta := in[0], in[1], in[2]
+	if !ok {
+		return nil, false
+	}
+	if len(name) < 3 || name[0] != '"' || bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		return nil, false
+	}
+	p.name, p.args, p.meta = string(name[1:len(name)-1]), args, meta
+	// Arguments: an object, or null as the go-sdk's client sends no
+	// arguments (passed on as it is on the go-sdk's path).
+	if a := p.args; a != nil && a[0] != '{' && string(a) != "null" {
+		return nil, false
+	}
+	if m := p.meta; m != nil && m[0] != '{' {
+		return nil, false
+	}
+	return p, true
+}
+
+// fastCallMeta reads a tools/call's _meta as the go-sdk's path does (its
+// decoder into mcp.Meta). A progress token asks for a stream, and the
+// protocol version key for 2026-07-28: both are the go-sdk's to serve.
+func fastCallMeta(raw json.RawMessage) (mcp.Meta, bool) {
+	m, ok := decodeMeta(raw)
+	if !ok {
+		return nil, false
+	}
+	if _, ok := m["progressToken"]; ok {
+		return nil, false
+	}
+	if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
+		return nil, false
+	}
+	return m, true
+}
+
+// fastCalls are a session's shortcut calls in flight, so that the client's
+// notifications/cancelled and the session's end reach them as they reach
+// the go-sdk's.
+type fastCalls struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]fastCallEntry
+}
+
+type fastCallEntry struct {
+	id     any // the request id
+	cancel context.CancelFunc
+}
+
+func (f *fastCalls) add(id any, cancel context.CancelFunc) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[uint64]fastCallEntry{}
+	}
+	f.next++
+	f.m[f.next] = fastCallEntry{id: id, cancel: cancel}
+	return f.next
+}
+
+func (f *fastCalls) remove(key uint64) {
+	f.mu.Lock()
+	delete(f.m, key)
+	f.mu.Unlock()
+}
+
+// cancel cancels the calls whose request id is id (a string or a float64,
+// as the go-sdk decodes both), and reports whether there was one.
+func (f *fastCalls) cancel(id any) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	found := false
+	for _, c := range f.m {
+		if c.id == id {
+			c.cancel()
+			found = true
+		}
+	}
+	return found
+}
+
+// cancelAll cancels every call: the session is gone.
+func (f *fastCalls) cancelAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.m {
+		c.cancel()
+	}
+}
+
+// cancelFastCall passes a client's notifications/cancelled to the shortcut
+// call it names, if any.
+func (h *Host) cancelFastCall(ss *mcp.ServerSession, req mcp.Request) {
+	if ss == nil {
+		return
+	}
+	p, ok := req.GetParams().(*mcp.CancelledParams)
+	if !ok || p == nil {
+		return
+	}
+	if e := h.fastSessions.lookup(ss.ID()); e != nil && e.ss == ss {
+		if e.calls.cancel(p.RequestID) {
+			h.log.Debug("call cancelled by the client", "session", ss.ID(), "request", fmt.Sprint(p.RequestID))
+		}
+	}
+}
