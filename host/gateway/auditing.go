@@ -16,7 +16,6 @@ import (
 	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/telemetry"
-	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // AuditOptions turn the audit log on (Options.Audit): an entry per
@@ -74,16 +73,10 @@ func (h *Host) auditCall(tr *callTrace, start time.Time, caller abi.Caller, name
 		RequestBytes: len(args),
 	}
 	if err == nil && res != nil {
-		var out []byte
-		switch r := res.(type) {
-		case *upstream.RawToolResult:
+		out, shared := resultBytes(res)
+		if shared && h.audit.Results {
 			// The log writes it later, from another goroutine: its own copy.
-			out = r.Raw
-			if h.audit.Results {
-				out = bytes.Clone(out)
-			}
-		default:
-			out, _ = json.Marshal(res)
+			out = bytes.Clone(out)
 		}
 		e.ResponseBytes = len(out)
 		if h.audit.Results {

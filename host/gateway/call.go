@@ -8,17 +8,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
-// A tools/call, one step after another in callTool: resolve the name in the
-// caller's view, admit (tool_call hooks), forward (forward.go), pick the
-// result path (the upstream's bytes, rawcall.go, or typed), transform
-// (tool_result hooks), answer.
+// A tools/call, one step after another (call): resolve the name in the
+// caller's view, admit (tool_call hooks), forward (pickPath chooses typed,
+// raw or direct; forward.go does the sending), transform (tool_result
+// hooks); the result goes back typed or as the upstream's bytes
+// (rawresult.go).
 
 // CallTool calls a tool by its exposed name. A failure of the tool or its
 // upstream (down, timed out, closed mid-call) or a policy denial comes back
@@ -30,19 +33,12 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 	if err != nil {
 		return nil, err
 	}
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		return r, nil
-	case *upstream.RawToolResult:
-		return r.Typed()
-	}
-	return nil, fmt.Errorf("unexpected result type %T", res)
+	return typedResult(res)
 }
 
-// callTool is the whole call path: resolve, admit, call, transform. The
-// result is a *mcp.CallToolResult, or a *rawToolResult for a downstream
-// session that takes results as sent (rawResults) when no policy reads
-// them.
+// callTool is the whole call path: resolve, admit, forward, transform.
+// The result is a *mcp.CallToolResult, or a *rawToolResult for a
+// downstream session that takes results as sent (rawResults).
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
 	if h.observer == nil && h.audit == nil {
 		return h.call(ctx, caller, name, args, meta, ss, nil)
@@ -52,72 +48,164 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	return h.call(ctx, caller, name, args, meta, ss, tr)
 }
 
-// call is callTool; tr, when not nil, collects what the observer and the
-// audit log are told.
+// answerToolCall is a client's tools/call as the client is answered, on
+// both paths that serve one: route (the go-sdk's) and the shortcut
+// (fastcall.go). A failure that is not the tool's is a JSON-RPC error.
+func (h *Host) answerToolCall(ctx context.Context, caller abi.Caller, p *mcp.CallToolParamsRaw, ss *mcp.ServerSession) (mcp.Result, error) {
+	res, err := h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
+	if err != nil {
+		return nil, callError(err)
+	}
+	return res, nil
+}
+
+// callError is the JSON-RPC error a failed tools/call is answered with,
+// on both paths.
+func callError(err error) *jsonrpc.Error {
+	if werr, ok := err.(*jsonrpc.Error); ok {
+		return werr // already one (a recovered panic)
+	}
+	switch {
+	case errors.Is(err, ErrUnknownTool) || errors.Is(err, upstream.ErrInvalidArguments):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
+}
+
+// toolCall is one tools/call on its way through the steps: what resolve
+// found, and the arguments admit let through.
+type toolCall struct {
+	caller      abi.Caller
+	name        string // as the caller calls it: the exposed name
+	route       catalog.Route
+	u           *upstream.Server
+	args        json.RawMessage
+	annotations *abi.Annotations
+}
+
+// call is callTool, step by step; tr, when not nil, collects what the
+// observer and the audit log are told. Each step returns a result when the
+// call ends there.
 func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
+	c, res, err := h.resolve(ctx, caller, name, args, tr)
+	if c == nil {
+		return res, err
+	}
+	if res, err := h.admitCall(ctx, c, tr); res != nil || err != nil {
+		return res, err
+	}
+	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+}
+
+// resolve finds name in the caller's view: its server and tool. A name
+// the view does not have is answered here (hidden.go).
+func (h *Host) resolve(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (*toolCall, mcp.Result, error) {
 	if h.closed.Load() {
-		return nil, upstream.ErrClosed
+		return nil, nil, upstream.ErrClosed
 	}
 	if err := upstream.CheckArguments(args); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v, err := h.view(ctx, caller)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, ok := v.routes[name]
 	if !ok {
-		return h.hiddenCall(ctx, caller, name, args, tr)
+		res, err := h.hiddenCall(ctx, caller, name, args, tr)
+		return nil, res, err
 	}
 	u := h.upstreamNamed(r.Server)
 	if u == nil { // removed by a reload since the view was built
-		return nil, unknownTool(name)
+		return nil, nil, unknownTool(name)
 	}
 	if tr != nil {
 		tr.server, tr.tool = r.Server, r.Tool
 	}
+	return &toolCall{caller: caller, name: name, route: r, u: u, args: args, annotations: h.cat.Load().Annotations(r)}, nil, nil
+}
 
-	annotations := h.cat.Load().Annotations(r)
+// admitCall asks the tool_call hooks: allow, deny, rewrite the arguments (in
+// c) or answer in the upstream's place. A result ends the call.
+func (h *Host) admitCall(ctx context.Context, c *toolCall, tr *callTrace) (mcp.Result, error) {
 	if h.wants(abi.HookToolCall) {
-		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.Server, Tool: r.Tool, Arguments: args, Annotations: annotations}
+		in := &abi.ToolCallInput{Caller: c.caller, Name: c.name, Server: c.route.Server, Tool: c.route.Tool, Arguments: c.args, Annotations: c.annotations}
 		t0 := tr.now()
 		d, err := h.toolCallPolicy(ctx, in, tr)
 		tr.addPolicy(t0)
 		if err != nil {
-			h.log.Debug("policy failed on a call", "tool", name, "error", err)
+			h.log.Debug("policy failed on a call", "tool", c.name, "error", err)
 			tr.set(CallDenied)
-			return errorResult("call to %s refused: %s", name, wire.PolicyMessage(err)), nil
+			return errorResult("call to %s refused: %s", c.name, wire.PolicyMessage(err)), nil
 		}
 		switch d.Action {
 		case abi.ActionAllow, "":
 		case abi.ActionDeny:
 			tr.set(CallDenied)
-			return h.denied(name, d)
+			return h.denied(c.name, d)
 		case abi.ActionRewrite:
 			if err := upstream.CheckArguments(d.Arguments); err != nil {
-				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", name), nil
+				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", c.name), nil
 			}
-			args = d.Arguments
+			c.args = d.Arguments
 		case abi.ActionRespond:
 			tr.set(CallAnswered)
 			return fromABIResult(d.Result)
 		default:
-			return errorResult("call to %s refused: policy returned unknown action %s", name, wire.CleanText(strconv.Quote(d.Action))), nil
+			return errorResult("call to %s refused: policy returned unknown action %s", c.name, wire.CleanText(strconv.Quote(d.Action))), nil
 		}
 	}
-
 	// A reload swaps servers and policies together (Reconfigure): a call
 	// whose server went or changed while it was being admitted may have
 	// been admitted by the new policies, which do not cover that server.
-	if h.upstreamNamed(r.Server) != u {
+	if h.upstreamNamed(c.route.Server) != c.u {
 		tr.set(CallInvalid)
-		return errorResult("call to %s refused: the config was reloaded during the call; call again", name), nil
+		return errorResult("call to %s refused: the config was reloaded during the call; call again", c.name), nil
 	}
+	return nil, nil
+}
 
-	params := &mcp.CallToolParams{Name: r.Tool, Arguments: args}
-	if len(args) == 0 {
-		params.Arguments = nil
+// upstreamResult is what the upstream answered: typed, or its bytes (raw,
+// from the raw or the direct path). A failure is already a tool error.
+type upstreamResult struct {
+	typed *mcp.CallToolResult
+	raw   json.RawMessage
+}
+
+// callPath is how a call reaches its upstream and its result comes back.
+type callPath int
+
+const (
+	// pathTyped: the go-sdk's client, typed params and result.
+	pathTyped callPath = iota
+	// pathRaw: mcphost writes the request and reads the result's bytes
+	// itself (upstream/rawcall.go), for a client that takes them as sent.
+	pathRaw
+	// pathDirect: an in-process tool server's fast path, no transport
+	// (upstream/memconn.go); its bytes are decoded for a client that
+	// does not take them as sent.
+	pathDirect
+)
+
+// pickPath chooses a call's path: direct wherever the session's
+// connection has it, raw where the downstream client takes the upstream's
+// bytes (takesRaw: rawResults, shortcuts on) and the upstream session is
+// one whose requests need nothing the go-sdk's client adds (plain), typed
+// otherwise.
+func pickPath(hasConn, direct, takesRaw, plain bool) callPath {
+	switch {
+	case hasConn && direct:
+		return pathDirect
+	case hasConn && takesRaw && plain:
+		return pathRaw
 	}
+	return pathTyped
+}
+
+// forwardCall sends the call to its upstream (forward.go), asking the
+// caller to log in first where a per_user server needs it.
+func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) upstreamResult {
+	u, tool, args := c.u, c.route.Tool, c.args
 	upMeta, done := h.upstreamMeta(ctx, u, ss, meta)
 	defer done()
 	if u.Config.Transport == upstream.TransportInternal {
@@ -126,38 +214,36 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		if upMeta == nil {
 			upMeta = mcp.Meta{}
 		}
-		upMeta[abi.CallerMetaKey] = caller
+		upMeta[abi.CallerMetaKey] = c.caller
 	}
-	params.Meta = upMeta
-	wantsResult := h.wants(abi.HookToolResult)
-	// Raw calls when the result can go downstream as sent, or be read by
-	// policies, which say so when they leave it unchanged (Policy.ToolResult).
-	raw := !h.noShortcuts && upstream.RawResults(ss)
-	var res *mcp.CallToolResult
-	var rawRes json.RawMessage
-	upStart := time.Now()
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: upMeta}
+	if len(args) == 0 {
+		params.Arguments = nil
+	}
+	takesRaw := !h.noShortcuts && rawResults(ss)
+	var out upstreamResult
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-		if c := u.RawConn(cs); c != nil && c.Direct() {
-			// An in-process tool server's fast path (memconn.go). A
-			// session that does not take results as sent gets it typed.
-			rawRes, err = c.CallDirect(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.Tool, Arguments: args})
-			if err == nil && !raw {
-				res = new(mcp.CallToolResult)
-				if err = json.Unmarshal(rawRes, res); err != nil {
+		conn := u.RawConn(cs)
+		out = upstreamResult{}
+		switch pickPath(conn != nil, conn != nil && conn.Direct(), takesRaw, upstream.PlainUpstream(cs)) {
+		case pathDirect:
+			out.raw, err = conn.CallDirect(ctx, &upstream.RawCallParams{Meta: upMeta, Name: tool, Arguments: args})
+			if err == nil && !takesRaw {
+				out.typed = new(mcp.CallToolResult)
+				if err = json.Unmarshal(out.raw, out.typed); err != nil {
 					err = fmt.Errorf("calling \"tools/call\": %w", err)
 				}
-				rawRes = nil
+				out.raw = nil
 			}
-			return err
+		case pathRaw:
+			out.raw, err = conn.CallTool(ctx, &upstream.RawCallParams{Meta: upMeta, Name: tool, Arguments: args})
+		default:
+			out.typed, err = cs.CallTool(ctx, params)
 		}
-		if c := u.RawConn(cs); raw && c != nil && upstream.PlainUpstream(cs) {
-			rawRes, err = c.CallTool(ctx, &upstream.RawCallParams{Meta: upMeta, Name: r.Tool, Arguments: args})
-			return err
-		}
-		res, err = cs.CallTool(ctx, params)
 		return err
 	}
-	err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
+	upStart := time.Now()
+	err := h.forward(ctx, ss, u, "tools/call", upMeta, send)
 	if err != nil && u.PerUser() {
 		// The caller must log in first (oauth mode per_user): asked over
 		// the protocol, the call goes on once they have.
@@ -176,44 +262,51 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 		// A failed call becomes an error result whose text comes in part
 		// from the upstream (its JSON-RPC error message): it goes through
 		// the result policies like any result, so redact sees it.
-		res, rawRes = upstreamErrorResult(r.Server, u.Config.Timeout, err), nil
+		return upstreamResult{typed: upstreamErrorResult(c.route.Server, u.Config.Timeout, err)}
 	}
-	// The result travels as the upstream's bytes when the go-sdk would accept
-	// them and, past policies, the policies saw every one of them; otherwise
-	// it is typed, and what goes out is encoded from what policies returned.
-	rawOK := rawRes != nil && upstream.CheckToolResult(rawRes) == nil && (!wantsResult || upstream.PoliciesSeeAll(rawRes))
-	if rawRes != nil && !rawOK {
-		res = new(mcp.CallToolResult)
-		if err := json.Unmarshal(rawRes, res); err != nil {
-			res = upstreamErrorResult(r.Server, u.Config.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
+	return out
+}
+
+// transform runs the tool_result hooks on what the upstream answered. The
+// result travels as the upstream's bytes when the go-sdk would accept them
+// and, past policies, the policies saw every one of them and left them
+// unchanged; otherwise it is typed, encoded from what policies returned.
+func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr *callTrace) (mcp.Result, error) {
+	wantsResult := h.wants(abi.HookToolResult)
+	asSent := up.raw != nil && upstream.CheckToolResult(up.raw) == nil && (!wantsResult || upstream.PoliciesSeeAll(up.raw))
+	if up.raw != nil && !asSent {
+		up.typed = new(mcp.CallToolResult)
+		if err := json.Unmarshal(up.raw, up.typed); err != nil {
+			up.typed = upstreamErrorResult(c.route.Server, c.u.Config.Timeout, fmt.Errorf("calling \"tools/call\": %w", err))
 		}
 	}
 	if !wantsResult {
-		if rawOK {
-			return &upstream.RawToolResult{Raw: rawRes}, nil
+		if asSent {
+			return &rawToolResult{raw: up.raw}, nil
 		}
-		return res, nil
+		return up.typed, nil
 	}
-	in := &abi.ToolResultInput{Caller: caller, Name: name, Server: r.Server, Tool: r.Tool, Arguments: args, Annotations: annotations}
-	if rawOK {
-		in.Result, err = rawABIResult(rawRes)
+	in := &abi.ToolResultInput{Caller: c.caller, Name: c.name, Server: c.route.Server, Tool: c.route.Tool, Arguments: c.args, Annotations: c.annotations}
+	var err error
+	if asSent {
+		in.Result, err = rawABIResult(up.raw)
 	} else {
-		in.Result, err = toABIResult(res)
+		in.Result, err = toABIResult(up.typed)
 	}
 	if err != nil {
 		tr.set(CallDenied)
-		return errorResult("result of %s could not be passed to policies: %v", name, err), nil
+		return errorResult("result of %s could not be passed to policies: %v", c.name, err), nil
 	}
 	t0 := tr.now()
 	out, err := h.toolResultPolicy(ctx, in, tr)
 	tr.addPolicy(t0)
 	if err != nil {
-		h.log.Debug("policy failed on a result", "tool", name, "error", err)
+		h.log.Debug("policy failed on a result", "tool", c.name, "error", err)
 		tr.set(CallDenied)
-		return errorResult("result of %s withheld by policy: %s", name, wire.PolicyMessage(err)), nil
+		return errorResult("result of %s withheld by policy: %s", c.name, wire.PolicyMessage(err)), nil
 	}
-	if rawOK && out == in.Result {
-		return &upstream.RawToolResult{Raw: rawRes}, nil // unchanged (Policy.ToolResult)
+	if asSent && out == in.Result {
+		return &rawToolResult{raw: up.raw}, nil // unchanged (Policy.ToolResult)
 	}
 	return fromABIResult(out)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
-	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // A plain tools/call on an established streamable HTTP session is answered
@@ -101,18 +99,18 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 
 	caller := trackedCaller(d, e.ss, DownstreamHTTP)
 	caller.Meta = requestMeta(meta)
-	res, err := h.fastCallResult(ctx, caller, p, meta, e.ss)
+	res, err := h.fastCallResult(ctx, caller, &mcp.CallToolParamsRaw{Meta: meta, Name: p.name, Arguments: p.args}, e.ss)
 	// What the upstream sent during the call goes out first, as on the
 	// go-sdk path (on the standalone stream: see above).
 	d.out.Flush(ctx)
 
 	msg := &jsonrpc.Response{ID: id}
-	if raw, ok := res.(*upstream.RawToolResult); ok && err == nil && len(raw.Meta) == 0 {
+	if raw, ok := asSent(res); ok && err == nil {
 		// The upstream's bytes: EncodeMessage compacts them as encoding
 		// them first would, so that pass is spared.
-		msg.Result = raw.Raw
+		msg.Result = raw
 	} else if err != nil {
-		msg.Error = callError(err)
+		msg.Error = callError(err) // a recovered panic's, or answerToolCall's as it is
 	} else if msg.Result, err = encodeJSON(res); err != nil {
 		msg.Result, msg.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
 	}
@@ -131,15 +129,15 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	return true
 }
 
-// fastCallResult is route's tools/call case without the go-sdk: the same
-// call, the same errors, and the same recovery from a panic.
-func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *fastCallParams, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
+// fastCallResult is route's tools/call answer (answerToolCall) without the
+// go-sdk, with the same recovery from a panic.
+func (h *Host) fastCallResult(ctx context.Context, caller abi.Caller, p *mcp.CallToolParamsRaw, ss *mcp.ServerSession) (res mcp.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			res, err = nil, h.panicked("tools/call", v)
 		}
 	}()
-	return h.callTool(ctx, caller, p.name, p.args, meta, ss)
+	return h.answerToolCall(ctx, caller, p, ss)
 }
 
 // outlivesCalls reports whether the go-sdk's idle timer of e's session,
@@ -173,19 +171,6 @@ func asksClient(ss *mcp.ServerSession) bool {
 	}
 	c := ip.Capabilities
 	return c.Sampling != nil || c.Elicitation != nil || c.RootsV2 != nil || c.Roots.ListChanged
-}
-
-// callError is the JSON-RPC error a failed tools/call is answered with,
-// on both paths.
-func callError(err error) *jsonrpc.Error {
-	if werr, ok := err.(*jsonrpc.Error); ok {
-		return werr // already one (a recovered panic)
-	}
-	switch {
-	case errors.Is(err, ErrUnknownTool) || errors.Is(err, upstream.ErrInvalidArguments):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
 }
 
 // fastCallParams is a plain tools/call request as parseFastCall read it.

@@ -295,22 +295,17 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
 		}
-		var res mcp.Result
-		var err error
-		if usesRounds(ss) {
-			// What the upstream asks during the call comes back as
-			// input_required results (rounds.go).
-			caller, p := h.callerOf(req, transport), r.Params
-			res, err = h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), p.RequestState, p.InputResponses,
-				func(ctx context.Context) (mcp.Result, error) {
-					return h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
-				})
-			var serr errRequestState
-			if errors.As(err, &serr) {
-				return nil, serr.rpc
-			}
-		} else {
-			res, err = h.callTool(ctx, h.callerOf(req, transport), r.Params.Name, r.Params.Arguments, r.Params.Meta, ss)
+		caller, p := h.callerOf(req, transport), r.Params
+		if !usesRounds(ss) {
+			return h.answerToolCall(ctx, caller, p, ss)
+		}
+		// What the upstream asks during the call comes back as
+		// input_required results (rounds.go).
+		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), p.RequestState, p.InputResponses,
+			func(ctx context.Context) (mcp.Result, error) { return h.answerToolCall(ctx, caller, p, ss) })
+		var serr errRequestState
+		if errors.As(err, &serr) {
+			return nil, serr.rpc
 		}
 		if err != nil {
 			return nil, callError(err)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/decision"
-	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // Outcomes of a tools/call, as an Observer hears them.
@@ -111,17 +109,4 @@ func upstreamOutcome(err error) string {
 		return CallTimeout
 	}
 	return CallUpstreamError
-}
-
-// resultIsError reports a result's isError. For a result passed on as the
-// upstream's bytes it looks for the field as encoders write it, without
-// decoding the result.
-func resultIsError(res mcp.Result) bool {
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		return r.IsError
-	case *upstream.RawToolResult:
-		return bytes.Contains(r.Raw, []byte(`"isError":true`)) || bytes.Contains(r.Raw, []byte(`"isError": true`))
-	}
-	return false
 }

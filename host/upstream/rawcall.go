@@ -392,52 +392,6 @@ var (
 		"uri": true, "name": true, "title": true, "description": true, "size": true, "annotations": true, "_meta": true}
 )
 
-// RawToolResult is a tools/call result that encodes as the bytes an
-// upstream sent. For protocol 2026-07-28 and later the go-sdk puts its
-// server info in a result's _meta (GetMeta/SetMeta): it is merged into the
-// upstream's _meta as into a typed result's, a key the upstream set
-// staying.
-type RawToolResult struct {
-	mcp.ResultBase
-	Raw json.RawMessage
-}
-
-func (r *RawToolResult) MarshalJSON() ([]byte, error) {
-	if len(r.Meta) == 0 {
-		return r.Raw, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.Raw, &m); err != nil {
-		return nil, err
-	}
-	meta := map[string]any{}
-	if own := m["_meta"]; len(own) > 0 && string(own) != "null" {
-		if err := json.Unmarshal(own, &meta); err != nil {
-			return nil, err
-		}
-	}
-	for k, v := range r.Meta {
-		if _, ok := meta[k]; !ok {
-			meta[k] = v
-		}
-	}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, err
-	}
-	m["_meta"] = b
-	return json.Marshal(m)
-}
-
-// Typed decodes the result for callers that want Go values.
-func (r *RawToolResult) Typed() (*mcp.CallToolResult, error) {
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(r.Raw, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
 // PlainUpstream reports whether cs speaks a protocol whose tools/call needs
 // nothing the go-sdk's client adds per request (later protocols carry the
 // protocol version and capabilities in each request's _meta, and may answer
@@ -445,19 +399,6 @@ func (r *RawToolResult) Typed() (*mcp.CallToolResult, error) {
 func PlainUpstream(cs *mcp.ClientSession) bool {
 	ir := cs.InitializeResult()
 	return ir != nil && wire.PlainVersions[ir.ProtocolVersion]
-}
-
-// RawResults reports whether ss takes tools/call results as the
-// upstream's bytes (rawToolResult): the protocols up to 2025-11-25, which
-// the go-sdk sends exactly as a handler returns them (plainVersions), and
-// 2026-07-28 and later, whose one annotation of a tools/call result (its
-// server info in _meta) rawToolResult merges in.
-func RawResults(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	v := wire.ProtocolOf(ss)
-	return wire.PlainVersions[v] || v >= wire.NewProtocolVersion
 }
 
 // NotSent marks a raw call's failure before its request was written.
