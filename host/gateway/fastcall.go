@@ -1,15 +1,12 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,17 +64,17 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	if h.tracer != nil {
 		return false
 	}
-	p, ok := parseFastCall(body)
+	p, ok := wire.ParseToolCall(body)
 	if !ok {
 		return false
 	}
 	var meta mcp.Meta
-	if p.meta != nil {
-		if meta, ok = fastCallMeta(p.meta); !ok {
+	if p.Meta != nil {
+		if meta, ok = wire.CallMeta(p.Meta); !ok {
 			return false
 		}
 	}
-	id, err := jsonrpc.MakeID(p.id)
+	id, err := jsonrpc.MakeID(p.ID)
 	if err != nil {
 		return false
 	}
@@ -94,12 +91,12 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	key := e.calls.add(p.id, cancel)
+	key := e.calls.add(p.ID, cancel)
 	defer e.calls.remove(key)
 
 	caller := trackedCaller(d, e.ss, DownstreamHTTP)
 	caller.Meta = requestMeta(meta)
-	res, err := h.fastCallResult(ctx, caller, &mcp.CallToolParamsRaw{Meta: meta, Name: p.name, Arguments: p.args}, e.ss)
+	res, err := h.fastCallResult(ctx, caller, &mcp.CallToolParamsRaw{Meta: meta, Name: p.Name, Arguments: p.Args}, e.ss)
 	// What the upstream sent during the call goes out first, as on the
 	// go-sdk path (on the standalone stream: see above).
 	d.out.Flush(ctx)
@@ -171,87 +168,6 @@ func asksClient(ss *mcp.ServerSession) bool {
 	}
 	c := ip.Capabilities
 	return c.Sampling != nil || c.Elicitation != nil || c.RootsV2 != nil || c.Roots.ListChanged
-}
-
-// fastCallParams is a plain tools/call request as parseFastCall read it.
-type fastCallParams struct {
-	id   any             // string or float64, as the go-sdk decodes ids
-	name string          // the tool
-	args json.RawMessage // an object, or nil when absent
-	meta json.RawMessage // the params' _meta object, or nil when absent
-}
-
-// parseFastCall reports whether body is exactly one tools/call request the
-// shortcut takes, and reads it. It is strict where a lax reading could
-// differ from the go-sdk's: member names are matched as written (exactly,
-// no escapes), a repeated or unknown member refuses the shortcut, as do an
-// id that is not an integer (to 2^53) or a plain ASCII string, a tool name
-// that is not plain UTF-8 text, arguments that are neither an object nor
-// null, and JSON nested deeper than the go-sdk reads. The request then goes
-// to the go-sdk, which answers it as it always did. FuzzParseFastCall holds
-// it to the go-sdk's decoder. It walks the bytes (jsonwalk.go).
-func parseFastCall(body []byte) (*fastCallParams, bool) {
-	body = wire.TrimSpace(body)
-	if !wire.ValidObject(body) {
-		return nil, false
-	}
-	top, ok := wire.Members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
-	version, id, method, params := top[0], top[1], top[2], top[3]
-	if !ok || string(version) != `"2.0"` || string(method) != `"tools/call"` || len(params) == 0 || params[0] != '{' {
-		return nil, false
-	}
-	p := new(fastCallParams)
-	switch {
-	case len(id) == 0:
-		return nil, false
-	case id[0] == '"':
-		if !wire.PlainASCII(id[1 : len(id)-1]) {
-			return nil, false
-		}
-		p.id = string(id[1 : len(id)-1])
-	default:
-		// As the go-sdk reads a number id: a float64, exact up to 2^53.
-		n, err := strconv.ParseInt(string(id), 10, 64)
-		if err != nil || n > 1<<53 || n < -(1<<53) {
-			return nil, false
-		}
-		p.id = float64(n)
-	}
-	in, ok := wire.Members(params, `"name"`, `"arguments"`, `"_meta"`)
-	name, args, meta := in[0], in[1], in[2]
-	if !ok {
-		return nil, false
-	}
-	if len(name) < 3 || name[0] != '"' || bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
-		return nil, false
-	}
-	p.name, p.args, p.meta = string(name[1:len(name)-1]), args, meta
-	// Arguments: an object, or null as the go-sdk's client sends no
-	// arguments (passed on as it is on the go-sdk's path).
-	if a := p.args; a != nil && a[0] != '{' && string(a) != "null" {
-		return nil, false
-	}
-	if m := p.meta; m != nil && m[0] != '{' {
-		return nil, false
-	}
-	return p, true
-}
-
-// fastCallMeta reads a tools/call's _meta as the go-sdk's path does (its
-// decoder into mcp.Meta). A progress token asks for a stream, and the
-// protocol version key for 2026-07-28: both are the go-sdk's to serve.
-func fastCallMeta(raw json.RawMessage) (mcp.Meta, bool) {
-	m, ok := decodeMeta(raw)
-	if !ok {
-		return nil, false
-	}
-	if _, ok := m["progressToken"]; ok {
-		return nil, false
-	}
-	if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
-		return nil, false
-	}
-	return m, true
 }
 
 // fastCalls are a session's shortcut calls in flight, so that the client's

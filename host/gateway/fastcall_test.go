@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
@@ -324,7 +325,7 @@ func FuzzParseFastCall(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		p, ok := parseFastCall(body)
+		p, ok := wire.ParseToolCall(body)
 		if !ok {
 			return
 		}
@@ -336,23 +337,23 @@ func FuzzParseFastCall(f *testing.F) {
 		if !isReq || req.Method != "tools/call" || !req.IsCall() {
 			t.Fatalf("accepted %q, which the go-sdk reads as %#v", body, msg)
 		}
-		id, err := jsonrpc.MakeID(p.id)
+		id, err := jsonrpc.MakeID(p.ID)
 		if err != nil || id != req.ID {
-			t.Fatalf("accepted %q with id %v, the go-sdk reads %v", body, p.id, req.ID.Raw())
+			t.Fatalf("accepted %q with id %v, the go-sdk reads %v", body, p.ID, req.ID.Raw())
 		}
 		var params mcp.CallToolParamsRaw
 		if _, err := segjson.Parse(req.Params, &params, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 			t.Fatalf("accepted %q, whose params the go-sdk does not decode: %v", body, err)
 		}
-		if params.Name != p.name {
-			t.Fatalf("accepted %q as tool %q, the go-sdk reads %q", body, p.name, params.Name)
+		if params.Name != p.Name {
+			t.Fatalf("accepted %q as tool %q, the go-sdk reads %q", body, p.Name, params.Name)
 		}
-		if !jsonEqual(params.Arguments, p.args) {
-			t.Fatalf("accepted %q with arguments %s, the go-sdk reads %s", body, p.args, params.Arguments)
+		if !jsonEqual(params.Arguments, p.Args) {
+			t.Fatalf("accepted %q with arguments %s, the go-sdk reads %s", body, p.Args, params.Arguments)
 		}
 		var meta mcp.Meta
-		if p.meta != nil {
-			if meta, ok = fastCallMeta(p.meta); !ok {
+		if p.Meta != nil {
+			if meta, ok = wire.CallMeta(p.Meta); !ok {
 				return // refused there
 			}
 		}
@@ -379,7 +380,7 @@ func BenchmarkParseFastCall(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"everything__test_simple_text","arguments":{}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := parseFastCall(body); !ok {
+		if _, ok := wire.ParseToolCall(body); !ok {
 			b.Fatal("refused")
 		}
 	}

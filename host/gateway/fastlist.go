@@ -7,14 +7,12 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
@@ -186,7 +184,7 @@ func readShortBody(r *http.Request, maxBody int64) (body []byte, whole bool) {
 // fastList answers body, a request of session e, if it is a plain
 // tools/list, and reports whether it did.
 func (h *Host) fastList(w http.ResponseWriter, r *http.Request, e *fastListSession, body []byte) bool {
-	id, meta, ok := parseFastList(body)
+	id, meta, ok := wire.ParseToolsList(body)
 	// A request that names its protocol version in _meta may follow
 	// 2026-07-28, whose results the go-sdk annotates.
 	if ok && bytes.Contains(meta, []byte(mcp.MetaKeyProtocolVersion)) {
@@ -241,7 +239,7 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil
 	}
-	if !acceptsBoth(r.Header.Values("Accept")) { // the Host was checked in front (checkOrigin)
+	if !wire.AcceptsBoth(r.Header.Values("Accept")) { // the Host was checked in front (checkOrigin)
 		return nil
 	}
 	if auth.TokenInfoFromContext(r.Context()) != nil {
@@ -253,109 +251,6 @@ func (h *Host) fastListSession(r *http.Request, sessionTimeout time.Duration) *f
 	return e
 }
 
-// parseFastList reports whether body is exactly one tools/list request
-// with no cursor, and returns its id as sent and its params' _meta (nil
-// when absent). It is strict where the go-sdk's reading could differ from
-// a lax one: member names are matched as written (no escapes), and a
-// repeated or unknown member, an id that is not a string or an integer,
-// or anything after the object refuses the shortcut. It walks the bytes
-// (jsonwalk.go), as parseFastCall does.
-func parseFastList(body []byte) (id, meta json.RawMessage, ok bool) {
-	body = wire.TrimSpace(body)
-	if !wire.ValidObject(body) {
-		return nil, nil, false
-	}
-	top, ok := wire.Members(body, `"jsonrpc"`, `"id"`, `"method"`, `"params"`)
-	version, id, method, params := top[0], top[1], top[2], top[3]
-	if !ok || string(version) != `"2.0"` || string(method) != `"tools/list"` || id == nil || !plainID(id) {
-		return nil, nil, false
-	}
-	if params != nil {
-		if meta, ok = listParams(params); !ok {
-			return nil, nil, false
-		}
-	}
-	return id, meta, true
-}
-
-// listParams accepts null, {} and {"_meta": OBJECT-or-null}, and returns
-// the _meta object (nil when absent or null). params is valid JSON.
-func listParams(params []byte) (meta json.RawMessage, ok bool) {
-	if string(params) == "null" {
-		return nil, true
-	}
-	if params[0] != '{' {
-		return nil, false
-	}
-	in, ok := wire.Members(params, `"_meta"`)
-	switch m := in[0]; {
-	case !ok:
-		return nil, false
-	case m == nil || string(m) == "null":
-		return nil, true
-	case m[0] != '{':
-		return nil, false
-	default:
-		return m, true
-	}
-}
-
-// fastListMeta reads a tools/list request's _meta as the go-sdk's path
-// does (its decoder into mcp.Meta, then requestMeta), so that the shortcut
-// asks for the very view, and gets the very bytes, that the go-sdk's
-// handler would.
-func fastListMeta(raw json.RawMessage) (json.RawMessage, bool) {
-	m, ok := decodeMeta(raw)
-	if !ok {
-		return nil, false
-	}
-	return requestMeta(m), true
-}
-
-// decodeMeta decodes a request's _meta as the go-sdk does (its decoder,
-// member names matched exactly).
-func decodeMeta(raw json.RawMessage) (mcp.Meta, bool) {
-	var m mcp.Meta
-	dec := segjson.NewDecoder(bytes.NewReader(raw))
-	dec.DontMatchCaseInsensitiveStructFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, false
-	}
-	return m, true
-}
-
-// plainID accepts a JSON string or an integer that fits an int64, the ids
-// the go-sdk echoes byte for byte.
-func plainID(raw json.RawMessage) bool {
-	if len(raw) > 0 && raw[0] == '"' {
-		var s string
-		return json.Unmarshal(raw, &s) == nil
-	}
-	_, err := strconv.ParseInt(string(raw), 10, 64)
-	return err == nil
-}
-
-// acceptsBoth reports whether the Accept headers allow both
-// application/json and text/event-stream, which the go-sdk requires of a
-// POST (it answers 400 otherwise), read as the go-sdk reads them.
-func acceptsBoth(values []string) bool {
-	var jsonOK, streamOK bool
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			switch strings.ToLower(strings.TrimSpace(mt)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
-	return jsonOK && streamOK
-}
-
 // encoded returns the view's tools/list result as the go-sdk would encode
 // it (no HTML escaping), computed once per view.
 func (v *view) encoded() ([]byte, error) {
@@ -365,4 +260,16 @@ func (v *view) encoded() ([]byte, error) {
 		v.enc, v.encErr = encodeJSON(&catalog.PriorListTools{ListToolsResult: v.result})
 	})
 	return v.enc, v.encErr
+}
+
+// fastListMeta reads a tools/list request's _meta as the go-sdk's path
+// does (its decoder into mcp.Meta, then requestMeta), so that the shortcut
+// asks for the very view, and gets the very bytes, that the go-sdk's
+// handler would.
+func fastListMeta(raw json.RawMessage) (json.RawMessage, bool) {
+	m, ok := wire.DecodeMeta(raw)
+	if !ok {
+		return nil, false
+	}
+	return requestMeta(m), true
 }

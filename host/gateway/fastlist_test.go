@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -301,7 +302,7 @@ func TestParseFastList(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"} x`, ``, ``},
 		{``, ``, ``},
 	} {
-		id, meta, ok := parseFastList([]byte(tc.body))
+		id, meta, ok := wire.ParseToolsList([]byte(tc.body))
 		if ok != (tc.id != "") || string(id) != tc.id || string(meta) != tc.meta {
 			t.Errorf("%s: got %q, %q, %v; want %q, %q", tc.body, id, meta, ok, tc.id, tc.meta)
 		}
@@ -378,7 +379,7 @@ func FuzzParseFastList(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		id, meta, ok := parseFastList(body)
+		id, meta, ok := wire.ParseToolsList(body)
 		if !ok {
 			return
 		}
