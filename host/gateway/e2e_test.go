@@ -254,9 +254,7 @@ func TestReconnectByACallIsCounted(t *testing.T) {
 	// found the server connected: nothing is left to reconnect it.
 	u := h.upstreamNamed("a")
 	testproc.WaitFor(t, "no reconnect to be pending", 5*time.Second, func() bool {
-		u.Mu.Lock()
-		defer u.Mu.Unlock()
-		return u.RetryTimer == nil && u.ConnectDone == nil
+		return u.Dormant()
 	})
 	if n := h.Statuses()[0].Reconnects; n != 1 {
 		t.Errorf("%d reconnects counted for one, after the retry timer", n)

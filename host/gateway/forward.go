@@ -63,7 +63,7 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream.S
 		} else if cs2 == cs {
 			done2()
 		} else {
-			u.Log.Debug("request sent again on a new connection: the last one was gone before it was sent", "method", method, "error", err)
+			u.Logger().Debug("request sent again on a new connection: the last one was gone before it was sent", "method", method, "error", err)
 			err = h.sendOn(ctx, ss, u, cs2, done2, fn)
 		}
 	}

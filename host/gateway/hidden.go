@@ -104,8 +104,7 @@ func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string,
 		return nil, unknownTool(name)
 	}
 	st := u.Status()
-	_, oauth := u.OAuth.(*upstream.CodeFlow)
-	waitsForLogin := oauth && (st.State == upstream.StateAuthorizing || st.State == upstream.StateUnauthorized)
+	waitsForLogin := u.LogsIn() && (st.State == upstream.StateAuthorizing || st.State == upstream.StateUnauthorized)
 	if !waitsForLogin && (st.Tools > 0 || st.State == upstream.StateConnected || u.IsHeld()) {
 		return nil, unknownTool(name) // its tools are known, and name is not one; or an operator took them away
 	}

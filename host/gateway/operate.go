@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -72,11 +71,9 @@ func (h *Host) replaceUpstream(name string, held bool) (*upstream.Server, error)
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownServer, name)
 	}
-	nu := upstream.New(old.Config, old.Log, h)
+	nu := upstream.New(old.Config, old.Logger(), h)
 	if held {
-		nu.Held = true
-		nu.SetStateLocked(upstream.StateDisconnected, errors.New("disconnected by an operator"))
-		nu.Since = time.Now()
+		nu = upstream.NewHeld(old.Config, old.Logger(), h)
 	}
 	// Readers hold on to the slice (upstreamList): a new one, never an
 	// edit in place.

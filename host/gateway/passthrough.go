@@ -314,7 +314,7 @@ func (h *Host) rootsChanged(ss *mcp.ServerSession) {
 			}
 			continue
 		}
-		u.Client.AddRoots(markerRoot)
+		u.SharedClient().AddRoots(markerRoot)
 	}
 }
 

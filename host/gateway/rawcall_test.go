@@ -37,10 +37,7 @@ func connectHTTPAt(t *testing.T, h *Host, version string, copts *mcp.ClientOptio
 func rawCallsMade(t *testing.T, h *Host, server string) uint64 {
 	t.Helper()
 	u := h.upstreamNamed(server)
-	u.Mu.Lock()
-	cs := u.Sess
-	u.Mu.Unlock()
-	c := u.RawConn(cs)
+	c := u.RawConn(u.LiveSession())
 	if c == nil {
 		return 0
 	}

@@ -56,9 +56,7 @@ func (h *Host) WaitConnecting(ctx context.Context, server string) {
 		if u == nil {
 			return
 		}
-		u.Mu.Lock()
-		ch := u.ConnectDone
-		u.Mu.Unlock()
+		ch := u.Connecting()
 		if ch == nil {
 			return
 		}

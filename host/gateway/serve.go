@@ -65,8 +65,9 @@ func (h *Host) Handler() http.Handler {
 		})
 	}
 	mux.Handle("GET "+upstream.CallbackPath, h.oauth.Logins)
-	mux.HandleFunc("GET "+upstream.LoginPath, h.serveLogin)
-	mux.HandleFunc("POST "+upstream.LoginPath, h.serveLogin)
+	login := func(w http.ResponseWriter, r *http.Request) { h.oauth.Logins.Serve(w, r, h.authn.Load(), h.log) }
+	mux.HandleFunc("GET "+upstream.LoginPath, login)
+	mux.HandleFunc("POST "+upstream.LoginPath, login)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if h.Draining() {
 			// Readiness fails, so that load balancers stop sending here.

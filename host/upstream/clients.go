@@ -96,26 +96,26 @@ func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 		return cs, func() {}, err
 	}
 	key := u.clientKeyOf(ss)
-	u.Mu.Lock()
+	u.mu.Lock()
 	if u.closed {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return nil, nil, ErrClosed
 	}
-	if u.Held {
-		u.Mu.Unlock()
+	if u.held {
+		u.mu.Unlock()
 		return nil, nil, u.heldError()
 	}
 	c := u.clients[key]
 	var evicted *clientConn
 	if !u.events.SessionLive(ss) {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return nil, nil, errors.New("the client's session ended")
 	}
 	if c == nil {
 		if len(u.clients) >= u.Config.MaxSessions {
 			evicted = u.evictLocked()
 			if evicted == nil {
-				u.Mu.Unlock()
+				u.mu.Unlock()
 				return nil, nil, fmt.Errorf("%w: server %q has %d per-client sessions, all busy (max_sessions)", ErrTooManySessions, u.Config.Name, u.Config.MaxSessions)
 			}
 		}
@@ -131,9 +131,9 @@ func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 	if c.idle != nil {
 		c.idle.Stop()
 	}
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	if evicted != nil {
-		u.Log.Info("per-client session evicted to make room", "max_sessions", u.Config.MaxSessions)
+		u.log.Info("per-client session evicted to make room", "max_sessions", u.Config.MaxSessions)
 		u.closeClients([]*clientConn{evicted})
 	}
 
@@ -186,8 +186,8 @@ func (u *Server) forgetLocked(c *clientConn) {
 }
 
 func (u *Server) releaseClient(c *clientConn) {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	c.inflight--
 	c.lastUsed = time.Now()
 	if c.inflight == 0 && u.clients[c.key] == c && u.Config.IdleTimeout > 0 {
@@ -201,14 +201,14 @@ func (u *Server) releaseClient(c *clientConn) {
 
 // reapClient closes a per-client session left idle for the idle timeout.
 func (u *Server) reapClient(c *clientConn) {
-	u.Mu.Lock()
+	u.mu.Lock()
 	if c.inflight > 0 || u.clients[c.key] != c || time.Since(c.lastUsed) < u.Config.IdleTimeout {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return
 	}
 	u.forgetLocked(c)
-	u.Mu.Unlock()
-	u.Log.Debug("per-client session idle; closed")
+	u.mu.Unlock()
+	u.log.Debug("per-client session idle; closed")
 	u.closeClients([]*clientConn{c})
 }
 
@@ -219,11 +219,11 @@ func (u *Server) connectClient(c *clientConn) {
 	ctx, cancel := context.WithTimeout(u.ctx, u.Config.ConnectTimeout)
 	defer cancel()
 	client := u.newClient(clientCaps(c.owner))
-	oauth := u.OAuth
+	oauth := u.oauth
 	var err error
 	switch {
 	case u.PerUser():
-		oauth, err = u.UserFlow(GrantSubject(u.events.Identity(c.owner)))
+		oauth, err = u.UserFlow(grantSubject(u.events.Identity(c.owner)))
 	case u.exchanges():
 		oauth = u.exchangeFor(u.events.Identity(c.owner).Key(), nil)
 	}
@@ -231,7 +231,7 @@ func (u *Server) connectClient(c *clientConn) {
 	if err == nil {
 		cs, err = u.dialClient(ctx, client, oauth)
 	}
-	u.Mu.Lock()
+	u.mu.Lock()
 	c.client, c.cs, c.err = client, cs, err
 	stale := u.clients[c.key] != c || u.closed
 	if err != nil {
@@ -245,7 +245,7 @@ func (u *Server) connectClient(c *clientConn) {
 		u.wg.Add(1)
 		go u.watchClient(c)
 	}
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	if err == nil && !stale {
 		u.events.ClientSessionStarted(ctx, u, c.owner, cs)
 	}
@@ -253,17 +253,17 @@ func (u *Server) connectClient(c *clientConn) {
 	var need *AuthorizationNeeded
 	switch {
 	case errors.As(err, &need):
-		u.Log.Debug("per-client session waits for its caller's login")
+		u.log.Debug("per-client session waits for its caller's login")
 		return
 	case err != nil:
-		u.Log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
+		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
 		return
 	}
 	if stale { // evicted, ended or closed while connecting
 		cs.Close()
 		return
 	}
-	u.Log.Debug("per-client session connected")
+	u.log.Debug("per-client session connected")
 }
 
 func (u *Server) dialClient(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
@@ -279,20 +279,20 @@ func (u *Server) dialClient(ctx context.Context, client *mcp.Client, oauth sdkau
 func (u *Server) watchClient(c *clientConn) {
 	defer u.wg.Done()
 	err := c.cs.Wait()
-	u.Mu.Lock()
+	u.mu.Lock()
 	mine := u.clients[c.key] == c
 	if mine {
 		u.forgetLocked(c)
 	}
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	if mine && !u.isClosed() {
-		u.Log.Warn("per-client session ended by the server", "error", u.MaskMarked(err))
+		u.log.Warn("per-client session ended by the server", "error", u.MaskMarked(err))
 	}
 }
 
 func (u *Server) isClosed() bool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	return u.closed
 }
 
@@ -303,9 +303,9 @@ func (u *Server) isClosed() bool {
 // until it is idle for the server's idle timeout or evicted: such a client
 // has no session whose end would say it is done.
 func (u *Server) DropClient(ss *mcp.ServerSession, sessionless bool) {
-	u.Mu.Lock()
+	u.mu.Lock()
 	clients := u.takeClientsLocked(ss, sessionless)
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	u.closeClients(clients)
 }
 
@@ -377,7 +377,7 @@ func (u *Server) unsubscribeAll(cs *mcp.ClientSession, uris []string) {
 	for _, uri := range uris {
 		ctx, cancel := context.WithTimeout(u.ctx, u.Config.Timeout)
 		if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
-			u.Log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", u.MaskMarked(err))
+			u.log.Debug("unsubscribing a per-client session failed", "uri", uri, "error", u.MaskMarked(err))
 		}
 		cancel()
 	}
@@ -402,8 +402,8 @@ func (u *Server) closeClients(cs []*clientConn) {
 // one that sent a request last, when several share it), or nil for the
 // shared session.
 func (u *Server) OwnerOf(cs *mcp.ClientSession) *mcp.ServerSession {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if c := u.owners[cs]; c != nil {
 		return c.last
 	}
@@ -413,8 +413,8 @@ func (u *Server) OwnerOf(cs *mcp.ClientSession) *mcp.ServerSession {
 // OwnersOf returns every downstream session a per-client session serves;
 // nil for the shared session.
 func (u *Server) OwnersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	c := u.owners[cs]
 	if c == nil {
 		return nil
@@ -430,8 +430,8 @@ func (u *Server) OwnersOf(cs *mcp.ClientSession) []*mcp.ServerSession {
 // is the first there (add), or takes it back and reports whether it was
 // the last (!add).
 func (u *Server) subscribed(c *clientConn, ss *mcp.ServerSession, uri string, add bool) bool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	subs := c.subs[uri]
 	if add {
 		if subs == nil {
@@ -451,9 +451,9 @@ func (u *Server) IsPerClientSession(cs *mcp.ClientSession) bool {
 	if !u.PerClient() {
 		return false
 	}
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
-	return cs != u.Sess
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return cs != u.sess
 }
 
 // SubscribeOn runs op (an upstream Subscribe or Unsubscribe of uri on cs)
@@ -462,17 +462,17 @@ func (u *Server) IsPerClientSession(cs *mcp.ClientSession) bool {
 // session, so a second subscriber waits for the first's answer instead of
 // taking a failed subscription for a live one.
 func (u *Server) SubscribeOn(cs *mcp.ClientSession, ss *mcp.ServerSession, uri string, add bool, op func() error) error {
-	u.Mu.Lock()
+	u.mu.Lock()
 	c := u.owners[cs]
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	if c == nil {
 		return op() // not a per-client session any more: nothing to count
 	}
 	c.subMu.Lock()
 	defer c.subMu.Unlock()
-	u.Mu.Lock()
+	u.mu.Lock()
 	was := c.subs[uri][ss]
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	switch {
 	case add && was:
 		return nil // already subscribed
@@ -498,8 +498,8 @@ func (u *Server) PerClient() bool {
 // connected.
 func (u *Server) ClientOf(ss *mcp.ServerSession) (*mcp.Client, *mcp.ClientSession) {
 	key := u.clientKeyOf(ss)
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if c := u.clients[key]; c != nil {
 		select {
 		case <-c.ready:

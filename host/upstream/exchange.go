@@ -44,13 +44,13 @@ type exchangeFlow struct {
 // exchangeFor returns the flow of the caller whose identity key is key,
 // made on first use, after offering it id's token.
 func (u *Server) exchangeFor(key string, id *auth.Identity) *exchangeFlow {
-	u.Mu.Lock()
+	u.mu.Lock()
 	x := u.exchangers[key]
 	if x == nil {
 		x = &exchangeFlow{u: u}
 		u.exchangers[key] = x
 	}
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	x.offer(id)
 	return x
 }

@@ -46,7 +46,7 @@ func Login(ctx context.Context, cfg ServerConfig, opts LoginOptions) (int, error
 	env := &OAuthEnv{Grants: fresh{opts.Grants}, Logins: opts.Logins, Redirect: opts.Redirect, Announce: opts.Announce}
 	u := New(cfg, log.Named(cfg.Name), probeEvents{log: log, env: env})
 	defer u.Close()
-	cs, err := u.connectWith(Interactive(ctx), u.Client, u.OAuth)
+	cs, err := u.connectWith(Interactive(ctx), u.client, u.oauth)
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -12,8 +13,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -41,8 +45,8 @@ import (
 // loginCookiePrefix starts the name of a login's cookie; its id follows.
 const loginCookiePrefix = "mcphost_login_"
 
-// MaxLoginForm bounds the login page's form.
-const MaxLoginForm = 16 << 10
+// maxLoginForm bounds the login page's form.
+const maxLoginForm = 16 << 10
 
 // page sets where p's page is, beside the callback redirect comes back
 // to (same scheme, host and path prefix: the cookie the page sets must
@@ -58,16 +62,16 @@ func (p *PendingLogin) page(redirect string) (string, error) {
 	return page.String(), nil
 }
 
-// Grantee says whose access a login grants.
-func (p *PendingLogin) Grantee() string {
+// grantee says whose access a login grants.
+func (p *PendingLogin) grantee() string {
 	if p.Subject == "" {
 		return "every caller of this mcphost (its shared account)"
 	}
-	return "mcphost user " + SubjectName(p.Subject)
+	return "mcphost user " + subjectName(p.Subject)
 }
 
-// SubjectName is a grants.Grant.Subject as a person reads it: "bob (key)".
-func SubjectName(subject string) string {
+// subjectName is a grants.Grant.Subject as a person reads it: "bob (key)".
+func subjectName(subject string) string {
 	method, name, ok := strings.Cut(subject, ":")
 	if !ok {
 		return subject
@@ -89,18 +93,18 @@ func (p *PendingLogin) hasProofLocked(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(sum[:], p.proof) == 1
 }
 
-// ProofCookie is p's cookie with value; maxAge -1 deletes it.
-func ProofCookie(p *PendingLogin, value string, maxAge int) *http.Cookie {
+// proofCookie is p's cookie with value; maxAge -1 deletes it.
+func proofCookie(p *PendingLogin, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: loginCookiePrefix + p.ID, Value: value, Path: p.cookiePath, MaxAge: maxAge,
 		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode}
 }
 
 func clearProofCookie(w http.ResponseWriter, p *PendingLogin) {
-	http.SetCookie(w, ProofCookie(p, "", -1))
+	http.SetCookie(w, proofCookie(p, "", -1))
 }
 
-// ByLoginID is the bound login id names, nil if none is waiting.
-func (l *Logins) ByLoginID(id string) *PendingLogin {
+// byLoginID is the bound login id names, nil if none is waiting.
+func (l *Logins) byLoginID(id string) *PendingLogin {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if id == "" {
@@ -109,9 +113,9 @@ func (l *Logins) ByLoginID(id string) *PendingLogin {
 	return l.byID[id]
 }
 
-// Prove records that whoever gets the cookie value secret may complete p,
+// prove records that whoever gets the cookie value secret may complete p,
 // and reports whether p still waits.
-func (l *Logins) Prove(p *PendingLogin, secret string) bool {
+func (l *Logins) prove(p *PendingLogin, secret string) bool {
 	sum := sha256.Sum256([]byte(secret))
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -122,32 +126,32 @@ func (l *Logins) Prove(p *PendingLogin, secret string) bool {
 	return true
 }
 
-// SameCaller reports whether id, proved on the login page, is the caller
+// sameCaller reports whether id, proved on the login page, is the caller
 // whose grant subject is subject. A stdio client's identity is its
 // stdio_key's, with the method "config": the key proves it.
-func SameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
-	if GrantSubject(id) == subject {
+func sameCaller(a *auth.Authenticator, id *auth.Identity, subject string) bool {
+	if grantSubject(id) == subject {
 		return true
 	}
 	st := a.StdioIdentity()
-	return st != nil && id.Method == abi.AuthKey && GrantSubject(st) == subject && id.Subject == st.Subject
+	return st != nil && id.Method == abi.AuthKey && grantSubject(st) == subject && id.Subject == st.Subject
 }
 
-// LoginForm is the page that asks for proof.
-func LoginForm(p *PendingLogin, authenticates bool) string {
+// loginForm is the page that asks for proof.
+func loginForm(p *PendingLogin, authenticates bool) string {
 	e := html.EscapeString
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!doctype html><title>mcphost: authorize %s</title><h1>Authorize mcphost for %s</h1>\n", e(p.Server), e(p.Server))
 	if p.Subject == "" {
 		fmt.Fprintf(&b, "<p><strong>You are granting mcphost access to %s for every caller of this mcphost.</strong> Whatever account you sign in with at the authorization server, every caller's request to %s will run as that account. Only an administrator of this mcphost may do this.</p>\n", e(p.Server), e(p.Server))
 	} else {
-		n := SubjectName(p.Subject)
+		n := subjectName(p.Subject)
 		fmt.Fprintf(&b, "<p><strong>You are granting mcphost access to %s for mcphost user %s.</strong> The calls %s makes to %s through mcphost will run as the account you sign in with at the authorization server. Continue only if you are %s and asked for this login yourself.</p>\n", e(p.Server), e(n), e(n), e(p.Server), e(n))
 	}
 	b.WriteString(`<form method="post" action="login">` + "\n")
 	fmt.Fprintf(&b, `<input type="hidden" name="login" value="%s">`+"\n", e(p.ID))
 	if authenticates {
-		b.WriteString(`<p><label>Prove who you are with the credential mcphost knows you by (your API key, or an access token of its identity provider): <input type="password" name="credential" autocomplete="off" required></label></p>` + "\n")
+		b.WriteString(`<p><label>prove who you are with the credential mcphost knows you by (your API key, or an access token of its identity provider): <input type="password" name="credential" autocomplete="off" required></label></p>` + "\n")
 	} else {
 		b.WriteString("<p>This mcphost does not authenticate its callers: anyone who reaches it may complete this login.</p>\n")
 	}
@@ -155,7 +159,7 @@ func LoginForm(p *PendingLogin, authenticates bool) string {
 	return b.String()
 }
 
-func LoginPageError(w http.ResponseWriter, status int, title, body string) {
+func loginPageError(w http.ResponseWriter, status int, title, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	io.WriteString(w, page(title, body))
@@ -184,7 +188,7 @@ func (f *CodeFlow) sameSubject(tok *oauth2.Token) error {
 		tokens = append(tokens, id)
 	}
 	for _, t := range tokens {
-		claims := JWTClaims(t)
+		claims := jwtClaims(t)
 		if claims == nil {
 			continue
 		}
@@ -197,9 +201,9 @@ func (f *CodeFlow) sameSubject(tok *oauth2.Token) error {
 
 // jwtClaims is the claims of a JWT (its payload as a JSON object),
 // unverified; nil for anything else.
-func JWTClaims(token string) map[string]any {
+func jwtClaims(token string) map[string]any {
 	parts := strings.Split(token, ".")
-	if len(parts) != 3 || len(parts[1]) > MaxLoginForm*4 {
+	if len(parts) != 3 || len(parts[1]) > maxLoginForm*4 {
 		return nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
@@ -213,4 +217,62 @@ func JWTClaims(token string) map[string]any {
 		return nil
 	}
 	return claims
+}
+
+// Serve is the login page (LoginPath): a is the listener's authenticator
+// (nil when it takes anyone). The page: GET shows whose access the login grants
+// and asks for proof; POST checks it and sends the browser on to the
+// authorization server with the login's cookie.
+func (l *Logins) Serve(w http.ResponseWriter, r *http.Request, a *auth.Authenticator, log hclog.Logger) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY") // no click on a page the user does not see
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
+		if err := r.ParseForm(); err != nil {
+			loginPageError(w, http.StatusBadRequest, "Login refused", "The form could not be read: "+err.Error())
+			return
+		}
+	}
+	p := l.byLoginID(r.FormValue("login"))
+	if p == nil {
+		loginPageError(w, http.StatusBadRequest, "Login refused", "This link does not belong to a login mcphost is waiting for (wrong or expired). Call the server again for a new link (an administrator: see mcphost status).")
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, loginForm(p, a != nil))
+		return
+	}
+	who := "anyone (this mcphost does not authenticate its callers)"
+	if a != nil {
+		id, f := a.Authenticate(r.Context(), "Bearer "+r.PostFormValue("credential"))
+		switch {
+		case f != nil:
+			log.Info("login page: a credential was refused", "server", p.Server, "reason", f.Reason)
+			loginPageError(w, http.StatusForbidden, "Login refused", fmt.Sprintf("That is not a credential of this mcphost (%s). You are granting mcphost access to %s for %s: prove who you are with the credential mcphost knows you by.", f.Reason, p.Server, p.grantee()))
+			return
+		case p.Subject == "" && !a.IsAdmin(id):
+			log.Info("login page: the gateway's own login refused to a caller who is no administrator", "server", p.Server, "caller", id.String())
+			loginPageError(w, http.StatusForbidden, "Login refused", fmt.Sprintf("You are %s, who is no administrator of this mcphost. This login picks the account %s uses for %s: only an administrator (listen.auth.admin_groups) may complete it, here or with: mcphost auth login %s CONFIG.", subjectName(grantSubject(id)), p.grantee(), p.Server, p.Server))
+			return
+		case p.Subject != "" && !sameCaller(a, id, p.Subject):
+			log.Info("login page: a caller's login refused to someone else", "server", p.Server, "for", p.Subject, "caller", id.String())
+			loginPageError(w, http.StatusForbidden, "Login refused", fmt.Sprintf("This login was issued to mcphost user %s, and you are %s. Each caller completes their own login: call %s through mcphost for your own link.", subjectName(p.Subject), subjectName(grantSubject(id)), p.Server))
+			return
+		}
+		who = id.String()
+	} else if p.Subject != "" {
+		loginPageError(w, http.StatusForbidden, "Login refused", "This mcphost no longer authenticates its callers: no one can prove this login is theirs.")
+		return
+	}
+	secret := rand.Text()
+	if !l.prove(p, secret) {
+		loginPageError(w, http.StatusBadRequest, "Login refused", "This login ended meanwhile. Call the server again for a new link.")
+		return
+	}
+	http.SetCookie(w, proofCookie(p, secret, max(1, int(time.Until(p.Expires).Seconds()))))
+	log.Info("login page: identity proved, on to the authorization server", "server", p.Server, "for", p.grantee(), "by", who)
+	http.Redirect(w, r, p.AuthURL, http.StatusSeeOther)
 }

@@ -240,7 +240,7 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !bindingOK {
 		w.WriteHeader(http.StatusForbidden)
-		io.WriteString(w, page("Login refused", fmt.Sprintf("This browser did not open the login of %s for %s and prove who it is at mcphost first, so mcphost will not keep the account you signed in with. Open the login link mcphost gave you, in this browser, and follow it from there.", p.Server, p.Grantee())))
+		io.WriteString(w, page("Login refused", fmt.Sprintf("This browser did not open the login of %s for %s and prove who it is at mcphost first, so mcphost will not keep the account you signed in with. Open the login link mcphost gave you, in this browser, and follow it from there.", p.Server, p.grantee())))
 		return
 	}
 	if p.ID != "" {
@@ -260,7 +260,7 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Done <- loginResult{Err: err}
 		w.WriteHeader(http.StatusBadRequest)
-		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s, for %s. %s", e, p.Server, p.Grantee(), desc)))
+		io.WriteString(w, page("Login refused", fmt.Sprintf("The authorization server answered %s for %s, for %s. %s", e, p.Server, p.grantee(), desc)))
 		return
 	}
 	p.Done <- loginResult{Res: &sdkauth.AuthorizationResult{Code: q.Get("code"), State: state, Iss: q.Get("iss")}}
@@ -274,10 +274,10 @@ func (l *Logins) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.err != nil {
 		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.Server, p.Grantee(), wire.ErrorText(p.err))))
+		io.WriteString(w, page("Login failed", fmt.Sprintf("mcphost could not complete the login for %s, for %s: %s. Start the login again.", p.Server, p.grantee(), wire.ErrorText(p.err))))
 		return
 	}
-	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s, for %s. You can close this tab.", p.Server, p.Grantee())))
+	io.WriteString(w, page("Authorized", fmt.Sprintf("mcphost is now authorized for %s, for %s. You can close this tab.", p.Server, p.grantee())))
 }
 
 func page(title, body string) string {

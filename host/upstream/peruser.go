@@ -21,11 +21,11 @@ import (
 // URL-mode elicitation when their client takes those (the call then waits
 // for the login and goes on), otherwise in the call's error result.
 
-// GrantSubject is the grants.Grant.Subject of a caller: the method with
+// grantSubject is the grants.Grant.Subject of a caller: the method with
 // the subject, so that an API key and a token that name the same subject
 // stay apart. It leaves out groups and attributes: a caller who changes
 // groups keeps their grant.
-func GrantSubject(id *auth.Identity) string {
+func grantSubject(id *auth.Identity) string {
 	if id == nil {
 		return ""
 	}
@@ -47,18 +47,18 @@ func (u *Server) errNoCaller() error {
 // UserFlow returns the login flow of subject's grant, made on first use
 // (it reads the stored grant, so not under u.mu).
 func (u *Server) UserFlow(subject string) (*CodeFlow, error) {
-	u.Mu.Lock()
+	u.mu.Lock()
 	f := u.userFlows[subject]
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	if f != nil {
 		return f, nil
 	}
-	f, err := newCodeFlow(u.Config.Name, subject, u.Config.OAuth, u.events.OAuthEnv(), u.Log.With("subject", subject))
+	f, err := newCodeFlow(u.Config.Name, subject, u.Config.OAuth, u.events.OAuthEnv(), u.log.With("subject", subject))
 	if err != nil {
 		return nil, err
 	}
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if u.closed {
 		f.close()
 		return nil, ErrClosed
@@ -81,12 +81,12 @@ func (u *Server) loadUserGrants() {
 	all, err := env.Grants.List(u.ctx)
 	if err != nil {
 		// What was read still counts: a store lists the grants that open.
-		u.Log.Warn("listing the stored OAuth grants failed", "error", err)
+		u.log.Warn("listing the stored OAuth grants failed", "error", err)
 	}
 	for _, g := range all {
 		if g.Server == u.Config.Name && g.Subject != "" {
 			if _, err := u.UserFlow(g.Subject); err != nil && !errors.Is(err, ErrClosed) {
-				u.Log.Warn("reading a caller's OAuth grant failed", "subject", g.Subject, "error", err)
+				u.log.Warn("reading a caller's OAuth grant failed", "subject", g.Subject, "error", err)
 			}
 		}
 	}
@@ -104,12 +104,12 @@ func (u *Server) userLogins() *UserLogins {
 	if !u.PerUser() {
 		return nil
 	}
-	u.Mu.Lock()
+	u.mu.Lock()
 	flows := make([]*CodeFlow, 0, len(u.userFlows))
 	for _, f := range u.userFlows {
 		flows = append(flows, f)
 	}
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	out := &UserLogins{}
 	for _, f := range flows {
 		switch {
@@ -124,10 +124,10 @@ func (u *Server) userLogins() *UserLogins {
 
 // closeUserFlows ends the logins of a closed upstream.
 func (u *Server) closeUserFlows() {
-	u.Mu.Lock()
+	u.mu.Lock()
 	flows := u.userFlows
 	u.userFlows = nil
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	for _, f := range flows {
 		f.close()
 	}

@@ -127,7 +127,7 @@ func (res *ProbeResult) run(parent context.Context, u *Server) (string, error) {
 	}
 
 	t0 := time.Now()
-	cs, err := u.connectWith(ctx, u.Client, u.OAuth)
+	cs, err := u.connectWith(ctx, u.client, u.oauth)
 	res.Timing.ConnectMs = millis(time.Since(t0))
 	if err != nil {
 		return ProbeStageConnect, fmt.Errorf("connecting: %w", explain(err))

@@ -79,10 +79,10 @@ var ErrClosed = errors.New("mcphost: closed")
 // idle disconnects, reconnects); the upstream and its cached tools remain.
 type Server struct {
 	Config ServerConfig
-	Log    hclog.Logger
-	Client *mcp.Client          // the shared session's client
+	log    hclog.Logger
+	client *mcp.Client          // the shared session's client
 	stdio  *stdioTransport      // nil for HTTP transports
-	OAuth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
+	oauth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
 	// userFlows are the logins of the callers of a per_user server, by
 	// grant subject (peruser.go); under mu.
 	userFlows map[string]*CodeFlow
@@ -104,12 +104,12 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // connect attempts and session watchers
 
-	Mu          sync.Mutex
+	mu          sync.Mutex
 	state       State
-	Since       time.Time
+	since       time.Time
 	lastErr     error
-	Sess        *mcp.ClientSession
-	ConnectDone chan struct{} // non-nil while a connect attempt runs
+	sess        *mcp.ClientSession
+	connectDone chan struct{} // non-nil while a connect attempt runs
 	tools       []*mcp.Tool
 	caps        *mcp.ServerCapabilities // from the last initialize; kept across disconnects
 	feats       ServerFeatures          // prompts and resources, as last listed
@@ -122,12 +122,12 @@ type Server struct {
 	reconnects  int  // connected again after a loss (Status.Reconnects)
 	wasLost     bool // the session was lost, and not connected since
 	backoff     time.Duration
-	RetryTimer  *time.Timer
+	retryTimer  *time.Timer
 	idleTimer   *time.Timer
 	closed      bool
-	// Held is an upstream an operator disconnected (Host.Disconnect): it
+	// held is an upstream an operator disconnected (Host.Disconnect): it
 	// never connects, and calls to it fail with errHeld, until replaced.
-	Held bool
+	held bool
 }
 
 // Events is how an upstream tells the host about changes and hands
@@ -178,7 +178,7 @@ func sharedClientCaps() *mcp.ClientCapabilities {
 }
 
 func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
-	u := &Server{Config: cfg, Log: log, events: events, state: StateDisconnected, Since: time.Now(), backoff: minBackoff,
+	u := &Server{Config: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff,
 		subs: make(map[string]int), clients: make(map[clientKey]*clientConn), owners: make(map[*mcp.ClientSession]*clientConn)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if cfg.Transport == TransportStdio {
@@ -186,13 +186,13 @@ func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
 	}
 	if cfg.OAuth != nil {
 		var err error
-		if u.OAuth, err = newOAuthHandler(cfg.OAuth, cfg.Name, events.OAuthEnv(), log); err != nil {
+		if u.oauth, err = newOAuthHandler(cfg.OAuth, cfg.Name, events.OAuthEnv(), log); err != nil {
 			u.oauthErr = err // Validate has checked the block; this is the environment
 		}
-		if f, ok := u.OAuth.(*CodeFlow); ok {
+		if f, ok := u.oauth.(*CodeFlow); ok {
 			f.authorized = func() {
-				u.Mu.Lock()
-				defer u.Mu.Unlock()
+				u.mu.Lock()
+				defer u.mu.Unlock()
 				u.connectLocked()
 			}
 		}
@@ -205,7 +205,7 @@ func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
 			u.oauthClient = &http.Client{Timeout: oauthHTTPTimeout}
 		}
 	}
-	u.Client = u.newClient(sharedClientCaps())
+	u.client = u.newClient(sharedClientCaps())
 	return u
 }
 
@@ -239,15 +239,15 @@ func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 		KeepAlive:                 ping,
 		KeepAliveFailureThreshold: keepAliveFailures,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			u.Log.Debug("upstream tools changed")
+			u.log.Debug("upstream tools changed")
 			u.background(u.refreshTools)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			u.Log.Debug("upstream prompts changed")
+			u.log.Debug("upstream prompts changed")
 			u.background(u.refreshFeatures)
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			u.Log.Debug("upstream resources changed")
+			u.log.Debug("upstream resources changed")
 			u.background(u.refreshFeatures)
 		},
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -278,8 +278,8 @@ func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 
 // background runs f on a goroutine that close waits for.
 func (u *Server) background(f func()) {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if u.closed {
 		return
 	}
@@ -354,27 +354,27 @@ func (u *Server) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomi
 
 // Start begins the first connect without waiting for it.
 func (u *Server) Start() <-chan struct{} {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	return u.connectLocked()
 }
 
 // connectLocked starts a connect attempt unless one is running or a session
 // is up; it returns a channel closed when the attempt ends.
 func (u *Server) connectLocked() <-chan struct{} {
-	if u.ConnectDone != nil {
-		return u.ConnectDone
+	if u.connectDone != nil {
+		return u.connectDone
 	}
 	done := make(chan struct{})
-	if u.closed || u.Sess != nil || u.Held {
+	if u.closed || u.sess != nil || u.held {
 		close(done)
 		return done
 	}
-	u.ConnectDone = done
+	u.connectDone = done
 	u.SetStateLocked(StateConnecting, u.lastErr)
-	if u.RetryTimer != nil {
-		u.RetryTimer.Stop()
-		u.RetryTimer = nil
+	if u.retryTimer != nil {
+		u.retryTimer.Stop()
+		u.retryTimer = nil
 	}
 	u.wg.Add(1)
 	go u.connect(done)
@@ -403,7 +403,7 @@ func (u *Server) connect(done chan struct{}) {
 	// A connect that takes long says so, and what it waits for, rather
 	// than nothing until connect_timeout.
 	slow := time.AfterFunc(slowConnect, func() {
-		u.Log.Info("still connecting", "waited", slowConnect.String(), "connect_timeout", u.Config.ConnectTimeout.String(), "waiting_for", u.waitingFor())
+		u.log.Info("still connecting", "waited", slowConnect.String(), "connect_timeout", u.Config.ConnectTimeout.String(), "waiting_for", u.waitingFor())
 	})
 	cs, tools, feats, err := u.dial(ctx)
 	slow.Stop()
@@ -411,10 +411,10 @@ func (u *Server) connect(done chan struct{}) {
 		err = fmt.Errorf("no answer within connect_timeout (%s) from %s: %w", u.Config.ConnectTimeout, u.waitingFor(), err)
 	}
 
-	u.Mu.Lock()
-	u.ConnectDone = nil
+	u.mu.Lock()
+	u.connectDone = nil
 	if u.closed {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		if cs != nil {
 			cs.Close()
 		}
@@ -423,11 +423,11 @@ func (u *Server) connect(done chan struct{}) {
 	if err != nil {
 		u.SetStateLocked(StateFailed, err)
 		u.scheduleRetryLocked()
-		u.Mu.Unlock()
-		u.Log.Warn("upstream connect failed", u.withStderr("error", err)...)
+		u.mu.Unlock()
+		u.log.Warn("upstream connect failed", u.withStderr("error", err)...)
 		return
 	}
-	u.Sess = cs
+	u.sess = cs
 	if u.wasLost {
 		// Counted here, whoever asked: the retry timer, or a call
 		// that came first.
@@ -447,8 +447,8 @@ func (u *Server) connect(done chan struct{}) {
 	u.wg.Add(2)
 	go u.watch(cs)
 	go func() { defer u.wg.Done(); u.restore(cs) }()
-	u.Mu.Unlock()
-	u.Log.Info("upstream connected", "tools", len(tools))
+	u.mu.Unlock()
+	u.log.Info("upstream connected", "tools", len(tools))
 	u.events.ToolsChanged(u.Config.Name)
 	u.events.FeaturesChanged(u.Config.Name)
 }
@@ -456,23 +456,23 @@ func (u *Server) connect(done chan struct{}) {
 // restore re-applies what downstream clients set on the shared session
 // (log level, resource subscriptions) to a new one after a reconnect.
 func (u *Server) restore(cs *mcp.ClientSession) {
-	u.Mu.Lock()
+	u.mu.Lock()
 	level := u.logLevel
 	uris := make([]string, 0, len(u.subs))
 	for uri := range u.subs {
 		uris = append(uris, uri)
 	}
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	ctx, cancel := context.WithTimeout(u.ctx, u.Config.Timeout)
 	defer cancel()
 	if level != "" {
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-			u.Log.Debug("restoring log level failed", "error", u.MaskMarked(err))
+			u.log.Debug("restoring log level failed", "error", u.MaskMarked(err))
 		}
 	}
 	for _, uri := range uris {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-			u.Log.Debug("restoring subscription failed", "uri", uri, "error", u.MaskMarked(err))
+			u.log.Debug("restoring subscription failed", "uri", uri, "error", u.MaskMarked(err))
 		}
 	}
 }
@@ -480,7 +480,7 @@ func (u *Server) restore(cs *mcp.ClientSession) {
 // dial connects and lists tools, prompts and resources: a session is only
 // usable once its tools are known.
 func (u *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *ServerFeatures, error) {
-	cs, err := u.connectWith(ctx, u.Client, u.OAuth)
+	cs, err := u.connectWith(ctx, u.client, u.oauth)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connecting: %w", err)
 	}
@@ -493,7 +493,7 @@ func (u *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *Se
 	if err != nil {
 		// Tools still work; the last known prompts and resources stay
 		// listed until the next list_changed or reconnect.
-		u.Log.Warn("listing prompts and resources failed", "error", u.MaskMarked(err))
+		u.log.Warn("listing prompts and resources failed", "error", u.MaskMarked(err))
 		return cs, tools, nil, nil
 	}
 	return cs, tools, &feats, nil
@@ -564,14 +564,14 @@ func (u *Server) stderrTail() string {
 // logUpstreamLog writes a server's log message to mcphost's debug log,
 // masked as its stderr is: servers log their configuration too.
 func (u *Server) logUpstreamLog(p *mcp.LoggingMessageParams) {
-	if !u.Log.IsDebug() {
+	if !u.log.IsDebug() {
 		return
 	}
 	data, err := json.Marshal(p.Data)
 	if err != nil {
 		data = []byte(fmt.Sprint(p.Data))
 	}
-	u.Log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
+	u.log.Debug("upstream log", "level", p.Level, "logger", secrets.Mask(p.Logger), "data", secrets.Mask(string(data)))
 }
 
 // withStderr is a log line's key and value, plus the stderr tail if any,
@@ -610,19 +610,19 @@ func (u *Server) watch(cs *mcp.ClientSession) {
 // a call that failed because the connection closed, whichever comes first):
 // unless it was ended on purpose, it reconnects.
 func (u *Server) Lost(cs *mcp.ClientSession, err error) {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
-	if u.Sess != cs || u.closed {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess != cs || u.closed {
 		return // closed on purpose: idle, shutdown or replaced
 	}
-	u.Sess = nil
+	u.sess = nil
 	u.wasLost = true
 	cause := errors.New("connection closed by the server")
 	if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 		cause = fmt.Errorf("connection lost: %w", err)
 	}
 	u.SetStateLocked(StateDisconnected, cause)
-	u.Log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
+	u.log.Warn("upstream disconnected; reconnecting", u.withStderr("error", u.lastErr)...)
 	u.scheduleRetryLocked()
 	// A failed call may see the loss first: end the session, so that its
 	// watcher and keepalive stop (over HTTP nothing else would end it).
@@ -630,17 +630,17 @@ func (u *Server) Lost(cs *mcp.ClientSession, err error) {
 }
 
 func (u *Server) scheduleRetryLocked() {
-	if u.closed || u.RetryTimer != nil {
+	if u.closed || u.retryTimer != nil {
 		return
 	}
 	d := u.backoff
 	u.backoff = min(u.backoff*2, maxBackoff)
 	d = d/2 + rand.N(d) // jitter in [d/2, 3d/2)
-	u.RetryTimer = time.AfterFunc(d, func() {
-		u.Mu.Lock()
-		defer u.Mu.Unlock()
-		u.RetryTimer = nil
-		if u.closed || u.Sess != nil || u.ConnectDone != nil {
+	u.retryTimer = time.AfterFunc(d, func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.retryTimer = nil
+		if u.closed || u.sess != nil || u.connectDone != nil {
 			return
 		}
 		u.connectLocked()
@@ -663,51 +663,51 @@ func (u *Server) armIdleLocked() {
 }
 
 func (u *Server) idleCheck() {
-	u.Mu.Lock()
-	cs := u.Sess
+	u.mu.Lock()
+	cs := u.sess
 	if cs == nil || u.closed {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return
 	}
 	if u.inflight > 0 || (!u.lastUsed.IsZero() && time.Since(u.lastUsed) < u.Config.IdleTimeout) {
 		u.armIdleLocked() // a call in flight holds the connection
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return
 	}
-	u.Sess = nil
+	u.sess = nil
 	u.SetStateLocked(StateDisconnected, nil)
-	u.Mu.Unlock()
-	u.Log.Info("upstream idle; disconnected", "idle_timeout", u.Config.IdleTimeout)
+	u.mu.Unlock()
+	u.log.Info("upstream idle; disconnected", "idle_timeout", u.Config.IdleTimeout)
 	cs.Close()
 }
 
 // session returns a live session, connecting on demand and waiting for a
 // connect in progress, within ctx.
 func (u *Server) session(ctx context.Context) (*mcp.ClientSession, error) {
-	u.Mu.Lock()
+	u.mu.Lock()
 	if u.closed {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if cs := u.Sess; cs != nil {
-		u.Mu.Unlock()
+	if cs := u.sess; cs != nil {
+		u.mu.Unlock()
 		return cs, nil
 	}
-	if u.Held {
-		u.Mu.Unlock()
+	if u.held {
+		u.mu.Unlock()
 		return nil, u.heldError()
 	}
 	done := u.connectLocked()
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
-	if u.Sess != nil {
-		return u.Sess, nil
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess != nil {
+		return u.sess, nil
 	}
 	if u.closed {
 		return nil, ErrClosed
@@ -720,24 +720,24 @@ func (u *Server) session(ctx context.Context) (*mcp.ClientSession, error) {
 
 // Acquire marks a call in flight, which holds the connection open.
 func (u *Server) Acquire() {
-	u.Mu.Lock()
+	u.mu.Lock()
 	u.inflight++
 	u.lastUsed = time.Now()
-	u.Mu.Unlock()
+	u.mu.Unlock()
 }
 
 func (u *Server) Release() {
-	u.Mu.Lock()
+	u.mu.Lock()
 	u.inflight--
 	u.lastUsed = time.Now()
-	u.Mu.Unlock()
+	u.mu.Unlock()
 }
 
 // refreshTools re-lists tools after an upstream's list_changed notification.
 func (u *Server) refreshTools() {
-	u.Mu.Lock()
-	cs := u.Sess
-	u.Mu.Unlock()
+	u.mu.Lock()
+	cs := u.sess
+	u.mu.Unlock()
 	if cs == nil {
 		return
 	}
@@ -745,20 +745,20 @@ func (u *Server) refreshTools() {
 	defer cancel()
 	tools, err := listTools(ctx, cs)
 	if err != nil {
-		u.Log.Warn("refreshing tools failed", "error", u.MaskMarked(err))
+		u.log.Warn("refreshing tools failed", "error", u.MaskMarked(err))
 		return
 	}
-	u.Mu.Lock()
+	u.mu.Lock()
 	u.tools = tools
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	u.events.ToolsChanged(u.Config.Name)
 }
 
 // refreshFeatures re-lists prompts and resources after a list_changed notification.
 func (u *Server) refreshFeatures() {
-	u.Mu.Lock()
-	cs := u.Sess
-	u.Mu.Unlock()
+	u.mu.Lock()
+	cs := u.sess
+	u.mu.Unlock()
 	if cs == nil {
 		return
 	}
@@ -766,19 +766,19 @@ func (u *Server) refreshFeatures() {
 	defer cancel()
 	feats, err := listFeatures(ctx, u.Config.Name, cs)
 	if err != nil {
-		u.Log.Warn("refreshing prompts and resources failed", "error", u.MaskMarked(err))
+		u.log.Warn("refreshing prompts and resources failed", "error", u.MaskMarked(err))
 		return
 	}
-	u.Mu.Lock()
+	u.mu.Lock()
 	u.feats = feats
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	u.events.FeaturesChanged(u.Config.Name)
 }
 
 // CachedFeatures returns the last known prompts and resources.
 func (u *Server) CachedFeatures() ServerFeatures {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	f := u.feats
 	f.Server = u.Config.Name
 	return f
@@ -786,16 +786,16 @@ func (u *Server) CachedFeatures() ServerFeatures {
 
 // Capabilities returns what the server offered when it last connected.
 func (u *Server) Capabilities() *mcp.ServerCapabilities {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	return u.caps
 }
 
 // CachedTools returns the last known tools, kept across disconnects so the
 // catalog does not flicker while a server reconnects or idles.
 func (u *Server) CachedTools() []*mcp.Tool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	return u.tools
 }
 
@@ -803,27 +803,27 @@ func (u *Server) SetStateLocked(s State, err error) {
 	u.lastErr = err
 	if u.state != s {
 		u.state = s
-		u.Since = time.Now()
+		u.since = time.Now()
 	}
 }
 
 func (u *Server) Status() Status {
 	users := u.userLogins() // takes u.mu
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	st := Status{
 		Users:      users,
 		Name:       u.Config.Name,
 		Transport:  u.Config.Transport,
 		State:      u.state,
 		Tools:      len(u.tools),
-		Since:      u.Since,
+		Since:      u.since,
 		Reconnects: u.reconnects,
 		InFlight:   u.inflight,
 
 		ClientSessions: len(u.clients),
 	}
-	if u.stdio != nil && u.Sess != nil {
+	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
 	}
 	// The secrets the admin API marked too: a failed connection quotes
@@ -836,7 +836,7 @@ func (u *Server) Status() Status {
 		}
 		st.Error = redactMarked(st.Error, u.Config)
 	}
-	if f, ok := u.OAuth.(*CodeFlow); ok {
+	if f, ok := u.oauth.(*CodeFlow); ok {
 		// A login waiting (a revoked grant, a step-up) shows even while the
 		// old session is still up: what the operator must do is open it.
 		if link := f.pendingURL(); link != "" {
@@ -851,24 +851,24 @@ func (u *Server) Status() Status {
 // Close ends the session and any connect attempt, and waits for them, so no
 // upstream process outlives it.
 func (u *Server) Close() {
-	u.Mu.Lock()
+	u.mu.Lock()
 	if u.closed {
-		u.Mu.Unlock()
+		u.mu.Unlock()
 		return
 	}
 	u.closed = true
-	cs := u.Sess
-	u.Sess = nil
-	if u.RetryTimer != nil {
-		u.RetryTimer.Stop()
+	cs := u.sess
+	u.sess = nil
+	if u.retryTimer != nil {
+		u.retryTimer.Stop()
 	}
 	if u.idleTimer != nil {
 		u.idleTimer.Stop()
 	}
 	clients := u.takeClientsLocked(nil, false)
-	u.Mu.Unlock()
+	u.mu.Unlock()
 	u.cancel()
-	if f, ok := u.OAuth.(*CodeFlow); ok {
+	if f, ok := u.oauth.(*CodeFlow); ok {
 		f.close()
 	}
 	u.closeUserFlows()
@@ -938,16 +938,16 @@ func (t detachedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // AddSub counts one more client subscribed to uri on the shared session;
 // true when it is the first, so the upstream must be subscribed.
 func (u *Server) AddSub(uri string) bool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	u.subs[uri]++
 	return u.subs[uri] == 1
 }
 
 // DropSub counts one client fewer; true when none is left.
 func (u *Server) DropSub(uri string) bool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if u.subs[uri] == 0 {
 		return false
 	}
@@ -961,8 +961,8 @@ func (u *Server) DropSub(uri string) bool {
 
 // SetSharedLevel records the level wanted on the shared session; true if it changed.
 func (u *Server) SetSharedLevel(level mcp.LoggingLevel) bool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	if u.logLevel == level {
 		return false
 	}
@@ -972,16 +972,16 @@ func (u *Server) SetSharedLevel(level mcp.LoggingLevel) bool {
 
 // LiveSession returns the shared session if connected, without connecting.
 func (u *Server) LiveSession() *mcp.ClientSession {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
-	return u.Sess
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.sess
 }
 
 // IsHeld reports whether an operator disconnected u (Host.Disconnect).
 func (u *Server) IsHeld() bool {
-	u.Mu.Lock()
-	defer u.Mu.Unlock()
-	return u.Held
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.held
 }
 
 // heldError is what a call to a server an operator disconnected gets.
@@ -995,4 +995,46 @@ type ServerFeatures struct {
 	Prompts   []*mcp.Prompt
 	Resources []*mcp.Resource
 	Templates []*mcp.ResourceTemplate
+}
+
+// NewHeld is New for a server an operator disconnected (Host.Disconnect):
+// it never connects, and calls to it fail, until it is replaced.
+func NewHeld(cfg ServerConfig, log hclog.Logger, events Events) *Server {
+	u := New(cfg, log, events)
+	u.held = true
+	u.SetStateLocked(StateDisconnected, errors.New("disconnected by an operator"))
+	u.since = time.Now()
+	return u
+}
+
+// Logger is the server's logger, named after it.
+func (u *Server) Logger() hclog.Logger { return u.log }
+
+// SharedClient is the client of the shared session (sessions = "shared").
+func (u *Server) SharedClient() *mcp.Client { return u.client }
+
+// LogsIn reports whether the server is reached through an authorization
+// code login (a person's, in a browser), rather than no OAuth or a grant
+// mcphost completes alone.
+func (u *Server) LogsIn() bool {
+	_, ok := u.oauth.(*CodeFlow)
+	return ok
+}
+
+// Connecting returns a channel closed when the connect attempt running
+// now ends, or nil when none runs.
+func (u *Server) Connecting() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.connectDone == nil {
+		return nil
+	}
+	return u.connectDone
+}
+
+// Dormant reports whether no connect attempt runs and none is scheduled.
+func (u *Server) Dormant() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.retryTimer == nil && u.connectDone == nil
 }
