@@ -192,8 +192,8 @@ func (h *Host) ListenAndServe(ctx context.Context, addr string, ready func(net.A
 // and stdout) until the client disconnects or ctx ends.
 func (h *Host) ServeStdio(ctx context.Context, r io.ReadCloser, w io.WriteCloser) error {
 	srv := h.MCPServer(DownstreamStdio)
-	lw := &upstream.LockedWriter{W: w}
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: upstream.StdioFrames(ctx, r, lw), Writer: lw})
+	lw := &wire.LockedWriter{W: w}
+	err := srv.Run(ctx, &mcp.IOTransport{Reader: wire.StdioFrames(ctx, r, lw), Writer: lw})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}

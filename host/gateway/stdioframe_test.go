@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -100,7 +101,7 @@ func FuzzCheckFrame(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		msg, ans := upstream.CheckFrame(line, false)
+		msg, ans := wire.CheckFrame(line, false)
 		if ans == nil && (!json.Valid(line) || msg == nil) {
 			t.Fatalf("passed invalid JSON %q", line)
 		}
@@ -125,8 +126,8 @@ func FuzzResponseID(f *testing.F) {
 		if !json.Valid(p) {
 			return
 		}
-		got, ok := upstream.ResponseID(p)
-		want, wantOK := upstream.DecodedResponseID(p)
+		got, ok := wire.ResponseID(p)
+		want, wantOK := wire.DecodedResponseID(p)
 		if ok && (!wantOK || got != want) {
 			t.Fatalf("responseID(%q) = %q, %v; a full decode says %q, %v", p, got, ok, want, wantOK)
 		}

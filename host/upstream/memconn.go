@@ -164,7 +164,7 @@ func (c *memConn) callFast(req *jsonrpc.Request) error {
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return c.answer(req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()})
 	}
-	key := idKey(req.ID)
+	key := wire.IDKey(req.ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
 	c.calls[key] = cancel
@@ -233,7 +233,7 @@ func (c *memConn) cancelFast(params json.RawMessage) {
 		return
 	}
 	c.mu.Lock()
-	cancel := c.calls[idKey(id)]
+	cancel := c.calls[wire.IDKey(id)]
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()

@@ -1,4 +1,4 @@
-package upstream
+package wire
 
 import (
 	"bufio"
@@ -13,8 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // The go-sdk's stdio transport ends the session on the first frame it
@@ -116,7 +114,7 @@ func newPendingCalls() *pendingCalls { return &pendingCalls{ids: make(map[string
 
 // idKey is the key of a JSON-RPC ID: "n:" and the number, or "s:" and the
 // string.
-func idKey(id jsonrpc.ID) string {
+func IDKey(id jsonrpc.ID) string {
 	switch v := id.Raw().(type) {
 	case int64:
 		return "n:" + strconv.FormatInt(v, 10)
@@ -136,7 +134,7 @@ func (c *pendingCalls) read(m jsonrpc.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if req.IsCall() {
-		c.ids[idKey(req.ID)] = true
+		c.ids[IDKey(req.ID)] = true
 		return
 	}
 	if req.Method == "notifications/cancelled" {
@@ -145,7 +143,7 @@ func (c *pendingCalls) read(m jsonrpc.Message) {
 		}
 		if json.Unmarshal(req.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				c.doneLocked(idKey(id))
+				c.doneLocked(IDKey(id))
 			}
 		}
 	}
@@ -232,7 +230,7 @@ func ResponseID(p []byte) (key string, ok bool) {
 	if err != nil {
 		return "", false
 	}
-	return idKey(id), true
+	return IDKey(id), true
 }
 
 // DecodedResponseID is responseID the slow way.
@@ -245,7 +243,7 @@ func DecodedResponseID(p []byte) (string, bool) {
 	if !ok || !r.ID.IsValid() {
 		return "", false
 	}
-	return idKey(r.ID), true
+	return IDKey(r.ID), true
 }
 
 // readLine reads one line without its end (\n or \r\n) and with spaces
@@ -291,5 +289,5 @@ func CheckFrame(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
 }
 
 func frameError(code int64, msg string) []byte {
-	return append(wire.ErrorBody(code, msg), '\n')
+	return append(ErrorBody(code, msg), '\n')
 }
