@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -19,14 +21,14 @@ import (
 // text has the link), or why the login did not happen.
 func (h *Host) askToAuthorize(ctx context.Context, ss *mcp.ServerSession, u *upstream.Server, err error) (retry bool, _ error) {
 	var need *upstream.AuthorizationNeeded
-	if !errors.As(err, &need) || need.Subject == "" || need.URL == "" || ss == nil || !upstream.TakesURLElicitation(ss) {
+	if !errors.As(err, &need) || need.Subject == "" || need.URL == "" || ss == nil || !takesURLElicitation(ss) {
 		return false, err
 	}
 	f, ferr := u.UserFlow(need.Subject)
 	if ferr != nil {
 		return false, err
 	}
-	id := upstream.ElicitationID()
+	id := elicitationID()
 	res, eerr := ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode:          "url",
 		Message:       fmt.Sprintf("Server %q needs you to sign in with your own account before mcphost can call it for you.", u.Config.Name),
@@ -58,4 +60,17 @@ func (h *Host) askToAuthorize(ctx context.Context, ss *mcp.ServerSession, u *ups
 		h.log.Debug("telling the client its login completed failed", "error", nerr)
 	}
 	return true, nil
+}
+
+// takesURLElicitation reports whether the client of ss said it takes
+// URL-mode elicitations.
+func takesURLElicitation(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
+}
+
+func elicitationID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "login-" + hex.EncodeToString(b[:])
 }

@@ -1,12 +1,8 @@
 package upstream
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
 )
@@ -131,17 +127,4 @@ func (u *Server) closeUserFlows() {
 	for _, f := range flows {
 		f.close()
 	}
-}
-
-// TakesURLElicitation reports whether the client of ss said it takes
-// URL-mode elicitations.
-func TakesURLElicitation(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
-	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil && ip.Capabilities.Elicitation.URL != nil
-}
-
-func ElicitationID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "login-" + hex.EncodeToString(b[:])
 }
