@@ -40,6 +40,14 @@ type decoder struct {
 	// value failed (reported there): the listener has a token, as far as
 	// the checks that need one go.
 	authTokenFailed bool
+	// callerRefs are the caller.attributes.NAME that server blocks read,
+	// and callerServers where each server that uses caller is declared
+	// (checkCallerRefs).
+	callerRefs    []callerRef
+	callerServers map[string]hcl.Range
+	// badCaller are attributes whose use of caller was refused: they are
+	// not evaluated, so that the refusal stands alone.
+	badCaller map[*hcl.Attribute]bool
 }
 
 // path makes p absolute against the config file's directory, so the meaning
@@ -73,7 +81,7 @@ func (d *decoder) warnf(subject hcl.Range, summary, format string, args ...any) 
 // null (both mean "use the default"), or when evaluating it failed; failures
 // are already reported, so callers just keep the zero value.
 func (d *decoder) eval(attr *hcl.Attribute) (cty.Value, bool) {
-	if attr == nil {
+	if attr == nil || d.badCaller[attr] {
 		return cty.NilVal, false
 	}
 	d.evalSecrets = nil

@@ -41,7 +41,11 @@ func (e *unsetEnvError) Error() string {
 // envFunc is env("NAME") or env("NAME", "default"). A value read from the
 // environment is marked sensitive (a default is written in the file and is
 // not).
-func (d *decoder) envFunc() function.Function {
+func (d *decoder) envFunc() function.Function { return envFunction(d.sensitive) }
+
+// envFunction is env() with mark applied to what it reads from the
+// environment.
+func envFunction(mark func(v, what string) cty.Value) function.Function {
 	return function.New(&function.Spec{
 		Description: "Returns the value of an environment variable, or the default if it is unset.",
 		Params:      []function.Parameter{{Name: "name", Type: cty.String}},
@@ -59,7 +63,7 @@ func (d *decoder) envFunc() function.Function {
 				if !utf8.ValidString(v) {
 					return cty.NilVal, function.NewArgErrorf(0, "environment variable %q is not valid UTF-8", name)
 				}
-				return d.sensitive(v, fmt.Sprintf("env(%q)", name)), nil
+				return mark(v, fmt.Sprintf("env(%q)", name)), nil
 			}
 			if len(args) == 2 {
 				return args[1], nil
@@ -74,12 +78,22 @@ func (d *decoder) envFunc() function.Function {
 // shell's $(cat path) does, because secrets files usually end with one and a
 // token with a newline in it never matches.
 func (d *decoder) fileFunc() function.Function {
+	return fileFunction(d.path, func(path string) {
+		if !slices.Contains(d.sources, path) {
+			d.sources = append(d.sources, path)
+		}
+	}, d.sensitive)
+}
+
+// fileFunction is file() with paths resolved by resolve, each file read
+// told to seen (when not nil), and mark applied to what it reads.
+func fileFunction(resolve func(string) string, seen func(path string), mark func(v, what string) cty.Value) function.Function {
 	return function.New(&function.Spec{
 		Description: "Returns the contents of a file, without trailing newlines.",
 		Params:      []function.Parameter{{Name: "path", Type: cty.String}},
 		Type:        function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			path := d.path(args[0].AsString())
+			path := resolve(args[0].AsString())
 			data, err := readSmallFile(path)
 			if err != nil {
 				return cty.NilVal, function.NewArgError(0, err)
@@ -87,13 +101,17 @@ func (d *decoder) fileFunc() function.Function {
 			if !utf8.Valid(data) {
 				return cty.NilVal, function.NewArgErrorf(0, "%s is not valid UTF-8 text", path)
 			}
-			if !slices.Contains(d.sources, path) {
-				d.sources = append(d.sources, path)
+			if seen != nil {
+				seen(path)
 			}
-			return d.sensitive(strings.TrimRight(string(data), "\r\n"), fmt.Sprintf("file(%q)", args[0].AsString())), nil
+			return mark(strings.TrimRight(string(data), "\r\n"), fmt.Sprintf("file(%q)", args[0].AsString())), nil
 		},
 	})
 }
+
+// plainValue is a value read by env() or file() as it is: for caller
+// templates, evaluated when a caller's session starts and never shown.
+func plainValue(v, _ string) cty.Value { return cty.StringVal(v) }
 
 // readSmallFile reads a regular file of at most maxFileBytes. Devices and
 // pipes are refused because reading them could block or never end.

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse. The config file is outside
@@ -29,6 +31,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("listen {\n  session_timeout = env(\"HOME\")\n  http = \"${file(\"fuzz_test.go\")}\"\n}\nserver \"s\" {\n  command = env(\"HOME\") == \"\" ? \"a\" : [for c in [env(\"PATH\")] : c][0]\n}\n"))
 	f.Add([]byte("tools_plugin \"qr\" {\n  source = \"builtin:x\"\n  kv = true\n  progress = 1\n  allowed_hosts = [\"*.x\"]\n  timeout = \"5s\"\n}\nserver \"qr\" {\n  command = \"x\"\n}\n"))
 	f.Add([]byte("listen {\n  max_body = 18446744073709551616\n  session_timeout = \"9999999h\"\n}\n"))
+	f.Add([]byte("listen {\n  auth {\n    key \"a\" {\n      value = \"0123456789abcdef\"\n      subject = \"a\"\n      attributes = { t = \"x\" }\n    }\n  }\n}\nserver \"m\" {\n  command = \"x\"\n  args = [caller.subject, caller.groups[0]]\n  env = { F = \"/m/${caller.attributes.t}\" }\n  cwd = caller.attributes[\"t\"]\n}\n"))
 
 	f.Fuzz(func(t *testing.T, src []byte) {
 		const name = "fuzz.hcl"
@@ -49,6 +52,17 @@ func FuzzParse(f *testing.F) {
 		}
 		if err := diags.WriteText(io.Discard, 80, true); err != nil {
 			t.Fatalf("WriteText: %v", err)
+		}
+		if file == nil {
+			return
+		}
+		// Caller templates are filled in at run time, for any caller:
+		// errors, never a panic.
+		for _, s := range file.Host.Servers {
+			if s.Caller != nil {
+				s.Caller.Apply(s, &auth.Identity{Subject: "s", Groups: []string{"g"}, Attributes: map[string]string{"t": "v"}})
+				s.Caller.Apply(s, nil)
+			}
 		}
 	})
 }

@@ -73,6 +73,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		}
 	}
 	d.checkServersWithHost(file, serverBlocks, singletons["listen"])
+	d.checkCallerRefs(file.Host.Listen.Auth)
 	d.checkAdmin(file, singletons["admin"])
 	d.checkAudit(file, singletons["audit"])
 	d.defaultGrants(file)

@@ -35,6 +35,7 @@ func (d *decoder) decodeServer(block *hcl.Block) upstream.ServerConfig {
 
 	s := upstream.ServerConfig{Name: block.Labels[0]}
 	d.checkName(block, "server")
+	tmpl, undo := d.serverCallerTemplate(s.Name, attrs)
 
 	if t, ok := d.enum(attrs["transport"], upstream.TransportStdio, upstream.TransportSSE, upstream.TransportStreamableHTTP, transportHTTP); ok {
 		if t == transportHTTP {
@@ -88,6 +89,8 @@ func (d *decoder) decodeServer(block *hcl.Block) upstream.ServerConfig {
 		}
 	}
 
+	undo() // caller is for the attributes above, not for the oauth block
+
 	// With a bad transport any guess about which arguments belong would be
 	// wrong, so the transport error stands alone.
 	if transportKnown {
@@ -101,6 +104,18 @@ func (d *decoder) decodeServer(block *hcl.Block) upstream.ServerConfig {
 			}
 			s.OAuth = d.decodeUpstreamOAuth(b, s)
 		}
+	}
+	if tmpl != nil {
+		if _, ok := tmpl.exprs["url"]; ok && s.OAuth != nil {
+			d.errorf(attrs["url"].Expr.Range(), "Caller values in an OAuth server's url",
+				"Server %q takes OAuth tokens for one resource, its url: the url cannot differ per caller. Use the caller's values in headers, or remove the oauth block.", s.Name)
+		}
+		if d.callerServers == nil {
+			d.callerServers = map[string]hcl.Range{}
+		}
+		d.callerServers[s.Name] = block.DefRange
+		tmpl.render(s)
+		s.Caller = tmpl
 	}
 	return s
 }

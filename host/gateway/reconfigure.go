@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"reflect"
 	"sync"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -89,7 +88,7 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	byName := make(map[string]*upstream.Server, len(cfg.Servers))
 	for _, sc := range cfg.Servers {
 		u, ok := h.byName[sc.Name]
-		if !ok || !reflect.DeepEqual(u.Config, sc) {
+		if !ok || !upstream.Same(u.Config, sc) {
 			if ok {
 				stopped = append(stopped, u)
 			}

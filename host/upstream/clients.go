@@ -227,9 +227,13 @@ func (u *Server) connectClient(c *clientConn) {
 	case u.exchanges():
 		oauth = u.exchangeFor(u.events.Identity(c.owner).Key(), nil)
 	}
+	spec := dialSpec{cfg: u.own, stdio: u.stdio}
+	if err == nil && u.Config.Caller != nil {
+		spec, err = u.callerSpec(c.owner)
+	}
 	var cs *mcp.ClientSession
 	if err == nil {
-		cs, err = u.dialClient(ctx, client, oauth)
+		cs, err = u.dialClient(ctx, client, oauth, spec)
 	}
 	u.mu.Lock()
 	c.client, c.cs, c.err = client, cs, err
@@ -266,8 +270,8 @@ func (u *Server) connectClient(c *clientConn) {
 	u.log.Debug("per-client session connected")
 }
 
-func (u *Server) dialClient(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
-	cs, err := u.connectWith(ctx, client, oauth)
+func (u *Server) dialClient(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler, spec dialSpec) (*mcp.ClientSession, error) {
+	cs, err := u.connectAs(ctx, client, oauth, spec)
 	if err != nil {
 		return nil, fmt.Errorf("connecting a per-client session: %w", err)
 	}

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/auth"
 )
 
 // Transports an upstream server can be reached by.
@@ -69,11 +72,42 @@ type ServerConfig struct {
 	MaxSessions     int           // per_client: most upstream sessions at once; 0 means DefaultMaxSessions
 	ProtocolVersion string        // pinned upstream protocol; "" means DefaultProtocolVersion
 
+	// Caller, when set, gives each caller (identity) its own copy of the
+	// settings above that reach the server: command, args, env, cwd, url
+	// and headers may hold the caller's values (caller templates:
+	// ${caller.subject} in HCL). Such a server is per identity: sessions
+	// "per_client" by default, never "shared"; a caller without an
+	// identity is refused. The fields themselves hold the template as
+	// written, for status and logs. The server's own session, which lists
+	// what it offers, is filled in for no caller (CallerTemplate.Apply with
+	// a nil identity).
+	Caller CallerTemplate
+
 	// SecretArgs (positions in Args) and SecretURL (the URL's path) are
 	// secrets of a definition the admin API stores: the status and a
 	// probe's result show them masked, as they do env and header values.
 	SecretArgs []int
 	SecretURL  bool
+}
+
+// A CallerTemplate fills a server's settings in for one caller.
+type CallerTemplate interface {
+	// Apply returns s with id's values filled in. id is nil for the
+	// server's own session: the caller's values are then empty.
+	Apply(s ServerConfig, id *auth.Identity) (ServerConfig, error)
+	// String is the template as written: what tells two definitions apart
+	// on a reload, and all that status and logs show of it.
+	String() string
+}
+
+// Same reports whether a and b define the same server: a reload keeps an
+// upstream whose definition is the same (templates compared as written).
+func Same(a, b ServerConfig) bool {
+	if (a.Caller == nil) != (b.Caller == nil) || a.Caller != nil && a.Caller.String() != b.Caller.String() {
+		return false
+	}
+	a.Caller, b.Caller = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // WithDefaults returns a copy of s with every unset field given its default.
@@ -89,6 +123,9 @@ func (s ServerConfig) WithDefaults() ServerConfig {
 	}
 	if s.ConnectTimeout == 0 {
 		s.ConnectTimeout = DefaultConnectTimeout
+	}
+	if s.Sessions == "" && s.Caller != nil {
+		s.Sessions = SessionsPerClient // each caller their own values
 	}
 	if s.Sessions == "" {
 		s.Sessions = SessionsShared
@@ -140,6 +177,9 @@ func (s ServerConfig) Check() []error {
 	}
 	if s.Sessions != SessionsShared && s.Sessions != SessionsPerClient && s.Sessions != SessionsPerSession {
 		errs = append(errs, fmt.Errorf("unknown sessions mode %q (want %q, %q or %q)", s.Sessions, SessionsShared, SessionsPerClient, SessionsPerSession))
+	}
+	if s.Caller != nil && s.Sessions == SessionsShared {
+		errs = append(errs, fmt.Errorf("its settings use the caller's values (caller templates), which give each caller their own upstream: remove sessions = %q (%q is the default with them)", SessionsShared, SessionsPerClient))
 	}
 	if s.MaxSessions < 0 {
 		errs = append(errs, fmt.Errorf("max_sessions must be positive"))

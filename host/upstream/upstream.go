@@ -82,6 +82,11 @@ type Server struct {
 	log    hclog.Logger
 	client *mcp.Client          // the shared session's client
 	stdio  *stdioTransport      // nil for HTTP transports
+	// own is what the server's own session connects with: Config, or for
+	// a server with caller templates, Config filled in for no caller
+	// (ownErr when that failed).
+	own    ServerConfig
+	ownErr error
 	oauth  sdkauth.OAuthHandler // for a server behind OAuth (oauth.go); nil otherwise
 	// userFlows are the logins of the callers of a per_user server, by
 	// grant subject (peruser.go); under mu.
@@ -181,8 +186,12 @@ func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
 	u := &Server{Config: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff,
 		subs: make(map[string]int), clients: make(map[clientKey]*clientConn), owners: make(map[*mcp.ClientSession]*clientConn)}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
+	u.own = cfg
+	if cfg.Caller != nil {
+		u.own, u.ownErr = cfg.Caller.Apply(cfg, nil)
+	}
 	if cfg.Transport == TransportStdio {
-		u.stdio = newStdioTransport(cfg, log)
+		u.stdio = newStdioTransport(u.own, log)
 	}
 	if cfg.OAuth != nil {
 		var err error
@@ -291,12 +300,45 @@ func (u *Server) background(f func()) {
 // where mcphost wraps it (stdio and SSE), can also carry raw tool calls
 // (rawcall.go).
 func (u *Server) connectWith(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler) (*mcp.ClientSession, error) {
+	if u.ownErr != nil {
+		return nil, u.ownErr
+	}
+	return u.connectAs(ctx, client, oauth, dialSpec{cfg: u.own, stdio: u.stdio})
+}
+
+// dialSpec is what one session connects with: the server's own settings,
+// or one caller's (callerSpec).
+type dialSpec struct {
+	cfg   ServerConfig
+	stdio *stdioTransport // nil for HTTP transports
+}
+
+// callerSpec fills the server's caller templates in for the caller of
+// owner, for that caller's own session.
+func (u *Server) callerSpec(owner *mcp.ServerSession) (dialSpec, error) {
+	id := u.events.Identity(owner)
+	if id == nil {
+		return dialSpec{}, fmt.Errorf("server %q gives each caller their own upstream (its settings use the caller's values), and this caller has no identity: call it with an API key or an OAuth token (listen.auth)", u.Config.Name)
+	}
+	cfg, err := u.Config.Caller.Apply(u.Config, id)
+	if err != nil {
+		return dialSpec{}, err
+	}
+	spec := dialSpec{cfg: cfg}
+	if cfg.Transport == TransportStdio {
+		spec.stdio = newStdioTransport(cfg, u.log)
+	}
+	return spec, nil
+}
+
+// connectAs is connectWith with spec's settings.
+func (u *Server) connectAs(ctx context.Context, client *mcp.Client, oauth sdkauth.OAuthHandler, spec dialSpec) (*mcp.ClientSession, error) {
 	if u.oauthErr != nil {
 		return nil, fmt.Errorf("oauth: %w", u.oauthErr)
 	}
 	var bound atomic.Pointer[mcp.ClientSession]
 	var conn atomic.Pointer[TapConn]
-	t, err := u.transport(&bound, &conn, oauth)
+	t, err := u.transport(spec, &bound, &conn, oauth)
 	if err != nil {
 		return nil, err
 	}
@@ -324,20 +366,20 @@ func (u *Server) connectWith(ctx context.Context, client *mcp.Client, oauth sdka
 // when it is behind OAuth; bound is set to the session once connected (see
 // tapTransport and sseTap), conn to the wrapped connection where there is
 // one.
-func (u *Server) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[TapConn], oauth sdkauth.OAuthHandler) (mcp.Transport, error) {
-	switch u.Config.Transport {
+func (u *Server) transport(spec dialSpec, bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[TapConn], oauth sdkauth.OAuthHandler) (mcp.Transport, error) {
+	switch spec.cfg.Transport {
 	case TransportStdio:
-		return TapTransport{Transport: u.stdio, U: u, Bound: bound, conn: conn}, nil
+		return TapTransport{Transport: spec.stdio, U: u, Bound: bound, conn: conn}, nil
 	case TransportSSE:
-		sse := &mcp.SSEClientTransport{Endpoint: u.Config.URL, HTTPClient: headerClient(u.Config.Headers)}
+		sse := &mcp.SSEClientTransport{Endpoint: spec.cfg.URL, HTTPClient: headerClient(spec.cfg.Headers)}
 		return TapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, U: u, Bound: bound, conn: conn}, nil
 	case TransportStreamableHTTP:
 		var rt http.RoundTripper = http.DefaultTransport
-		if len(u.Config.Headers) > 0 {
-			rt = HeaderTransport{Base: rt, Headers: u.Config.Headers}
+		if len(spec.cfg.Headers) > 0 {
+			rt = HeaderTransport{Base: rt, Headers: spec.cfg.Headers}
 		}
 		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
-		return &mcp.StreamableClientTransport{Endpoint: u.Config.URL, HTTPClient: client, OAuthHandler: oauth}, nil
+		return &mcp.StreamableClientTransport{Endpoint: spec.cfg.URL, HTTPClient: client, OAuthHandler: oauth}, nil
 	case TransportInternal:
 		var fast InternalTools
 		if u.events.Shortcuts() {
@@ -349,7 +391,7 @@ func (u *Server) transport(bound *atomic.Pointer[mcp.ClientSession], conn *atomi
 		}
 		return TapTransport{Transport: ct, U: u, Bound: bound, conn: conn}, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", u.Config.Transport)
+	return nil, fmt.Errorf("unknown transport %q", spec.cfg.Transport)
 }
 
 // Start begins the first connect without waiting for it.

@@ -65,6 +65,7 @@ func main() {
 	linger := flag.Bool("linger", false, "keep running after stdin closes, as many servers do, until signalled")
 	traceTool := flag.Bool("trace", false, "serve the tool traceparent, which returns the traceparent of its request's _meta")
 	argvTool := flag.Bool("argv", false, "serve the tool argv, which returns the arguments the process was started with, one a line")
+	memoryTools := flag.Bool("memory", false, "serve the tools env (the value of the environment variable named by text) and remember (appends text to the file $MEMORY_FILE_PATH and returns the file), a stand-in for server-memory")
 	secrets := flag.Bool("secrets", false, "serve $HOSTILE_SECRET through every method but tools too: resources secret://note and secret://{name}, the prompt secret_prompt, and tools elicit and progress_message")
 	flag.Parse()
 	// A server that starts once and then fails every restart, saying why
@@ -122,6 +123,35 @@ func main() {
 		mcp.AddTool(srv, &mcp.Tool{Name: "argv", Description: "Returns the process's arguments, one a line."},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Args[1:], "\n")}}}, nil, nil
+			})
+	}
+	if *memoryTools {
+		mcp.AddTool(srv, &mcp.Tool{Name: "env", Description: "Returns the value of the environment variable named by text."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: os.Getenv(in.Text)}}}, nil, nil
+			})
+		mcp.AddTool(srv, &mcp.Tool{Name: "remember", Description: "Appends text to the file $MEMORY_FILE_PATH and returns all it holds."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+				path := os.Getenv("MEMORY_FILE_PATH")
+				if path == "" {
+					return nil, nil, fmt.Errorf("MEMORY_FILE_PATH is not set")
+				}
+				f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+				if err != nil {
+					return nil, nil, err
+				}
+				_, err = fmt.Fprintln(f, in.Text)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					return nil, nil, err
+				}
+				all, err := os.ReadFile(path)
+				if err != nil {
+					return nil, nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(all)}}}, nil, nil
 			})
 	}
 	if *traceTool {
