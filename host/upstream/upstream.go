@@ -80,8 +80,8 @@ var ErrClosed = errors.New("mcphost: closed")
 type Server struct {
 	Config ServerConfig
 	log    hclog.Logger
-	client *mcp.Client          // the shared session's client
-	stdio  *stdioTransport      // nil for HTTP transports
+	client *mcp.Client     // the shared session's client
+	stdio  *stdioTransport // nil for HTTP transports
 	// own is what the server's own session connects with: Config, or for
 	// a server with caller templates, Config filled in for no caller
 	// (ownErr when that failed).
