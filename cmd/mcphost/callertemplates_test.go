@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,20 +52,7 @@ server "memory" {
 }
 `)
 	addr := testproc.FreeAddr(t)
-	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr, "--log-level", "debug")
-	logs := &testproc.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	logs := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr, "--log-level", "debug").logs
 	ctx := context.Background()
 	connect := func(token string) *mcp.ClientSession {
 		t.Helper()

@@ -22,19 +22,22 @@ listen {
 }
 `
 
-// TestCallerTemplates: a server's settings that use caller load with
-// placeholders (what status and logs show), default to per-client
-// sessions, and are filled in per caller by Apply; the server's own
-// session gets empty values.
-func TestCallerTemplates(t *testing.T) {
-	f, diags := Parse([]byte(callerKeys+`
+// memoryServer is issue 31's example, with every kind of template.
+const memoryServer = `
 server "memory" {
   command = "npx"
   args    = ["-y", "server-memory", "--user", caller.subject]
   env     = { MEMORY_FILE_PATH = "/var/lib/mcphost/memory/${caller.subject}.jsonl", TEAM = caller.attributes.team, HOME = "/home" }
   cwd     = "work/${caller.attributes.team}"
 }
-`), "/etc/mcphost/t.hcl")
+`
+
+// TestCallerTemplates: a server's settings that use caller load with
+// placeholders (what status and logs show), default to per-client
+// sessions, and are filled in per caller by Apply; the server's own
+// session gets empty values.
+func TestCallerTemplates(t *testing.T) {
+	f, diags := Parse([]byte(callerKeys+memoryServer), "/etc/mcphost/t.hcl")
 	if diags.HasErrors() {
 		t.Fatal(diags.Err().Error())
 	}
@@ -68,25 +71,11 @@ server "memory" {
 	}
 	// A reload keeps the server when the template is the same, and
 	// replaces it when it changed.
-	f2, _ := Parse([]byte(callerKeys+`
-server "memory" {
-  command = "npx"
-  args    = ["-y", "server-memory", "--user", caller.subject]
-  env     = { MEMORY_FILE_PATH = "/var/lib/mcphost/memory/${caller.subject}.jsonl", TEAM = caller.attributes.team, HOME = "/home" }
-  cwd     = "work/${caller.attributes.team}"
-}
-`), "/etc/mcphost/t.hcl")
+	f2, _ := Parse([]byte(callerKeys+memoryServer), "/etc/mcphost/t.hcl")
 	if !upstream.Same(s, f2.Host.Servers[0]) {
 		t.Error("the same template reads as changed")
 	}
-	f3, _ := Parse([]byte(callerKeys+`
-server "memory" {
-  command = "npx"
-  args    = ["-y", "server-memory", "--user", caller.subject]
-  env     = { MEMORY_FILE_PATH = "/srv/${caller.subject}.jsonl", TEAM = caller.attributes.team, HOME = "/home" }
-  cwd     = "work/${caller.attributes.team}"
-}
-`), "/etc/mcphost/t.hcl")
+	f3, _ := Parse([]byte(callerKeys+strings.Replace(memoryServer, "/var/lib/mcphost/memory/", "/srv/", 1)), "/etc/mcphost/t.hcl")
 	if upstream.Same(s, f3.Host.Servers[0]) {
 		t.Error("a changed template reads as the same")
 	}
