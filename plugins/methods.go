@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 )
 
 // The hooks of ABI 1.2 govern every MCP method but tools: list filters
@@ -107,6 +108,7 @@ func (c *Chain) Request(ctx context.Context, in *abi.RequestInput) (*abi.Request
 }
 
 func (c *Chain) request(ctx context.Context, in *abi.RequestInput) (*abi.RequestDecision, error) {
+	record := decision.Recorder(ctx) // told what each plugin that ran decided (decisions.go)
 	var input []byte
 	for _, p := range c.plugins {
 		if !p.wantsMethod(abi.HookRequest, in.Method) || !p.InScope(in.Server) || !p.ForCaller(&in.Caller) {
@@ -120,18 +122,32 @@ func (c *Chain) request(ctx context.Context, in *abi.RequestInput) (*abi.Request
 		}
 		d, err := c.requestOne(ctx, p, input)
 		if err != nil {
+			failed := err
 			if err = c.failure(p, abi.HookRequest, err); err != nil {
-				return &abi.RequestDecision{Action: abi.ActionDeny, Reason: err.(*PolicyError).ClientMessage()}, nil
+				reason := err.(*PolicyError).ClientMessage()
+				if record != nil {
+					record(failedDecision(p, abi.HookRequest, decision.Deny, reason, failed))
+				}
+				return &abi.RequestDecision{Action: abi.ActionDeny, Reason: reason}, nil
+			}
+			if record != nil {
+				record(failedDecision(p, abi.HookRequest, decision.Skipped, "", failed))
 			}
 			continue
 		}
 		if d.Action == abi.ActionDeny {
+			if record != nil {
+				record(decision.Decision{Plugin: p.spec.Name, Hook: abi.HookRequest, Action: decision.Deny, Reason: d.Reason})
+			}
 			if d.Reason == "" {
 				d.Reason = fmt.Sprintf("denied by policy %q", p.spec.Name)
 			} else {
 				d.Reason = fmt.Sprintf("policy %q: %s", p.spec.Name, d.Reason)
 			}
 			return d, nil
+		}
+		if record != nil {
+			record(decision.Decision{Plugin: p.spec.Name, Hook: abi.HookRequest, Action: decision.Allow})
 		}
 	}
 	return &abi.RequestDecision{Action: abi.ActionAllow}, nil

@@ -17,9 +17,10 @@ import "context"
 // (docs/audit.md).
 type Decision struct {
 	Plugin string `json:"plugin"`
-	Hook   string `json:"hook"` // abi.HookToolCall, abi.HookToolResult or abi.HookToolsList
+	Hook   string `json:"hook"` // abi.HookToolCall, abi.HookToolResult, abi.HookToolsList or abi.HookRequest
 	// Action is Allow, Deny, Rewrite or Respond on tool_call; Changed or
-	// Unchanged on tool_result; Deny on tools_list (it hid Tools); Skipped
+	// Unchanged on tool_result; Deny on tools_list (it hid Tools); Allow or
+	// Deny on request (prompts/get, resources/read, ...); Skipped
 	// on any hook when the plugin failed and on_error skipped it. A plugin
 	// that failed closed is a Deny, with its Error.
 	Action string `json:"action"`

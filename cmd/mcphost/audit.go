@@ -33,7 +33,7 @@ admin API. Given CONFIG, its audit file, else its admin API; without it or
       mcphost audit query --subject alice --tool read_file --json
 
 Filters (both commands):
-  --server S  --tool T  --subject S  --outcome O  --kind call|listing
+  --server S  --tool T  --subject S  --outcome O  --kind call|listing|request
   --since T  --until T   a time in RFC 3339 (2026-11-25T17:00:00Z), or a
                          duration back from now (90m, 24h)
 Flags:
@@ -90,7 +90,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.filter.tool, "tool", "", "only calls of this upstream tool")
 	fs.StringVar(&o.filter.subject, "subject", "", "only calls of this caller")
 	fs.StringVar(&o.filter.outcome, "outcome", "", "only calls that ended so (ok, denied, tool_error, ...)")
-	fs.StringVar(&o.filter.kind, "kind", "", `only "call" or "listing" entries`)
+	fs.StringVar(&o.filter.kind, "kind", "", `only "call", "listing" or "request" entries`)
 	fs.StringVar(&o.since, "since", "", "only entries at or after this time (RFC 3339, or a duration back from now)")
 	fs.StringVar(&o.until, "until", "", "only entries before this time")
 	if sub == "tail" {
@@ -138,8 +138,8 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usage("--before pages through the admin API; a file is read whole")
 	case o.lines < 0 || given["limit"] && o.limit < 1:
 		return usage("--lines and --limit take a positive number")
-	case o.filter.kind != "" && o.filter.kind != audit.KindCall && o.filter.kind != audit.KindListing:
-		return usage(`--kind is "call" or "listing"`)
+	case o.filter.kind != "" && o.filter.kind != audit.KindCall && o.filter.kind != audit.KindListing && o.filter.kind != audit.KindRequest:
+		return usage(`--kind is "call", "listing" or "request"`)
 	}
 	now := time.Now()
 	if o.filter.since, err = parseWhen(o.since, now); err != nil {

@@ -71,8 +71,8 @@ func auditQuery(r *http.Request) (store.AuditQuery, *config.FieldError) {
 		}
 		q.Limit = n
 	}
-	if q.Kind != "" && q.Kind != audit.KindCall && q.Kind != audit.KindListing {
-		return q, &config.FieldError{Field: "kind", Detail: fmt.Sprintf("%q or %q", audit.KindCall, audit.KindListing)}
+	if q.Kind != "" && q.Kind != audit.KindCall && q.Kind != audit.KindListing && q.Kind != audit.KindRequest {
+		return q, &config.FieldError{Field: "kind", Detail: fmt.Sprintf("%q, %q or %q", audit.KindCall, audit.KindListing, audit.KindRequest)}
 	}
 	for _, p := range []struct {
 		name string

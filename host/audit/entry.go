@@ -28,6 +28,7 @@ import (
 const (
 	KindCall    = "call"    // a tools/call
 	KindListing = "listing" // a caller's tool listing, with the tools policies hid
+	KindRequest = "request" // a request of another method (prompts/get, resources/read, ...): its admission
 )
 
 // Entry is one audit line. Its JSON is the line, and what GET /v1/audit
@@ -35,11 +36,15 @@ const (
 type Entry struct {
 	ID   string    `json:"id"`   // unique, and in time order when compared as strings (NewID)
 	Time time.Time `json:"time"` // when the call arrived, UTC
-	// Kind is KindCall or KindListing; left out of a call's line.
-	Kind   string `json:"kind,omitempty"`
+	// Kind is KindCall, KindListing or KindRequest; left out of a call's
+	// line.
+	Kind string `json:"kind,omitempty"`
+	// Method is a request's MCP method (KindRequest).
+	Method string `json:"method,omitempty"`
 	Caller Caller `json:"caller"`
-	// Name is the exposed tool name the client called; Server and Tool
-	// where it routes ("" when it routes nowhere).
+	// Name is the exposed tool name the client called (for a request, the
+	// prompt's name, the resource's URI, ...); Server and Tool where it
+	// routes ("" when it routes nowhere).
 	Name   string `json:"name"`
 	Server string `json:"server"`
 	Tool   string `json:"tool"`

@@ -89,6 +89,33 @@ func (h *Host) auditCall(tr *callTrace, start time.Time, caller abi.Caller, name
 	h.audit.Log.Record(e)
 }
 
+// requestTrace collects what each plugin decided on one request.
+type requestTrace struct{ decisions []decision.Decision }
+
+func (r *requestTrace) note(d decision.Decision) { r.decisions = append(r.decisions, d) }
+
+// auditRequest hands the audit log the line of a request of another method
+// than tools/call: its admission (the upstream's answer is not in it).
+func (h *Host) auditRequest(start time.Time, caller abi.Caller, method, server, name string, decisions []decision.Decision, err error) {
+	outcome := CallOK
+	if err != nil {
+		outcome = CallDenied
+	}
+	h.audit.Log.Record(&audit.Entry{
+		ID:         audit.NewID(start),
+		Time:       start.UTC(),
+		Kind:       audit.KindRequest,
+		Method:     method,
+		Caller:     auditCaller(caller),
+		Name:       auditName(name),
+		Server:     server,
+		Decisions:  decisions,
+		Outcome:    outcome,
+		DurationMs: audit.Millis(time.Since(start)),
+		PolicyMs:   audit.Millis(time.Since(start)),
+	})
+}
+
 func auditCaller(c abi.Caller) audit.Caller {
 	return audit.Caller{Subject: c.Subject, Groups: c.Groups, Method: c.AuthMethod, Session: c.SessionID, Client: c.ClientName}
 }

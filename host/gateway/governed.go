@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
@@ -32,7 +34,12 @@ const CodePolicyDenied = -32030
 // server. A denial, or a policy failing closed, is the error to answer;
 // notFound, if not nil, is the answer to a denial that asks to stay hidden
 // (what a client is told when nothing serves name).
-func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, name string, params any, notFound error) error {
+func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, name string, params any, notFound error) (err error) {
+	if h.audit != nil {
+		start, rec := time.Now(), &requestTrace{}
+		ctx = decision.WithRecorder(ctx, rec.note)
+		defer func() { h.auditRequest(start, caller, method, server, name, rec.decisions, err) }()
+	}
 	if !h.wantsMethod(abi.HookRequest, method) {
 		return nil
 	}
