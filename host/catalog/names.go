@@ -40,9 +40,9 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
-// NameHash is the stable suffix for (server, tool): the same pair always gets
+// nameHash is the stable suffix for (server, tool): the same pair always gets
 // the same hash, so names survive restarts and config reorderings.
-func NameHash(server, tool string) string {
+func nameHash(server, tool string) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + tool))
 	return hex.EncodeToString(sum[:])[:hashLen]
 }
@@ -99,7 +99,7 @@ func (nb NameBuilder) Build(server, tool string) string {
 // Hashed always appends the stable hash, cutting the server and tool parts
 // in proportion to their lengths so both stay recognisable.
 func (nb NameBuilder) Hashed(server, tool string) string {
-	suffix := "_" + NameHash(server, tool)
+	suffix := "_" + nameHash(server, tool)
 	t := Sanitize(tool)
 	if !nb.prefix {
 		budget := nb.Max - len(suffix)

@@ -1,10 +1,10 @@
-package gateway
+package catalog
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestSanitize(t *testing.T) {
@@ -18,19 +18,19 @@ func TestSanitize(t *testing.T) {
 		{"", ""},
 		{"日本", "_"},
 	} {
-		if got := catalog.Sanitize(tc.in); got != tc.want {
+		if got := Sanitize(tc.in); got != tc.want {
 			t.Errorf("sanitize(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
 func TestNameBuild(t *testing.T) {
-	always := catalog.NewNameBuilder(catalog.ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: catalog.PrefixAlways})
-	never := catalog.NewNameBuilder(catalog.ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: catalog.PrefixNever})
+	always := NewNameBuilder(ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixAlways})
+	never := NewNameBuilder(ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever})
 	long := strings.Repeat("x", 80)
 	for _, tc := range []struct {
 		name         string
-		nb           catalog.NameBuilder
+		nb           NameBuilder
 		server, tool string
 		want         string
 	}{
@@ -39,15 +39,15 @@ func TestNameBuild(t *testing.T) {
 		{"leading digit", always, "1password", "get", "_1password__get"},
 		{"never prefix", never, "files", "read_file", "read_file"},
 		{"never leading dash", never, "files", "-x", "_-x"},
-		{"long tool", always, "gh", long, "gh__" + strings.Repeat("x", 50) + "_" + catalog.NameHash("gh", long)},
-		{"long never", never, "s", long, strings.Repeat("x", 54) + "_" + catalog.NameHash("s", long)},
+		{"long tool", always, "gh", long, "gh__" + strings.Repeat("x", 50) + "_" + nameHash("gh", long)},
+		{"long never", never, "s", long, strings.Repeat("x", 54) + "_" + nameHash("s", long)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.nb.Build(tc.server, tc.tool)
 			if got != tc.want {
 				t.Errorf("build(%q, %q) = %q, want %q", tc.server, tc.tool, got, tc.want)
 			}
-			if !catalog.ValidName(got, 64) {
+			if !ValidName(got, 64) {
 				t.Errorf("build(%q, %q) = %q is not a valid name", tc.server, tc.tool, got)
 			}
 		})
@@ -55,14 +55,14 @@ func TestNameBuild(t *testing.T) {
 }
 
 func TestNameProportionalCut(t *testing.T) {
-	nb := catalog.NewNameBuilder(catalog.ToolsConfig{Separator: "__", MaxNameLength: 40, Prefix: catalog.PrefixAlways})
+	nb := NewNameBuilder(ToolsConfig{Separator: "__", MaxNameLength: 40, Prefix: PrefixAlways})
 	server, tool := strings.Repeat("s", 30), strings.Repeat("t", 60)
 	got := nb.Build(server, tool)
 	if len(got) > 40 {
 		t.Fatalf("len(%q) = %d > 40", got, len(got))
 	}
 	s, rest, _ := strings.Cut(got, "__")
-	tPart := strings.TrimSuffix(rest, "_"+catalog.NameHash(server, tool))
+	tPart := strings.TrimSuffix(rest, "_"+nameHash(server, tool))
 	// The tool part is twice the server part's length; each gives up
 	// characters in proportion, so the tool part stays clearly the longer.
 	if ratio := float64(len(tPart)) / float64(len(s)); ratio < 1.5 || ratio > 2.5 {
@@ -74,19 +74,19 @@ func TestNameProportionalCut(t *testing.T) {
 }
 
 func TestCatalogCollisions(t *testing.T) {
-	cfg := catalog.ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: catalog.PrefixAlways}
-	cat := catalog.Build(1, cfg, []catalog.ServerTools{
-		{Server: "a", Tools: tools("read.file", "read_file", "zeta", "alpha")},
-		{Server: "b", Tools: tools("read_file")},
+	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixAlways}
+	cat := Build(1, cfg, []ServerTools{
+		{Server: "a", Tools: mcpTools("read.file", "read_file", "zeta", "alpha")},
+		{Server: "b", Tools: mcpTools("read_file")},
 	})
 	var names []string
 	for _, tl := range cat.Tools {
 		names = append(names, tl.Name)
 	}
-	want := []string{"a__alpha", "a__read.file_" + catalog.NameHash("a", "read.file"), "a__read_file", "a__zeta", "b__read_file"}
+	want := []string{"a__alpha", "a__read.file_" + nameHash("a", "read.file"), "a__read_file", "a__zeta", "b__read_file"}
 	// "read.file" sorts before "read_file", so it takes the plain name and
 	// "read_file" gets the hash.
-	want[1], want[2] = "a__read_file", "a__read_file_"+catalog.NameHash("a", "read_file")
+	want[1], want[2] = "a__read_file", "a__read_file_"+nameHash("a", "read_file")
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("names = %v, want %v", names, want)
 	}
@@ -101,10 +101,10 @@ func TestCatalogCollisions(t *testing.T) {
 }
 
 func TestCatalogNeverPrefixClash(t *testing.T) {
-	cfg := catalog.ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: catalog.PrefixNever}
-	cat := catalog.Build(1, cfg, []catalog.ServerTools{
-		{Server: "a", Tools: tools("search")},
-		{Server: "b", Tools: tools("search", "other")},
+	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever}
+	cat := Build(1, cfg, []ServerTools{
+		{Server: "a", Tools: mcpTools("search")},
+		{Server: "b", Tools: mcpTools("search", "other")},
 	})
 	if r := cat.Routes["search"]; r.Server != "a" {
 		t.Errorf("search routes to %q, want the first server a", r.Server)
@@ -125,20 +125,29 @@ func FuzzNameBuild(f *testing.F) {
 		if max > 1000 {
 			max = 1000
 		}
-		p := catalog.PrefixNever
+		p := PrefixNever
 		if prefix {
-			p = catalog.PrefixAlways
+			p = PrefixAlways
 		}
-		nb := catalog.NewNameBuilder(catalog.ToolsConfig{Separator: sep, MaxNameLength: max, Prefix: p})
+		nb := NewNameBuilder(ToolsConfig{Separator: sep, MaxNameLength: max, Prefix: p})
 		name := nb.Build(server, tool)
-		if !catalog.ValidName(name, nb.Max) {
+		if !ValidName(name, nb.Max) {
 			t.Fatalf("build(%q, %q, sep=%q, max=%d) = %q: not valid within %d", server, tool, sep, max, name, nb.Max)
 		}
 		if again := nb.Build(server, tool); again != name {
 			t.Fatalf("unstable: %q then %q", name, again)
 		}
-		if h := nb.Hashed(server, tool); !catalog.ValidName(h, nb.Max) {
+		if h := nb.Hashed(server, tool); !ValidName(h, nb.Max) {
 			t.Fatalf("hashed(%q, %q) = %q: not valid within %d", server, tool, h, nb.Max)
 		}
 	})
+}
+
+// mcpTools are tools of these names, with the least schema.
+func mcpTools(names ...string) []*mcp.Tool {
+	out := make([]*mcp.Tool, 0, len(names))
+	for _, n := range names {
+		out = append(out, &mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}})
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package gateway
+package catalog
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -17,11 +16,11 @@ import (
 func TestProblemsLoggedOnce(t *testing.T) {
 	var out testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
-	var c catalog.ConditionLog
-	clash := catalog.Problem{Server: "a", Tool: "x", Err: errors.New("name clash")}
-	long := catalog.Problem{Server: "b", Tool: "y", Err: errors.New("name too long")}
-	for _, round := range [][]catalog.Problem{{clash}, {clash}, {clash, long}, {clash, long}, {long}, {clash, long}} {
-		catalog.LogProblems(&c, log, "tool naming", round)
+	var c ConditionLog
+	clash := Problem{Server: "a", Tool: "x", Err: errors.New("name clash")}
+	long := Problem{Server: "b", Tool: "y", Err: errors.New("name too long")}
+	for _, round := range [][]Problem{{clash}, {clash}, {clash, long}, {clash, long}, {long}, {clash, long}} {
+		LogProblems(&c, log, "tool naming", round)
 	}
 	if n := strings.Count(out.String(), "name clash"); n != 2 {
 		t.Errorf("the clash was warned about %d times, want 2 (first seen, and back after it went):\n%s", n, out.String())
@@ -40,13 +39,13 @@ func TestProblemsLoggedOnce(t *testing.T) {
 func TestManyProblemsOneWarning(t *testing.T) {
 	var out testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
-	var c catalog.ConditionLog
-	var round []catalog.Problem
+	var c ConditionLog
+	var round []Problem
 	for i := range 9 {
-		round = append(round, catalog.Problem{Server: "b", Tool: "res" + string(rune('a'+i)), Err: errors.New("duplicate resource URI")})
+		round = append(round, Problem{Server: "b", Tool: "res" + string(rune('a'+i)), Err: errors.New("duplicate resource URI")})
 	}
-	round = append(round, catalog.Problem{Server: "c", Tool: "x", Err: errors.New("name clash")})
-	catalog.LogProblems(&c, log, "prompts and resources", round)
+	round = append(round, Problem{Server: "c", Tool: "x", Err: errors.New("name clash")})
+	LogProblems(&c, log, "prompts and resources", round)
 	if n := strings.Count(out.String(), "[WARN]"); n != 2 || !strings.Contains(out.String(), "problems=9") {
 		t.Errorf("want 2 warnings (b's 9 in one, c's), got %d:\n%s", n, out.String())
 	}
