@@ -29,7 +29,7 @@ type Catalog struct {
 	servers map[string][]int // server -> indexes into tools
 }
 
-// catalogProblem is a naming problem the operator should hear about.
+// Problem is a naming problem the operator should hear about.
 type Problem struct {
 	Server string
 	Tool   string
@@ -42,7 +42,7 @@ type ServerTools struct {
 	Tools  []*mcp.Tool
 }
 
-// buildCatalog names every tool and builds the routing table. Servers come
+// Build names every tool and builds the routing table. Servers come
 // in config order; within a server, tools are ordered by original name, so
 // the same upstream tools always give the same catalog.
 func Build(version uint64, cfg ToolsConfig, upstreams []ServerTools) *Catalog {

@@ -236,7 +236,7 @@ func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.Cl
 	return res, nil
 }
 
-// upstreamLog forwards a server's log message to the client it belongs to:
+// LogMessage forwards a server's log message to the client it belongs to:
 // a per-client session's owner; on a shared session the one client with a
 // call in flight, else every client that set a log level. Each client's own
 // level filters what it is sent.

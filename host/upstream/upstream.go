@@ -74,7 +74,7 @@ const (
 // ErrClosed is returned for calls on a host or upstream that was closed.
 var ErrClosed = errors.New("mcphost: closed")
 
-// upstream is one configured server: its client, its current session (if
+// Server is one configured server: its client, its current session (if
 // any), its cached tools and its lifecycle. Sessions come and go (crashes,
 // idle disconnects, reconnects); the upstream and its cached tools remain.
 type Server struct {
@@ -135,8 +135,10 @@ type Server struct {
 	held bool
 }
 
-// Events is how an upstream tells the host about changes and hands
-// it what the server sends that belongs to a downstream client.
+// Events is the seam between the upstream side and the serving core
+// (gateway.Host implements it): how a Server tells the core about changes,
+// hands it what the server sends that belongs to a downstream client, and
+// asks it about the callers of its per-client sessions.
 type Events interface {
 	// Shortcuts reports whether the host takes its shortcuts
 	// (Options.NoShortcuts unset): here, InternalTools' fast path.
@@ -182,6 +184,8 @@ func sharedClientCaps() *mcp.ClientCapabilities {
 	}
 }
 
+// New returns the server of cfg, not yet started (Start), which tells
+// events what happens to it.
 func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
 	u := &Server{Config: cfg, log: log, events: events, state: StateDisconnected, since: time.Now(), backoff: minBackoff,
 		subs: make(map[string]int), clients: make(map[clientKey]*clientConn), owners: make(map[*mcp.ClientSession]*clientConn)}

@@ -96,7 +96,7 @@ const (
 	DefaultStuckAfter = 30 * time.Second
 )
 
-// outboxSender is what an outbox needs from the host: how to send, how long
+// Sender is what a Queue needs from the host: how to send, how long
 // a write may block, and where to say what it dropped.
 type Sender struct {
 	Session    *mcp.ServerSession

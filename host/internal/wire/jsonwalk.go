@@ -46,7 +46,7 @@ func Members(obj []byte, names ...string) (vals [4][]byte, ok bool) {
 	return vals, ok
 }
 
-// jsonScan follows JSON text fed to it in parts: how deep it is, and how
+// Scanner follows JSON text fed to it in parts: how deep it is, and how
 // deep it went.
 type Scanner struct {
 	depth, deepest    int
