@@ -86,6 +86,7 @@ func TestInstrumentStopsLoop(t *testing.T) {
 // TestGuestsInstrumented: the guests this project ships or tests with are
 // all understood by the rewriter, so they run in the fast mode.
 func TestGuestsInstrumented(t *testing.T) {
+	t.Parallel()
 	for _, path := range append([]string{guest(t, "policy"), guest(t, "describeonly"), "../filters/builtin.wasm"}, asGuests()...) {
 		wasm, err := os.ReadFile(path)
 		if err != nil {
@@ -157,6 +158,7 @@ func TestLoopTimeoutModes(t *testing.T) {
 // TestInstrumentDifferential: the same guests, instrumented and not, give
 // the same outputs and errors for the same calls.
 func TestInstrumentDifferential(t *testing.T) {
+	t.Parallel()
 	if raceEnabled {
 		// The original module, without the loop countdown, runs its
 		// 50 MB output past the 5 s timeout under the race detector.
