@@ -19,6 +19,8 @@ import (
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
+// Tests that set or unset environment variables, which env() reads, stay
+// serial (t.Setenv refuses t.Parallel); the others call t.Parallel.
 func TestLoadFullConfig(t *testing.T) {
 	t.Setenv("MCPHOST_TEST_TOKEN", "s3cret")
 	os.Unsetenv("MCPHOST_TEST_REMOTE")
@@ -118,6 +120,7 @@ func TestLoadFullConfig(t *testing.T) {
 // TestDefaults checks what an almost empty file decodes to: host settings
 // stay zero for host.Config.WithDefaults, plugin defaults are filled in.
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	src := `
 server "s" {
   command = "srv"
@@ -258,6 +261,7 @@ func TestErrorSummaries(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    uint64
@@ -290,6 +294,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	names := []string{"stdio", "sse", "streamable-http"}
 	tests := map[string]string{
 		"stido":     ` Did you mean "stdio"?`,
@@ -304,6 +309,7 @@ func TestDidYouMean(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
 	f, diags := Load(filepath.Join(t.TempDir(), "absent.hcl"))
 	if f != nil || !diags.HasErrors() {
 		t.Fatalf("Load of a missing file: got %v, %v", f, diags.List)
@@ -318,6 +324,7 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestErr(t *testing.T) {
+	t.Parallel()
 	_, diags := Parse([]byte("listen {\n  http = \"0.0.0.0:1\"\n}\n"), "warn.hcl")
 	if diags.Err() != nil || len(diags.List) != 1 || diags.List[0].Severity != hcl.DiagWarning {
 		t.Fatalf("a warning alone: Err() = %v, diags %v", diags.Err(), diags.List)
@@ -343,6 +350,7 @@ func TestErr(t *testing.T) {
 }
 
 func TestListenLimits(t *testing.T) {
+	t.Parallel()
 	src := `
 listen {
   read_timeout    = "5s"
@@ -367,6 +375,7 @@ listen {
 }
 
 func TestSessionAndResourceSettings(t *testing.T) {
+	t.Parallel()
 	src := `
 server "s" {
   command      = "x"
@@ -403,6 +412,7 @@ plugin "p" {
 // TestPluginSourceNotWasm: a plugin source that is not a WebAssembly
 // module is refused where source is written.
 func TestPluginSourceNotWasm(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"script.wasm": "#!/bin/sh\necho hi\n",
