@@ -158,7 +158,6 @@ func TestLoopTimeoutModes(t *testing.T) {
 // TestInstrumentDifferential: the same guests, instrumented and not, give
 // the same outputs and errors for the same calls.
 func TestInstrumentDifferential(t *testing.T) {
-	t.Parallel()
 	if raceEnabled {
 		// The original module, without the loop countdown, runs its
 		// 50 MB output past the 5 s timeout under the race detector.
