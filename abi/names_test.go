@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidToolName(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{
 		"a": true, "_": true, "A-b_9": true, "a__b": true,
 		"": false, "9a": false, "-a": false, "a b": false, "a.b": false, "é": false,

@@ -18,6 +18,7 @@ import (
 // admins) take turns, so that an answer the host kept for one caller
 // (the plugins' hints allow reuse) would show up in the other's.
 func TestCallerConditionsWasm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	noDrop := spec("deny", map[string]string{"tools": "db__drop_*", "except_groups": "admins"})
 	noDrop.Name = "no-drop"
@@ -102,6 +103,7 @@ func TestCallerConditionsWasm(t *testing.T) {
 // condition to what the ABI asks of any plugin (plugins/compat) with one
 // set: valid answers, and the promises of the hints they then make.
 func TestCallerConditionsCompat(t *testing.T) {
+	t.Parallel()
 	configs := map[string]map[string]string{
 		"allow":     {"tools": `["a__*"]`, "subjects": "alice", "except_groups": "admins"},
 		"deny":      {"tools": `["*__write"]`, "groups": `["eng", "ops"]`},
@@ -111,6 +113,7 @@ func TestCallerConditionsCompat(t *testing.T) {
 	}
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			for _, r := range compat.Probe(context.Background(), rt, spec(name, cfg)) {
 				if r.Err != nil {
 					t.Errorf("%s: %v", r.Name, r.Err)
@@ -125,6 +128,7 @@ func TestCallerConditionsCompat(t *testing.T) {
 // its per-user servers intersected with the client's default mentions plus
 // the request's.
 func TestChatPatternWasm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	named := func(name, builtin string, cfg map[string]string) plugins.Spec {
 		s := spec(builtin, cfg)

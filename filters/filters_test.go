@@ -19,7 +19,9 @@ import (
 )
 
 // rt is one runtime for the whole test binary, so the embedded module is
-// compiled once (and, with the on-disk cache, once across runs).
+// compiled once (and, with the on-disk cache, once across runs). It is safe
+// for concurrent use and tests call t.Parallel, but for TestSharedModule,
+// which counts rt's compiled modules.
 var rt *plugins.Runtime
 
 func TestMain(m *testing.M) {
@@ -47,6 +49,7 @@ func spec(name string, config map[string]string) plugins.Spec {
 }
 
 func TestBuiltin(t *testing.T) {
+	t.Parallel()
 	want := []string{"allow", "arguments", "deny", "describe", "json_results", "mentions", "modes", "pin", "redact", "titles", "truncate"}
 	if got := filters.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v, want %v", got, want)
@@ -65,6 +68,7 @@ func TestBuiltin(t *testing.T) {
 // TestGolden runs every golden case of testdata (the ones package policies
 // runs natively) through the real runtime and the embedded module.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	dirs, err := filepath.Glob("testdata/*")
 	if err != nil {
 		t.Fatal(err)
@@ -76,8 +80,10 @@ func TestGolden(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			for _, file := range files {
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+					t.Parallel()
 					runGolden(t, name, file)
 				})
 			}
@@ -103,12 +109,14 @@ func runGolden(t *testing.T, name, file string) {
 // (plugins/compat): valid answers to minimal inputs and to inputs full of
 // fields a later ABI may add, and the promises of its hints.
 func TestCompatProbe(t *testing.T) {
+	t.Parallel()
 	configs := map[string]map[string]string{
 		"allow": {"tools": `["a__*"]`, "resources": `["x://*"]`}, "deny": {"tools": `["*__write"]`, "methods": `["sampling/*"]`},
 		"arguments": {"defaults": `{"a__*":{"limit":5}}`}, "pin": {"file": filepath.Join(t.TempDir(), "pins.json")},
 	}
 	for _, name := range filters.Names() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := spec(name, configs[name])
 			if name == "pin" {
 				s.AllowedPaths = map[string]string{filepath.Dir(configs["pin"]["file"]): filepath.Dir(configs["pin"]["file"])}
@@ -125,6 +133,7 @@ func TestCompatProbe(t *testing.T) {
 // TestUnknownSelector checks that the module refuses to load without a
 // known policy name, with a message saying why.
 func TestUnknownSelector(t *testing.T) {
+	t.Parallel()
 	_, err := rt.Load(context.Background(), spec("titles", map[string]string{"mcphost.builtin": "nope"}))
 	if err == nil || !strings.Contains(err.Error(), `no built-in policy "nope"`) {
 		t.Fatalf("err = %v", err)

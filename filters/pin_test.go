@@ -18,6 +18,7 @@ import (
 // guest can read, create and atomically replace its pin file there, and
 // that without the grant the plugin refuses to load, saying what to add.
 func TestPinWasm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := spec("pin", nil)

@@ -19,6 +19,7 @@ import (
 // when the go on PATH is not the release recorded in
 // builtin.wasm.go-version.
 func TestBuiltinReproducible(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH to rebuild builtin.wasm with")
 	}

@@ -41,6 +41,7 @@ func names(tools []abi.Tool) string {
 }
 
 func TestChainToolsList(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	tests := []struct {
 		name  string
@@ -68,6 +69,7 @@ func TestChainToolsList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := newChain(t, rt, tt.specs...)
 			got, err := c.ToolsList(context.Background(), &abi.ToolsListInput{Tools: catalog()})
 			if err != nil {
@@ -81,6 +83,7 @@ func TestChainToolsList(t *testing.T) {
 }
 
 func TestChainToolsListInvalidOutput(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	tests := []struct {
 		mode string
@@ -95,6 +98,7 @@ func TestChainToolsListInvalidOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
+			t.Parallel()
 			deny := newChain(t, rt, policy(t, "p", "mode.tools_list", tt.mode))
 			_, err := deny.ToolsList(context.Background(), &abi.ToolsListInput{Tools: catalog()})
 			if err == nil || !strings.Contains(err.Error(), `policy "p" failed in tools_list`) || !strings.Contains(err.Error(), tt.msg) {
@@ -113,6 +117,7 @@ func TestChainToolsListInvalidOutput(t *testing.T) {
 		})
 	}
 	t.Run("scoped output clashing with an out-of-scope name", func(t *testing.T) {
+		t.Parallel()
 		s := policy(t, "p", "mode.tools_list", "clash")
 		s.Servers = []string{"a"}
 		in := append(catalog(), abi.Tool{Name: "same", Server: "c", Tool: "two"})
@@ -133,14 +138,17 @@ func callChain(t *testing.T, c *Chain, server, args string) *abi.CallDecision {
 }
 
 func TestChainToolCall(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	t.Run("allow", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p1"), policy(t, "p2"))
 		if d := callChain(t, c, "a", `{}`); d.Action != abi.ActionAllow {
 			t.Fatalf("%+v", d)
 		}
 	})
 	t.Run("first deny ends the chain", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p1", "mode.tool_call", "deny", "reason", "no way"), policy(t, "p2", "mode.tool_call", "panic"))
 		if d := callChain(t, c, "a", `{}`); d.Action != abi.ActionDeny || d.Reason != `policy "p1": no way` {
 			t.Fatalf("%+v", d)
@@ -150,6 +158,7 @@ func TestChainToolCall(t *testing.T) {
 		}
 	})
 	t.Run("rewrites compose", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p1", "mode.tool_call", "rewrite"), policy(t, "p2", "mode.tool_call", "rewrite"))
 		d := callChain(t, c, "a", `{"q":1}`)
 		if d.Action != abi.ActionRewrite || string(d.Arguments) != `{"p1":"v1","p2":"v1","q":1}` {
@@ -157,6 +166,7 @@ func TestChainToolCall(t *testing.T) {
 		}
 	})
 	t.Run("the next plugin sees rewritten arguments; respond short-circuits", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p1", "mode.tool_call", "rewrite"), policy(t, "p2", "mode.tool_call", "respond"), policy(t, "p3", "mode.tool_call", "deny"))
 		d := callChain(t, c, "a", `{"q":1}`)
 		if d.Action != abi.ActionRespond || d.Result.Content[0].Text != `p2@v1:{"p1":"v1","q":1}` {
@@ -164,6 +174,7 @@ func TestChainToolCall(t *testing.T) {
 		}
 	})
 	t.Run("scope", func(t *testing.T) {
+		t.Parallel()
 		s := policy(t, "p1", "mode.tool_call", "deny")
 		s.Servers = []string{"b"}
 		c := newChain(t, rt, s)
@@ -176,6 +187,7 @@ func TestChainToolCall(t *testing.T) {
 	})
 	for _, mode := range []string{"badaction", "rewrite-bad", "respond-null", "badjson", "panic", "error", "exit"} {
 		t.Run("on_error deny: "+mode, func(t *testing.T) {
+			t.Parallel()
 			c := newChain(t, rt, policy(t, "strict", "mode.tool_call", mode))
 			d := callChain(t, c, "a", `{}`)
 			if d.Action != abi.ActionDeny || !strings.HasPrefix(d.Reason, `policy "strict" failed in tool_call: `) {
@@ -187,6 +199,7 @@ func TestChainToolCall(t *testing.T) {
 			}
 		})
 		t.Run("on_error skip: "+mode, func(t *testing.T) {
+			t.Parallel()
 			s := policy(t, "lax", "mode.tool_call", mode)
 			s.OnError = OnErrorSkip
 			c := newChain(t, rt, s, policy(t, "next", "mode.tool_call", "rewrite"))
@@ -199,6 +212,7 @@ func TestChainToolCall(t *testing.T) {
 }
 
 func TestChainToolResult(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	in := func() *abi.ToolResultInput {
 		return &abi.ToolResultInput{Name: "a__t", Server: "a", Tool: "t", Arguments: json.RawMessage(`{}`),
@@ -231,6 +245,7 @@ func TestChainToolResult(t *testing.T) {
 }
 
 func TestChainLoadFailureClosesTheRest(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	_, err := rt.NewChain(context.Background(), []Spec{policy(t, "good"), policy(t, "bad", "abi", "2.0")})
 	var le *LoadError

@@ -20,6 +20,7 @@ import (
 // HTTP, config, var and log helpers, unchanged: it must see what it would
 // on Extism's own runtime.
 func TestGoPDKHelpers(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/hello":

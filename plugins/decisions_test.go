@@ -38,6 +38,7 @@ func recording(ds *[]decision.Decision) context.Context {
 }
 
 func TestToolCallDecisions(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	skip := policy(t, "flaky", "mode.tool_call", "error")
 	skip.OnError = OnErrorSkip
@@ -59,6 +60,7 @@ func TestToolCallDecisions(t *testing.T) {
 		{"plugins out of scope have no decision", []Spec{func() Spec { s := policy(t, "elsewhere"); s.Servers = []string{"b"}; return s }()}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			ch := newChain(t, rt, c.specs...)
 			var ds []decision.Decision
 			d, err := ch.ToolCall(recording(&ds), &abi.ToolCallInput{Name: "a__one", Server: "a", Tool: "one",
@@ -79,6 +81,7 @@ func TestToolCallDecisions(t *testing.T) {
 }
 
 func TestToolResultDecisions(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	skip := policy(t, "flaky", "mode.tool_result", "error")
 	skip.OnError = OnErrorSkip
@@ -113,6 +116,7 @@ func TestToolResultDecisions(t *testing.T) {
 }
 
 func TestToolsListDecisions(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	ch := newChain(t, rt, policy(t, "drop-two", "drop", "two"), policy(t, "renames", "prefix", "x_"), policy(t, "drop-b", "drop", "b__"))
 	var ds []decision.Decision
@@ -130,6 +134,7 @@ func TestToolsListDecisions(t *testing.T) {
 // The manager records through its current generation, as the chain does;
 // each call's decisions reach its own recorder only.
 func TestManagerRecordsDecisions(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	m, err := NewManager(rt, nil)
 	if err != nil {
@@ -153,6 +158,7 @@ func TestManagerRecordsDecisions(t *testing.T) {
 }
 
 func TestResultParts(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		before, after string
 		want          []string
@@ -173,6 +179,7 @@ func TestResultParts(t *testing.T) {
 }
 
 func TestMessageBy(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	m, err := NewManager(rt, nil)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 // the very same bytes: a resolver that returns new bytes under the same
 // name gets them hashed.
 func TestBuiltinDigestReuse(t *testing.T) {
+	t.Parallel()
 	modules := map[string][]byte{"p": []byte("first module")}
 	rt := newRuntime(t, RuntimeOptions{Builtin: func(name string) ([]byte, map[string]string, bool) {
 		b, ok := modules[name]

@@ -11,6 +11,7 @@ import (
 // TestPolicyErrorClientMessage: what a client is told names the plugin,
 // the hook and the kind of failure, never the engine's text.
 func TestPolicyErrorClientMessage(t *testing.T) {
+	t.Parallel()
 	trace := errors.New("wasm error: unreachable\nwasm stack trace:\n\tpolicy.$fib(i64) i64\n\tpolicy.tool_call() i32")
 	for _, tc := range []struct {
 		err  error

@@ -23,6 +23,7 @@ import (
 // TestRecurseWasmMatchesWat: the committed .wasm files of testdata/recurse
 // are built from the .wat beside them. It skips without wat2wasm (wabt).
 func TestRecurseWasmMatchesWat(t *testing.T) {
+	t.Parallel()
 	wat2wasm, err := exec.LookPath("wat2wasm")
 	if err != nil {
 		t.Skip("no wat2wasm on PATH")

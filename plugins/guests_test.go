@@ -41,6 +41,11 @@ var guestBuilds = []guestBuild{
 	{name: "gopdk", pkg: "./testdata/guests/gopdk"},
 }
 
+// Tests share only the built guests and the compilation cache (written by
+// rename), and call t.Parallel. Not parallel: tests that hold a guest or a
+// check to a deadline or count host ticks (another test would take their
+// CPU), that count the process's descriptors, heap or mappings, or that
+// use t.Setenv.
 func TestMain(m *testing.M) {
 	base, err := os.UserCacheDir()
 	if err != nil {

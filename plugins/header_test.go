@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckHeader(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		head, want string // want "" for ok
 	}{
@@ -37,6 +38,7 @@ func TestCheckHeader(t *testing.T) {
 // TestCheckRefusesNonWasm: Check, which validate runs, refuses a file that
 // is not WebAssembly and one that does not compile, and runs no guest.
 func TestCheckRefusesNonWasm(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	dir := t.TempDir()
 	for name, body := range map[string]string{

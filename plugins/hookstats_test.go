@@ -11,6 +11,7 @@ import (
 // and a trap is a failure of the trap kind; a hook the plugin lacks has no
 // counters.
 func TestHookStats(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	p := load(t, rt, policy(t, "stats", "mode.tool_result", "panic"))
 	ctx := context.Background()

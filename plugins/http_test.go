@@ -24,6 +24,7 @@ import (
 // another loopback server the grant does not name; the plugin must not
 // get its data, and the second server must never be asked.
 func TestHTTPRedirectsChecked(t *testing.T) {
+	t.Parallel()
 	var internalHits atomic.Int32
 	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		internalHits.Add(1)
@@ -71,6 +72,7 @@ func TestHTTPRedirectsChecked(t *testing.T) {
 // TestHTTPLoopbackNeedsNaming: a wildcard grant does not reach loopback;
 // naming the address (or "localhost") does.
 func TestHTTPLoopbackNeedsNaming(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))

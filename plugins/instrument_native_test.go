@@ -86,6 +86,7 @@ func TestInstrumentStopsLoop(t *testing.T) {
 // TestGuestsInstrumented: the guests this project ships or tests with are
 // all understood by the rewriter, so they run in the fast mode.
 func TestGuestsInstrumented(t *testing.T) {
+	t.Parallel()
 	for _, path := range append([]string{guest(t, "policy"), guest(t, "describeonly"), "../filters/builtin.wasm"}, asGuests()...) {
 		wasm, err := os.ReadFile(path)
 		if err != nil {

@@ -46,6 +46,7 @@ func TestLoadRefusesBombs(t *testing.T) {
 // TestTableHugeRefused: a guest declaring a table of 10^8 entries (800 MB
 // at instantiation, loaded before the cap) is refused when loaded.
 func TestTableHugeRefused(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	_, err := rt.Load(context.Background(), recurseGuest("huge", "tablehuge.wasm"))
 	if !errors.Is(err, ErrCompile) || !strings.Contains(err.Error(), "table 0 starts with 100000000 entries; the limit is 1048576") {

@@ -45,6 +45,7 @@ func respondText(ctx context.Context, p interface {
 }
 
 func TestManagerBeforeFirstReloadPassesThrough(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	m := newManager(t, rt, nil)
 	tools, err := m.ToolsList(context.Background(), &abi.ToolsListInput{Tools: catalog()})
@@ -85,6 +86,7 @@ func (c *swapCounter) nextWatchReload(t *testing.T) error {
 }
 
 func TestManagerReload(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	var swaps swapCounter
 	m := newManager(t, rt, nil)
@@ -150,6 +152,7 @@ func TestManagerReload(t *testing.T) {
 // steady rate: no call may fail, and every output must come from one of
 // the versions, for its own input.
 func TestSwapUnderLoad(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	m := newManager(t, rt, nil)
 	ctx := context.Background()
@@ -233,6 +236,7 @@ func TestSwapUnderLoad(t *testing.T) {
 // TestInFlightCallFinishesOnItsGeneration holds a call in the guest while
 // a new generation is swapped in and the old one retired.
 func TestInFlightCallFinishesOnItsGeneration(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	m := newManager(t, rt, nil)
 	ctx := context.Background()
@@ -267,6 +271,7 @@ func TestInFlightCallFinishesOnItsGeneration(t *testing.T) {
 }
 
 func TestManagerWatchesFiles(t *testing.T) {
+	t.Parallel()
 	v1, err := os.ReadFile(guest(t, "policy"))
 	if err != nil {
 		t.Fatal(err)
@@ -347,6 +352,7 @@ func TestManagerWatchesFiles(t *testing.T) {
 }
 
 func TestManagerClose(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	m, err := NewManager(rt, &ManagerOptions{Watch: true})
 	if err != nil {
@@ -385,6 +391,7 @@ func TestManagerClose(t *testing.T) {
 // before the first generation, the current generation's hooks after each
 // reload, and every hook once closed, so that closed hooks fail closed.
 func TestManagerWants(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	m, err := NewManager(newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}), nil)
 	if err != nil {
@@ -426,6 +433,7 @@ func TestManagerWants(t *testing.T) {
 // together with something else: a staged generation serves nothing until
 // Commit, a discarded one changes nothing, and Swapped follows the commit.
 func TestManagerStage(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	var swaps swapCounter
 	m := newManager(t, rt, nil)

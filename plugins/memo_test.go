@@ -59,6 +59,7 @@ func randomCatalog(r *rand.Rand, n, version int) []abi.Tool {
 // called every time, as by an ABI 1.0 host): the answers must be equal,
 // while the first calls the guests far less.
 func TestHintsDifferential(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fast := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}), hintedSpecs()...)
 	slow := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, IgnoreHints: true}), hintedSpecs()...)
@@ -187,6 +188,7 @@ func mustMarshal(t *testing.T, v any) string {
 // TestHintsListOnlyNewTools checks what a per-tool plugin is asked after a
 // change: only the tools it has not judged, for a caller it ignores.
 func TestHintsListOnlyNewTools(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}),
 		Spec{Name: "titles", Source: "builtin:titles"})
@@ -229,6 +231,7 @@ func TestHintsListOnlyNewTools(t *testing.T) {
 // TestHintsCallDecisions checks that a reused deny is the guest's own and
 // that the caller is part of the key unless the plugin ignores it.
 func TestHintsCallDecisions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}),
 		Spec{Name: "deny", Source: "builtin:deny", Config: map[string]string{"tools": `["a__*"]`}},
@@ -268,6 +271,7 @@ func TestHintsCallDecisions(t *testing.T) {
 // TestHintsResultThreshold checks that truncate is skipped below its
 // promise and still cuts above it.
 func TestHintsResultThreshold(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}),
 		Spec{Name: "truncate", Source: "builtin:truncate", Config: map[string]string{"max_chars": "300"}})
@@ -297,6 +301,7 @@ func TestHintsResultThreshold(t *testing.T) {
 // built-in that leaves a result alone answers it, and the chain passes on
 // the very result it was given; one that changes it answers in full.
 func TestUnchangedResult(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	c := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}), Spec{Name: "json", Source: "builtin:json_results"})
 	in := &abi.ToolResultInput{Name: "a__x", Server: "a", Tool: "x",

@@ -10,6 +10,7 @@ import (
 )
 
 func TestLinearMemoryGrowsInPlaceUpToTheLimit(t *testing.T) {
+	t.Parallel()
 	lim := &memLimiter{limit: 8 << 20}
 	m := lim.Allocate(0, 1<<32).(*linearMemory)
 	defer m.Free()
@@ -34,6 +35,7 @@ func TestLinearMemoryGrowsInPlaceUpToTheLimit(t *testing.T) {
 }
 
 func TestLinearMemoryDeclaredMinimumAboveTheLimit(t *testing.T) {
+	t.Parallel()
 	lim := &memLimiter{limit: 8 << 20}
 	m := lim.Allocate(0, 1<<32)
 	defer m.Free()

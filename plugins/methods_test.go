@@ -35,6 +35,7 @@ func scoped(s Spec, servers ...string) Spec {
 }
 
 func TestChainList(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	hooks := "hooks"
 	all := "list,request,message"
@@ -67,6 +68,7 @@ func TestChainList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := newChain(t, rt, tt.specs...)
 			got, err := c.List(context.Background(), &abi.ListInput{Method: tt.method, Items: listing()})
 			if err != nil {
@@ -79,6 +81,7 @@ func TestChainList(t *testing.T) {
 	}
 
 	t.Run("entries keep their changes", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p", hooks, all, "mode.list", "tag"))
 		got, err := c.List(context.Background(), &abi.ListInput{Method: abi.MethodPromptsList, Items: listing()})
 		if err != nil {
@@ -91,6 +94,7 @@ func TestChainList(t *testing.T) {
 
 	for _, mode := range []string{"foreign", "twice", "badjson"} {
 		t.Run("invalid output fails closed: "+mode, func(t *testing.T) {
+			t.Parallel()
 			c := newChain(t, rt, policy(t, "p", hooks, all, "mode.list", mode))
 			_, err := c.List(context.Background(), &abi.ListInput{Method: abi.MethodPromptsList, Items: listing()})
 			if !errors.Is(err, ErrInvalidOutput) {
@@ -98,6 +102,7 @@ func TestChainList(t *testing.T) {
 			}
 		})
 		t.Run("invalid output skipped with on_error skip: "+mode, func(t *testing.T) {
+			t.Parallel()
 			s := policy(t, "p", hooks, all, "mode.list", mode)
 			s.OnError = OnErrorSkip
 			c := newChain(t, rt, s)
@@ -110,6 +115,7 @@ func TestChainList(t *testing.T) {
 }
 
 func TestChainRequest(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	hooks, all := "hooks", "list,request,message"
 	in := func(server, name string) *abi.RequestInput {
@@ -147,6 +153,7 @@ func TestChainRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := newChain(t, rt, tt.specs...)
 			d, err := c.Request(context.Background(), tt.in)
 			if err != nil {
@@ -164,6 +171,7 @@ func TestChainRequest(t *testing.T) {
 }
 
 func TestChainMessage(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	hooks, all := "hooks", "list,request,message"
 	msg := json.RawMessage(`{"contents":[{"uri":"notes://x","text":"the secret is here"}]}`)
@@ -172,6 +180,7 @@ func TestChainMessage(t *testing.T) {
 	}
 
 	t.Run("plugins compose", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p1", hooks, all), policy(t, "p2", hooks, all))
 		got, err := c.Message(context.Background(), in(msg))
 		if err != nil {
@@ -182,6 +191,7 @@ func TestChainMessage(t *testing.T) {
 		}
 	})
 	t.Run("unchanged returns the input itself", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p", hooks, all, "mode.message", "unchanged"))
 		got, err := c.Message(context.Background(), in(msg))
 		if err != nil {
@@ -192,6 +202,7 @@ func TestChainMessage(t *testing.T) {
 		}
 	})
 	t.Run("keywords skip a message without them", func(t *testing.T) {
+		t.Parallel()
 		// mode error: were the plugin run, the message would fail.
 		c := newChain(t, rt, policy(t, "p", hooks, all, "mode.message", "error", "hints", `{"messageKeywords":["sk-"]}`))
 		if _, err := c.Message(context.Background(), in(msg)); err != nil {
@@ -207,12 +218,14 @@ func TestChainMessage(t *testing.T) {
 		}
 	})
 	t.Run("min bytes skip a short message", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt, policy(t, "p", hooks, all, "mode.message", "error", "hints", `{"messageMinBytes":1000}`))
 		if _, err := c.Message(context.Background(), in(msg)); err != nil {
 			t.Fatalf("plugin run for a message below its minimum: %v", err)
 		}
 	})
 	t.Run("scope and methods", func(t *testing.T) {
+		t.Parallel()
 		c := newChain(t, rt,
 			scoped(policy(t, "p1", hooks, all, "mode.message", "error"), "b"),
 			policy(t, "p2", hooks, all, "mode.message", "error", "hints", `{"methods":{"message":["prompts/get"]}}`))
@@ -222,6 +235,7 @@ func TestChainMessage(t *testing.T) {
 	})
 	for _, mode := range []string{"notobject", "both", "badjson", "error"} {
 		t.Run("a failure withholds the message: "+mode, func(t *testing.T) {
+			t.Parallel()
 			c := newChain(t, rt, policy(t, "p", hooks, all, "mode.message", mode))
 			if got, err := c.Message(context.Background(), in(msg)); err == nil {
 				t.Fatalf("got %s, want an error", got)
@@ -229,6 +243,7 @@ func TestChainMessage(t *testing.T) {
 		})
 	}
 	t.Run("on_error skip passes the message on", func(t *testing.T) {
+		t.Parallel()
 		s := policy(t, "p", hooks, all, "mode.message", "error")
 		s.OnError = OnErrorSkip
 		c := newChain(t, rt, s)
@@ -240,6 +255,7 @@ func TestChainMessage(t *testing.T) {
 }
 
 func TestDescribeNewHooks(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	for _, tt := range []struct {
 		name string
@@ -251,6 +267,7 @@ func TestDescribeNewHooks(t *testing.T) {
 		{"messageMinBytes not below 0", []string{"hooks", "message", "hints", `{"messageMinBytes":-1}`}, `messageMinBytes is -1`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := rt.Load(context.Background(), policy(t, "p", tt.kv...))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
@@ -258,6 +275,7 @@ func TestDescribeNewHooks(t *testing.T) {
 		})
 	}
 	t.Run("a 1.9 plugin's unknown hook is ignored", func(t *testing.T) {
+		t.Parallel()
 		p := load(t, rt, policy(t, "p", "abi", "1.9", "hooks", "message,teleport"))
 		if !p.HasHook(abi.HookMessage) || p.HasHook("teleport") {
 			t.Fatal("hooks not as described")

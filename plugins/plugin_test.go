@@ -38,6 +38,7 @@ func decodedDecision(t testing.TB, out []byte) *abi.CallDecision {
 }
 
 func TestLoadDescribes(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	p := load(t, rt, policy(t, "x", "version", "1.2.3", "hooks", "tool_call,tool_result"))
 	d := p.Describe()
@@ -61,6 +62,7 @@ func TestLoadDescribes(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.wasm")
@@ -100,6 +102,7 @@ func TestLoadErrors(t *testing.T) {
 	_ = wasm
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			spec := tt.spec
 			if spec.Name == "" {
 				spec.Name = "p"
@@ -130,6 +133,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestBuiltinSharesOneModule(t *testing.T) {
+	t.Parallel()
 	wasm, err := os.ReadFile(guest(t, "policy"))
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +378,7 @@ func TestSandboxGrants(t *testing.T) {
 }
 
 func TestGuestLogsGoToHostLogger(t *testing.T) {
+	t.Parallel()
 	var buf testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Trace})
 	rt := newRuntime(t, RuntimeOptions{Logger: log})
@@ -395,6 +400,7 @@ func TestGuestLogsGoToHostLogger(t *testing.T) {
 // output against its own input: an instance shared by two calls would mix
 // them up.
 func TestHammer(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	spec := policy(t, "echo", "mode.tool_call", "respond")
 	spec.Instances = 3

@@ -8,6 +8,7 @@ import (
 )
 
 func TestResultUnchanged(t *testing.T) {
+	t.Parallel()
 	jsonText := &abi.Hints{ResultTextPrefixes: []string{"{", "["}}
 	keywords := &abi.Hints{ResultKeywords: []string{"ghp_", "sk-"}}
 	text := func(s ...string) *abi.CallToolResult {

@@ -48,12 +48,14 @@ func attackLines(t *testing.T, grant string) map[string]string {
 }
 
 func TestGrantConfinesSymlinks(t *testing.T) {
+	t.Parallel()
 	for _, ro := range []bool{false, true} {
 		name := "writable"
 		if ro {
 			name = "read-only"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir, grant := testproc.EscapeTree(t)
 			host := grant
 			if ro {
@@ -95,6 +97,7 @@ func TestGrantConfinesSymlinks(t *testing.T) {
 }
 
 func TestGrantMissingDirectory(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	missing := filepath.Join(t.TempDir(), "nope")
 	_, err := rt.Load(context.Background(), Spec{Name: "fsescape", Source: guest(t, "fsescape"),

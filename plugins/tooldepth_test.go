@@ -7,6 +7,7 @@ import (
 )
 
 func TestJSONDepth(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want int
@@ -27,6 +28,7 @@ func TestJSONDepth(t *testing.T) {
 // A tool plugin's output nested deeper than MaxResultDepth is refused as
 // invalid output, saying why; one at the limit is taken.
 func TestToolInvokeDepth(t *testing.T) {
+	t.Parallel()
 	nest := func(n int) string {
 		return `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, n-1) + `{}` + strings.Repeat("}", n-1) + `}`
 	}
@@ -41,6 +43,7 @@ func TestToolInvokeDepth(t *testing.T) {
 // A policy's result (a respond decision, a tool_result's replacement) is
 // held to the same limit as a tool plugin's; one at the limit is taken.
 func TestPolicyResultDepth(t *testing.T) {
+	t.Parallel()
 	result := func(n int) string {
 		return `{"content":[],"structuredContent":` + strings.Repeat(`{"a":`, n-2) + `{}` + strings.Repeat("}", n-2) + `}`
 	}

@@ -18,6 +18,7 @@ import (
 )
 
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	path := guest(t, "policy")
 	info, err := Inspect(context.Background(), rt, path, nil)
@@ -55,6 +56,7 @@ func TestInspect(t *testing.T) {
 // Inspect reads "builtin:NAME" as a plugin spec does, and describes the
 // module with the builtin's configuration.
 func TestInspectBuiltin(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, BuiltinNames: filters.Names()})
 	info, err := Inspect(context.Background(), rt, "builtin:titles", nil)
 	if err != nil || info.Name != "titles" || len(info.SHA256) != 64 || info.Size == 0 {
@@ -66,6 +68,7 @@ func TestInspectBuiltin(t *testing.T) {
 }
 
 func TestRunHook(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, RuntimeOptions{})
 	ctx := context.Background()
 	in, _ := json.Marshal(abi.ToolsListInput{Tools: catalog()})
@@ -102,6 +105,7 @@ func ExampleErrTimeout() {
 // WASI command: _start, no _initialize) traps in describe; the error says
 // how to build it.
 func TestCommandModuleHint(t *testing.T) {
+	t.Parallel()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go on PATH")

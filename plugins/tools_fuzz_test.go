@@ -102,6 +102,7 @@ func FuzzDecodeToolInvoke(f *testing.F) {
 
 // TestSchemaError: validation failures name the field at fault.
 func TestSchemaError(t *testing.T) {
+	t.Parallel()
 	r, err := resolveSchema(json.RawMessage(`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"integer","maximum":3}},"required":["b"]},"list":{"type":"array","items":{"type":"string"}}},"required":["a"],"additionalProperties":false}`), true)
 	if err != nil {
 		t.Fatal(err)

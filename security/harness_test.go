@@ -30,6 +30,10 @@ var (
 	guestErr   error
 )
 
+// The attacks do not run in parallel: most serve on a port FreeAddr picked
+// and freed, which another test could take before mcphost binds it, and
+// many hold mcphost to timeouts and caps that another test's load would
+// move.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcphost-security")
 	if err != nil {

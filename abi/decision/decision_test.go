@@ -32,6 +32,7 @@ func ExampleWithRecorder() {
 
 // The actions a tool_call hook answers are recorded in the ABI's words.
 func TestActionsAreTheABIs(t *testing.T) {
+	t.Parallel()
 	for _, c := range [][2]string{
 		{decision.Allow, abi.ActionAllow},
 		{decision.Deny, abi.ActionDeny},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestGuestCall(t *testing.T) {
+	t.Parallel()
 	toolCall := func(d *abi.CallDecision, err error) pdk.ToolCallFunc {
 		return func(*abi.ToolCallInput) (*abi.CallDecision, error) { return d, err }
 	}
@@ -91,6 +92,7 @@ func TestGuestCall(t *testing.T) {
 // TestGuestUnchangedResult checks that a nil tool_result output becomes
 // {"unchanged":true} only for a host that announced ABI 1.1 or later.
 func TestGuestUnchangedResult(t *testing.T) {
+	t.Parallel()
 	const in = `{"name":"a__b","server":"a","tool":"b","result":{"content":[{"type":"text","text":"hi"}]}}`
 	full := `{"result":{"content":[{"type":"text","text":"hi"}]}}`
 	policy := func(out *abi.ToolResultOutput) pdk.Policy {
@@ -127,6 +129,7 @@ func TestGuestUnchangedResult(t *testing.T) {
 }
 
 func TestGuestConfigureOnce(t *testing.T) {
+	t.Parallel()
 	runs := 0
 	p := pdk.Policy{
 		Name: "p",
@@ -159,6 +162,7 @@ func TestGuestConfigureOnce(t *testing.T) {
 }
 
 func TestConfigSource(t *testing.T) {
+	t.Parallel()
 	values := map[string]string{
 		"s": "text", "b": "true", "badb": "yes", "n": "42", "badn": "4.2",
 		"list": `["a","b"]`, "one": "[a-z]*", "nums": `[1]`, "obj": `{"k":"v"}`,

@@ -144,10 +144,12 @@ func boolp(b bool) *bool { return &b }
 var caller = abi.Caller{SessionID: "s1", Transport: "stdio", ClientName: "test", Identity: "alice"}
 
 func TestHostAllHooks(t *testing.T) {
+	t.Parallel()
 	wasm := buildPlugin(t, filepath.Join("testdata", "allhooks"))
 	extism.SetLogLevel(extism.LogLevelInfo)
 
 	t.Run("describe", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, nil)
 		var d abi.Describe
 		in.ok(abi.ExportDescribe, nil, &d)
@@ -159,6 +161,7 @@ func TestHostAllHooks(t *testing.T) {
 	})
 
 	t.Run("tools_list", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, map[string]string{"hide": `["fs__rm"]`, "suffix": "ok"})
 		var out abi.ToolsListOutput
 		in.ok(abi.ExportToolsList, abi.ToolsListInput{Caller: caller, Tools: []abi.Tool{
@@ -176,6 +179,7 @@ func TestHostAllHooks(t *testing.T) {
 	})
 
 	t.Run("tool_call", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, nil)
 		call := func(tool, args string) abi.ToolCallInput {
 			return abi.ToolCallInput{Caller: caller, Name: "srv__" + tool, Server: "srv", Tool: tool, Arguments: json.RawMessage(args)}
@@ -199,6 +203,7 @@ func TestHostAllHooks(t *testing.T) {
 	})
 
 	t.Run("tool_result", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, nil)
 		var out abi.ToolResultOutput
 		in.ok(abi.ExportToolResult, abi.ToolResultInput{Caller: caller, Name: "srv__read", Server: "srv", Tool: "read",
@@ -214,6 +219,7 @@ func TestHostAllHooks(t *testing.T) {
 	})
 
 	t.Run("plugin errors keep the instance", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, nil)
 		// The handler's own error reaches the host as it is.
 		in.fails(abi.ExportToolCall, abi.ToolCallInput{Name: "srv__fail", Server: "srv", Tool: "fail"}, "allhooks: refusing to judge srv__fail")
@@ -231,6 +237,7 @@ func TestHostAllHooks(t *testing.T) {
 	})
 
 	t.Run("bad config fails at describe", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, map[string]string{"broken": "yes"})
 		in.fails(abi.ExportDescribe, nil, "pdk: configuring allhooks: broken is set")
 		in.fails(abi.ExportToolCall, abi.ToolCallInput{Tool: "read"}, "broken is set")
@@ -239,6 +246,7 @@ func TestHostAllHooks(t *testing.T) {
 	})
 
 	t.Run("logging", func(t *testing.T) {
+		t.Parallel()
 		in := load(t, wasm, nil)
 		var d abi.CallDecision
 		in.ok(abi.ExportToolCall, abi.ToolCallInput{Name: "srv__log", Server: "srv", Tool: "log"}, &d)
@@ -257,6 +265,7 @@ func TestHostAllHooks(t *testing.T) {
 }
 
 func TestHostExampleNoDestructive(t *testing.T) {
+	t.Parallel()
 	wasm := buildPlugin(t, filepath.Join("..", "..", "examples", "plugins", "go-no-destructive"))
 	in := load(t, wasm, map[string]string{"deny": `["*__drop_*"]`})
 

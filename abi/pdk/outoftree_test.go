@@ -19,6 +19,7 @@ import (
 // checkout), `go mod tidy`, the build command; then runs the module's
 // tool_call. README.md's Policies section must give the same replace.
 func TestOutOfTreeModule(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a plugin module with the go command")
 	}

@@ -42,10 +42,12 @@ func ExampleCall() {
 }
 
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	policytest.Run(t, readOnly, "testdata/*.txtar")
 }
 
 func TestConfigFromJSON(t *testing.T) {
+	t.Parallel()
 	cfg, err := policytest.ConfigFromJSON([]byte(`{"s": "text", "n": 3, "b": true, "l": ["a", "b"], "o": {"k": [1]}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,7 @@ func TestConfigFromJSON(t *testing.T) {
 }
 
 func TestParseCaseErrors(t *testing.T) {
+	t.Parallel()
 	tests := map[string]string{
 		"no hook":       "-- input.json --\n{}\n-- output.json --\n{}\n",
 		"unknown hook":  "hook: tools\n-- input.json --\n{}\n-- output.json --\n{}\n",

@@ -183,6 +183,7 @@ func TestKubernetesManifests(t *testing.T) {
 // PodDisruptionBudget keeps all but one replica through a drain and selects
 // the Deployment's pods.
 func TestKubernetesSecretAndBudget(t *testing.T) {
+	t.Parallel()
 	secrets := readManifests(t, "secret.yaml")
 	if len(secrets) != 1 || secrets[0].Kind != "Secret" || secrets[0].Metadata.Name != "mcphost" {
 		t.Fatalf("want one Secret named mcphost: %+v", secrets)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestHookInputWarnings(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		hook, in string
 		want     []string // each a part of one warning, in order

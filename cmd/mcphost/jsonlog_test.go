@@ -10,6 +10,7 @@ import (
 // TestJSONLogDurations: a duration in a JSON log line reads "1.5s", not
 // 1500000000, through Named and With loggers too.
 func TestJSONLogDurations(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log, err := (&logFlags{level: "info", format: "json"}).logger(&buf)
 	if err != nil {

@@ -32,6 +32,9 @@ var (
 	clockBin    string // examples/servers/clock
 )
 
+// Only the tests of pure functions call t.Parallel. The others run the
+// binaries on ports FreeAddr picked and freed (another test could take one
+// first), set the environment, or time what they run.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcphost-cli-test")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestStoreSummaryHidesPasswords(t *testing.T) {
+	t.Parallel()
 	for _, s := range []*config.Store{
 		{Driver: store.Postgres, DSN: "host=db user=m password=hunter2 dbname=x"},
 		{Driver: store.Postgres, DSN: "postgres://m:hunter2@db/x?password=hunter2"},

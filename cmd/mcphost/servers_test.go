@@ -307,6 +307,7 @@ func TestServersUsage(t *testing.T) {
 // TestServersPatch: update sends only the fields given, an empty value
 // removing one.
 func TestServersPatch(t *testing.T) {
+	t.Parallel()
 	d := defFlags{cwd: "", timeout: "5s", env: listFlag{"A=1", "B="}, headers: listFlag{"X-Key: v"}, command: []string{"npx"}, hasCommand: true}
 	p, err := d.patch(map[string]bool{"cwd": true, "timeout": true, "env": true, "header": true})
 	if err != nil {
@@ -339,6 +340,7 @@ func TestServersPatch(t *testing.T) {
 // A definition file read from stdin is decoded strictly, and takes the
 // name given when it has none.
 func TestServersSpecFile(t *testing.T) {
+	t.Parallel()
 	spec, err := readSpecFile("-", "files", strings.NewReader(`{"command": "npx", "args": ["-y", "x"]}`), io.Discard)
 	if err != nil || spec.Name != "files" || spec.Command != "npx" || len(spec.Args) != 2 {
 		t.Errorf("readSpecFile: %+v, %v", spec, err)

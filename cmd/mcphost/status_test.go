@@ -11,6 +11,7 @@ import (
 // The reload line of status: its label is the latest reload's kind, and
 // its count says which kinds failed in a row when they are not all that one.
 func TestWriteReload(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name string

@@ -12,6 +12,7 @@ import (
 // TestToolPluginsAreServers: the commands that name servers (tools, call)
 // know a tools_plugin by its label, as the host serves it.
 func TestToolPluginsAreServers(t *testing.T) {
+	t.Parallel()
 	file := &config.File{
 		Host:        gateway.Config{Servers: []upstream.ServerConfig{{Name: "clock", Command: "x"}}},
 		ToolPlugins: []plugins.Spec{{Name: "data", Kind: plugins.KindTools}, {Name: "web", Kind: plugins.KindTools}},

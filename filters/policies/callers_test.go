@@ -112,6 +112,7 @@ func governs(t *testing.T, name string, cfg policytest.Config, caller abi.Caller
 // A caller the policy does not act on gets the listing unchanged and the
 // call allowed.
 func TestCallerCondition(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name             string
 		cond             policytest.Config
@@ -153,6 +154,7 @@ func TestCallerCondition(t *testing.T) {
 // declared (so misspellings are refused) and that bad values are refused
 // with an error naming the key.
 func TestCallerConditionConfig(t *testing.T) {
+	t.Parallel()
 	bad := []struct {
 		cond policytest.Config
 		want string
@@ -197,6 +199,7 @@ func TestCallerConditionConfig(t *testing.T) {
 // caller says so only while no caller condition is set: with one, the
 // host must not share one caller's answers with another.
 func TestCallerConditionHints(t *testing.T) {
+	t.Parallel()
 	ignores := map[string]bool{"allow": true, "deny": true, "modes": true, "arguments": true, "mentions": false}
 	for name, base := range conditioned {
 		for _, cond := range []policytest.Config{nil, {"subjects": "alice"}, {"groups": "eng"}, {"except_subjects": "bob"}, {"except_groups": "admins"}} {

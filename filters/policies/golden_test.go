@@ -11,6 +11,7 @@ import (
 // runs the same files through the real runtime and the embedded module.
 // Run with -policytest.update to rewrite the expected outputs.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, name := range Names() {
 		if name == "pin" {
 			continue // needs a file system; see pin_test.go

@@ -57,6 +57,7 @@ func TestPin(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pins.json")
 	cfg := policytest.Config{"file": file}
 	var logs []string
+	// Not parallel, unlike the other tests: Log is the package's.
 	Log = func(_ pdk.Level, msg string) { logs = append(logs, msg) }
 	defer func() { Log = func(pdk.Level, string) {} }()
 
@@ -126,6 +127,7 @@ func TestPin(t *testing.T) {
 }
 
 func TestPinNoGrant(t *testing.T) {
+	t.Parallel()
 	p, _ := New("pin")
 	_, err := policytest.Call(p, policytest.Config{"file": filepath.Join(t.TempDir(), "missing", "pins.json")}, abi.ExportDescribe, nil)
 	if err == nil || !strings.Contains(err.Error(), "allowed_paths") {
@@ -134,6 +136,7 @@ func TestPinNoGrant(t *testing.T) {
 }
 
 func TestPinDefinitionCanonical(t *testing.T) {
+	t.Parallel()
 	a := abi.Tool{Name: "x", Server: "s", Tool: "t", InputSchema: json.RawMessage(`{"b": 1, "a": {"d": 2.50, "c": []}}`)}
 	b := a
 	b.Name = "renamed"
@@ -150,6 +153,7 @@ func TestPinDefinitionCanonical(t *testing.T) {
 }
 
 func TestPinDiff(t *testing.T) {
+	t.Parallel()
 	got := PinDiff(json.RawMessage(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7}`), json.RawMessage(`{"a":1,"b":2,"c":3,"d":40,"e":5,"f":6,"g":7}`))
 	want := "    \"b\": 2,\n    \"c\": 3,\n-   \"d\": 4,\n+   \"d\": 40,\n    \"e\": 5,\n    \"f\": 6,\n"
 	if got != want {

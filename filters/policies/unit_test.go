@@ -11,6 +11,7 @@ import (
 )
 
 func TestGlob(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, name string
 		want          bool
@@ -48,6 +49,7 @@ func TestGlob(t *testing.T) {
 }
 
 func TestHumanize(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"get_file_contents": "Get File Contents",
 		"getFileContents":   "Get File Contents",
@@ -65,6 +67,7 @@ func TestHumanize(t *testing.T) {
 }
 
 func TestTruncateRunes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		s      string
 		n      int
@@ -85,6 +88,7 @@ func TestTruncateRunes(t *testing.T) {
 }
 
 func TestObjectKeepsOrder(t *testing.T) {
+	t.Parallel()
 	o, err := parseObject([]byte(`{"z": 1, "a": {"y": [1, 2]}, "m": "x"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +107,7 @@ func TestObjectKeepsOrder(t *testing.T) {
 }
 
 func TestBuiltinSecrets(t *testing.T) {
+	t.Parallel()
 	yes := []string{
 		"ghp_" + strings.Repeat("a", 36), "gho_" + strings.Repeat("B", 36), "ghs_" + strings.Repeat("1", 36),
 		"github_pat_" + strings.Repeat("x", 82), "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-abc", "xoxp-1-2-3-abcdefghij",
@@ -204,6 +209,7 @@ func FuzzParseObject(f *testing.F) {
 // TestFilterMethods checks the methods allow and deny ask the host for:
 // every method whose answer a configuration may change, and no other.
 func TestFilterMethods(t *testing.T) {
+	t.Parallel()
 	all := append(append([]string{}, clientRequests...), upstreamRequests...)
 	tests := []struct {
 		policy        string
@@ -240,6 +246,7 @@ func TestFilterMethods(t *testing.T) {
 }
 
 func TestTemplateGlob(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		tmpl, uri string
 		want      bool
@@ -265,6 +272,7 @@ func TestTemplateGlob(t *testing.T) {
 // TestBase64Size checks the decoded size truncate reads from
 // base64 text, which decides what it removes.
 func TestBase64Size(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]int{"": 0, "aGk=": 2, "aGVsbG8gd29ybGQ=": 11, "aGVsbG8=": 5, "aGVs": 3, "==": 0, "=": 0} {
 		if got := base64Size(s); got != want {
 			t.Errorf("base64Size(%q) = %d, want %d", s, got, want)

@@ -253,6 +253,7 @@ func want(t *testing.T, a answer, status int) {
 }
 
 func TestServerLifecycle(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	a := r.do("POST", "/v1/servers", r.upstream("files", nil))
 	want(t, a, http.StatusCreated)
@@ -325,6 +326,7 @@ func TestServerLifecycle(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	want(t, r.do("POST", "/v1/servers", r.upstream("keep", nil)), http.StatusCreated)
 	rev0, _ := r.e.Store().Revision(context.Background())
@@ -391,6 +393,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestSecretsMaskedAndKept(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	// noSecret fails when an answer holds a secret.
 	noSecret := func(what string, a answer, secrets ...string) {
@@ -510,6 +513,7 @@ func keyedServer(t *testing.T) (url string, lastKey func() string) {
 // masked value has nothing to keep: it is refused naming the field, not
 // stored or run with "********" as the credential.
 func TestMaskedValuesAreNotStored(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	rev0, _ := r.e.Store().Revision(context.Background())
 	for _, c := range []struct {
@@ -548,6 +552,7 @@ func TestMaskedValuesAreNotStored(t *testing.T) {
 }
 
 func TestSecretsNeedAKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := newRig(t, rigOptions{dir: dir, store: fmt.Sprintf("sqlite = %q", filepath.Join(dir, "nokey.db"))})
 	a := r.do("POST", "/v1/servers", r.upstream("sec", map[string]any{"headers": nil, "env": map[string]string{"T": "v"}}))
@@ -559,6 +564,7 @@ func TestSecretsNeedAKey(t *testing.T) {
 }
 
 func TestTestServer(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	ok := r.do("POST", "/v1/servers:test", r.upstream("probe", nil))
 	want(t, ok, http.StatusOK)
@@ -578,6 +584,7 @@ func TestTestServer(t *testing.T) {
 }
 
 func TestToolsPluginsAndDocument(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	tools := r.do("GET", "/v1/tools?subject=carol&group=support", nil)
 	want(t, tools, http.StatusOK)
@@ -638,6 +645,7 @@ func TestToolsPluginsAndDocument(t *testing.T) {
 }
 
 func TestRestartRemembers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := newRig(t, rigOptions{dir: dir})
 	want(t, r.do("POST", "/v1/servers", r.upstream("kept", map[string]any{"env": map[string]string{"K": "v"}})), http.StatusCreated)
@@ -652,6 +660,7 @@ func TestRestartRemembers(t *testing.T) {
 // TestConcurrentChanges: last writer wins without If-Match, and with one
 // exactly one of the writers that read the same version wins.
 func TestConcurrentChanges(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	created := r.do("POST", "/v1/servers", r.upstream("c", nil))
 	want(t, created, http.StatusCreated)
@@ -700,6 +709,7 @@ func TestConcurrentChanges(t *testing.T) {
 // database, as two replicas: what one adds the other serves, what one
 // removes the other drops, and a server untouched keeps its process.
 func TestReplicasShareAPostgresStore(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	body := fmt.Sprintf("postgres = %q\nkey = %q\npoll = \"100ms\"", dsn, storeKey)
 	a := newRig(t, rigOptions{store: body})
@@ -731,6 +741,7 @@ func TestReplicasShareAPostgresStore(t *testing.T) {
 // TestPinsApprovedThroughTheAPI: a stored server whose tool changes under
 // builtin:pin is held back until POST /v1/pins approves it.
 func TestPinsApprovedThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pinDir := filepath.Join(dir, "pins")
 	if err := os.MkdirAll(pinDir, 0o755); err != nil {
@@ -793,6 +804,7 @@ plugin "pin" {
 // PostgreSQL store: a change held back on both, approved on one, is
 // admitted by the other within seconds (its pin file follows the store).
 func TestReplicasSharePins(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	body := fmt.Sprintf("postgres = %q\nkey = %q\npoll = \"100ms\"", dsn, storeKey)
 	newReplica := func() *rig {
@@ -849,6 +861,7 @@ const otherKey = "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg="
 // starts; the servers whose secrets do not open say why they are not
 // served, and can be deleted or replaced whole.
 func TestSecretsThatDoNotOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := newRig(t, rigOptions{dir: dir})
 	for _, n := range []string{"fix", "drop"} {
@@ -889,6 +902,7 @@ func TestSecretsThatDoNotOpen(t *testing.T) {
 // TestRefusedStoredServerSaysWhy: a stored definition this mcphost now
 // refuses is not served, and the API says why.
 func TestRefusedStoredServerSaysWhy(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	want(t, r.do("POST", "/v1/servers", r.upstream("old", nil)), http.StatusCreated)
 	// As a definition an older mcphost took, or an edit of the database.
@@ -911,6 +925,7 @@ func TestRefusedStoredServerSaysWhy(t *testing.T) {
 // when the store cannot then be listed (the poller applies it), and a
 // reload the store stops is not a plugin failure.
 func TestStoreUnreadable(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	// A row that cannot be read (SQLite keeps text in an integer column)
 	// breaks listing the servers, not writing another one.
@@ -932,6 +947,7 @@ func TestStoreUnreadable(t *testing.T) {
 // TestNoStore: an engine without a store (an embedder's) answers changes
 // with 409, as the OpenAPI document lists, and still lists its servers.
 func TestNoStore(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{noStore: true})
 	want(t, r.do("GET", "/v1/servers", nil), http.StatusOK)
 	for _, c := range []struct {
@@ -954,6 +970,7 @@ func TestNoStore(t *testing.T) {
 // TestServeEndsRequestsWithCtx: the admin API's requests run under the
 // context Serve is given, so a shutdown does not wait on them.
 func TestServeEndsRequestsWithCtx(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -1000,6 +1017,7 @@ func rawStore(t *testing.T, r *rig) *sql.DB {
 // TestToolsSayWhoChangedThem: a plugin that retitles tools is named in
 // changedBy, and the tool is shown as it leaves the chain.
 func TestToolsSayWhoChangedThem(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{extra: `
 plugin "titles" {
   source = "builtin:titles"

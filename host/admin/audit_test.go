@@ -39,6 +39,7 @@ func auditPage(t *testing.T, a answer) ([]*audit.Entry, string) {
 // and paged through GET /v1/audit, on SQLite and on PostgreSQL, and every
 // answer matches the OpenAPI document.
 func TestAuditEndpoint(t *testing.T) {
+	t.Parallel()
 	stores := map[string]string{"sqlite": ""}
 	if dsn := pgtest.NewDatabase(t); dsn != "" {
 		stores["postgres"] = fmt.Sprintf("postgres = %q\nkey = %q", dsn, storeKey)
@@ -117,6 +118,7 @@ func TestAuditEndpoint(t *testing.T) {
 }
 
 func TestAuditEndpointWithoutAuditLog(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	a := r.do("GET", "/v1/audit", nil)
 	want(t, a, http.StatusConflict)

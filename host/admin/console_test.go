@@ -17,6 +17,7 @@ import (
 // by the API in place of a bearer token, from this origin's page only:
 // with the page's token, never on the cookie alone.
 func TestConsoleSession(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar}

@@ -27,6 +27,7 @@ func loadOpenAPI(t *testing.T) *openapi3.T {
 }
 
 func TestOpenAPIValid(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	if !strings.HasPrefix(doc.OpenAPI, "3.0.") {
 		t.Errorf("openapi = %q, want 3.0.x", doc.OpenAPI)
@@ -79,6 +80,7 @@ func contractOperations(t *testing.T) []string {
 // TestOpenAPIMatchesContract checks that the document and the table of
 // docs/admin-api.md list the same operations.
 func TestOpenAPIMatchesContract(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	want := map[string]bool{}
 	for _, op := range contractOperations(t) {
@@ -110,6 +112,7 @@ func TestOpenAPIMatchesContract(t *testing.T) {
 // TestOpenAPIHeaders checks the ETag, Location and If-Match headers of the
 // single-server operations.
 func TestOpenAPIHeaders(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	op := func(method, path string) *openapi3.Operation {
 		t.Helper()
@@ -165,6 +168,7 @@ func TestOpenAPIHeaders(t *testing.T) {
 // TestOpenAPISchemas checks the schemas against bodies the contract
 // accepts and refuses.
 func TestOpenAPISchemas(t *testing.T) {
+	t.Parallel()
 	doc := loadOpenAPI(t)
 	for _, c := range []struct {
 		schema, body string

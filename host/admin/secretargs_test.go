@@ -26,7 +26,8 @@ import (
 // file, never returned (by a change's answer, by GET of the server, or by
 // the list the console reads), kept when sent back masked, and reach the
 // upstream as they were sent: the real stdio server reports its argv, the
-// real HTTP server the path it was asked on.
+// real HTTP server the path it was asked on. Not parallel, unlike the
+// other tests: its unreachable address is free only while no test listens.
 func TestSecretArgsAndURLPath(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	const argSecret, pathSecret = "arg-s3cret-0123456789", "path-s3cret-0123456789"

@@ -23,6 +23,7 @@ import (
 // which never sees the old value. Both hosts are real MCP servers on
 // loopback that record the header of every request.
 func TestKeptSecretsStayWithTheirHost(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, rigOptions{})
 	const secret = "k3pt-s3cret-0123456789"
 	home, homeSeen := headerServer(t, "X-Api-Key")

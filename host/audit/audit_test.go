@@ -44,6 +44,7 @@ func readLines(t *testing.T, files ...string) []*Entry {
 }
 
 func TestFileRotatesBySize(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "logs", "audit.jsonl")
 	l, err := New(Options{File: path, MaxSize: 4096, MaxFiles: 3})
 	if err != nil {
@@ -87,6 +88,7 @@ func TestFileRotatesBySize(t *testing.T) {
 }
 
 func TestFileAppendsAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	for round := range 2 {
 		l, err := New(Options{File: path})
@@ -122,6 +124,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestStdoutAndRedaction(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	redact := func(_ context.Context, args, res json.RawMessage) (json.RawMessage, json.RawMessage, error) {
 		if bytes.Contains(args, []byte("fail")) {
@@ -172,6 +175,7 @@ func (w blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p
 // TestRecordNeverBlocks: with the writer stuck, Record returns at once,
 // and what does not fit in the queue is counted as dropped.
 func TestRecordNeverBlocks(t *testing.T) {
+	t.Parallel()
 	w := blockingWriter{release: make(chan struct{})}
 	l, err := New(Options{File: Stdout, Output: w, Queue: 8})
 	if err != nil {
@@ -196,6 +200,7 @@ func TestRecordNeverBlocks(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	e := entry(7)
 	e.Decisions = []decision.Decision{{Plugin: "deny", Hook: "tool_call", Action: decision.Deny, Reason: "no"}}
 	line, _ := json.Marshal(e)
@@ -249,6 +254,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestNewIDOrder(t *testing.T) {
+	t.Parallel()
 	t0 := time.Now()
 	a, b := NewID(t0), NewID(t0)
 	c := NewID(t0.Add(time.Nanosecond))

@@ -62,6 +62,7 @@ func FuzzParseSHA256(f *testing.F) {
 // TestKeyBindsRights: identities that differ in groups or attributes have
 // different keys, whatever the order they were listed in.
 func TestKeyBindsRights(t *testing.T) {
+	t.Parallel()
 	base := &Identity{Method: "key", Subject: "alice", Groups: []string{"eng", "admins"}, Attributes: map[string]string{"team": "core"}}
 	same := &Identity{Method: "key", Subject: "alice", Groups: []string{"admins", "eng"}, Attributes: map[string]string{"team": "core"}}
 	if base.Key() != same.Key() {

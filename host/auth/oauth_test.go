@@ -35,6 +35,7 @@ func newTestAuth(t testing.TB, as *authtest.Server) *Authenticator {
 }
 
 func TestOAuthTokens(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	a := newTestAuth(t, as)
 	ctx := context.Background()
@@ -90,6 +91,7 @@ func TestOAuthTokens(t *testing.T) {
 // TestOAuthKeyRotation: a token signed by a key the cached set lacks makes
 // the set be fetched again, once per period however many such tokens come.
 func TestOAuthKeyRotation(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	a := newTestAuth(t, as)
 	now := time.Now()
@@ -120,6 +122,7 @@ func TestOAuthKeyRotation(t *testing.T) {
 
 // TestMiddleware: the answers a client sees.
 func TestMiddleware(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	a := newTestAuth(t, as)
 	var seen *Identity
@@ -198,6 +201,7 @@ func base64URL(b []byte) string { return base64.RawURLEncoding.EncodeToString(b)
 // TestRememberedTokenExpires: a token that verified is not taken on trust
 // past its exp.
 func TestRememberedTokenExpires(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	a := newTestAuth(t, as)
 	now := time.Now()
@@ -217,6 +221,7 @@ func TestRememberedTokenExpires(t *testing.T) {
 // verifies without waiting for it; the first then gets its answer once the
 // fetch ends.
 func TestKnownKeysDoNotWaitForAFetch(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	a := newTestAuth(t, as)
 	ctx := context.Background()
@@ -250,6 +255,7 @@ func TestKnownKeysDoNotWaitForAFetch(t *testing.T) {
 // no metadata at any well-known path, so that an OAuth-capable client
 // reports the key instead of starting a login.
 func TestKeysOnlyIsNoOAuthResource(t *testing.T) {
+	t.Parallel()
 	key := KeyFromValue("ci", "a-key-of-sixteen-bytes-or-more")
 	key.Subject = "ci"
 	a, err := New(Config{Keys: []Key{key}}, nil)
@@ -281,6 +287,7 @@ func TestKeysOnlyIsNoOAuthResource(t *testing.T) {
 // whatever its signature: refused by its claims, or by its typ header;
 // access tokens typed at+jwt, JWT or not at all pass.
 func TestIDTokensRefused(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	a := newTestAuth(t, as)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // address other machines reach is a warning (not an error: a proxy in
 // front may be the plan).
 func TestAdminOffLoopbackWarns(t *testing.T) {
+	t.Parallel()
 	for addr, warns := range map[string]bool{
 		"127.0.0.1:7701": false,
 		"[::1]:7701":     false,

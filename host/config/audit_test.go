@@ -20,6 +20,7 @@ func parseAudit(t *testing.T, src string) (*config.File, *config.Diagnostics, st
 }
 
 func TestAuditBlock(t *testing.T) {
+	t.Parallel()
 	file, diags, dir := parseAudit(t, `
 store {
   sqlite = "state.db"
@@ -67,6 +68,7 @@ audit {
 }
 
 func TestAuditWarnings(t *testing.T) {
+	t.Parallel()
 	// Results without any redact plugin: a warning naming the fix.
 	_, diags, _ := parseAudit(t, "audit {\n  file = \"a.jsonl\"\n  results = true\n}\n")
 	if diags.HasErrors() || !hasDiag(diags, hcl.DiagWarning, "Audit arguments and results unmasked") {

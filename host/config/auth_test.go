@@ -181,6 +181,7 @@ server "gh" {
 // the grants block's file; without one, in the store when it has a key
 // (replicas share them there), else in the default file beside the config.
 func TestGrantsWhere(t *testing.T) {
+	t.Parallel()
 	const login = "server \"gh\" {\ntransport = \"streamable-http\"\nurl = \"https://x.example/mcp\"\noauth {\nmode = \"per_user\"\n}\n}\n"
 	key := `"` + strings.Repeat("A", 43) + `="`
 	for _, tc := range []struct {

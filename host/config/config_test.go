@@ -18,6 +18,8 @@ import (
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
+// Tests that set or unset environment variables, which env() reads, stay
+// serial (t.Setenv refuses t.Parallel); the others call t.Parallel.
 func TestLoadFullConfig(t *testing.T) {
 	t.Setenv("MCPHOST_TEST_TOKEN", "s3cret")
 	os.Unsetenv("MCPHOST_TEST_REMOTE")
@@ -117,6 +119,7 @@ func TestLoadFullConfig(t *testing.T) {
 // TestDefaults checks what an almost empty file decodes to: host settings
 // stay zero for host.Config.WithDefaults, plugin defaults are filled in.
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	src := `
 server "s" {
   command = "srv"
@@ -257,6 +260,7 @@ func TestErrorSummaries(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		want    uint64
@@ -289,6 +293,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestDidYouMean(t *testing.T) {
+	t.Parallel()
 	names := []string{"stdio", "sse", "streamable-http"}
 	tests := map[string]string{
 		"stido":     ` Did you mean "stdio"?`,
@@ -303,6 +308,7 @@ func TestDidYouMean(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
 	f, diags := Load(filepath.Join(t.TempDir(), "absent.hcl"))
 	if f != nil || !diags.HasErrors() {
 		t.Fatalf("Load of a missing file: got %v, %v", f, diags.List)
@@ -317,6 +323,7 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func TestErr(t *testing.T) {
+	t.Parallel()
 	_, diags := Parse([]byte("listen {\n  http = \"0.0.0.0:1\"\n}\n"), "warn.hcl")
 	if diags.Err() != nil || len(diags.List) != 1 || diags.List[0].Severity != hcl.DiagWarning {
 		t.Fatalf("a warning alone: Err() = %v, diags %v", diags.Err(), diags.List)
@@ -342,6 +349,7 @@ func TestErr(t *testing.T) {
 }
 
 func TestListenLimits(t *testing.T) {
+	t.Parallel()
 	src := `
 listen {
   read_timeout    = "5s"
@@ -366,6 +374,7 @@ listen {
 }
 
 func TestSessionAndResourceSettings(t *testing.T) {
+	t.Parallel()
 	src := `
 server "s" {
   command      = "x"
@@ -402,6 +411,7 @@ plugin "p" {
 // TestPluginSourceNotWasm: a plugin source that is not a WebAssembly
 // module is refused where source is written.
 func TestPluginSourceNotWasm(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"script.wasm": "#!/bin/sh\necho hi\n",

@@ -67,6 +67,7 @@ var definitions = []string{
 // syntax gives the server the text path gave, or the same errors, each at
 // the same field, with the same words. With -v it prints them.
 func TestServerSpecJSONMatchesText(t *testing.T) {
+	t.Parallel()
 	for _, body := range definitions {
 		spec, err := DecodeServerSpec([]byte(body))
 		if err != nil {

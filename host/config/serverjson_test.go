@@ -23,6 +23,7 @@ func specErr(t *testing.T, err error) *config.SpecError {
 }
 
 func TestServerSpecDecodesLikeTheFile(t *testing.T) {
+	t.Parallel()
 	cfgPath := filepath.Join(t.TempDir(), "mcphost.hcl")
 	spec, err := config.DecodeServerSpec([]byte(`{"name":"files","transport":"stdio","command":"sh","args":["-c","echo ${HOME} %{x}"],
 		"env":{"API_KEY":"k","Odd-Name":"v"},"cwd":"sub","timeout":"5s","sessions":"per_client","max_sessions":3}`))
@@ -66,6 +67,7 @@ func TestServerSpecCallsNoFunction(t *testing.T) {
 }
 
 func TestServerSpecErrorsNameTheField(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		json, field, says string
 		syntax            bool
@@ -119,6 +121,7 @@ func TestServerSpecErrorsNameTheField(t *testing.T) {
 }
 
 func TestSpecSecretsMaskAndKeep(t *testing.T) {
+	t.Parallel()
 	spec := config.ServerSpec{Name: "gh", Command: "sh", Env: map[string]string{"TOKEN": "t0"},
 		Headers: nil, OAuth: &config.OAuthSpec{ClientSecret: "cs"}}
 	pub, sec := spec.Split()
@@ -142,6 +145,7 @@ func TestSpecSecretsMaskAndKeep(t *testing.T) {
 // not identifiers at all come through as they are, alone or together,
 // not as a render failure.
 func TestServerSpecOddMapKeys(t *testing.T) {
+	t.Parallel()
 	keys := []string{"for", "if", "in", "null", "true", "a b", "${x}", "%{y}", `q"uote`, "back\\slash", "1digit", "é"}
 	all := map[string]string{}
 	for _, k := range keys {
@@ -172,6 +176,7 @@ func TestServerSpecOddMapKeys(t *testing.T) {
 // the secrets and shown masked; the masked URL sent back keeps the stored
 // one, and any other URL holding "********" is refused.
 func TestSpecSecretsURL(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ url, masked string }{
 		{"https://x.example/mcp?api_key=SECRET&v=2", "https://x.example/mcp?api_key=********&v=********"},
 		{"https://user:SECRET@x.example/mcp", "https://********@x.example/mcp"},
@@ -216,6 +221,7 @@ func TestSpecSecretsURL(t *testing.T) {
 // keeps the stored arg, and anywhere else (a position no longer listed,
 // nothing stored there) is refused.
 func TestSpecSecretArgs(t *testing.T) {
+	t.Parallel()
 	spec := config.ServerSpec{Name: "gh", Command: "sh", Args: []string{"--token", "T0K3N", "--db", "postgres://u:pw@db/x"}, SecretArgs: []int{1, 3}}
 	pub, sec := spec.Split()
 	wantPub := []string{"--token", config.Masked, "--db", config.Masked}
@@ -264,6 +270,7 @@ func TestSpecSecretArgs(t *testing.T) {
 // and shows its path masked as well; the URL sent back masked, with or
 // without its path masked, keeps the stored one.
 func TestSpecSecretURLPath(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ url, masked string }{
 		{"https://x.example/k/SECRET/mcp", "https://x.example/********"},
 		{"https://x.example/SECRET?api_key=K", "https://x.example/********?api_key=********"},
@@ -313,6 +320,7 @@ func TestSpecSecretURLPath(t *testing.T) {
 // for the client secret, the issuer): pointed elsewhere, each is refused
 // by name until it is sent again.
 func TestSpecSecretsStayWithTheirOrigin(t *testing.T) {
+	t.Parallel()
 	stored := config.ServerSpec{Name: "r", Transport: "streamable-http", URL: "https://x.example/mcp",
 		Headers: map[string]string{"Authorization": "Bearer S3CR3T", "X-Team": "T34M"},
 		OAuth:   &config.OAuthSpec{Grant: "client_credentials", ClientID: "id", ClientSecret: "CL13NT", Issuer: "https://as.example"}}
@@ -418,6 +426,7 @@ func TestSpecSecretsStayWithTheirOrigin(t *testing.T) {
 // TestServerSpecOAuthLogin: a JSON definition carries the whole oauth
 // block (a per_user login with scopes), and SpecOf writes it back.
 func TestServerSpecOAuthLogin(t *testing.T) {
+	t.Parallel()
 	spec, err := config.DecodeServerSpec([]byte(`{"name":"gh","transport":"streamable-http","url":"https://x.example/mcp",
 		"oauth":{"mode":"per_user","scopes":["repo","read:org"],"redirect_url":"https://gw.example/oauth/callback"}}`))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 // TestToolsPlugin: a tools_plugin block decodes to a plugin of kind tools
 // with its grants, takes a server's name, and refuses a policy's settings.
 func TestToolsPlugin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	wasm := filepath.Join(dir, "qr.wasm")
 	if err := os.WriteFile(wasm, []byte("\x00asm\x01\x00\x00\x00"), 0o644); err != nil {

@@ -7,6 +7,7 @@ import (
 
 // TestTracesBlock: the traces block, and what is wrong with a bad one.
 func TestTracesBlock(t *testing.T) {
+	t.Parallel()
 	file, diags := Parse([]byte(`traces {
   otlp_endpoint = "http://127.0.0.1:4318"
   headers       = { "x-api-key" = "k" }

@@ -88,6 +88,7 @@ func fromPage(method, target string, ck *http.Cookie, token string) *http.Reques
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	c, _ := newConsole(t)
 	for _, tc := range []struct {
 		name, key string
@@ -142,6 +143,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestLoginOverTLS(t *testing.T) {
+	t.Parallel()
 	c, _ := newConsole(t)
 	r := httptest.NewRequest("POST", "https://admin.example/console/login", strings.NewReader("key="+adminKey))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -155,6 +157,7 @@ func TestLoginOverTLS(t *testing.T) {
 // TestCrossOrigin: another site's page can neither log a browser in nor
 // change anything with its session.
 func TestCrossOrigin(t *testing.T) {
+	t.Parallel()
 	c, _ := newConsole(t)
 	r := httptest.NewRequest("POST", "/console/login", strings.NewReader("key="+adminKey))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -207,6 +210,7 @@ func TestCrossOrigin(t *testing.T) {
 
 // TestSessionEnds: logout, a revoked key and idleness each end a session.
 func TestSessionEnds(t *testing.T) {
+	t.Parallel()
 	c, k := newConsole(t)
 	var token string
 	api := func(ck *http.Cookie) *auth.Failure {
@@ -284,6 +288,7 @@ func TestSessionEnds(t *testing.T) {
 }
 
 func TestSessionsBounded(t *testing.T) {
+	t.Parallel()
 	s := newSessions()
 	first := s.create("a")
 	for range maxSessions {
@@ -298,6 +303,7 @@ func TestSessionsBounded(t *testing.T) {
 }
 
 func TestAssets(t *testing.T) {
+	t.Parallel()
 	c, _ := newConsole(t)
 	for _, name := range []string{"app.js", "servers.js", "pages.js", "calls.js", "console.css", "icon.svg"} {
 		w := httptest.NewRecorder()
@@ -324,6 +330,7 @@ func TestAssets(t *testing.T) {
 // TestNothingExternal: the pages load nothing from another origin (the
 // CSP would block it; this finds it before a browser does).
 func TestNothingExternal(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{"static", "templates"} {
 		entries, err := files.ReadDir(dir)
 		if err != nil {

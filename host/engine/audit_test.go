@@ -86,6 +86,7 @@ func decisionOf(t *testing.T, e *audit.Entry, plugin, hook string) decision.Deci
 }
 
 func TestAuditRecordsEachPolicyDecision(t *testing.T) {
+	t.Parallel()
 	e, dir := startAuditEngine(t, auditChain)
 	ctx := context.Background()
 	caller := abi.Caller{SessionID: "s-1", ClientName: "audit-test", Subject: "alice", Groups: []string{"eng"}, AuthMethod: abi.AuthKey}
@@ -204,6 +205,7 @@ func TestAuditRecordsEachPolicyDecision(t *testing.T) {
 // TestAuditOffWithoutBlock: no audit block, no audit log, and the query
 // says why.
 func TestAuditOffWithoutBlock(t *testing.T) {
+	t.Parallel()
 	e, _ := startAuditEngine(t, `
 server "up" {
   command = "UPSTREAM"
@@ -247,6 +249,7 @@ const upServer = "server \"up\" {\n  command = \"UPSTREAM\"\n}\n"
 // TestAuditBlockChangeWaitsForRestart: a reload that changes the audit
 // block says the running log keeps its settings.
 func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
+	t.Parallel()
 	e, parse, logs := startLogged(t, upServer+"audit {\n  file = \"a.jsonl\"\n}\n")
 	if err := e.Reload(context.Background(), parse(upServer+"audit {\n  file = \"a.jsonl\"\n}\n")); err != nil {
 		t.Fatal(err)
@@ -265,6 +268,7 @@ func TestAuditBlockChangeWaitsForRestart(t *testing.T) {
 // TestReloadSaysWhatWaitsForRestart: a traces block added at reload is not
 // ignored in silence: the reload says it waits for a restart, and why.
 func TestReloadSaysWhatWaitsForRestart(t *testing.T) {
+	t.Parallel()
 	e, parse, logs := startLogged(t, upServer)
 	if err := e.Reload(context.Background(), parse(upServer+"traces {\n  otlp_endpoint = \"http://127.0.0.1:4318\"\n}\n")); err != nil {
 		t.Fatal(err)

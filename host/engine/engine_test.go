@@ -20,6 +20,7 @@ import (
 // it silently; one that changes another listen setting says the listener
 // keeps it until a restart.
 func TestReloadSaysListenWaitsForRestart(t *testing.T) {
+	t.Parallel()
 	up := demoServer()
 	defer up.Close()
 	ctx := context.Background()

@@ -17,6 +17,7 @@ import (
 // list_changed), the tool's series leave /metrics; those of its other tools
 // stay.
 func TestMetricsForgetDroppedTools(t *testing.T) {
+	t.Parallel()
 	e, _ := startAuditEngine(t, `
 server "up" {
   command = "UPSTREAM"

@@ -28,6 +28,7 @@ func FuzzMergePatch(f *testing.F) {
 }
 
 func TestMergePatch(t *testing.T) {
+	t.Parallel()
 	doc := `{"a":"b","c":{"d":"e","f":"g"}}`
 	got, err := mergePatch([]byte(doc), []byte(`{"a":"z","c":{"f":null},"n":[1]}`))
 	if err != nil || string(got) != `{"a":"z","c":{"d":"e"},"n":[1]}` {

@@ -245,6 +245,7 @@ plugin "titles" {
 // plugin whose config changed; an edit of comments and layout is no
 // change.
 func TestReloadIsExact(t *testing.T) {
+	t.Parallel()
 	r := newReloadRig(t)
 	first := r.server("a") + r.server("b") + r.server("c") + denyPlugin + titlesPlugin
 	r.start(first)
@@ -343,6 +344,7 @@ func TestReloadIsExact(t *testing.T) {
 // session, and a call in flight to one server finishes, across a reload
 // that changes another server.
 func TestReloadKeepsClientSession(t *testing.T) {
+	t.Parallel()
 	r := newReloadRig(t)
 	r.start(r.server("a") + r.server("b") + denyPlugin)
 	pids := r.connected("a", "b")

@@ -13,6 +13,7 @@ import (
 // leaves the revision seen where it was, so that the poller tries again
 // rather than taking the change as applied.
 func TestSyncRecordsRevisionOnlyWhenApplied(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "m.db")})
 	if err != nil {

@@ -105,7 +105,7 @@ func BenchmarkToolCall(b *testing.B) {
 // rounds. It prints the table docs/BENCHMARKS.md records. It runs only
 // with MCPHOST_BENCH_TOOLS=1 (MCPHOST_BENCH_ROUNDS, _CALLS to change the
 // size), and fails when the plugin's median p50 is above 1.5 times the
-// native server's.
+// native server's. Not parallel, unlike the other tests: it measures.
 func TestToolPluginVersusNative(t *testing.T) {
 	if os.Getenv("MCPHOST_BENCH_TOOLS") == "" {
 		t.Skip("set MCPHOST_BENCH_TOOLS=1 to measure")

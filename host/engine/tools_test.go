@@ -144,6 +144,7 @@ func toolBlock(name, source, extra string) string {
 // upstream's; its arguments and structured output are checked against its
 // schemas; the caller reaches the guest; status and metrics show it.
 func TestToolPluginThroughPolicies(t *testing.T) {
+	t.Parallel()
 	r := startToolRig(t, toolBlock("kit", toolGuest(t, "typed"), `  timeout = "5s"`)+`
 plugin "plan" {
   source = "builtin:modes"
@@ -279,6 +280,7 @@ func readAll(resp *http.Response) string {
 // schema gives the client an error result, never a hung or failed call,
 // and the plugin keeps serving; one that keeps crashing is backed off.
 func TestToolPluginMisbehaving(t *testing.T) {
+	t.Parallel()
 	r := startToolRig(t, toolBlock("raw", toolGuest(t, "raw"), `  timeout = "300ms"
   memory = "32MiB"
   instances = 2`)+toolBlock("big", toolGuest(t, "raw"), `  timeout = "60s"
@@ -331,6 +333,7 @@ func TestToolPluginMisbehaving(t *testing.T) {
 // store is the plugin's and survives a new version; progress and log
 // messages reach the calling client.
 func TestToolPluginHTTPAndKV(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		hits.Add(1)
@@ -380,6 +383,7 @@ func TestToolPluginHTTPAndKV(t *testing.T) {
 // TestToolPluginGrantsOffByDefault: without grants, HTTP, the store,
 // progress and logs are refused.
 func TestToolPluginGrantsOffByDefault(t *testing.T) {
+	t.Parallel()
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "no") }))
 	defer web.Close()
 	r := startToolRig(t, toolBlock("kit", toolGuest(t, "typed"), ""), false)
@@ -401,6 +405,7 @@ func TestToolPluginGrantsOffByDefault(t *testing.T) {
 // TestToolPluginCancel: a client that cancels stops the guest: the one
 // instance is free for the next call at once.
 func TestToolPluginCancel(t *testing.T) {
+	t.Parallel()
 	r := startToolRig(t, toolBlock("kit", toolGuest(t, "typed"), `  timeout = "30s"
   instances = 1`), false)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -420,6 +425,7 @@ func TestToolPluginCancel(t *testing.T) {
 // in the new version with no failed call; clients are told the tool list
 // changed; a bad file keeps the running version.
 func TestToolPluginSwapUnderLoad(t *testing.T) {
+	t.Parallel()
 	r0 := newReloadRig(t)
 	path := filepath.Join(r0.dir, "kit.wasm")
 	copyFile(t, toolGuest(t, "typed"), path)
@@ -561,6 +567,7 @@ func waitFor(t *testing.T, ch chan string, want string, d time.Duration) {
 // TestToolPluginKVInStore: with a store, a tool plugin's key-value store
 // lives there and outlasts a restart.
 func TestToolPluginKVInStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	text := toolBlock("kit", toolGuest(t, "typed"), "  kv = true") + fmt.Sprintf("store {\n  sqlite = %q\n}\n", filepath.Join(dir, "mcphost.db"))
 	for run, want := range []int{2, 4} {
@@ -580,6 +587,7 @@ func TestToolPluginKVInStore(t *testing.T) {
 // TestToolPluginInPluginBlock: a tool plugin written in a plugin block is
 // refused at load with where it belongs, instead of loading inert.
 func TestToolPluginInPluginBlock(t *testing.T) {
+	t.Parallel()
 	r := newReloadRig(t)
 	file := r.load(r.server("up") + fmt.Sprintf("plugin \"kit\" {\n  source = %q\n}\n", toolGuest(t, "typed")))
 	_, err := engine.Start(context.Background(), file, nil)

@@ -19,6 +19,7 @@ import (
 // the upstream receives in _meta. A denied call's span says which plugin
 // denied it.
 func TestTraces(t *testing.T) {
+	t.Parallel()
 	rcv := otlptest.Start(t)
 	e, _ := startAuditEngine(t, `
 server "up" {
@@ -118,6 +119,7 @@ traces {
 // signed URL, a token in a template's variable); the request span names
 // the resource with it masked, as everything that leaves the process is.
 func TestTracesMaskResourceURI(t *testing.T) {
+	t.Parallel()
 	const secret = "ghp_R4nd0mT0k3nV4lu3F0rT3st1ngPurp0s3sXYZ"
 	rcv := otlptest.Start(t)
 	e, _ := startAuditEngine(t, `

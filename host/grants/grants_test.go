@@ -20,6 +20,7 @@ func grant(server, subject, access string) *grants.Grant {
 }
 
 func TestFileStore(t *testing.T) {
+	t.Parallel()
 	for _, key := range [][]byte{nil, bytes.Repeat([]byte{1}, 32)} {
 		ctx := context.Background()
 		path := filepath.Join(t.TempDir(), "sub", "grants.json")
@@ -74,6 +75,7 @@ func TestFileStore(t *testing.T) {
 }
 
 func TestFileStoreRefusesDamage(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "g.json")
 	for _, body := range []string{"{", `{"version":2}`, `{"version":1,"sealed":"!!"}`} {
 		os.WriteFile(path, []byte(body), 0o600)

@@ -19,6 +19,7 @@ import (
 // TestExposition: what a scrape shows, and that it passes the linter
 // promtool uses (names, units, help).
 func TestExposition(t *testing.T) {
+	t.Parallel()
 	m := New()
 	m.Watch(Sources{
 		Upstreams: func() []upstream.Status {

@@ -85,6 +85,7 @@ func pinSpec(name string, config map[string]string, grants map[string]string) pl
 }
 
 func TestFind(t *testing.T) {
+	t.Parallel()
 	other := plugins.Spec{Name: "redact", Source: "builtin:redact", AllowedPaths: map[string]string{"/h/x": "/pins"}}
 	tests := []struct {
 		name    string
@@ -193,6 +194,7 @@ func twoPlugins(t *testing.T) []pins.Plugin {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	ps := twoPlugins(t)
 	ps = append(ps, pins.Plugin{Name: "fresh", GuestPath: "/pins/pins.json", HostPath: filepath.Join(t.TempDir(), "none.json")})
 	list, err := pins.List(ps)
@@ -244,6 +246,7 @@ func TestList(t *testing.T) {
 }
 
 func TestListUnreadable(t *testing.T) {
+	t.Parallel()
 	ps := twoPlugins(t)
 	if err := os.WriteFile(ps[1].HostPath, []byte(`{"version": 7}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -262,6 +265,7 @@ func TestListUnreadable(t *testing.T) {
 }
 
 func TestApprove(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.FixedZone("x", 3600))
 	const stamp = "2025-03-04T04:06:07Z"
 	tests := []struct {
@@ -366,6 +370,7 @@ func TestApprove(t *testing.T) {
 }
 
 func TestApproveNothing(t *testing.T) {
+	t.Parallel()
 	ps := []pins.Plugin{{Name: "fresh", HostPath: filepath.Join(t.TempDir(), "pins.json")}}
 	got, err := pins.Approve(ps, nil, true, time.Now())
 	if err != nil || !reflect.DeepEqual(got, pins.Approval{}) {
@@ -377,6 +382,7 @@ func TestApproveNothing(t *testing.T) {
 }
 
 func TestApproveUnreadable(t *testing.T) {
+	t.Parallel()
 	ps := twoPlugins(t)
 	if err := os.WriteFile(ps[1].HostPath, []byte(`{`), 0o644); err != nil {
 		t.Fatal(err)
@@ -396,6 +402,7 @@ func TestApproveUnreadable(t *testing.T) {
 // change; the plugin's file is left as it was. (`mcphost pins approve`
 // has always done so.)
 func TestApproveKeyTwice(t *testing.T) {
+	t.Parallel()
 	ps := twoPlugins(t)
 	before, _ := os.ReadFile(ps[1].HostPath)
 	_, err := pins.Approve(ps, []string{"up/x", "up/x"}, false, time.Now())
@@ -409,6 +416,7 @@ func TestApproveKeyTwice(t *testing.T) {
 }
 
 func TestFileError(t *testing.T) {
+	t.Parallel()
 	inner := errors.New("disk full")
 	e := &pins.FileError{Plugin: "pin", Path: "/h/pins.json", Write: true, Err: inner}
 	if got, want := e.Error(), `plugin "pin": writing /h/pins.json: disk full`; got != want {

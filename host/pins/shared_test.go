@@ -51,8 +51,10 @@ func (r *replica) file(t *testing.T) *policies.PinFile { return readPins(t, r.ps
 // change seen on one is pending on both, an approval on either admits it
 // on both, and of two first pins at once the store keeps one.
 func TestShared(t *testing.T) {
+	t.Parallel()
 	for name, o := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			a, b := newReplica(t, o), newReplica(t, o)
 			// A pins a tool on first sight; B, with no file yet, takes it.
 			echo := entry(t, "up", "echo", "Echoes.", "")

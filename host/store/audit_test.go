@@ -41,8 +41,10 @@ func names(t *testing.T, page store.AuditPage) []string {
 }
 
 func TestAuditQuery(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, nil) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t, o)
 			t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -108,8 +110,10 @@ func TestAuditQuery(t *testing.T) {
 }
 
 func TestAuditRetention(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, nil) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t, o)
 			t0 := time.Now().Add(-10 * 24 * time.Hour)
@@ -146,8 +150,10 @@ func TestAuditRetention(t *testing.T) {
 // store: lines written in batches, readable at once after Flush, and the
 // retention applied as it starts.
 func TestAuditLogToStore(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, nil) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t, o)
 			if err := s.AppendAudit(ctx, auditRecords(time.Now().Add(-30*24*time.Hour), 3)); err != nil {
@@ -184,6 +190,7 @@ func TestAuditLogToStore(t *testing.T) {
 }
 
 func TestCursorRoundTrip(t *testing.T) {
+	t.Parallel()
 	id := audit.NewID(time.Now())
 	got, err := store.DecodeCursor(store.EncodeCursor(id))
 	if err != nil || got != id {

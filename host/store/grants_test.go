@@ -19,8 +19,10 @@ import (
 // at rest, shared by two stores on one database (two replicas), and not
 // opened by another key.
 func TestGrants(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			a, b := open(t, o), open(t, o)
 			ga, err := a.Grants()
@@ -85,6 +87,7 @@ func TestGrants(t *testing.T) {
 
 // TestGrantsNeedKey: no key, no grants in the store.
 func TestGrantsNeedKey(t *testing.T) {
+	t.Parallel()
 	s := open(t, store.Options{Driver: store.SQLite, DSN: t.TempDir() + "/m.db"})
 	if _, err := s.Grants(); err == nil || !strings.Contains(err.Error(), "key") {
 		t.Fatalf("Grants without a key: %v", err)

@@ -14,9 +14,11 @@ import (
 // TestKV: tool plugins' key-value stores, one namespace per plugin, in
 // either database.
 func TestKV(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := open(t, o)
 			if _, ok, err := s.KVGet(ctx, "qr", "k"); ok || err != nil {
 				t.Fatalf("empty store: %v %v", ok, err)
@@ -53,9 +55,11 @@ func TestKV(t *testing.T) {
 // that shrinks always goes through, and deletes give the room back. Other
 // plugins' namespaces count apart.
 func TestKVLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			o.KVLimit = 100
 			s := open(t, o)
 			set := func(key string, n int) error { return s.KVSet(ctx, "qr", key, bytes.Repeat([]byte{'x'}, n)) }
@@ -90,9 +94,11 @@ func TestKVLimit(t *testing.T) {
 // TestKVLimitConcurrentWriters: writers racing on one plugin's store (as
 // replicas do on one PostgreSQL) cannot pass the limit together.
 func TestKVLimitConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			o.KVLimit = 1000
 			a, b := open(t, o), open(t, o)
 			var wg sync.WaitGroup

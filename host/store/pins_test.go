@@ -11,8 +11,10 @@ import (
 // TestPins: a pin is written only at the version the writer saw (0: none
 // yet), on every driver, and the pins revision moves with each change.
 func TestPins(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, nil) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			a, b := open(t, o), open(t, o)
 			rev0, err := a.PinsRevision(ctx)

@@ -42,8 +42,10 @@ func open(t *testing.T, o store.Options) *store.Store {
 }
 
 func TestCRUD(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t, o)
 			rev0, err := s.Revision(ctx)
@@ -113,8 +115,10 @@ func TestCRUD(t *testing.T) {
 }
 
 func TestSecretsSealedAtRest(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t, o)
 			if _, err := s.Create(ctx, store.Server{Name: "gh", Spec: []byte(`{}`), Secrets: []byte(`{"env":{"GITHUB_TOKEN":"ghp_plaintext"}}`)}); err != nil {
@@ -163,8 +167,10 @@ func TestSecretsSealedAtRest(t *testing.T) {
 // processes would be) never tear a server, never lose an update and
 // never reuse a version.
 func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			a, b := open(t, o), open(t, o)
 			if _, err := a.Create(ctx, store.Server{Name: "n", Spec: []byte(`{"w":0}`)}); err != nil {
@@ -227,8 +233,10 @@ func TestConcurrentWriters(t *testing.T) {
 // store's key (it changed, or is gone) is listed with SecretsErr instead of
 // failing the whole list, and can be deleted or replaced whole.
 func TestSecretsThatDoNotOpen(t *testing.T) {
+	t.Parallel()
 	for name, o := range stores(t, testKey) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			s := open(t, o)
 			for _, n := range []string{"a", "b", "c"} {
@@ -278,6 +286,7 @@ func TestSecretsThatDoNotOpen(t *testing.T) {
 // TestReplicasMigrateAtOnce: replicas opening a fresh PostgreSQL
 // database together all start; the migrations run once.
 func TestReplicasMigrateAtOnce(t *testing.T) {
+	t.Parallel()
 	dsn, _ := postgresDSN(t)
 	o := store.Options{Driver: store.Postgres, DSN: dsn, Key: testKey}
 	const replicas = 20
@@ -309,6 +318,7 @@ func TestReplicasMigrateAtOnce(t *testing.T) {
 }
 
 func TestDescribeHidesPasswords(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ driver, dsn, want string }{
 		{store.Postgres, "postgres://m:hunter2@db:5432/x?sslmode=disable&password=hunter2", "PostgreSQL at db:5432/x"},
 		{store.Postgres, "host=db user=m password=hunter2 dbname=x", "PostgreSQL"},
@@ -322,6 +332,7 @@ func TestDescribeHidesPasswords(t *testing.T) {
 }
 
 func TestReopenKeepsServersAndSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	o := store.Options{Driver: store.SQLite, DSN: filepath.Join(t.TempDir(), "m.db")}
 	s, err := store.Open(ctx, o)
@@ -347,6 +358,7 @@ func TestReopenKeepsServersAndSchema(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if _, err := store.Open(ctx, store.Options{Driver: "mysql"}); err == nil || !strings.Contains(err.Error(), "unknown driver") {
 		t.Fatalf("unknown driver: %v", err)
@@ -385,6 +397,7 @@ func rawDB(t *testing.T, o store.Options) *sql.DB {
 // readable by this user alone, whatever the umask, and a file left readable
 // by others is narrowed when opened.
 func TestSQLiteFilesArePrivate(t *testing.T) {
+	// Not parallel, unlike the other tests: the umask is the process's.
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	ctx := context.Background()

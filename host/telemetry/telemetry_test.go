@@ -14,6 +14,7 @@ import (
 // service's name and the configured headers; a client's traceparent in
 // _meta becomes their parent, and what goes upstream names mcphost's span.
 func TestExportAndPropagate(t *testing.T) {
+	t.Parallel()
 	rcv := otlptest.Start(t)
 	tr, err := New(Config{Endpoint: rcv.URL, Headers: map[string]string{"X-Api-Key": "k"}}, "test")
 	if err != nil {
@@ -46,6 +47,7 @@ func TestExportAndPropagate(t *testing.T) {
 
 // TestNilTracer: no telemetry block, no spans, no panics, no meta.
 func TestNilTracer(t *testing.T) {
+	t.Parallel()
 	var tr *Tracer
 	ctx, span := tr.Start(context.Background(), "x", trace.SpanKindServer)
 	span.End()
@@ -76,6 +78,7 @@ func FuzzFromMeta(f *testing.F) {
 
 // TestCheck: what config validation says.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Config{{Endpoint: "localhost:4318"}, {Endpoint: "ftp://x"}, {Endpoint: "http://x", SampleRatio: 2}} {
 		if c.Check() == nil {
 			t.Errorf("%+v passed", c)

@@ -18,6 +18,7 @@ func catalog() []abi.Tool {
 }
 
 func TestConvert(t *testing.T) {
+	t.Parallel()
 	for _, p := range []Provider{OpenAI, Anthropic, Gemini, MCP} {
 		t.Run(string(p), func(t *testing.T) {
 			s, err := Convert(p, catalog())
@@ -53,6 +54,7 @@ func TestConvert(t *testing.T) {
 }
 
 func TestGeminiSchema(t *testing.T) {
+	t.Parallel()
 	s, err := Convert(Gemini, catalog()[:1])
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +68,7 @@ func TestGeminiSchema(t *testing.T) {
 // TestGeminiEnums: Gemini takes enums of strings only; others must not turn
 // into strings, which would change the arguments the model sends.
 func TestGeminiEnums(t *testing.T) {
+	t.Parallel()
 	s, err := Convert(Gemini, []abi.Tool{{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{
 		"n":{"type":"integer","enum":[1,2]},"b":{"const":true,"description":"Flag."},"s":{"type":["string","null"],"enum":["a",null]}}}`)}})
 	if err != nil {
@@ -78,6 +81,7 @@ func TestGeminiEnums(t *testing.T) {
 }
 
 func TestConvertRefusals(t *testing.T) {
+	t.Parallel()
 	for name, schema := range map[string]string{
 		"not an object":   `[1]`,
 		"not type object": `{"type":"string"}`,
@@ -160,6 +164,7 @@ func refused(schema map[string]any) string {
 // TestGeminiFormats: a JSON Schema format outside Gemini's list (uri,
 // email) is dropped; one it lists (date-time, int64) stays.
 func TestGeminiFormats(t *testing.T) {
+	t.Parallel()
 	out, err := geminiSchema(map[string]any{"type": "object", "properties": map[string]any{
 		"site": map[string]any{"type": "string", "format": "uri"},
 		"at":   map[string]any{"type": "string", "format": "date-time"},

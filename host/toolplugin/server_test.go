@@ -51,6 +51,7 @@ func text(r *mcp.CallToolResult) string {
 // checked and the caller from _meta, progress through the session, and a
 // Refresh to a new version that adds a tool and tells the client.
 func TestServerOverTheSDKSession(t *testing.T) {
+	t.Parallel()
 	g := guests(t)
 	ctx := context.Background()
 	base, _ := os.UserCacheDir()
@@ -147,7 +148,8 @@ func TestServerOverTheSDKSession(t *testing.T) {
 // TestCrashBackoffIsPerCaller is issue 29's M8: a caller whose own calls
 // crash the plugin again and again (here by running past the timeout) is
 // put in a backoff of its own; the plugin goes on serving other callers,
-// and a success of theirs does not let the first one out.
+// and a success of theirs does not let the first one out. Not parallel,
+// unlike the other tests: it holds guest calls to a 200 ms timeout.
 func TestCrashBackoffIsPerCaller(t *testing.T) {
 	g := guests(t)
 	ctx := context.Background()
@@ -203,6 +205,7 @@ func TestCrashBackoffIsPerCaller(t *testing.T) {
 // granted host that does not answer are the call's tool errors; the
 // instance is kept and no crash is counted.
 func TestHTTPFailuresAreToolErrors(t *testing.T) {
+	t.Parallel()
 	g := guests(t)
 	ctx := context.Background()
 	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -41,6 +41,7 @@ func (f *fastTools) CallToolRaw(ctx context.Context, c *InternalCall) (json.RawM
 // level) log messages first, and its cancellation reaching the call;
 // everything else goes to the in-process server.
 func TestMemPipeFastPath(t *testing.T) {
+	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}})
 	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "listed by the server"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
 		return nil, struct{}{}, nil

@@ -10,6 +10,7 @@ import (
 // An upstream's stderr is kept and logged masked: servers print their
 // configuration, secrets included, when they fail.
 func TestTailWriterMasks(t *testing.T) {
+	t.Parallel()
 	var logged strings.Builder
 	log := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Debug})
 	w := newTailWriter(log, 8)

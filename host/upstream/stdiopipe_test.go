@@ -32,6 +32,7 @@ func readPipe(t testing.TB, stream string) (passed string, diverted []*jsonrpc.R
 }
 
 func TestPipeReaderTakesOffOnlyRawReplies(t *testing.T) {
+	t.Parallel()
 	reply := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[{"type":"text","text":"a\"mcphost-2"}]}}`
 	errReply := `{"error":{"code":-32602,"message":"no"},"id":"mcphost-3","jsonrpc":"2.0"}`
 	deep := `{"jsonrpc":"2.0","id":"mcphost-1","result":{"x":` + strings.Repeat("[", wire.MaxJSONDepth) + strings.Repeat("]", wire.MaxJSONDepth) + `}}`
@@ -133,6 +134,7 @@ func FuzzPipeReader(f *testing.F) {
 // order the server sent them (the notification first), so that a client
 // gets the progress before the result.
 func TestPipeReaderKeepsWireOrder(t *testing.T) {
+	t.Parallel()
 	stream := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}` + "\n" +
 		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n" +
 		`{"jsonrpc":"2.0","id":"mcphost-1","result":{"content":[]}}` + "\n"
@@ -160,6 +162,7 @@ func TestPipeReaderKeepsWireOrder(t *testing.T) {
 // Closing the pipes of a server that stopped reading ends the process even
 // while a write is stuck on its full stdin (the write holds the write lock).
 func TestPipesCloseDespiteAStuckWrite(t *testing.T) {
+	t.Parallel()
 	p, err := startPipes(exec.Command("sleep", "60"), 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

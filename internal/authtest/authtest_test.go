@@ -72,6 +72,7 @@ func invalidGrant(err error) bool {
 // TestCodeFlow: the authorization code grant with PKCE, resource and iss;
 // one-time codes, rotating refresh tokens, revocation and the counters.
 func TestCodeFlow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	as := authtest.New(t)
 	const resource = "http://127.0.0.1:9/mcp"
@@ -140,6 +141,7 @@ func TestCodeFlow(t *testing.T) {
 // TestAuthorizeRefusals: what the authorization endpoint refuses, and how
 // (400 for a wrong client or redirect URI, an error redirect otherwise).
 func TestAuthorizeRefusals(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	client := register(t, as)
 	as.AddClient("pre", authtest.Client{RedirectURIs: []string{redirect}, GrantTypes: []string{"refresh_token"}})
@@ -202,6 +204,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 // TestRegistrationRefusals: client metadata the registration endpoint
 // refuses.
 func TestRegistrationRefusals(t *testing.T) {
+	t.Parallel()
 	as := authtest.New(t)
 	for _, body := range []string{
 		`{}`,

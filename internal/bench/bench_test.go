@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 
 // startEverything runs the everything-server on streamable HTTP (stateful)
 // for the test and returns its /mcp URL and process.
+// Tests that call it stay serial: the port FreePort gives is free only
+// until another test listens.
 func startEverything(t *testing.T) (string, *bench.Process) {
 	t.Helper()
 	addr, err := bench.FreePort()
@@ -126,6 +128,7 @@ func TestRunWithArgs(t *testing.T) {
 }
 
 func TestRunStdio(t *testing.T) {
+	t.Parallel()
 	target, err := bench.ParseTarget("", []string{everything}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +147,7 @@ func TestRunStdio(t *testing.T) {
 // TestRunSSE measures a go-sdk server behind the SSE handler, the
 // transport the everything-server does not serve.
 func TestRunSSE(t *testing.T) {
+	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sse", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
@@ -250,6 +254,7 @@ func TestProcessRSS(t *testing.T) {
 }
 
 func TestProcessWaitLine(t *testing.T) {
+	t.Parallel()
 	p, err := bench.StartProcess("sh", []string{"-c", "sleep 0.1; echo starting; echo >&2 ready now; sleep 30"}, "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +284,7 @@ func TestProcessWaitLine(t *testing.T) {
 // Watch catches a line written after it was called and before Wait was:
 // the process writes only once the test creates a file, after both watches.
 func TestProcessWatch(t *testing.T) {
+	t.Parallel()
 	gate := filepath.Join(t.TempDir(), "go")
 	p, err := bench.StartProcess("sh", []string{"-c", `while [ ! -e "$1" ]; do sleep 0.01; done; echo one; echo two; sleep 30`, "sh", gate}, "", nil)
 	if err != nil {
@@ -307,6 +313,7 @@ func TestProcessWatch(t *testing.T) {
 }
 
 func TestCPUTime(t *testing.T) {
+	t.Parallel()
 	// A shell that burns CPU in a child in a process group of its own.
 	p, err := bench.StartProcess("sh", []string{"-c", "setsid sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 30' & sleep 30"}, "", nil)
 	if err != nil {

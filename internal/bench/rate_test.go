@@ -11,6 +11,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		opts Options
 		err  string
@@ -51,6 +52,7 @@ func (c *counter) call() error {
 }
 
 func TestPacedCalls(t *testing.T) {
+	t.Parallel()
 	var c counter
 	res, err := measure(context.Background(), c.call, Options{Tool: "t", Rate: 20000, Calls: 37, Warmup: 4})
 	if err != nil {
@@ -71,6 +73,7 @@ func TestPacedCalls(t *testing.T) {
 // A run bounded by time makes the calls its schedule has room for, however
 // long they take: starts at 0, 1, ..., 49 ms of a 50 ms run.
 func TestPacedDuration(t *testing.T) {
+	t.Parallel()
 	var c counter
 	res, err := measure(context.Background(), c.call, Options{Tool: "t", Rate: 1000, Duration: 50 * time.Millisecond, Warmup: -1})
 	if err != nil {
@@ -88,6 +91,7 @@ func TestPacedDuration(t *testing.T) {
 }
 
 func TestPacedFailures(t *testing.T) {
+	t.Parallel()
 	c := counter{failEvery: 3}
 	res, err := measure(context.Background(), c.call, Options{Tool: "t", Rate: 20000, Calls: 30, Warmup: -1})
 	if err != nil {
@@ -102,6 +106,7 @@ func TestPacedFailures(t *testing.T) {
 // returns only once the fifth has started, which a closed loop with one
 // call in flight would never reach.
 func TestPacedOpenLoop(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a safety net, not a measurement
 	defer cancel()
 	release := make(chan struct{})
@@ -137,6 +142,7 @@ func TestPacedOpenLoop(t *testing.T) {
 // Concurrency caps the calls in flight: two workers, at a rate that keeps
 // both busy, never run a third call at once.
 func TestPacedWorkerCap(t *testing.T) {
+	t.Parallel()
 	var n atomic.Int64
 	call := func() error { n.Add(1); return nil }
 	res, err := measure(context.Background(), call, Options{Tool: "t", Rate: 50000, Calls: 200, Concurrency: 2, Warmup: -1})
@@ -149,6 +155,7 @@ func TestPacedWorkerCap(t *testing.T) {
 }
 
 func TestPacedCanceled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var n atomic.Int64
 	call := func() error {

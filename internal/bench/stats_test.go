@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseTarget(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		spec      string
 		command   []string
@@ -49,6 +50,7 @@ func TestParseTarget(t *testing.T) {
 }
 
 func TestTargetString(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		t    Target
 		want string
@@ -65,6 +67,7 @@ func TestTargetString(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	var lat []time.Duration
 	for i := 100; i >= 1; i-- { // unsorted on purpose
 		lat = append(lat, time.Duration(i)*time.Millisecond)
@@ -84,6 +87,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestPercentileMedian(t *testing.T) {
+	t.Parallel()
 	s := []float64{1, 2, 3, 4}
 	for p, want := range map[float64]float64{0: 1, 25: 1, 26: 2, 50: 2, 75: 3, 99: 4, 100: 4} {
 		if got := Percentile(s, p); got != want {

@@ -21,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden config.hcl and repor
 // TestGolden: each testdata file is a client's config (input), the server
 // blocks it imports as (config.hcl) and what the import tells its user
 // (report). The blocks must decode as mcphost config, and hold none of the
-// values the source had in clear for a reference.
+// values the source had in clear for a reference. Not parallel: it sets
+// the variables the imported config reads (t.Setenv).
 func TestGolden(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txtar")
 	if len(files) == 0 {
@@ -109,6 +110,7 @@ func values(s clientconfig.Server) []clientconfig.Value {
 // the values the source held in clear, the environment's for the others,
 // and a clear error naming what is unset.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	res, err := clientconfig.Parse([]byte(`{"mcpServers": {"gh": {"command": "gh-mcp",
 		"env": {"GITHUB_TOKEN": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB", "DIR": "${HOME_DIR}"}}}}`))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestPercent(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		live uint64
 		want int
@@ -27,7 +28,8 @@ func TestPercent(t *testing.T) {
 }
 
 // The tuner follows the live heap the collector measured: high GOGC while
-// it is small, 100 once it holds more than the headroom, and back.
+// it is small, 100 once it holds more than the headroom, and back. Not
+// parallel: it sets the environment and GOGC, and measures the heap.
 func TestTunerFollowsLiveHeap(t *testing.T) {
 	t.Setenv("GOGC", "") // set: Start must leave GOGC alone
 	if tu := Start(); tu != nil {

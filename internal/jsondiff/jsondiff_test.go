@@ -9,6 +9,7 @@ import (
 )
 
 func TestPaths(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		before, after string
 		want          []string
@@ -40,6 +41,7 @@ func TestPaths(t *testing.T) {
 }
 
 func TestPathsLimit(t *testing.T) {
+	t.Parallel()
 	got, truncated, err := Paths([]byte(`{"a":1,"b":1,"c":1,"d":1}`), []byte(`{"a":2,"b":2,"c":2,"d":2}`), 2)
 	if err != nil || !truncated || !slices.Equal(got, []string{"/a", "/b"}) {
 		t.Fatalf("got %q truncated=%v err=%v", got, truncated, err)
@@ -51,6 +53,7 @@ func TestPathsLimit(t *testing.T) {
 }
 
 func TestPathsRefusesWhatIsNotJSON(t *testing.T) {
+	t.Parallel()
 	for _, c := range [][2]string{{`{`, `{}`}, {`{}`, ``}, {`{} {}`, `{}`}, {`{}`, `[1] x`}} {
 		if _, _, err := Paths([]byte(c[0]), []byte(c[1]), 0); err == nil {
 			t.Errorf("Paths(%q, %q): no error", c[0], c[1])
@@ -59,6 +62,7 @@ func TestPathsRefusesWhatIsNotJSON(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want []string

@@ -34,6 +34,7 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 // Two databases of one test are two databases: what one holds the other
 // does not see.
 func TestNewDatabaseIsFreshAndDistinct(t *testing.T) {
+	t.Parallel()
 	dsnA, dsnB := NewDatabase(t), NewDatabase(t)
 	if dsnA == dsnB {
 		t.Fatalf("the same DSN twice: %s", dsnA)
@@ -83,6 +84,7 @@ func TestNewDatabaseIsFreshAndDistinct(t *testing.T) {
 // A test's database is gone once the test is, even with a connection
 // still open to it.
 func TestNewDatabaseDroppedAtCleanup(t *testing.T) {
+	t.Parallel()
 	var name string
 	t.Run("holder", func(t *testing.T) {
 		conn := connect(t, NewDatabase(t))
@@ -109,6 +111,7 @@ func TestNewDatabaseDroppedAtCleanup(t *testing.T) {
 // The server runs as a user PostgreSQL accepts (not root) and listens on
 // loopback only.
 func TestServerSettings(t *testing.T) {
+	t.Parallel()
 	conn := connect(t, NewDatabase(t))
 	for setting, want := range map[string]string{
 		"listen_addresses":        "127.0.0.1",
@@ -145,6 +148,7 @@ func TestHoldServer(t *testing.T) {
 // A test binary killed outright (SIGKILL: no cleanup, no TestMain) leaves
 // no PostgreSQL process behind, and the next one's sweep removes its files.
 func TestNoLeakWhenKilled(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a second server")
 	}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestSealOpen(t *testing.T) {
+	t.Parallel()
 	s, err := New(bytes.Repeat([]byte{1}, KeySize))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestMask(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, in string
 		secret   string // must not survive
@@ -38,6 +39,7 @@ func TestMask(t *testing.T) {
 }
 
 func TestLineMasker(t *testing.T) {
+	t.Parallel()
 	var m LineMasker
 	lines := []string{"starting", "-----BEGIN OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjE", "-----END OPENSSH PRIVATE KEY-----", "after"}
 	var out []string

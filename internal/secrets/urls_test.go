@@ -6,6 +6,7 @@ import (
 )
 
 func TestMaskURLs(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"no url here", "no url here"},
 		{"http://127.0.0.1:9/mcp", "http://127.0.0.1:9/mcp"},

@@ -143,14 +143,21 @@ func BuildWasm(cacheRoot string, hashGlobs []string, guests map[string]WasmGuest
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tmp := out + ".tmp"
-			args := []string{"build", "-buildmode=c-shared", "-o", tmp}
-			if g.LDFlags != "" {
-				args = append(args, "-ldflags="+g.LDFlags)
-			}
-			cmd := exec.Command(gobin, append(args, g.Pkg)...)
-			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 			err := func() error {
+				// A directory of its own: parallel tests, or test binaries,
+				// may build the same guest at once.
+				tmpDir, err := os.MkdirTemp(dir, name+".build-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmpDir)
+				tmp := filepath.Join(tmpDir, name+".wasm")
+				args := []string{"build", "-buildmode=c-shared", "-o", tmp}
+				if g.LDFlags != "" {
+					args = append(args, "-ldflags="+g.LDFlags)
+				}
+				cmd := exec.Command(gobin, append(args, g.Pkg)...)
+				cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 				if b, err := cmd.CombinedOutput(); err != nil {
 					return fmt.Errorf("go build %s: %v\n%s", name, err, b)
 				}

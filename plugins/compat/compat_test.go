@@ -30,6 +30,7 @@ func policyGuest(t *testing.T) string {
 // TestProbe: a guest that keeps the ABI passes; one that answers garbage,
 // or breaks its hints' promises, fails where it does.
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rt, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{CacheDir: t.TempDir()})
 	if err != nil {

@@ -35,6 +35,7 @@ func toolGuests(t *testing.T) map[string]string {
 // pass the kit's tool checks; one that loops, crashes, answers in the
 // wrong shape or breaks its output schema fails exactly there.
 func TestProbeTools(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base, err := os.UserCacheDir()
 	if err != nil {

@@ -167,6 +167,7 @@ func spec(tb testing.TB, config map[string]string) plugins.Spec {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	path := wasmPath(t)
 	rt := newRuntime(t, nil)
 	info, err := plugins.Inspect(context.Background(), rt, path, nil)
@@ -191,6 +192,7 @@ func TestDescribe(t *testing.T) {
 // check` runs): valid answers to minimal inputs and to inputs full of
 // fields later versions add.
 func TestCompat(t *testing.T) {
+	t.Parallel()
 	rs := compat.Probe(context.Background(), newRuntime(t, nil), spec(t, nil))
 	for _, r := range rs {
 		if r.Err != nil {
@@ -205,6 +207,7 @@ func TestCompat(t *testing.T) {
 // TestImports checks the module imports only what ABI 1.0 allows (section
 // 10.3): AssemblyScript's default abort handler would import env.abort.
 func TestImports(t *testing.T) {
+	t.Parallel()
 	wasm, err := os.ReadFile(wasmPath(t))
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +255,7 @@ const catalog = `{"caller":{"sessionId":"7f3c9a","transport":"http","clientName"
 	`]}`
 
 func TestToolsList(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	ctx := context.Background()
 	cfg := map[string]string{
@@ -345,6 +349,7 @@ func TestToolsList(t *testing.T) {
 }
 
 func TestToolCall(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	ctx := context.Background()
 	budget := map[string]string{"max_argument_bytes": "64", "hide": `["*__drop_*","exec"]`}
@@ -390,6 +395,7 @@ func TestToolCall(t *testing.T) {
 // TestBadConfig checks a bad configuration is refused when the plugin is
 // loaded, with the plugin's own message.
 func TestBadConfig(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	tests := []struct {
 		config map[string]string
@@ -415,6 +421,7 @@ func TestBadConfig(t *testing.T) {
 // TestChain runs the plugin in a chain scoped to one server, through the
 // same entry points the host's catalog and call path use.
 func TestChain(t *testing.T) {
+	t.Parallel()
 	log, logs := captureLog()
 	rt := newRuntime(t, log)
 	ctx := context.Background()
@@ -460,6 +467,7 @@ func TestChain(t *testing.T) {
 // the minimum memory: without AssemblyScript's garbage collector reclaiming
 // each call's garbage, the instance would hit the cap and trap.
 func TestMemoryIsReclaimed(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, nil)
 	ctx := context.Background()
 	s := spec(t, map[string]string{"hide": "*_1?", "max_description_chars": "40"})
@@ -592,6 +600,7 @@ func BenchmarkCompile(b *testing.B) {
 // input files it names must ship here, and the decision it shows must be
 // the one the plugin makes.
 func TestREADMECommands(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

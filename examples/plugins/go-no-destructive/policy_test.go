@@ -10,10 +10,12 @@ import (
 // TestPolicy runs the golden cases in testdata natively: no Wasm involved.
 // abi/pdk's host tests build this plugin and run it through Extism.
 func TestPolicy(t *testing.T) {
+	t.Parallel()
 	policytest.Run(t, New, "testdata/*.txtar")
 }
 
 func TestBlocked(t *testing.T) {
+	t.Parallel()
 	yes, no := true, false
 	r := &rules{deny: []string{"*delete*"}, allow: []string{"tmp__*"}}
 	strict := &rules{strict: true}

@@ -89,6 +89,7 @@ func text(res *mcp.CallToolResult) string {
 }
 
 func TestToolsListed(t *testing.T) {
+	t.Parallel()
 	cs := connect(t)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -116,6 +117,7 @@ func TestToolsListed(t *testing.T) {
 }
 
 func TestCurrentTime(t *testing.T) {
+	t.Parallel()
 	cs := connect(t)
 	tests := []struct {
 		zone string
@@ -140,6 +142,7 @@ func TestCurrentTime(t *testing.T) {
 }
 
 func TestConvertTime(t *testing.T) {
+	t.Parallel()
 	cs := connect(t)
 	tests := []struct {
 		args             map[string]any
@@ -175,6 +178,7 @@ func TestConvertTime(t *testing.T) {
 }
 
 func TestAddDuration(t *testing.T) {
+	t.Parallel()
 	cs := connect(t)
 	tests := []struct {
 		args  map[string]any
@@ -206,6 +210,7 @@ func TestAddDuration(t *testing.T) {
 }
 
 func TestDaysBetween(t *testing.T) {
+	t.Parallel()
 	cs := connect(t)
 	tests := []struct {
 		start, end string
@@ -231,6 +236,7 @@ func TestDaysBetween(t *testing.T) {
 
 // TestCountDaysWeekdays checks the weekday count against a day-by-day walk.
 func TestCountDaysWeekdays(t *testing.T) {
+	t.Parallel()
 	base := time.Date(2024, time.January, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 40; i++ {
 		for n := 0; n < 30; n++ {
@@ -251,6 +257,7 @@ func TestCountDaysWeekdays(t *testing.T) {
 // TestRunStdio drives run over pipes, as a parent process would, and checks
 // that end of input is a clean exit.
 func TestRunStdio(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -280,6 +287,7 @@ func TestRunStdio(t *testing.T) {
 }
 
 func TestRunFlags(t *testing.T) {
+	t.Parallel()
 	var stderr strings.Builder
 	if err := run(context.Background(), []string{"-h"}, strings.NewReader(""), io.Discard, &stderr); err != nil {
 		t.Errorf("-h: %v", err)
@@ -295,6 +303,7 @@ func TestRunFlags(t *testing.T) {
 // TestSubprocess builds the real binary and talks to it over stdio, the way
 // mcphost runs an upstream.
 func TestSubprocess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}

@@ -109,6 +109,7 @@ func wait[T any](t *testing.T, ch chan T, what string) T {
 }
 
 func TestToolsListed(t *testing.T) {
+	t.Parallel()
 	cs, _ := connect(t, t.TempDir())
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -146,6 +147,7 @@ func TestToolsListed(t *testing.T) {
 }
 
 func TestTools(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cs, ev := connect(t, dir)
 
@@ -225,6 +227,7 @@ func TestTools(t *testing.T) {
 }
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A note that was there before the server started.
 	if err := os.WriteFile(filepath.Join(dir, "old.md"), []byte("from before"), 0o600); err != nil {
@@ -312,6 +315,7 @@ func TestResources(t *testing.T) {
 }
 
 func TestPrompt(t *testing.T) {
+	t.Parallel()
 	cs, _ := connect(t, t.TempDir())
 	ctx := context.Background()
 	list, err := cs.ListPrompts(ctx, nil)
@@ -348,6 +352,7 @@ func TestPrompt(t *testing.T) {
 }
 
 func TestRunStdio(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	inR, inW := io.Pipe()
@@ -377,6 +382,7 @@ func TestRunStdio(t *testing.T) {
 	}
 }
 
+// TestRunFlags stays serial, unlike the other tests: it sets NOTES_DIR.
 func TestRunFlags(t *testing.T) {
 	var stderr strings.Builder
 	if err := run(context.Background(), []string{"-h"}, strings.NewReader(""), io.Discard, &stderr); err != nil {
@@ -401,6 +407,7 @@ func TestRunFlags(t *testing.T) {
 // TestSubprocess builds the real binary and talks to it over stdio, the way
 // mcphost runs an upstream, with the directory from the environment.
 func TestSubprocess(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}

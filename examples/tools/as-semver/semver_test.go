@@ -17,6 +17,7 @@ import (
 // TestSemverThroughMcphost serves the committed semver.wasm with mcphost
 // over HTTP and calls its tools as a client would.
 func TestSemverThroughMcphost(t *testing.T) {
+	t.Parallel()
 	wasm, err := filepath.Abs("semver.wasm")
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func TestSemverThroughMcphost(t *testing.T) {
 // pinned toolchain (when npm is on PATH and not in -short mode) and checks
 // that semver.wasm is what the sources build.
 func TestSemverBuildsAsCommitted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("skipping the AssemblyScript build (npm ci, asc) in -short mode")
 	}

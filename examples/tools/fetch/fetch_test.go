@@ -23,6 +23,7 @@ var hashGlobs = []string{"*.go", "../../../abi/*.go", "../../../abi/pdk/*.go", "
 // HTTP with a local server as its one allowed host, and calls it as a
 // client would.
 func TestFetchThroughMcphost(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int32
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -88,6 +89,7 @@ tools_plugin "web" {
 }
 
 func TestLookup(t *testing.T) {
+	t.Parallel()
 	doc := map[string]any{"a/b": []any{1.0, map[string]any{"~x": "y"}}}
 	if v, err := lookup(doc, "/a~1b/1/~0x"); err != nil || v != "y" {
 		t.Errorf("got %v %v", v, err)
@@ -104,6 +106,7 @@ func TestLookup(t *testing.T) {
 // valid calls. The refused client gets the host's refusal as its own
 // isError result, and the tool stays up for the other client throughout.
 func TestRefusedURLsDoNotTakeFetchFromOthers(t *testing.T) {
+	t.Parallel()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "ok")
 	}))

@@ -13,6 +13,7 @@ import (
 var hashGlobs = []string{"*.go", "../../../abi/*.go", "../../../abi/pdk/*.go", "../../../abi/pdk/tool/*.go", "../../../go.mod", "../../../go.sum"}
 
 func TestToCSV(t *testing.T) {
+	t.Parallel()
 	out, err := ToCSV(nil, ToCSVIn{JSON: `[{"name":"Ann","age":31,"tags":["a","b"]},{"age":7,"name":"Bo, Jr.","city":null},{"city":"Oslo"}]`})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func asField(err error, fe **tool.FieldError) bool {
 }
 
 func TestToJSON(t *testing.T) {
+	t.Parallel()
 	out, err := ToJSON(nil, ToJSONIn{CSV: "name,age\nAnn,31\n\"Bo, Jr.\",7\n"})
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +69,7 @@ func TestToJSON(t *testing.T) {
 // TestJSONCSVThroughMcphost builds the plugin and calls both tools through
 // mcphost over HTTP, there and back.
 func TestJSONCSVThroughMcphost(t *testing.T) {
+	t.Parallel()
 	wasm := tooltest.BuildGo(t, "jsoncsv", ".", hashGlobs)
 	r := tooltest.Serve(t, t.TempDir(), fmt.Sprintf("tools_plugin \"data\" {\n  source = %q\n}\n", wasm))
 	res := r.Call(t, "data__json_to_csv", map[string]any{"json": `[{"id":1,"ok":true},{"id":2,"ok":false}]`})

@@ -18,6 +18,7 @@ import (
 // messages beyond the queue are dropped and warned about once, and the
 // session is closed once a write has been blocked for stuckAfter.
 func TestOutboxSlowClient(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	st, ct := mcp.NewInMemoryTransports()

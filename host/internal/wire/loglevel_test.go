@@ -3,6 +3,7 @@ package wire
 import "testing"
 
 func TestLogRank(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		level string
 		rank  int

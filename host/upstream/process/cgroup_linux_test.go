@@ -3,6 +3,7 @@ package process
 import "testing"
 
 func TestParseCgroupFiles(t *testing.T) {
+	t.Parallel()
 	if p, err := parseCgroupFile([]byte("12:pids:/x\n0::/user.slice/app.scope\n")); err != nil || p != "/user.slice/app.scope" {
 		t.Errorf("parseCgroupFile = %q, %v", p, err)
 	}

@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, in string
 		ok       bool
@@ -41,6 +42,7 @@ func FuzzParseStat(f *testing.F) {
 }
 
 func TestTags(t *testing.T) {
+	t.Parallel()
 	tag := NewTag()
 	pid, start, ok := parseTag(tag)
 	if !ok || pid != os.Getpid() || start == "" {

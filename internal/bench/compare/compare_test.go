@@ -20,6 +20,7 @@ func sample(round int, target string, c int, p50 time.Duration, cps float64) Cal
 }
 
 func TestSummaryRatiosAndGoals(t *testing.T) {
+	t.Parallel()
 	var r Report
 	r.Calls.Concurrency = []int{1, 4}
 	r.Calls.Targets = []TargetInfo{{Name: directName}, {Name: namePlain}, {Name: nameChain}, {Name: nameMCPGo}}
@@ -92,6 +93,7 @@ func TestSummaryRatiosAndGoals(t *testing.T) {
 }
 
 func TestLoadPlugins(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.hcl")
 	src := `server "a" {
@@ -139,6 +141,7 @@ plugin "shipped" {
 }
 
 func TestWithPluginConfig(t *testing.T) {
+	t.Parallel()
 	chain := `plugin "no-delete" {
   source = "builtin:deny"
   config = { tools = ["notes__delete_note"] }
@@ -181,6 +184,7 @@ plugin "redact" {
 // The config the swap section writes: one stdio upstream, the chain with the
 // swapped title, and runtime { cache_dir, watch = false } (swaps are SIGHUPs).
 func TestSwapConfig(t *testing.T) {
+	t.Parallel()
 	h := &harness{work: t.TempDir(), chain: "plugin \"titles\" {\n  source = \"builtin:titles\"\n}\n"}
 	h.o.swapPlugin = "titles"
 	s := &swapRun{h: h, tool: "everything__test_simple_text", seq: 3}
@@ -205,6 +209,7 @@ func TestSwapConfig(t *testing.T) {
 }
 
 func TestParseSwapped(t *testing.T) {
+	t.Parallel()
 	gen, took, ok := parseSwapped("2026-11-22T05:02:34.167Z [INFO]  mcphost.plugins: plugins swapped in: generation=12 plugins=5 took=16.198885ms")
 	if !ok || gen != 12 || took != 16198885*time.Nanosecond {
 		t.Errorf("got %d %v %v", gen, took, ok)
@@ -230,6 +235,7 @@ func swapSample(round int, kind string, p50, p99 time.Duration, failures, swaps 
 }
 
 func TestSwapSummaryAndGoals(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	var r Report
 	r.Swap.Rate, r.Swap.SwapsPerWindow = 200, 100
@@ -305,6 +311,7 @@ func TestSwapSummaryAndGoals(t *testing.T) {
 // The mcp-go gateway's row names the mcp-go version its module requires, and
 // that module is its own: the main module must not require mcp-go.
 func TestMCPGoPeerModule(t *testing.T) {
+	t.Parallel()
 	repo := filepath.Join("..", "..", "..")
 	peer, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(mcpgoDir), "go.mod"))
 	if err != nil {
@@ -326,6 +333,7 @@ func TestMCPGoPeerModule(t *testing.T) {
 
 // A gateway that does not build is a one-line note, not the run's failure.
 func TestBuildMCPGoFailure(t *testing.T) {
+	t.Parallel()
 	h := &harness{repo: t.TempDir(), work: t.TempDir()}
 	bin, err := h.buildMCPGo(t.Context())
 	if err == nil || bin != "" {

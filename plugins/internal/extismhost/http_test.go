@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseHostGrant(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		entry, err string
 		host, port string
@@ -56,6 +57,7 @@ func TestParseHostGrant(t *testing.T) {
 }
 
 func TestHostGrantsAllowURL(t *testing.T) {
+	t.Parallel()
 	gs, err := parseHostGrants([]string{"api.example.com", "*.svc.example", "127.0.0.1:9000", "[::1]:9000", "localhost", "10.0.0.5"})
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +96,7 @@ func TestHostGrantsAllowURL(t *testing.T) {
 }
 
 func TestAddressRules(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		addr, class string
 	}{
@@ -210,6 +213,7 @@ func FuzzHostGrant(f *testing.F) {
 // TestHTTPLimits: a request body over the limit traps before anything
 // is sent.
 func TestHTTPLimits(t *testing.T) {
+	t.Parallel()
 	h, err := NewHTTP([]string{"127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ func (b *budget) Limit() uint64 { return b.limit }
 func (b *budget) Refuse()       { b.refused = true }
 
 func TestKernelMemory(t *testing.T) {
+	t.Parallel()
 	lim := &budget{limit: 1 << 16}
 	k := NewKernel(&Env{}, lim, nil)
 	if k.alloc(0) != 0 {
@@ -69,6 +70,7 @@ func TestKernelMemory(t *testing.T) {
 // relies on it: Send frees the request block, which the response may
 // reuse, before Body reads the response.
 func TestKernelFreedStaysReadable(t *testing.T) {
+	t.Parallel()
 	k := NewKernel(&Env{}, &budget{limit: 1 << 16}, nil)
 	req := k.write([]byte("request"))
 	k.freeBlock(req) // the top block

@@ -17,6 +17,7 @@ import (
 // TestRootFSRefuses checks the FS itself, below WASI: each operation that
 // would leave the grant or change a read-only one is refused with an errno.
 func TestRootFSRefuses(t *testing.T) {
+	t.Parallel()
 	_, grant := testproc.EscapeTree(t)
 	rw, err := openRootFS(grant, false)
 	if err != nil {
@@ -97,6 +98,7 @@ func TestRootFSRefuses(t *testing.T) {
 }
 
 func TestDownwardTarget(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		target string
 		want   bool
@@ -161,6 +163,7 @@ func FuzzDownwardTarget(f *testing.F) {
 // one, a failed open none, a close gives it back once, and wazero's own
 // open of the grant's directory is let past the cap once.
 func TestRootFSOpenFileCount(t *testing.T) {
+	t.Parallel()
 	_, grant := testproc.EscapeTree(t)
 	rw, err := openRootFS(grant, false)
 	if err != nil {
@@ -225,7 +228,8 @@ func TestRootFSOpenFileCount(t *testing.T) {
 
 // TestRootFSRewindReplacedDir: rewinding a directory reopens it through
 // the root; when the guest has replaced it by a file the reopened
-// descriptor must be closed, not leaked past the count.
+// descriptor must be closed, not leaked past the count. Not parallel,
+// unlike the other tests: it counts the process's descriptors.
 func TestRootFSRewindReplacedDir(t *testing.T) {
 	grant := t.TempDir()
 	d := filepath.Join(grant, "d")
@@ -282,6 +286,7 @@ func (r *rootFS) close() { r.root.Close() }
 // directory. Whatever is accepted still leads inside the grant for a host
 // tool that follows it with the plain OS.
 func TestGuestLinksStayInside(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	grant := filepath.Join(base, "g")
 	for _, err := range []error{
@@ -340,6 +345,7 @@ func TestGuestLinksStayInside(t *testing.T) {
 // name, where "../b" would lead out of the grant; one with a downward
 // target is, and a guest's link to a regular file still works.
 func TestFoundLinksStayPut(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	grant := filepath.Join(base, "g")
 	for _, err := range []error{

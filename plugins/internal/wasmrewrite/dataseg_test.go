@@ -15,6 +15,7 @@ import (
 // The built-in module, coalesced, instantiates to the same memory as the
 // original, with a few hundred segments instead of 56190.
 func TestCoalesceDataBuiltin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	orig := filters.Module()
 	merged := CoalesceData(orig)

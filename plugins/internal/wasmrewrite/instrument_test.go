@@ -148,6 +148,7 @@ func checksFor(n int) int {
 }
 
 func TestInstrumentSimpleLoop(t *testing.T) {
+	t.Parallel()
 	wasm := wmod(testTypes,
 		sec(2, 1, lengthImport),
 		sec(3, 1, []byte{tI32I32}),
@@ -167,6 +168,7 @@ func TestInstrumentSimpleLoop(t *testing.T) {
 // recursion without a loop reaches the check; leaf functions do not count;
 // with loops off only entries count.
 func TestInstrumentCalls(t *testing.T) {
+	t.Parallel()
 	// rec(n) = n == 0 ? 0 : rec(n-1) + 1, function 1: n+1 entries.
 	rec := fbody([]byte{0}, 0x20, 0x00, 0x45, 0x04, 0x7F, 0x41, 0x00, 0x05,
 		0x20, 0x00, 0x41, 0x01, 0x6B, 0x10, 0x01, 0x41, 0x01, 0x6A, 0x0B, 0x0B)
@@ -218,6 +220,7 @@ func TestInstrumentCalls(t *testing.T) {
 // imported and own globals and a missing global section created before
 // the export section.
 func TestInstrumentNested(t *testing.T) {
+	t.Parallel()
 	// run(n): sum over i < n of (inner loop of 3 iterations through a
 	// br_table) using a (i32,i32)->(i32,i32) loop; global 1 (own) counts
 	// outer iterations; memory ops on the side.
@@ -305,6 +308,7 @@ func TestInstrumentNested(t *testing.T) {
 // TestInstrumentCheckImport: the check calls the length import however many
 // other imports come first, and no index moves.
 func TestInstrumentCheckImport(t *testing.T) {
+	t.Parallel()
 	wasm := wmod(testTypes,
 		sec(2, 3,
 			cat(wname(loopCheckModule), wname("alloc"), []byte{0x00, tI64I64}),
@@ -412,6 +416,7 @@ func tableCost(n int) int { return 1 + n>>bulkTableShift }
 // TestInstrumentBulk: bulk instructions count by their size, in both
 // modes, and the rewritten module computes the same results.
 func TestInstrumentBulk(t *testing.T) {
+	t.Parallel()
 	type call struct {
 		export string
 		n      int
@@ -472,6 +477,7 @@ func TestInstrumentBulk(t *testing.T) {
 // counter, the host is asked before the instruction runs, so a call past
 // its deadline does not start it.
 func TestInstrumentBulkChecksFirst(t *testing.T) {
+	t.Parallel()
 	out, err := Instrument(bulkModule, true)
 	if err != nil {
 		t.Fatal(err)
@@ -502,6 +508,7 @@ func TestInstrumentBulkChecksFirst(t *testing.T) {
 }
 
 func TestInstrumentRefuses(t *testing.T) {
+	t.Parallel()
 	withCode := func(imports []byte, code ...byte) []byte {
 		return wmod(testTypes, imports, sec(3, 1, []byte{tVoidI32}), sec(10, 1, fbody([]byte{0}, code...)))
 	}
@@ -555,6 +562,7 @@ func TestInstrumentRefuses(t *testing.T) {
 
 // TestLEB checks the decoder against the encoders and the spec's limits.
 func TestLEB(t *testing.T) {
+	t.Parallel()
 	for _, v := range []int32{0, 1, -1, 63, 64, -64, -65, 1 << 20, -1 << 31, 1<<31 - 1} {
 		r := &wreader{b: appendS32(nil, v)}
 		got, err := r.leb(32, true)

@@ -16,7 +16,8 @@ import (
 )
 
 // TestCheckModuleRefusesBombs: each bomb is refused in well under a
-// millisecond, with an error naming the section.
+// millisecond, with an error naming the section. Not parallel, unlike the
+// other tests: it times the check.
 func TestCheckModuleRefusesBombs(t *testing.T) {
 	for _, b := range wasmtest.CompileBombs {
 		t.Run(b.Name, func(t *testing.T) {
@@ -36,6 +37,7 @@ func TestCheckModuleRefusesBombs(t *testing.T) {
 // TestCheckModuleCapsTables: tables keep their initial size, and their
 // maximum becomes at most maxTableEntries; the rest is unchanged.
 func TestCheckModuleCapsTables(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ limits, want []byte }{
 		{[]byte{0, 5}, []byte{1, 5, 0x80, 0x80, 0x40}},
 		{[]byte{1, 3, 10}, []byte{1, 3, 10}},
@@ -101,6 +103,7 @@ func FuzzCheckModule(f *testing.F) {
 // passes, its table of a few thousand entries capped, in a few
 // milliseconds.
 func TestCheckModuleAcceptsBuiltin(t *testing.T) {
+	t.Parallel()
 	wasm, err := os.ReadFile("../../../filters/builtin.wasm")
 	if err != nil {
 		t.Fatal(err)
