@@ -14,6 +14,7 @@ import (
 // rebuild (every reconnect) are warned about once; a new one is, and one
 // that went away and came back is again.
 func TestProblemsLoggedOnce(t *testing.T) {
+	t.Parallel()
 	var out testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
 	var c ConditionLog
@@ -37,6 +38,7 @@ func TestProblemsLoggedOnce(t *testing.T) {
 // resources of three servers) make one warning with their count, not a
 // line each.
 func TestManyProblemsOneWarning(t *testing.T) {
+	t.Parallel()
 	var out testproc.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Warn})
 	var c ConditionLog

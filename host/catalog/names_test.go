@@ -8,6 +8,7 @@ import (
 )
 
 func TestSanitize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"read_file", "read_file"},
 		{"read-file", "read-file"},
@@ -25,6 +26,7 @@ func TestSanitize(t *testing.T) {
 }
 
 func TestNameBuild(t *testing.T) {
+	t.Parallel()
 	always := NewNameBuilder(ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixAlways})
 	never := NewNameBuilder(ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever})
 	long := strings.Repeat("x", 80)
@@ -55,6 +57,7 @@ func TestNameBuild(t *testing.T) {
 }
 
 func TestNameProportionalCut(t *testing.T) {
+	t.Parallel()
 	nb := NewNameBuilder(ToolsConfig{Separator: "__", MaxNameLength: 40, Prefix: PrefixAlways})
 	server, tool := strings.Repeat("s", 30), strings.Repeat("t", 60)
 	got := nb.Build(server, tool)
@@ -74,6 +77,7 @@ func TestNameProportionalCut(t *testing.T) {
 }
 
 func TestCatalogCollisions(t *testing.T) {
+	t.Parallel()
 	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixAlways}
 	cat := Build(1, cfg, []ServerTools{
 		{Server: "a", Tools: mcpTools("read.file", "read_file", "zeta", "alpha")},
@@ -101,6 +105,7 @@ func TestCatalogCollisions(t *testing.T) {
 }
 
 func TestCatalogNeverPrefixClash(t *testing.T) {
+	t.Parallel()
 	cfg := ToolsConfig{Separator: "__", MaxNameLength: 64, Prefix: PrefixNever}
 	cat := Build(1, cfg, []ServerTools{
 		{Server: "a", Tools: mcpTools("search")},

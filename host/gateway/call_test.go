@@ -8,6 +8,7 @@ import "testing"
 // three of a connection, a client that takes the upstream's bytes and a
 // plain upstream session.
 func TestPickPath(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		hasConn, direct, takesRaw, plain bool
 		want                             callPath

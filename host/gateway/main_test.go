@@ -25,6 +25,12 @@ var (
 	sseBridgeBin  string // host/testdata/ssebridge: a stdio server over legacy SSE
 )
 
+// TestMain builds the real servers the tests run. The tests of this
+// package stay serial, but for pure ones (TestPickPath): nearly each starts
+// real upstream processes and a Host, and many hold calls, drains,
+// timeouts and reconnect backoffs to bounds of a few hundred milliseconds
+// that two cores shared by parallel tests would miss; they run under -race
+// in CI as well.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcphost-host-test")
 	if err != nil {

@@ -33,6 +33,7 @@ func FuzzParseOrigin(f *testing.F) {
 }
 
 func TestAllowedOrigins(t *testing.T) {
+	t.Parallel()
 	extra := map[string]bool{}
 	for _, o := range []string{"https://App.example.com:443", "http://tools.internal:8080"} {
 		norm, err := ParseOrigin(o)
