@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
@@ -41,6 +43,19 @@ func callEcho(cs *mcp.ClientSession) error {
 }
 
 type errString string
+
+// closedWithin reports whether cs's session ends within d (the server
+// closed it).
+func closedWithin(cs *mcp.ClientSession, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { cs.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
 
 func (e errString) Error() string { return string(e) }
 
@@ -83,11 +98,7 @@ func TestUserLifecycle(t *testing.T) {
 		t.Fatalf("a stored user in the admin group reached the admin API: %d", got.status)
 	}
 	// The change of groups closed the session opened before it.
-	done := make(chan error, 1)
-	go func() { done <- cs.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
+	if !closedWithin(cs, 5*time.Second) {
 		t.Fatal("the session opened before a change of groups is still open")
 	}
 
@@ -109,8 +120,8 @@ func TestUserLifecycle(t *testing.T) {
 
 	// Disable: the open session is closed, the key refused.
 	want(t, r.do("PATCH", "/v1/users/alice", `{"disabled":true}`), http.StatusOK)
-	if err := cs2.Wait(); err == nil && callEcho(cs2) == nil {
-		t.Fatal("a disabled user's session still answers")
+	if !closedWithin(cs2, 5*time.Second) {
+		t.Fatal("a disabled user's session is still open")
 	}
 	if _, err := r.mcpClient(secret2); err == nil {
 		t.Fatal("a disabled user's key connects")
@@ -199,5 +210,49 @@ func TestUserBadInput(t *testing.T) {
 	want(t, r.do("POST", "/v1/users/bob/keys", `{"replaces":"nope"}`), http.StatusNotFound)
 	if rev, _ := r.e.Store().UsersRevision(context.Background()); rev != rev0+1 {
 		t.Fatalf("users revision %d -> %d: refused requests changed the store", rev0, rev)
+	}
+}
+
+// TestStoredUserShadowedByTheFile: a reload whose file now defines a
+// stored user's subject refuses that user's keys and closes its sessions;
+// the stored user is listed with the problem and can still be deleted.
+func TestStoredUserShadowedByTheFile(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	created := r.do("POST", "/v1/users", `{"subject":"dave"}`)
+	want(t, created, http.StatusCreated)
+	secret := created.body["key"].(map[string]any)["key"].(string)
+	cs, err := r.mcpClient(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	text := strings.Replace(r.text, `key "user" {`, `key "dave" {
+      value   = "k-dave-file-0123456789abcdef"
+      subject = "dave"
+    }
+    key "user" {`, 1)
+	file, diags := config.Parse([]byte(text), filepath.Join(r.dir, "mcphost.hcl"))
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if err := r.e.Reload(context.Background(), file); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(cs, 5*time.Second) {
+		t.Fatal("the shadowed user's session is still open")
+	}
+	if _, err := r.mcpClient(secret); err == nil {
+		t.Fatal("a stored key whose subject the file took connects")
+	}
+	list := r.do("GET", "/v1/users", nil)
+	if !strings.Contains(string(list.raw), `listen.auth key \"dave\" now defines this subject`) {
+		t.Fatalf("list: %s", list.raw)
+	}
+	want(t, r.do("PATCH", "/v1/users/dave", `{"disabled":true}`), http.StatusConflict)
+	want(t, r.do("DELETE", "/v1/users/dave", nil), http.StatusNoContent)
+	want(t, r.do("DELETE", "/v1/users/dave", nil), http.StatusConflict)
+	if got := r.do("GET", "/v1/users/dave", nil); got.body["source"] != "config" {
+		t.Fatalf("after deleting the stored one: %s", got.raw)
 	}
 }

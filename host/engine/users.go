@@ -183,12 +183,15 @@ func (e *Engine) UpdateUser(ctx context.Context, subject string, p UserPatch) (U
 }
 
 // DeleteUser removes a stored user and its keys; its sessions are closed.
+// A stored user whose subject the config file took since can still be
+// deleted; the file's identity cannot.
 func (e *Engine) DeleteUser(ctx context.Context, subject string) error {
-	if err := e.writable(subject); err != nil {
+	if err := e.writable(subject); err != nil && !errors.Is(err, ErrConfigUser) {
 		return err
-	}
-	if err := e.store.DeleteUser(ctx, subject); err != nil {
-		return err
+	} else if derr := e.store.DeleteUser(ctx, subject); err != nil && errors.Is(derr, store.ErrNoUser) {
+		return err // the file's identity, and none stored
+	} else if derr != nil {
+		return derr
 	}
 	e.usersChanged(ctx)
 	return nil
@@ -391,7 +394,7 @@ func storedUser(u store.User, file *config.File) UserInfo {
 		info.Keys = append(info.Keys, KeyInfo{ID: k.ID, Name: k.Name, Created: &c})
 	}
 	if name, taken := configSubject(file, u.Subject); taken {
-		info.Problem = fmt.Sprintf("the config file's %s now defines this subject, so these keys are refused; delete this user", name)
+		info.Problem = fmt.Sprintf("the config file's %s now defines this subject, so these keys are refused; delete this stored user, or take the subject out of the file", name)
 	}
 	return info
 }
