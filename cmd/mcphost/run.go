@@ -55,6 +55,13 @@ The servers of a running mcphost, through its admin API (flags --admin URL,
   mcphost servers reconnect files
   mcphost servers disconnect files
 
+The users of a running mcphost, API keys kept in its store ("mcphost help
+users" tells more):
+  mcphost users list
+  mcphost users add alice --group eng --attr team=core
+  mcphost users key rotate alice KEY-ID
+  mcphost users disable alice
+
 A plugin FILE may be builtin:NAME, a policy built into mcphost. Flags may
 come before or after CONFIG. Run "mcphost COMMAND -h" (or "mcphost help
 COMMAND") for a command's usage and flags.
@@ -94,6 +101,8 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runBench(ctx, rest, stdout, stderr)
 	case "servers":
 		return runServers(ctx, rest, stdin, stdout, stderr)
+	case "users":
+		return runUsers(ctx, rest, stdout, stderr)
 	case "audit":
 		return runAudit(ctx, rest, stdout, stderr)
 	case "auth":

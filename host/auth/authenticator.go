@@ -27,6 +27,10 @@ type Config struct {
 	AdminKeysOnly bool
 	// StdioKey names the key whose identity a stdio client has.
 	StdioKey string
+	// Users are the identities added at run time, whose keys are checked
+	// after Keys; nil for none. The set is shared, not copied: a change
+	// to it applies to every request from then on.
+	Users *Users
 }
 
 // Enabled reports whether any credential is configured.
@@ -117,6 +121,13 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Ident
 	if k := a.keys.match(token); k != nil {
 		return k.identity(), nil
 	}
+	if sk := a.cfg.Users.match(token); sk != nil {
+		if sk.disabled {
+			return nil, &Failure{Status: http.StatusForbidden, Reason: fmt.Sprintf("the API key's user %q is disabled", sk.identity.Subject)}
+		}
+		id := *sk.identity
+		return &id, nil
+	}
 	if a.oa == nil {
 		return nil, &Failure{Status: http.StatusForbidden, Reason: "invalid API key: it is none of listen.auth's keys"}
 	}
@@ -149,7 +160,10 @@ func (a *Authenticator) StdioIdentity() *Identity {
 
 // IsAdmin reports whether id may use /status and the management endpoints.
 func (a *Authenticator) IsAdmin(id *Identity) bool {
-	if id == nil || (a.cfg.AdminKeysOnly && id.Method != abi.AuthKey) {
+	if id == nil || (a.cfg.AdminKeysOnly && id.Method != abi.AuthKey) || id.storedKey != "" {
+		// A stored user is never an administrator, whatever its groups:
+		// admin rights come from the config file alone, so the admin API
+		// cannot make more administrators.
 		return false
 	}
 	return id.InAny(a.cfg.AdminGroups)

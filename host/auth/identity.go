@@ -30,6 +30,9 @@ type Identity struct {
 	// token exchange (RFC 8693) only; never logged, shown or sent upstream.
 	bearer       string
 	bearerExpiry time.Time
+	// storedKey is the id of the stored key (Users) it authenticated
+	// with; "" for any other credential.
+	storedKey string
 }
 
 // Bearer is the OAuth access token the caller authenticated with and its

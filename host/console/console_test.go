@@ -305,7 +305,7 @@ func TestSessionsBounded(t *testing.T) {
 func TestAssets(t *testing.T) {
 	t.Parallel()
 	c, _ := newConsole(t)
-	for _, name := range []string{"app.js", "servers.js", "pages.js", "calls.js", "console.css", "icon.svg"} {
+	for _, name := range []string{"app.js", "servers.js", "pages.js", "users.js", "calls.js", "console.css", "icon.svg"} {
 		w := httptest.NewRecorder()
 		c.ServeHTTP(w, httptest.NewRequest("GET", "/console/"+name, nil))
 		if w.Code != 200 || w.Body.Len() == 0 || w.Header().Get("ETag") == "" || w.Header().Get("Content-Type") == "" {

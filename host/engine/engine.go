@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/grants"
@@ -105,6 +106,13 @@ type Engine struct {
 	// to pin files of its merge and of approvals (ApprovePins).
 	pins  *pins.Shared
 	pinMu sync.Mutex
+
+	// users are the store's users, whose keys every authenticator of
+	// the host checks (users.go); nil without a store. usersRev is the
+	// users revision they were read at.
+	users    *auth.Users
+	usersMu  sync.Mutex
+	usersRev int64
 }
 
 // ErrPluginLoad is returned by Reload and ReloadPlugins when a plugin of
@@ -164,6 +172,10 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	}
 	if e.store != nil {
 		e.rt.UseKV(storeKV{e})
+		e.users = &auth.Users{}
+		if err := e.syncUsers(ctx, file); err != nil {
+			return nil, fmt.Errorf("reading the store's users: %w", err)
+		}
 	}
 	if e.store != nil && e.store.CanKeepSecrets() {
 		// Before the host lists anything through the pin plugins.
@@ -334,6 +346,13 @@ func (e *Engine) reload(ctx context.Context, file *config.File) error {
 	e.host.NotifyPolicyChanged()
 	e.noteRestartOnly(e.file, file)
 	e.file = file
+	if e.store != nil {
+		// The file's subjects may have changed: a stored user whose
+		// subject it now takes is refused, one it gave up comes back.
+		if err := e.syncUsers(ctx, file); err != nil {
+			e.log.Warn("the store's users could not be read after the reload; polling the store applies them", "error", err)
+		}
+	}
 	return nil
 }
 

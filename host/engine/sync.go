@@ -25,6 +25,7 @@ func (e *Engine) merged(ctx context.Context, file *config.File) (gateway.Config,
 	if err != nil {
 		return cfg, rev, err
 	}
+	cfg.Listen = e.withUsers(cfg.Listen)
 	return withToolServers(cfg, file, e.toolServerConfigs(ctx, file.ToolPlugins)), rev, nil
 }
 
@@ -85,6 +86,10 @@ func (e *Engine) Sync(ctx context.Context) error {
 func (e *Engine) startPolling(interval time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopPoll = cancel
+	// Users apart, and more often: a revoked key must stop within a
+	// second on every replica, and the users revision is one row.
+	e.polling.Add(1)
+	go e.pollUsers(ctx, min(interval, UsersPoll))
 	e.polling.Add(1)
 	go func() {
 		defer e.polling.Done()

@@ -77,6 +77,28 @@ CREATE TABLE mcphost_plugin_kv_size (
 	bytes  BIGINT NOT NULL
 );
 INSERT INTO mcphost_plugin_kv_size (plugin, bytes) SELECT plugin, SUM(size) FROM mcphost_plugin_kv GROUP BY plugin;`,
+	// 7: the users added through the admin API (users.go): groups and
+	// attributes as JSON, and their API keys by SHA-256 only; row 3 of
+	// mcphost_revision counts their changes, which replicas poll often
+	// so that a revoked key stops within a second.
+	7: `CREATE TABLE mcphost_users (
+	subject    TEXT PRIMARY KEY,
+	groups     TEXT NOT NULL,
+	attributes TEXT NOT NULL,
+	disabled   INTEGER NOT NULL DEFAULT 0,
+	version    BIGINT NOT NULL,
+	created    BIGINT NOT NULL,
+	updated    BIGINT NOT NULL
+);
+CREATE TABLE mcphost_user_keys (
+	id      TEXT PRIMARY KEY,
+	subject TEXT NOT NULL,
+	name    TEXT NOT NULL,
+	sha256  TEXT NOT NULL UNIQUE,
+	created BIGINT NOT NULL
+);
+CREATE INDEX mcphost_user_keys_subject ON mcphost_user_keys (subject);
+INSERT INTO mcphost_revision (id, revision) VALUES (3, 0);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own
