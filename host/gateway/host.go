@@ -26,6 +26,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -118,6 +119,9 @@ type Host struct {
 	lists          listCache            // answers of the list hook
 	reloadMu       sync.Mutex
 	reload         *ReloadStatus // the latest, for GET /status
+	// quotas counts calls against Config.Quotas (quota.go); nil, and no
+	// cost to a call, without any. Replaced by Reconfigure.
+	quotas atomic.Pointer[quota.Limiter]
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -162,6 +166,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: listener.DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
 		Authn: h.authn.Load}
+	h.quotas.Store(quota.New(cfg.Quotas, nil))
 	h.views.init()
 	h.drain.init()
 	h.progressRoutes.init()

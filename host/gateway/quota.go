@@ -1,0 +1,36 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/quota"
+)
+
+// QuotaMetaKey is the key, in the _meta of a result a quota refused, of
+// what refused it: {"quota": name, "limit": "calls" | "concurrent",
+// "retryAfter": seconds}.
+const QuotaMetaKey = "io.mcphost/quota"
+
+// takeQuota counts the resolved call c against the quotas of l, or
+// answers it with the refusal: an isError result that names the quota, the
+// limit and when to retry. The caller counts by its identity; the call by
+// its server and the tool's name there.
+func (h *Host) takeQuota(l *quota.Limiter, c *toolCall, tr *callTrace) (*quota.Ticket, mcp.Result) {
+	who := quota.Who{Subject: c.caller.Subject, Method: c.caller.AuthMethod, Groups: c.caller.Groups}
+	t, r := l.Acquire(time.Now(), who, c.route.Server, c.route.Tool)
+	if r == nil {
+		return t, nil
+	}
+	if tr != nil {
+		tr.outcome, tr.quota = CallQuota, r.Quota
+	}
+	if o, ok := h.observer.(QuotaObserver); ok {
+		o.QuotaRefused(r.Quota, r.Kind)
+	}
+	h.log.Debug("quota refused a call", "tool", c.name, "quota", r.Quota, "limit", r.Kind)
+	res := errorResult("call to %s refused: %s", c.name, r.Message())
+	res.Meta = mcp.Meta{QuotaMetaKey: map[string]any{"quota": r.Quota, "limit": r.Kind, "retryAfter": r.RetrySeconds()}}
+	return nil, res
+}
