@@ -67,14 +67,14 @@ type Quota struct {
 	Per string
 }
 
-// Problem is one thing wrong with a Quota, by the name of its field as the
-// config file and the admin API write it.
+// Problem is one thing wrong with a Quota: the field, by its name in the
+// config file and the admin API, and a sentence that names it.
 type Problem struct {
 	Field  string
 	Detail string
 }
 
-func (p Problem) Error() string { return p.Field + ": " + p.Detail }
+func (p Problem) Error() string { return p.Detail }
 
 // WithDefaults returns q with its window and per filled in.
 func (q Quota) WithDefaults() Quota {
@@ -98,29 +98,29 @@ func (q Quota) Check() []Problem {
 		add("name", "%v", err)
 	}
 	if q.Calls == 0 && q.Concurrent == 0 {
-		add("calls", "a quota limits calls per window (calls), calls at once (concurrent), or both; it sets neither")
+		add("calls", "a quota limits calls per window (calls), calls at once (concurrent), or both, and this one sets neither")
 	}
 	if q.Calls < 0 || q.Calls > MaxCalls {
-		add("calls", "must be a whole number from 1 to %d", MaxCalls)
+		add("calls", "calls must be a whole number from 1 to %d", MaxCalls)
 	}
 	if q.Concurrent < 0 || q.Concurrent > MaxConcurrent {
-		add("concurrent", "must be a whole number from 1 to %d", MaxConcurrent)
+		add("concurrent", "concurrent must be a whole number from 1 to %d", MaxConcurrent)
 	}
 	switch {
 	case q.Calls == 0 && q.Window != 0:
-		add("window", "is the window of calls, which this quota does not set; set calls or remove window")
+		add("window", "window is the window of calls, which this quota does not set; set calls or remove window")
 	case q.Window != 0 && (q.Window < MinWindow || q.Window > MaxWindow):
-		add("window", "must be from %s to %s, got %s", MinWindow, MaxWindow, q.Window)
+		add("window", "window must be from %s to %s, got %s", MinWindow, MaxWindow, q.Window)
 	case q.Window%time.Second != 0:
-		add("window", "must be whole seconds, got %s", q.Window)
+		add("window", "window must be whole seconds, got %s", q.Window)
 	}
 	if q.Per != PerSubject && q.Per != PerQuota {
-		add("per", "must be %q or %q, not %q", PerSubject, PerQuota, q.Per)
+		add("per", "per must be %q or %q, not %q", PerSubject, PerQuota, q.Per)
 	}
 	for field, list := range map[string][]string{"subjects": q.Subjects, "groups": q.Groups, "servers": q.Servers, "tools": q.Tools} {
 		for _, s := range list {
 			if s == "" {
-				add(field, "holds an empty string, which matches nothing; remove it")
+				add(field, "%s holds an empty string, which matches nothing; remove it", field)
 				break
 			}
 		}
