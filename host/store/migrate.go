@@ -77,6 +77,16 @@ CREATE TABLE mcphost_plugin_kv_size (
 	bytes  BIGINT NOT NULL
 );
 INSERT INTO mcphost_plugin_kv_size (plugin, bytes) SELECT plugin, SUM(size) FROM mcphost_plugin_kv GROUP BY plugin;`,
+	// 7: quotas added through the admin API (quotas.go), beside the
+	// config file's; their changes bump row 1 of mcphost_revision, as the
+	// servers' do, so that replicas follow them by the same poll.
+	7: `CREATE TABLE mcphost_quotas (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own
