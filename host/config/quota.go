@@ -95,4 +95,3 @@ func (d *decoder) checkQuotaServers(refs []quotaRef, servers *nameSet) {
 		}
 	}
 }
-
