@@ -3,11 +3,13 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/internal/pgtest"
 )
 
 // TestQuotasThroughTheAPI: quotas are listed from the file and the store,
@@ -115,5 +117,43 @@ quota "file-slots" {
 	}
 	if a := r.do("DELETE", "/v1/quotas/support-pid", nil); a.status != http.StatusNotFound {
 		t.Errorf("second DELETE: %d %s", a.status, a.raw)
+	}
+}
+
+// TestReplicasShareQuotaWindows: two replicas on one PostgreSQL store
+// count one window: calls through the first spend what the second then
+// refuses.
+func TestReplicasShareQuotaWindows(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	body := fmt.Sprintf("postgres = %q\nkey = %q\npoll = \"100ms\"", dsn, storeKey)
+	extra := `
+quota "support-window" {
+  groups = ["support"]
+  calls  = 2
+  window = "1h"
+}
+`
+	a := newRig(t, rigOptions{store: body, extra: extra})
+	b := newRig(t, rigOptions{store: body, extra: extra})
+	carol := abi.Caller{Subject: "carol", AuthMethod: abi.AuthKey, Groups: []string{"support"}}
+	call := func(r *rig, tool string) string {
+		t.Helper()
+		res, err := r.e.Host().CallTool(context.Background(), carol, tool, json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError {
+			return "ok"
+		}
+		j, _ := json.Marshal(res.Content)
+		return string(j)
+	}
+	for i := range 2 {
+		if got := call(a, "cfg__pid"); got != "ok" {
+			t.Fatalf("call %d through a: %s", i, got)
+		}
+	}
+	if got := call(b, "cfg__pid"); !strings.Contains(got, `quota \"support-window\" allows 2 calls per 1h`) {
+		t.Errorf("through b after a spent the window: %s", got)
 	}
 }

@@ -176,3 +176,25 @@ func configQuotaError(file *config.File, name string) error {
 func noQuota(name string) error {
 	return fmt.Errorf("%w: %q is neither in the config file nor in the store", store.ErrNoQuota, name)
 }
+
+// quotaWindows shares the windows of quotas through the store when the
+// store is PostgreSQL, the one replicas share: every replica then counts
+// every replica's calls per window. An SQLite store is one process's.
+func (e *Engine) quotaWindows(file *config.File) quota.Windows {
+	if e.store == nil || file.Store == nil || file.Store.Driver != store.Postgres {
+		return nil
+	}
+	e.sharesWindows = true
+	return storeWindows{e.store}
+}
+
+// storeWindows are quota.Windows in the store.
+type storeWindows struct{ s *store.Store }
+
+func (w storeWindows) Take(ctx context.Context, quota, key string, start, expires int64, limit int) (bool, error) {
+	return w.s.TakeWindow(ctx, quota, key, start, expires, limit)
+}
+
+func (w storeWindows) GiveBack(ctx context.Context, quota, key string, start int64) error {
+	return w.s.GiveBackWindow(ctx, quota, key, start)
+}

@@ -131,6 +131,11 @@ func (e *Engine) pollOnce(ctx context.Context, interval time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if e.sharesWindows {
+		if err := e.store.PruneWindows(ctx, time.Now()); err != nil {
+			return err
+		}
+	}
 	e.mu.Lock()
 	seen := e.storeRev
 	e.mu.Unlock()

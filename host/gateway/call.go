@@ -95,7 +95,7 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	var ticket *quota.Ticket
 	if l := h.quotas.Load(); l != nil { // nil without quotas: no lock, no allocation
 		var res mcp.Result
-		if ticket, res = h.takeQuota(l, c, tr); res != nil {
+		if ticket, res = h.takeQuota(ctx, l, c, tr); res != nil {
 			return res, nil
 		}
 		defer ticket.Release() // answered, failed, cancelled or timed out

@@ -74,6 +74,9 @@ type Options struct {
 	// authorization server's, for the operator who ran the command. Unset,
 	// the host's own logins link to its login page (loginpage.go).
 	Logins *upstream.Logins
+	// QuotaWindows, if set, shares the windows of quotas' calls with the
+	// other replicas (a store they share); nil counts in memory alone.
+	QuotaWindows quota.Windows
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -121,7 +124,9 @@ type Host struct {
 	reload         *ReloadStatus // the latest, for GET /status
 	// quotas counts calls against Config.Quotas (quota.go); nil, and no
 	// cost to a call, without any. Replaced by Reconfigure.
-	quotas atomic.Pointer[quota.Limiter]
+	quotas       atomic.Pointer[quota.Limiter]
+	quotaWindows quota.Windows // Options.QuotaWindows
+	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -151,6 +156,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		audit:        opts.Audit,
 		tracer:       opts.Tracer,
 		metrics:      opts.Metrics,
+		quotaWindows: opts.QuotaWindows,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
@@ -166,7 +172,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: listener.DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
 		Authn: h.authn.Load}
-	h.quotas.Store(quota.New(cfg.Quotas, nil))
+	h.quotas.Store(h.newLimiter(cfg.Quotas, nil))
 	h.views.init()
 	h.drain.init()
 	h.progressRoutes.init()

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,9 +18,9 @@ const QuotaMetaKey = "io.mcphost/quota"
 // answers it with the refusal: an isError result that names the quota, the
 // limit and when to retry. The caller counts by its identity; the call by
 // its server and the tool's name there.
-func (h *Host) takeQuota(l *quota.Limiter, c *toolCall, tr *callTrace) (*quota.Ticket, mcp.Result) {
+func (h *Host) takeQuota(ctx context.Context, l *quota.Limiter, c *toolCall, tr *callTrace) (*quota.Ticket, mcp.Result) {
 	who := quota.Who{Subject: c.caller.Subject, Method: c.caller.AuthMethod, Groups: c.caller.Groups}
-	t, r := l.Acquire(time.Now(), who, c.route.Server, c.route.Tool)
+	t, r := l.Acquire(ctx, time.Now(), who, c.route.Server, c.route.Tool)
 	if r == nil {
 		return t, nil
 	}
@@ -33,4 +34,24 @@ func (h *Host) takeQuota(l *quota.Limiter, c *toolCall, tr *callTrace) (*quota.T
 	res := errorResult("call to %s refused: %s", c.name, r.Message())
 	res.Meta = mcp.Meta{QuotaMetaKey: map[string]any{"quota": r.Quota, "limit": r.Kind, "retryAfter": r.RetrySeconds()}}
 	return nil, res
+}
+
+// newLimiter is the limiter of quotas, the next after prev, with windows
+// shared through Options.QuotaWindows when set.
+func (h *Host) newLimiter(quotas []quota.Quota, prev *quota.Limiter) *quota.Limiter {
+	if h.quotaWindows == nil {
+		return quota.New(quotas, prev)
+	}
+	return quota.NewShared(quotas, prev, h.quotaWindows, h.quotaShareFailed)
+}
+
+// quotaShareFailed logs that the shared windows failed, at most once a
+// minute: a store that is down fails every counted call.
+func (h *Host) quotaShareFailed(err error) {
+	now := time.Now().UnixNano()
+	last := h.quotaLogged.Load()
+	if now-last < int64(time.Minute) || !h.quotaLogged.CompareAndSwap(last, now) {
+		return
+	}
+	h.log.Warn("quota windows cannot be shared through the store; this replica counts alone until they can", "error", err)
 }

@@ -1,7 +1,9 @@
 package quota
 
 import (
+	"context"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"slices"
 	"sync"
@@ -45,6 +47,20 @@ func (r *Refusal) Message() string {
 
 func (r *Refusal) Error() string { return "quota: " + r.Message() }
 
+// Windows shares the counts of calls per window among replicas: a store
+// they all use. Its methods are called on the call's path, outside the
+// Limiter's lock.
+type Windows interface {
+	// Take counts one call in the window that starts at start (Unix
+	// nanoseconds) of quota (the quota's name and the digest of its
+	// definition) and key (the budget), if fewer than limit are counted
+	// there, and reports whether it did; the window may be forgotten
+	// after expires.
+	Take(ctx context.Context, quota, key string, start, expires int64, limit int) (bool, error)
+	// GiveBack takes one call back out of that window.
+	GiveBack(ctx context.Context, quota, key string, start int64) error
+}
+
 // Limiter counts calls against a set of quotas. It is safe for concurrent
 // use. A nil *Limiter has no quotas: Acquire lets everything through.
 type Limiter struct {
@@ -52,11 +68,17 @@ type Limiter struct {
 	// since a ticket taken under one may be released under the next.
 	mu    *sync.Mutex
 	rules []*rule
+	// shared, when set, holds the windows of calls as every replica
+	// counts them; the local counters still count this replica's calls,
+	// which decide alone when shared fails (onShareError is told).
+	shared       Windows
+	onShareError func(error)
 }
 
 // rule is one quota and its budgets.
 type rule struct {
 	q        Quota
+	id       string              // the quota's name and a digest of its definition, for shared windows
 	counters map[string]*counter // budget key (identity, or "" per quota) -> counter
 	sweepAt  int                 // sweep stale counters when there are this many
 }
@@ -76,10 +98,21 @@ const minSweep = 1024
 // of removed or changed quotas are dropped (calls in flight under them
 // release into the old counters). New returns nil for no quotas.
 func New(quotas []Quota, prev *Limiter) *Limiter {
+	return NewShared(quotas, prev, nil, nil)
+}
+
+// NewShared is New with windows shared through w (nil: not shared): a
+// call is let through only if w, too, has room for it in each window, and
+// a failure of w (told to onError, which may be nil) leaves the decision
+// to this replica's counts. Concurrent calls are counted per replica.
+func NewShared(quotas []Quota, prev *Limiter, w Windows, onError func(error)) *Limiter {
 	if len(quotas) == 0 {
 		return nil
 	}
-	l := &Limiter{mu: new(sync.Mutex)}
+	if onError == nil {
+		onError = func(error) {}
+	}
+	l := &Limiter{mu: new(sync.Mutex), shared: w, onShareError: onError}
 	var old map[string]*rule
 	if prev != nil {
 		l.mu = prev.mu
@@ -96,7 +129,9 @@ func New(quotas []Quota, prev *Limiter) *Limiter {
 			l.rules = append(l.rules, r)
 			continue
 		}
-		l.rules = append(l.rules, &rule{q: q, counters: map[string]*counter{}, sweepAt: minSweep})
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%#v", q)
+		l.rules = append(l.rules, &rule{q: q, id: fmt.Sprintf("%s:%x", q.Name, h.Sum64()), counters: map[string]*counter{}, sweepAt: minSweep})
 	}
 	return l
 }
@@ -120,12 +155,15 @@ func (l *Limiter) Quotas() []Quota {
 type Ticket struct {
 	l     *Limiter
 	taken []taken
+	rules []*rule // parallel to taken
 }
 
 type taken struct {
 	c          *counter
 	window     int64 // the window the call was counted in; -1 if not counted
 	concurrent bool
+	shared     string // the rule's id, when the call is counted in a shared window too
+	key        string
 }
 
 // matches reports whether q applies to who's call of tool at server.
@@ -167,8 +205,38 @@ func (r *rule) key(who *Who) string {
 // Acquire counts who's call of tool at server against every quota that
 // applies, or refuses it with the first quota whose limit it would pass;
 // a refused call counts in none. A call no quota applies to gets a nil
-// Ticket (whose methods do nothing), without taking the lock.
-func (l *Limiter) Acquire(now time.Time, who Who, server, tool string) (*Ticket, *Refusal) {
+// Ticket (whose methods do nothing), without taking the lock. ctx bounds
+// the shared windows' part.
+func (l *Limiter) Acquire(ctx context.Context, now time.Time, who Who, server, tool string) (*Ticket, *Refusal) {
+	t, r := l.acquireLocal(now, who, server, tool)
+	if t == nil || l.shared == nil {
+		return t, r
+	}
+	// The shared windows, in the quotas' order: the first without room
+	// refuses, and the windows taken before it are given back.
+	for i := range t.taken {
+		tk := &t.taken[i]
+		if tk.window < 0 {
+			continue
+		}
+		r := t.rules[i]
+		ok, err := l.shared.Take(ctx, r.id, tk.key, tk.window, tk.window+int64(r.q.Window), r.q.Calls)
+		if err != nil {
+			l.onShareError(err)
+			continue // this replica's count decides
+		}
+		if !ok {
+			end := tk.window + int64(r.q.Window)
+			t.Refund() // the local counts, and the shared windows taken before this one
+			t.Release()
+			return nil, &Refusal{Quota: r.q.Name, Kind: KindCalls, Limit: r.q.Describe(KindCalls), RetryAfter: time.Duration(end - now.UnixNano())}
+		}
+		tk.shared = r.id
+	}
+	return t, nil
+}
+
+func (l *Limiter) acquireLocal(now time.Time, who Who, server, tool string) (*Ticket, *Refusal) {
 	if l == nil {
 		return nil, nil
 	}
@@ -198,9 +266,15 @@ func (l *Limiter) Acquire(now time.Time, who Who, server, tool string) (*Ticket,
 		}
 	}
 	t := &Ticket{l: l, taken: make([]taken, len(apply))}
+	if l.shared != nil {
+		t.rules = slices.Clone(apply)
+	}
 	for i, r := range apply {
 		c := cs[i]
 		t.taken[i] = taken{c: c, window: -1, concurrent: r.q.Concurrent > 0}
+		if l.shared != nil {
+			t.taken[i].key = r.key(&who)
+		}
 		if r.q.Calls > 0 {
 			c.calls++
 			t.taken[i].window = c.window
@@ -260,19 +334,34 @@ func (t *Ticket) Release() {
 }
 
 // Refund takes the call back out of the windows it was counted in (if
-// they have not moved on since): a call that went no further than the
-// gateway counts in no window. It does not free slots: Release still must
-// be called.
+// they have not moved on since), shared ones too: a call that went no
+// further than the gateway counts in no window. It does not free slots:
+// Release still must be called.
 func (t *Ticket) Refund() {
 	if t == nil {
 		return
 	}
+	var giveBack []taken
 	t.l.mu.Lock()
-	defer t.l.mu.Unlock()
 	for i, tk := range t.taken {
 		if tk.window >= 0 && tk.c.window == tk.window && tk.c.calls > 0 {
 			tk.c.calls--
 		}
-		t.taken[i].window = -1
+		if tk.shared != "" {
+			giveBack = append(giveBack, tk)
+		}
+		t.taken[i].window, t.taken[i].shared = -1, ""
+	}
+	t.l.mu.Unlock()
+	if len(giveBack) == 0 {
+		return
+	}
+	// Not the call's context, which may be why it ended.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tk := range giveBack {
+		if err := t.l.shared.GiveBack(ctx, tk.shared, tk.key, tk.window); err != nil {
+			t.l.onShareError(err)
+		}
 	}
 }

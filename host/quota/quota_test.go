@@ -1,23 +1,27 @@
 package quota
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-var t0 = time.Unix(1_800_000_000, 0) // on a minute boundary
+var (
+	t0 = time.Unix(1_800_000_000, 0) // on a minute boundary
+	bg = context.Background()
+)
 
 func TestCallsPerWindow(t *testing.T) {
 	l := New([]Quota{{Name: "q", Calls: 2, Window: time.Minute}}, nil)
 	alice := Who{Subject: "alice", Method: "key"}
 	for i := range 2 {
-		if _, r := l.Acquire(t0.Add(time.Duration(i)*time.Second), alice, "s", "t"); r != nil {
+		if _, r := l.Acquire(bg, t0.Add(time.Duration(i)*time.Second), alice, "s", "t"); r != nil {
 			t.Fatalf("call %d refused: %v", i, r)
 		}
 	}
-	_, r := l.Acquire(t0.Add(45*time.Second), alice, "s", "t")
+	_, r := l.Acquire(bg, t0.Add(45*time.Second), alice, "s", "t")
 	if r == nil || r.Quota != "q" || r.Kind != KindCalls || r.RetrySeconds() != 15 {
 		t.Fatalf("third call: %+v, want refused by q's calls, retry in 15s", r)
 	}
@@ -25,10 +29,10 @@ func TestCallsPerWindow(t *testing.T) {
 		t.Errorf("message %q, want %q", r.Message(), want)
 	}
 	// Another identity has its own budget; the next window starts afresh.
-	if _, r := l.Acquire(t0.Add(45*time.Second), Who{Subject: "bob", Method: "key"}, "s", "t"); r != nil {
+	if _, r := l.Acquire(bg, t0.Add(45*time.Second), Who{Subject: "bob", Method: "key"}, "s", "t"); r != nil {
 		t.Errorf("bob refused: %v", r)
 	}
-	if _, r := l.Acquire(t0.Add(time.Minute), alice, "s", "t"); r != nil {
+	if _, r := l.Acquire(bg, t0.Add(time.Minute), alice, "s", "t"); r != nil {
 		t.Errorf("alice refused in the next window: %v", r)
 	}
 }
@@ -36,13 +40,13 @@ func TestCallsPerWindow(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	l := New([]Quota{{Name: "c", Concurrent: 2}}, nil)
 	who := Who{Subject: "alice"}
-	a, _ := l.Acquire(t0, who, "s", "t")
-	b, _ := l.Acquire(t0, who, "s", "t")
-	if _, r := l.Acquire(t0, who, "s", "t"); r == nil || r.Kind != KindConcurrent || !strings.Contains(r.Message(), "2 calls at once") {
+	a, _ := l.Acquire(bg, t0, who, "s", "t")
+	b, _ := l.Acquire(bg, t0, who, "s", "t")
+	if _, r := l.Acquire(bg, t0, who, "s", "t"); r == nil || r.Kind != KindConcurrent || !strings.Contains(r.Message(), "2 calls at once") {
 		t.Fatalf("third at once: %v, want refused by concurrent", r)
 	}
 	a.Release()
-	c, r := l.Acquire(t0, who, "s", "t")
+	c, r := l.Acquire(bg, t0, who, "s", "t")
 	if r != nil {
 		t.Fatalf("after a release: %v", r)
 	}
@@ -58,26 +62,26 @@ func TestRefusedAndRefundedCountNowhere(t *testing.T) {
 		{Name: "narrow", Calls: 1, Window: time.Minute, Tools: []string{"write*"}},
 	}, nil)
 	who := Who{Subject: "alice"}
-	if _, r := l.Acquire(t0, who, "s", "write_file"); r != nil {
+	if _, r := l.Acquire(bg, t0, who, "s", "write_file"); r != nil {
 		t.Fatal(r)
 	}
 	for range 5 {
-		if _, r := l.Acquire(t0, who, "s", "write_file"); r == nil || r.Quota != "narrow" {
+		if _, r := l.Acquire(bg, t0, who, "s", "write_file"); r == nil || r.Quota != "narrow" {
 			t.Fatalf("got %v, want refused by narrow", r)
 		}
 	}
-	tk, r := l.Acquire(t0, who, "s", "read_file")
+	tk, r := l.Acquire(bg, t0, who, "s", "read_file")
 	if r != nil {
 		t.Fatalf("read refused: %v (refusals were counted in wide)", r)
 	}
 	tk.Refund()
 	tk.Release()
 	for i := range 2 {
-		if _, r := l.Acquire(t0, who, "s", "read_file"); r != nil {
+		if _, r := l.Acquire(bg, t0, who, "s", "read_file"); r != nil {
 			t.Fatalf("read %d refused: %v (the refund did not give the call back)", i, r)
 		}
 	}
-	if _, r := l.Acquire(t0, who, "s", "read_file"); r == nil || r.Quota != "wide" {
+	if _, r := l.Acquire(bg, t0, who, "s", "read_file"); r == nil || r.Quota != "wide" {
 		t.Fatalf("got %v, want wide spent", r)
 	}
 }
@@ -125,15 +129,15 @@ func TestGlob(t *testing.T) {
 // without an identity share one per subject too.
 func TestPerQuotaAndAnonymous(t *testing.T) {
 	l := New([]Quota{{Name: "shared", Calls: 1, Window: time.Minute, Per: PerQuota, Groups: []string{"g"}}}, nil)
-	if _, r := l.Acquire(t0, Who{Subject: "a", Groups: []string{"g"}}, "s", "t"); r != nil {
+	if _, r := l.Acquire(bg, t0, Who{Subject: "a", Groups: []string{"g"}}, "s", "t"); r != nil {
 		t.Fatal(r)
 	}
-	if _, r := l.Acquire(t0, Who{Subject: "b", Groups: []string{"g"}}, "s", "t"); r == nil {
+	if _, r := l.Acquire(bg, t0, Who{Subject: "b", Groups: []string{"g"}}, "s", "t"); r == nil {
 		t.Fatal("b was not refused: the quota's budget is shared")
 	}
 	l = New([]Quota{{Name: "anon", Calls: 1, Window: time.Minute}}, nil)
-	l.Acquire(t0, Who{}, "s", "t")
-	if _, r := l.Acquire(t0, Who{}, "s", "t"); r == nil {
+	l.Acquire(bg, t0, Who{}, "s", "t")
+	if _, r := l.Acquire(bg, t0, Who{}, "s", "t"); r == nil {
 		t.Fatal("callers without an identity must share one budget")
 	}
 }
@@ -145,25 +149,25 @@ func TestNewCarriesOver(t *testing.T) {
 	b := Quota{Name: "b", Concurrent: 1}
 	l1 := New([]Quota{a, b}, nil)
 	who := Who{Subject: "alice"}
-	inflight, r := l1.Acquire(t0, who, "s", "t")
+	inflight, r := l1.Acquire(bg, t0, who, "s", "t")
 	if r != nil {
 		t.Fatal(r)
 	}
 	l2 := New([]Quota{b, a}, l1)
-	if _, r := l2.Acquire(t0, who, "s", "t"); r == nil {
+	if _, r := l2.Acquire(bg, t0, who, "s", "t"); r == nil {
 		t.Fatal("counters did not carry over a reload")
 	}
 	inflight.Release() // taken under l1, freed into the carried counters
 	a.Calls = 2
 	l3 := New([]Quota{a, b}, l2)
-	if _, r := l3.Acquire(t0, who, "s", "t"); r != nil {
+	if _, r := l3.Acquire(bg, t0, who, "s", "t"); r != nil {
 		t.Fatalf("after the release and a's change: %v", r)
 	}
 	if New(nil, l3) != nil {
 		t.Error("no quotas must be a nil Limiter")
 	}
 	var none *Limiter
-	if tk, r := none.Acquire(t0, who, "s", "t"); tk != nil || r != nil {
+	if tk, r := none.Acquire(bg, t0, who, "s", "t"); tk != nil || r != nil {
 		t.Error("a nil Limiter must let everything through")
 	}
 }
@@ -171,7 +175,7 @@ func TestNewCarriesOver(t *testing.T) {
 func TestSweep(t *testing.T) {
 	l := New([]Quota{{Name: "q", Calls: 1, Window: time.Minute}}, nil)
 	for i := range 3 * minSweep {
-		l.Acquire(t0.Add(time.Duration(i/minSweep)*time.Minute), Who{Subject: strings.Repeat("x", i%50) + string(rune('a'+i%26)) + time.Duration(i).String()}, "s", "t")
+		l.Acquire(bg, t0.Add(time.Duration(i/minSweep)*time.Minute), Who{Subject: strings.Repeat("x", i%50) + string(rune('a'+i%26)) + time.Duration(i).String()}, "s", "t")
 	}
 	if n := len(l.rules[0].counters); n > 2*minSweep {
 		t.Errorf("%d counters kept, want stale ones swept", n)
@@ -214,7 +218,7 @@ func TestConcurrentHammer(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 500 {
-				tk, r := l.Acquire(t0, Who{Subject: "a"}, "s", "t")
+				tk, r := l.Acquire(bg, t0, Who{Subject: "a"}, "s", "t")
 				if r != nil {
 					continue
 				}

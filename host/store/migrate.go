@@ -87,6 +87,18 @@ INSERT INTO mcphost_plugin_kv_size (plugin, bytes) SELECT plugin, SUM(size) FROM
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL
 );`,
+	// 8: the windows of quotas' calls, shared by replicas (quotas.go):
+	// per quota (its name and definition's digest), budget and window
+	// start (Unix nanoseconds), the calls counted; forgotten once expired.
+	8: `CREATE TABLE mcphost_quota_windows (
+	quota   TEXT NOT NULL,
+	k       TEXT NOT NULL,
+	win     BIGINT NOT NULL,
+	calls   BIGINT NOT NULL,
+	expires BIGINT NOT NULL,
+	PRIMARY KEY (quota, k, win)
+);
+CREATE INDEX mcphost_quota_windows_expires ON mcphost_quota_windows (expires);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcphost-project/mcphost/host/store"
 )
@@ -48,6 +50,59 @@ func TestQuotas(t *testing.T) {
 			}
 			if err := s.DeleteQuota(ctx, "q", 0); !errors.Is(err, store.ErrNoQuota) {
 				t.Errorf("second delete: %v", err)
+			}
+		})
+	}
+}
+
+// TestQuotaWindows: a window takes calls up to its limit, even from
+// writers racing for the last one; a call given back makes room; expired
+// windows are pruned.
+func TestQuotaWindows(t *testing.T) {
+	for name, o := range stores(t, nil) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t, o)
+			const start, expires = int64(1_800_000_000_000_000_000), int64(1_800_000_060_000_000_000)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			took := 0
+			for range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := s.TakeWindow(ctx, "q:1", "key:alice", start, expires, 5)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						mu.Lock()
+						took++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if took != 5 {
+				t.Fatalf("%d calls taken of a window of 5", took)
+			}
+			if ok, _ := s.TakeWindow(ctx, "q:1", "key:bob", start, expires, 5); !ok {
+				t.Error("another budget's window was full")
+			}
+			if err := s.GiveBackWindow(ctx, "q:1", "key:alice", start); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.TakeWindow(ctx, "q:1", "key:alice", start, expires, 5); !ok || err != nil {
+				t.Errorf("after a give-back: %v %v", ok, err)
+			}
+			if ok, _ := s.TakeWindow(ctx, "q:1", "key:alice", start, expires, 5); ok {
+				t.Error("a sixth call taken")
+			}
+			if err := s.PruneWindows(ctx, time.Unix(0, expires+1)); err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := s.TakeWindow(ctx, "q:1", "key:alice", start, expires, 1); !ok {
+				t.Error("the pruned window still counted")
 			}
 		})
 	}
