@@ -53,7 +53,9 @@ type Entry struct {
 	Decisions []decision.Decision `json:"decisions"`
 	// Outcome is how the call ended: host.CallOK, CallDenied, ... (the
 	// metrics' outcomes); "denied" for a listing.
-	Outcome       string  `json:"outcome"`
+	Outcome string `json:"outcome"`
+	// Quota names the quota that refused the call (outcome "quota").
+	Quota         string  `json:"quota,omitempty"`
 	DurationMs    float64 `json:"durationMs"`    // arrival to answer
 	UpstreamMs    float64 `json:"upstreamMs"`    // waiting on the server
 	PolicyMs      float64 `json:"policyMs"`      // in the tool_call and tool_result hooks

@@ -18,6 +18,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	var serverBlocks []*hcl.Block // parallel to file.Host.Servers
 	servers := newNameSet("server")
 	plugs := newNameSet("plugin")
+	quotas := newNameSet("quota")
+	var quotaRefs []quotaRef
 	for _, block := range content.Blocks {
 		switch block.Type {
 		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit", "traces":
@@ -56,6 +58,11 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			// A tool plugin is served as a server: it takes a server's name.
 			servers.add(d, block)
 			file.ToolPlugins = append(file.ToolPlugins, d.decodeToolsPlugin(block))
+		case "quota":
+			quotas.add(d, block)
+			q, refs := d.decodeQuota(block)
+			file.Host.Quotas = append(file.Host.Quotas, q)
+			quotaRefs = append(quotaRefs, refs...)
 		case "plugin":
 			plugs.add(d, block)
 			spec, refs := d.decodePlugin(block)
@@ -72,6 +79,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 				ref.plugin, ref.name, didYouMean(ref.name, servers.names))
 		}
 	}
+	d.checkQuotaServers(quotaRefs, servers)
 	d.checkServersWithHost(file, serverBlocks, singletons["listen"])
 	d.checkCallerRefs(file.Host.Listen.Auth)
 	d.checkAdmin(file, singletons["admin"])

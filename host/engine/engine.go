@@ -98,8 +98,11 @@ type Engine struct {
 	store     *store.Store
 	ownsStore bool
 	storeRev  int64
-	stopPoll  context.CancelFunc
-	polling   sync.WaitGroup
+	// sharesWindows is set when quotas count their windows in the store
+	// (quotaWindows); the poller then prunes the expired ones.
+	sharesWindows bool
+	stopPoll      context.CancelFunc
+	polling       sync.WaitGroup
 
 	// pins shares the builtin:pin plugins' pins through the store
 	// (pins.go); nil unless the store has a key. pinMu orders the writes
@@ -221,7 +224,7 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 	e.metrics = metrics.New()
 	e.host, err = gateway.New(cfg, &gateway.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
 		Policy: e.mgr, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
-		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer})
+		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer, QuotaWindows: e.quotaWindows(file)})
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,11 @@ func (e *Engine) mergedStore(ctx context.Context, file *config.File) (gateway.Co
 		}
 		e.log.Warn("a stored server is not served: its definition is refused", "server", sv.Name, "error", err)
 	}
+	qs, err := e.storedQuotas(ctx, file)
+	if err != nil {
+		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
+	}
+	cfg.Quotas = append(slices.Clip(file.Host.Quotas), qs...)
 	return cfg, rev, nil
 }
 
@@ -130,6 +135,11 @@ func (e *Engine) pollOnce(ctx context.Context, interval time.Duration) error {
 	rev, err := e.store.Revision(ctx)
 	if err != nil {
 		return err
+	}
+	if e.sharesWindows {
+		if err := e.store.PruneWindows(ctx, time.Now()); err != nil {
+			return err
+		}
 	}
 	e.mu.Lock()
 	seen := e.storeRev

@@ -67,6 +67,7 @@ func (h *Host) auditCall(tr *callTrace, start time.Time, caller abi.Caller, name
 		Tool:         tr.tool,
 		Decisions:    tr.decisions,
 		Outcome:      tr.outcome,
+		Quota:        tr.quota,
 		DurationMs:   audit.Millis(time.Since(start)),
 		UpstreamMs:   audit.Millis(tr.upstream),
 		PolicyMs:     audit.Millis(tr.policy),

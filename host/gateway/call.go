@@ -14,6 +14,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -91,7 +92,16 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	if c == nil {
 		return res, err
 	}
+	var ticket *quota.Ticket
+	if l := h.quotas.Load(); l != nil { // nil without quotas: no lock, no allocation
+		var res mcp.Result
+		if ticket, res = h.takeQuota(ctx, l, c, tr); res != nil {
+			return res, nil
+		}
+		defer ticket.Release() // answered, failed, cancelled or timed out
+	}
 	if res, err := h.admitCall(ctx, c, tr); res != nil || err != nil {
+		ticket.Refund() // it went no further: it counts in no window
 		return res, err
 	}
 	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -17,6 +18,9 @@ type Config struct {
 	Servers   []upstream.ServerConfig // in config order, which is also tools/list order
 	Tools     catalog.ToolsConfig     // also names prompts
 	Resources catalog.ResourcesConfig
+	// Quotas limit calls per identity (host/quota), checked in order;
+	// none costs a call nothing.
+	Quotas []quota.Quota
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.
@@ -67,6 +71,17 @@ func (c Config) Validate() error {
 			if err := checkExchangeIssuer(c.Listen, s.OAuth); err != nil {
 				errs = append(errs, fmt.Errorf("host: %s: oauth: %w", where, err))
 			}
+		}
+	}
+	seenQuota := make(map[string]bool, len(c.Quotas))
+	for i, q := range c.Quotas {
+		where := fmt.Sprintf("quota %d (%q)", i, q.Name)
+		if seenQuota[q.Name] {
+			errs = append(errs, fmt.Errorf("host: %s: duplicate quota name", where))
+		}
+		seenQuota[q.Name] = true
+		for _, p := range q.Check() {
+			errs = append(errs, fmt.Errorf("host: %s: %w", where, p))
 		}
 	}
 	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {

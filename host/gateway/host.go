@@ -26,6 +26,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -73,6 +74,9 @@ type Options struct {
 	// authorization server's, for the operator who ran the command. Unset,
 	// the host's own logins link to its login page (loginpage.go).
 	Logins *upstream.Logins
+	// QuotaWindows, if set, shares the windows of quotas' calls with the
+	// other replicas (a store they share); nil counts in memory alone.
+	QuotaWindows quota.Windows
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -118,6 +122,11 @@ type Host struct {
 	lists          listCache            // answers of the list hook
 	reloadMu       sync.Mutex
 	reload         *ReloadStatus // the latest, for GET /status
+	// quotas counts calls against Config.Quotas (quota.go); nil, and no
+	// cost to a call, without any. Replaced by Reconfigure.
+	quotas       atomic.Pointer[quota.Limiter]
+	quotaWindows quota.Windows // Options.QuotaWindows
+	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -147,6 +156,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		audit:        opts.Audit,
 		tracer:       opts.Tracer,
 		metrics:      opts.Metrics,
+		quotaWindows: opts.QuotaWindows,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
@@ -162,6 +172,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: listener.DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
 		Authn: h.authn.Load}
+	h.quotas.Store(h.newLimiter(cfg.Quotas, nil))
 	h.views.init()
 	h.drain.init()
 	h.progressRoutes.init()

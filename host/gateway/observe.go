@@ -22,6 +22,7 @@ const (
 	CallAnswered      = "answered"       // a policy answered in the tool's place (respond)
 	CallUnknown       = "unknown_tool"   // no tool of that name for the caller
 	CallInvalid       = "invalid"        // the request itself was refused (bad arguments, closed host)
+	CallQuota         = "quota"          // a quota refused the call (Config.Quotas)
 )
 
 // Observer hears what the host does, for metrics. Its methods run on the
@@ -44,6 +45,13 @@ type CatalogObserver interface {
 	CatalogChanged(tools []abi.Tool)
 }
 
+// QuotaObserver is an Observer told of every call a quota refuses, by the
+// quota's name and the kind of limit (quota.KindCalls or
+// quota.KindConcurrent).
+type QuotaObserver interface {
+	QuotaRefused(quota, kind string)
+}
+
 // CallTimes says where a call's time went.
 type CallTimes struct {
 	Total    time.Duration // from arrival in the host to the answer
@@ -55,7 +63,8 @@ type CallTimes struct {
 // call. A call with neither has none (nil), and pays nothing for it.
 type callTrace struct {
 	server, tool string
-	hidden       bool // server and tool name a tool the caller's listing does not show
+	hidden       bool   // server and tool name a tool the caller's listing does not show
+	quota        string // the quota that refused the call (outcome CallQuota)
 	outcome      string
 	upstream     time.Duration
 	policy       time.Duration

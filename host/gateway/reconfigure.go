@@ -104,7 +104,10 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		}
 	}
 	h.upstreams, h.byName = next, byName
-	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources = cfg.Servers, cfg.Tools, cfg.Resources
+	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas
+	// Counters of unchanged quotas carry over; calls in flight release
+	// their slots into the counters they took them from.
+	h.quotas.Store(h.newLimiter(cfg.Quotas, h.quotas.Load()))
 	h.cfg.Listen.Auth, h.cfg.Listen.AuthToken = cfg.Listen.Auth, cfg.Listen.AuthToken
 	h.authn.Store(authn) // keys and OAuth settings take effect now; sessions of identities no longer accepted get 401
 	if swapPolicy != nil {

@@ -60,6 +60,7 @@ type Metrics struct {
 	policy   *prometheus.HistogramVec
 	builds   *prometheus.CounterVec
 	buildDur prometheus.Histogram
+	quotas   *prometheus.CounterVec
 }
 
 // Buckets of the call latency histograms, in seconds: a gateway hop is
@@ -72,7 +73,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcphost_tool_calls_total",
-			Help: "tools/call requests answered, by server, tool and outcome (ok, tool_error, upstream_error, timeout, denied, answered, unknown_tool, invalid).",
+			Help: "tools/call requests answered, by server, tool and outcome (ok, tool_error, upstream_error, timeout, denied, answered, unknown_tool, invalid, quota).",
 		}, []string{"server", "tool", "outcome"}),
 		total: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcphost_tool_call_duration_seconds",
@@ -99,7 +100,11 @@ func New() *Metrics {
 		Help:    "Time to compute a caller's tool listing through the policies.",
 		Buckets: buckets,
 	})
-	m.reg.MustRegister(m.calls, m.total, m.upstream, m.policy, m.builds, m.buildDur,
+	m.quotas = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcphost_quota_refusals_total",
+		Help: "tools/call requests a quota refused, by quota and kind of limit (calls, concurrent).",
+	}, []string{"quota", "kind"})
+	m.reg.MustRegister(m.calls, m.total, m.upstream, m.policy, m.builds, m.buildDur, m.quotas,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -121,6 +126,11 @@ func (m *Metrics) ToolCall(server, tool, outcome string, t gateway.CallTimes) {
 	if t.Policy > 0 {
 		m.policy.WithLabelValues(server).Observe(t.Policy.Seconds())
 	}
+}
+
+// QuotaRefused implements gateway.QuotaObserver.
+func (m *Metrics) QuotaRefused(quota, kind string) {
+	m.quotas.WithLabelValues(quota, kind).Inc()
 }
 
 // toolKey is one tool's labels.
@@ -304,3 +314,5 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+var _ gateway.QuotaObserver = (*Metrics)(nil)

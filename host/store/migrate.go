@@ -99,6 +99,28 @@ CREATE TABLE mcphost_user_keys (
 );
 CREATE INDEX mcphost_user_keys_subject ON mcphost_user_keys (subject);
 INSERT INTO mcphost_revision (id, revision) VALUES (3, 0);`,
+	// 8: quotas added through the admin API (quotas.go), beside the
+	// config file's; their changes bump row 1 of mcphost_revision, as the
+	// servers' do, so that replicas follow them by the same poll.
+	8: `CREATE TABLE mcphost_quotas (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL
+);`,
+	// 9: the windows of quotas' calls, shared by replicas (quotas.go):
+	// per quota (its name and definition's digest), budget and window
+	// start (Unix nanoseconds), the calls counted; forgotten once expired.
+	9: `CREATE TABLE mcphost_quota_windows (
+	quota   TEXT NOT NULL,
+	k       TEXT NOT NULL,
+	win     BIGINT NOT NULL,
+	calls   BIGINT NOT NULL,
+	expires BIGINT NOT NULL,
+	PRIMARY KEY (quota, k, win)
+);
+CREATE INDEX mcphost_quota_windows_expires ON mcphost_quota_windows (expires);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

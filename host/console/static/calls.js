@@ -5,7 +5,7 @@
 // the page says so.
 'use strict';
 
-const outcomes = ['ok', 'tool_error', 'upstream_error', 'timeout', 'denied', 'answered', 'unknown_tool', 'invalid'];
+const outcomes = ['ok', 'tool_error', 'upstream_error', 'timeout', 'denied', 'answered', 'unknown_tool', 'invalid', 'quota'];
 
 pages.calls = async (main) => {
   const f = {
@@ -100,7 +100,8 @@ function callRows(e, open) {
     h('td', {}, tag(e.outcome, 'o-' + e.outcome)),
     h('td', {},
       h('div', {class: 'chips'}, ds.filter(d => d.action !== 'unchanged').map(decisionChip)),
-      deciding && deciding.reason && h('div', {class: 'sub'}, deciding.reason)),
+      deciding && deciding.reason && h('div', {class: 'sub'}, deciding.reason),
+      e.quota && h('div', {class: 'sub'}, 'refused by quota ' + e.quota)),
     h('td', {class: 'num'}, ms(e.durationMs)));
   if (!isOpen) return [row];
   return [row, h('tr', {class: 'detail'}, h('td', {colspan: 6}, callDetail(e)))];
