@@ -154,7 +154,10 @@ func traverserName(t hcl.Traverser) (string, bool) {
 // attribute that callers can have: one of a key's attributes, or one
 // that listen.auth.oauth maps from a claim. Without listen.auth no caller
 // has an identity, and no caller template can be filled in.
-func (d *decoder) checkCallerRefs(a *auth.Config) {
+//
+// With a store, users added at run time (/v1/users) may have attributes
+// the file does not name: an unknown one is then a warning.
+func (d *decoder) checkCallerRefs(a *auth.Config, runtimeUsers bool) {
 	if len(d.callerServers) > 0 && a == nil {
 		for _, s := range slices.Sorted(maps.Keys(d.callerServers)) {
 			d.errorf(d.callerServers[s], "Caller values without callers",
@@ -181,6 +184,11 @@ func (d *decoder) checkCallerRefs(a *auth.Config) {
 			hint := " No caller has attributes: give keys attributes = { ... } or map claims with listen.auth.oauth attributes."
 			if len(names) > 0 {
 				hint = fmt.Sprintf("%s Callers have %s.", didYouMean(r.name, names), strings.Join(names, ", "))
+			}
+			if runtimeUsers {
+				d.warnf(r.rng, "Unknown caller attribute",
+					"Server %q reads caller.attributes.%s, which no caller of the file has.%s Users added at run time (mcphost users) may have it; a caller without it is refused.", r.server, r.name, hint)
+				continue
 			}
 			d.errorf(r.rng, "Unknown caller attribute",
 				"Server %q reads caller.attributes.%s, which no caller has.%s", r.server, r.name, hint)

@@ -137,3 +137,26 @@ func TestCallerTemplateErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerAttributeOfRuntimeUsers: with a store, users added at run time
+// may have attributes the file does not name, so reading one is a warning
+// there, not an error.
+func TestCallerAttributeOfRuntimeUsers(t *testing.T) {
+	f, diags := Parse([]byte(callerKeys+`store {
+  sqlite = "state.db"
+}
+server "m" {
+  command = "x"
+  env     = { T = caller.attributes.region }
+}`), "t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	var warned bool
+	for _, d := range diags.List {
+		warned = warned || d.Summary == "Unknown caller attribute"
+	}
+	if !warned || f.Host.Servers[0].Caller == nil {
+		t.Errorf("warned %v, template %v", warned, f.Host.Servers[0].Caller)
+	}
+}
