@@ -189,6 +189,7 @@ func TestUserBadInput(t *testing.T) {
 		{`{"subject":"a"} {}`, http.StatusBadRequest, ""},
 		{`{"subject":""}`, http.StatusUnprocessableEntity, "subject"},
 		{`{"subject":"a/b"}`, http.StatusUnprocessableEntity, "subject"},
+		{`{"subject":".."}`, http.StatusUnprocessableEntity, "subject"},
 		{`{"subject":" a"}`, http.StatusUnprocessableEntity, "subject"},
 		{`{"subject":"a","groups":["x","x"]}`, http.StatusUnprocessableEntity, "groups[1]"},
 		{`{"subject":"a","groups":[""]}`, http.StatusUnprocessableEntity, "groups[0]"},

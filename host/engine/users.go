@@ -442,6 +442,10 @@ func checkUser(u UserSpec) error {
 		return &UserError{Field: "subject", Detail: fmt.Sprintf("longer than %d bytes", maxSubject)}
 	case strings.ContainsAny(u.Subject, "/?#%"):
 		return &UserError{Field: "subject", Detail: `must not contain "/", "?", "#" or "%" (it is a path segment of /v1/users/{subject})`}
+	case u.Subject == "." || u.Subject == "..":
+		// A server's settings may use the subject as a file or directory
+		// name (caller templates): these two would name another.
+		return &UserError{Field: "subject", Detail: `must not be "." or ".." (a server's settings may use it as a file name)`}
 	}
 	if err := checkText("subject", u.Subject, false); err != nil {
 		return err
