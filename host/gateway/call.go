@@ -146,7 +146,7 @@ func (h *Host) admitCall(ctx context.Context, c *toolCall, tr *callTrace) (mcp.R
 		if err != nil {
 			h.log.Debug("policy failed on a call", "tool", c.name, "error", err)
 			tr.set(CallDenied)
-			return errorResult("call to %s refused: %s", c.name, wire.PolicyMessage(err)), nil
+			return wire.ToolError("call to %s refused: %s", c.name, wire.PolicyMessage(err)), nil
 		}
 		switch d.Action {
 		case abi.ActionAllow, "":
@@ -155,14 +155,14 @@ func (h *Host) admitCall(ctx context.Context, c *toolCall, tr *callTrace) (mcp.R
 			return h.denied(c.name, d)
 		case abi.ActionRewrite:
 			if err := upstream.CheckArguments(d.Arguments); err != nil {
-				return errorResult("call to %s refused: the policy's rewritten arguments are not valid UTF-8", c.name), nil
+				return wire.ToolError("call to %s refused: the policy's rewritten arguments are not valid UTF-8", c.name), nil
 			}
 			c.args = d.Arguments
 		case abi.ActionRespond:
 			tr.set(CallAnswered)
-			return fromABIResult(d.Result)
+			return wire.FromABIResult(d.Result)
 		default:
-			return errorResult("call to %s refused: policy returned unknown action %s", c.name, wire.CleanText(strconv.Quote(d.Action))), nil
+			return wire.ToolError("call to %s refused: policy returned unknown action %s", c.name, wire.CleanText(strconv.Quote(d.Action))), nil
 		}
 	}
 	// A reload swaps servers and policies together (Reconfigure): a call
@@ -170,7 +170,7 @@ func (h *Host) admitCall(ctx context.Context, c *toolCall, tr *callTrace) (mcp.R
 	// been admitted by the new policies, which do not cover that server.
 	if h.upstreamNamed(c.route.Server) != c.u {
 		tr.set(CallInvalid)
-		return errorResult("call to %s refused: the config was reloaded during the call; call again", c.name), nil
+		return wire.ToolError("call to %s refused: the config was reloaded during the call; call again", c.name), nil
 	}
 	return nil, nil
 }
@@ -299,13 +299,13 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 	in := &abi.ToolResultInput{Caller: c.caller, Name: c.name, Server: c.route.Server, Tool: c.route.Tool, Arguments: c.args, Annotations: c.annotations}
 	var err error
 	if asSent {
-		in.Result, err = rawABIResult(up.raw)
+		in.Result, err = wire.RawABIResult(up.raw)
 	} else {
-		in.Result, err = toABIResult(up.typed)
+		in.Result, err = wire.ABIResult(up.typed)
 	}
 	if err != nil {
 		tr.set(CallDenied)
-		return errorResult("result of %s could not be passed to policies: %v", c.name, err), nil
+		return wire.ToolError("result of %s could not be passed to policies: %v", c.name, err), nil
 	}
 	t0 := tr.now()
 	out, err := h.toolResultPolicy(ctx, in, tr)
@@ -313,12 +313,12 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 	if err != nil {
 		h.log.Debug("policy failed on a result", "tool", c.name, "error", err)
 		tr.set(CallDenied)
-		return errorResult("result of %s withheld by policy: %s", c.name, wire.PolicyMessage(err)), nil
+		return wire.ToolError("result of %s withheld by policy: %s", c.name, wire.PolicyMessage(err)), nil
 	}
 	if asSent && out == in.Result {
 		return &rawToolResult{raw: up.raw}, nil // unchanged (Policy.ToolResult)
 	}
-	return fromABIResult(out)
+	return wire.FromABIResult(out)
 }
 
 // upstreamErrorResult turns a failed upstream call into a tool error that
@@ -330,23 +330,19 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 	case errors.As(err, &need):
 		// Not errorText, which hides URL queries, nor cleanText, which
 		// cuts long lines: the link, whole, is the point.
-		return errorResult("%s", need.Error())
+		return wire.ToolError("%s", need.Error())
 	case errors.As(err, &xf):
 		// mcphost's own words and the issuer's (without secrets): the
 		// masking of errorText would take half of them for credentials.
-		return errorResult("%s", wire.CleanText(xf.Error()))
+		return wire.ToolError("%s", wire.CleanText(xf.Error()))
 	case errors.Is(err, ErrShuttingDown):
-		return errorResult("server %q: call cancelled: %v", server, err)
+		return wire.ToolError("server %q: call cancelled: %v", server, err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return errorResult("server %q: call timed out after %s", server, timeout)
+		return wire.ToolError("server %q: call timed out after %s", server, timeout)
 	case errors.Is(err, context.Canceled):
-		return errorResult("server %q: call cancelled", server)
+		return wire.ToolError("server %q: call cancelled", server)
 	case closedUnder(err):
-		return errorResult("server %q: connection closed during the call: %s", server, wire.ErrorText(err))
+		return wire.ToolError("server %q: connection closed during the call: %s", server, wire.ErrorText(err))
 	}
-	return errorResult("server %q: %s", server, wire.ErrorText(err))
-}
-
-func errorResult(format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+	return wire.ToolError("server %q: %s", server, wire.ErrorText(err))
 }

@@ -108,7 +108,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 		msg.Result = raw
 	} else if err != nil {
 		msg.Error = callError(err) // a recovered panic's, or answerToolCall's as it is
-	} else if msg.Result, err = encodeJSON(res); err != nil {
+	} else if msg.Result, err = wire.EncodeJSON(res); err != nil {
 		msg.Result, msg.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result: " + err.Error()}
 	}
 	out, err := jsonrpc.EncodeMessage(msg)

@@ -43,7 +43,7 @@ func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, nam
 	if !h.wantsMethod(abi.HookRequest, method) {
 		return nil
 	}
-	raw, err := encodeJSON(params)
+	raw, err := wire.EncodeJSON(params)
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: %v", method, err)}
 	}
@@ -68,7 +68,7 @@ func governMessage[T any](ctx context.Context, h *Host, caller abi.Caller, metho
 	if v == nil || !h.wantsMethod(abi.HookMessage, method) {
 		return v, nil
 	}
-	raw, err := encodeJSON(v)
+	raw, err := wire.EncodeJSON(v)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func governList[T any](ctx context.Context, h *Host, caller abi.Caller, method s
 func runList[T any](ctx context.Context, h *Host, caller abi.Caller, method string, all []*T, server func(*T) string, key func(*T) string, restore func(*T, string)) ([]*T, error) {
 	items := make([]abi.Item, 0, len(all))
 	for _, v := range all {
-		raw, err := encodeJSON(v)
+		raw, err := wire.EncodeJSON(v)
 		if err != nil {
 			return nil, err
 		}

@@ -82,7 +82,7 @@ func (h *Host) denied(name string, d *abi.CallDecision) (mcp.Result, error) {
 	if reason == "" {
 		reason = "denied by policy"
 	}
-	return errorResult("call to %s denied: %s", name, wire.CleanText(reason)), nil
+	return wire.ToolError("call to %s denied: %s", name, wire.CleanText(reason)), nil
 }
 
 // notListedYet answers a call of a name that no catalog tool has. Under
@@ -141,5 +141,5 @@ func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string,
 	}
 	// Not the server's error, which may hold what only operators should
 	// read: they have it in mcphost status.
-	return errorResult("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.Config.Name, why), nil
+	return wire.ToolError("call to %s refused: server %q has not listed its tools yet: it %s (an operator sees why in mcphost status)", name, u.Config.Name, why), nil
 }

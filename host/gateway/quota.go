@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/quota"
 )
 
@@ -31,7 +32,7 @@ func (h *Host) takeQuota(ctx context.Context, l *quota.Limiter, c *toolCall, tr 
 		o.QuotaRefused(r.Quota, r.Kind)
 	}
 	h.log.Debug("quota refused a call", "tool", c.name, "quota", r.Quota, "limit", r.Kind)
-	res := errorResult("call to %s refused: %s", c.name, r.Message())
+	res := wire.ToolError("call to %s refused: %s", c.name, r.Message())
 	res.Meta = mcp.Meta{QuotaMetaKey: map[string]any{"quota": r.Quota, "limit": r.Kind, "retryAfter": r.RetrySeconds()}}
 	return nil, res
 }

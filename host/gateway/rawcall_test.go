@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -274,7 +275,7 @@ func TestRawCallsThroughResultPolicies(t *testing.T) {
 // do: a "Content" no client shows must not stand in for the "content" one
 // does.
 func TestRawABIResultMatchesNamesExactly(t *testing.T) {
-	res, err := rawABIResult(json.RawMessage(`{"content":[{"type":"text","text":"shown"}],"Content":[{"type":"text","text":"decoy"}]}`))
+	res, err := wire.RawABIResult(json.RawMessage(`{"content":[{"type":"text","text":"shown"}],"Content":[{"type":"text","text":"decoy"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func FuzzPoliciesSeeAll(f *testing.F) {
 		if upstream.CheckToolResult(raw) != nil || !upstream.PoliciesSeeAll(raw) {
 			return
 		}
-		seen, err := rawABIResult(raw)
+		seen, err := wire.RawABIResult(raw)
 		if err != nil {
 			t.Fatalf("%q: policies cannot read it: %v", raw, err)
 		}

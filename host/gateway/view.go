@@ -266,7 +266,7 @@ func newView(cat *catalog.Catalog, tools []abi.Tool) (*view, error) {
 			return nil, fmt.Errorf("tool name %q is used twice", t.Name)
 		}
 		v.routes[t.Name] = r
-		v.result.Tools = append(v.result.Tools, toMCPTool(t))
+		v.result.Tools = append(v.result.Tools, wire.MCPTool(t))
 	}
 	return v, nil
 }

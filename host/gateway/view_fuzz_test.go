@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // Plugin output reaches the host as abi values decoded from guest JSON; the
@@ -24,7 +25,7 @@ func FuzzPolicyOutputToMCP(f *testing.F) {
 	f.Fuzz(func(t *testing.T, result, list []byte) {
 		var res abi.CallToolResult
 		if json.Unmarshal(result, &res) == nil {
-			out, err := fromABIResult(&res)
+			out, err := wire.FromABIResult(&res)
 			if err != nil || out == nil {
 				t.Fatalf("fromABIResult must answer with a result, got %v, %v", out, err)
 			}

@@ -1,8 +1,9 @@
-package gateway
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
@@ -14,8 +15,8 @@ import (
 // see: tools both ways, and tool results both ways (a result read straight
 // from an upstream's bytes, too).
 
-// toABIResult converts an MCP result to the form policies see.
-func toABIResult(res *mcp.CallToolResult) (*abi.CallToolResult, error) {
+// ABIResult converts an MCP result to the form policies see.
+func ABIResult(res *mcp.CallToolResult) (*abi.CallToolResult, error) {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
@@ -27,11 +28,11 @@ func toABIResult(res *mcp.CallToolResult) (*abi.CallToolResult, error) {
 	return &out, nil
 }
 
-// rawABIResult reads a result an upstream sent (checked by
-// checkToolResult) straight into the policies' form. Member names match
+// RawABIResult reads a result an upstream sent (checked by
+// upstream.CheckToolResult) straight into the policies' form. Member names match
 // exactly, as clients read them: a policy must not judge a "Content" that
 // no client shows while the "content" it shows goes out unexamined.
-func rawABIResult(raw json.RawMessage) (*abi.CallToolResult, error) {
+func RawABIResult(raw json.RawMessage) (*abi.CallToolResult, error) {
 	var out abi.CallToolResult
 	if _, err := segjson.Parse(raw, &out, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return nil, err
@@ -42,27 +43,27 @@ func rawABIResult(raw json.RawMessage) (*abi.CallToolResult, error) {
 	return &out, nil
 }
 
-// fromABIResult converts a policy's result back to MCP.
-func fromABIResult(res *abi.CallToolResult) (*mcp.CallToolResult, error) {
+// FromABIResult converts a policy's result back to MCP.
+func FromABIResult(res *abi.CallToolResult) (*mcp.CallToolResult, error) {
 	if res == nil {
-		return errorResult("policy returned no result"), nil
+		return ToolError("policy returned no result"), nil
 	}
 	if res.Content == nil {
 		res.Content = []abi.Content{}
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return errorResult("policy result could not be encoded: %v", err), nil
+		return ToolError("policy result could not be encoded: %v", err), nil
 	}
 	var out mcp.CallToolResult
 	if err := json.Unmarshal(b, &out); err != nil {
-		return errorResult("policy result is not a valid MCP result: %v", err), nil
+		return ToolError("policy result is not a valid MCP result: %v", err), nil
 	}
 	return &out, nil
 }
 
-// toMCPTool is the inverse of toABITool, for answering tools/list.
-func toMCPTool(t *abi.Tool) *mcp.Tool {
+// MCPTool is the inverse of the catalog's toABITool, for answering tools/list.
+func MCPTool(t *abi.Tool) *mcp.Tool {
 	out := &mcp.Tool{
 		Name:        t.Name,
 		Title:       t.Title,
@@ -98,10 +99,10 @@ func toMCPTool(t *abi.Tool) *mcp.Tool {
 	return out
 }
 
-// encodeJSON encodes v as the go-sdk does, without HTML escaping, so that
+// EncodeJSON encodes v as the go-sdk does, without HTML escaping, so that
 // text appears as written (keyword hints search it) and cached bytes match
 // what the go-sdk would send.
-func encodeJSON(v any) ([]byte, error) {
+func EncodeJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -109,4 +110,10 @@ func encodeJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// ToolError is a tool's failure as its client is told it: an isError
+// result with the text, as MCP asks for tool-level failures.
+func ToolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
