@@ -35,6 +35,16 @@ type adminClient struct {
 }
 
 // prefix starts the client's messages: "mcphost servers".
+// decodeAnswer decodes an answer of the admin API into v. An answer that
+// is not what it should be (what) is said on stderr, and exits 1.
+func (c *adminClient) decodeAnswer(data []byte, v any, what string) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		fmt.Fprintf(c.stderr, "%s: the admin API answered what is not %s: %v\n", c.prefix(), what, err)
+		return exitError(1)
+	}
+	return nil
+}
+
 func (c *adminClient) prefix() string {
 	if c.command == "" {
 		return "mcphost servers"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -267,9 +266,8 @@ func (c *adminClient) list(ctx context.Context) error {
 	var doc struct {
 		Servers []engine.ServerInfo `json:"servers"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost servers: the admin API answered what is not a list of servers: %v\n", err)
-		return exitError(1)
+	if err := c.decodeAnswer(data, &doc, "a list of servers"); err != nil {
+		return err
 	}
 	if len(doc.Servers) == 0 {
 		fmt.Fprintln(c.stdout, "no servers")
@@ -403,9 +401,8 @@ func (c *adminClient) action(ctx context.Context, name, verb string) error {
 // --json, else the line that line makes of it.
 func (c *adminClient) printServer(data []byte, line func(engine.ServerInfo) string) error {
 	var info engine.ServerInfo
-	if err := json.Unmarshal(data, &info); err != nil {
-		fmt.Fprintf(c.stderr, "%s: the admin API answered what is not a server: %v\n", c.prefix(), err)
-		return exitError(1)
+	if err := c.decodeAnswer(data, &info, "a server"); err != nil {
+		return err
 	}
 	if c.asJSON {
 		if err := c.printJSON(data); err != nil {

@@ -25,9 +25,8 @@ func (c *adminClient) test(ctx context.Context, spec config.ServerSpec) error {
 		return err
 	}
 	var res upstream.ProbeResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost servers: the admin API answered what is not a test result: %v\n", err)
-		return exitError(1)
+	if err := c.decodeAnswer(data, &res, "a test result"); err != nil {
+		return err
 	}
 	if c.asJSON {
 		if err := c.printJSON(data); err != nil {

@@ -214,9 +214,8 @@ func (c *adminClient) listUsers(ctx context.Context) error {
 	var doc struct {
 		Users []engine.UserInfo `json:"users"`
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost users: the admin API answered what is not a list of users: %v\n", err)
-		return exitError(1)
+	if err := c.decodeAnswer(data, &doc, "a list of users"); err != nil {
+		return err
 	}
 	if len(doc.Users) == 0 {
 		fmt.Fprintln(c.stdout, "no users")
@@ -300,9 +299,8 @@ func (c *adminClient) userChanged(data []byte, err error) error {
 		return c.printJSON(data)
 	}
 	var u engine.UserInfo
-	if err := json.Unmarshal(data, &u); err != nil {
-		fmt.Fprintf(c.stderr, "mcphost users: the admin API answered what is not a user: %v\n", err)
-		return exitError(1)
+	if err := c.decodeAnswer(data, &u, "a user"); err != nil {
+		return err
 	}
 	state := "enabled"
 	if u.Disabled {
