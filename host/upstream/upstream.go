@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -558,41 +559,37 @@ func listFeatures(ctx context.Context, server string, cs *mcp.ClientSession) (Se
 	}
 	// A server that does not implement one of these lists (-32601) has
 	// none of it; the others still count.
+	var err error
 	if caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if wire.MethodNotFound(err) {
-				f.Prompts = nil
-				break
-			}
-			if err != nil {
-				return f, fmt.Errorf("listing prompts: %w", err)
-			}
-			f.Prompts = append(f.Prompts, p)
+		if f.Prompts, err = listAll(cs.Prompts(ctx, nil), "prompts"); err != nil {
+			return f, err
 		}
 	}
 	if caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if wire.MethodNotFound(err) {
-				f.Resources = nil
-				break
-			}
-			if err != nil {
-				return f, fmt.Errorf("listing resources: %w", err)
-			}
-			f.Resources = append(f.Resources, r)
+		if f.Resources, err = listAll(cs.Resources(ctx, nil), "resources"); err != nil {
+			return f, err
 		}
-		for t, err := range cs.ResourceTemplates(ctx, nil) {
-			if wire.MethodNotFound(err) {
-				f.Templates = nil
-				break
-			}
-			if err != nil {
-				return f, fmt.Errorf("listing resource templates: %w", err)
-			}
-			f.Templates = append(f.Templates, t)
+		if f.Templates, err = listAll(cs.ResourceTemplates(ctx, nil), "resource templates"); err != nil {
+			return f, err
 		}
 	}
 	return f, nil
+}
+
+// listAll collects a list a server pages through; one the server does not
+// implement (-32601) is empty, not an error.
+func listAll[T any](items iter.Seq2[T, error], what string) ([]T, error) {
+	var out []T
+	for item, err := range items {
+		if wire.MethodNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("listing %s: %w", what, err)
+		}
+		out = append(out, item)
+	}
+	return out, nil
 }
 
 // stderrTail is what a stdio server last wrote to stderr, masked, which
@@ -781,9 +778,7 @@ func (u *Server) Release() {
 
 // refreshTools re-lists tools after an upstream's list_changed notification.
 func (u *Server) refreshTools() {
-	u.mu.Lock()
-	cs := u.sess
-	u.mu.Unlock()
+	cs := u.LiveSession()
 	if cs == nil {
 		return
 	}
@@ -802,9 +797,7 @@ func (u *Server) refreshTools() {
 
 // refreshFeatures re-lists prompts and resources after a list_changed notification.
 func (u *Server) refreshFeatures() {
-	u.mu.Lock()
-	cs := u.sess
-	u.mu.Unlock()
+	cs := u.LiveSession()
 	if cs == nil {
 		return
 	}
