@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
@@ -53,35 +52,14 @@ server "memory" {
 `)
 	addr := testproc.FreeAddr(t)
 	logs := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr, "--log-level", "debug").logs
-	ctx := context.Background()
-	connect := func(token string) *mcp.ClientSession {
-		t.Helper()
-		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "caller-templates"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
+	connect := func(key string) *mcp.ClientSession { return connectKey(t, addr, key, nil) }
 	call := func(cs *mcp.ClientSession, tool, text string) (string, bool) {
 		t.Helper()
 		var args any
 		if text != "" {
 			args = map[string]any{"text": text}
 		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory__" + tool, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
+		return callText(t, cs, &mcp.CallToolParams{Name: "memory__" + tool, Arguments: args})
 	}
 	alice, bob := connect(aliceKey), connect(bobKey)
 

@@ -90,18 +90,7 @@ func TestTwoUsers(t *testing.T) {
 		}
 		return err == nil && resp.StatusCode == 200
 	})
-	connect := func(token string) *mcp.ClientSession {
-		t.Helper()
-		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "two-users"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
-	alice, bob := connect(aliceKey), connect(bobKey)
+	alice, bob := connectKey(t, addr, aliceKey, nil), connectKey(t, addr, bobKey, nil)
 	ctx := context.Background()
 	names := func(cs *mcp.ClientSession) []string {
 		res, err := cs.ListTools(ctx, nil)

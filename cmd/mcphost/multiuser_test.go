@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,33 +79,12 @@ func TestMultiUserGuide(t *testing.T) {
 		}
 		return added.Key.Key
 	}
-	ctx := context.Background()
-	connect := func(key string) *mcp.ClientSession {
-		t.Helper()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "chat-app"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: "http://" + mcpAddr + "/mcp", HTTPClient: &http.Client{Transport: bearer{key, http.DefaultTransport}}},
-			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
+
+	connect := func(key string) *mcp.ClientSession { return connectKey(t, mcpAddr, key, nil) }
 	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
+		return callText(t, cs, &mcp.CallToolParams{Name: tool, Arguments: args})
 	}
-
 	alice := connect(addUser("alice", "staff"))
 	bob := connect(addUser("bob", "interns"))
 

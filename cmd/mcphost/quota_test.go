@@ -47,39 +47,18 @@ quota "one-sleep" {
 		return err == nil && resp.StatusCode == 200
 	})
 	inFlight := make(chan struct{}, 1)
-	connect := func(token string) *mcp.ClientSession {
-		t.Helper()
-		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-		opts := &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
-			select {
-			case inFlight <- struct{}{}:
-			default:
-			}
-		}}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "quotas"}, opts).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
+	opts := &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		select {
+		case inFlight <- struct{}{}:
+		default:
 		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
-	alice, alice2, bob := connect(aliceKey), connect(aliceKey), connect(bobKey)
-	ctx := context.Background()
+	}}
+	connect := func(token string) *mcp.ClientSession { return connectKey(t, addr, token, opts) }
 	call := func(cs *mcp.ClientSession, params *mcp.CallToolParams) (string, bool) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, params)
-		if err != nil {
-			t.Fatalf("%s: %v (a refusal must be a result, not a JSON-RPC error)", params.Name, err)
-		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
+		return callText(t, cs, params)
 	}
+	alice, alice2, bob := connect(aliceKey), connect(aliceKey), connect(bobKey)
 	echo := &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "hi"}}
 	for i := range 2 {
 		if out, isErr := call(alice, echo); isErr {

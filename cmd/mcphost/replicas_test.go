@@ -27,7 +27,9 @@ type replica struct {
 	configDir string
 }
 
-func startReplica(t *testing.T, storeBlock string) *replica {
+// startReplica is one `mcphost run` with the admin listener and the
+// store storeBlock, and the config blocks of extra.
+func startReplica(t *testing.T, storeBlock string, extra ...string) *replica {
 	t.Helper()
 	r := &replica{mcp: testproc.FreeAddr(t), api: testproc.FreeAddr(t)}
 	cfg := writeConfig(t, fmt.Sprintf(`
@@ -47,7 +49,7 @@ admin {
 store {
   %s
 }
-`, r.mcp, replicaKey, r.api, storeBlock))
+%s`, r.mcp, replicaKey, r.api, storeBlock, strings.Join(extra, "\n")))
 	r.proc = startMcphost(t, "http://"+r.api+"/openapi.json", 30*time.Second, "run", cfg)
 	return r
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/internal/pgtest"
-	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // startUserReplica is one `mcphost run` on the shared store, serving one
@@ -21,31 +20,11 @@ import (
 // wait for.
 func startUserReplica(t *testing.T, dsn string) *replica {
 	t.Helper()
-	r := &replica{mcp: testproc.FreeAddr(t), api: testproc.FreeAddr(t)}
-	cfg := writeConfig(t, fmt.Sprintf(`
-listen {
-  http = %q
-  auth {
-    key "op" {
-      value   = %q
-      subject = "operator"
-      groups  = ["admins"]
-    }
-  }
-}
-admin {
-  http = %q
-}
-store {
-  postgres = %q
-}
+	return startReplica(t, fmt.Sprintf("postgres = %q", dsn), `
 server "up" {
   command = "UPSTREAM"
   args    = ["-name", "up"]
-}
-`, r.mcp, replicaKey, r.api, dsn))
-	r.proc = startMcphost(t, "http://"+r.api+"/openapi.json", 30*time.Second, "run", cfg)
-	return r
+}`)
 }
 
 // usersCLI runs `mcphost users ARGS --json` against r and decodes its
