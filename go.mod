@@ -4,12 +4,13 @@ go 1.26.0
 
 require (
 	github.com/agext/levenshtein v1.2.1
-	github.com/extism/go-pdk v1.1.3
+	github.com/extism/go-pdk v1.1.3 // indirect
 	github.com/extism/go-sdk v1.7.1
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gobwas/glob v0.2.3
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/hcl/v2 v2.25.0
+	github.com/mcphost-project/mcphost/abi v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/segmentio/encoding v0.5.4
 	github.com/tetratelabs/wazero v1.12.0
@@ -94,3 +95,5 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.12
 )
+
+replace github.com/mcphost-project/mcphost/abi => ./abi

@@ -90,7 +90,14 @@ func sbom(bin, version string, date time.Time) (*cdx.BOM, error) {
 			// of a file, so a property rather than a CycloneDX hash.
 			c.Properties = &[]cdx.Property{{Name: "go:module:sum", Value: d.Sum}}
 		}
-		if d.Replace != nil {
+		switch {
+		case d.Replace != nil && d.Replace.Version == "":
+			// A directory of this repository (the plugin SDK module,
+			// ./abi, until its version is published): its code is this
+			// release's source, so it carries the release's version.
+			c.Version = "v" + version
+			c.Description = "built from " + d.Replace.Path + " in this release's source"
+		case d.Replace != nil:
 			// The code linked is the replacement's.
 			c.Name, c.Version = d.Replace.Path, d.Replace.Version
 			c.Description = "replaces " + d.Path + " " + d.Version
