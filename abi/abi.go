@@ -22,6 +22,14 @@ const Major = 1
 // version adds to outputs. A 1.0 host sets no such key.
 const ConfigABI = "mcphost.abi"
 
+// ConfigDescribeKeys is set ("1") by a host of ABI 1.5 or later on a
+// second instance when describe failed with configuration keys given: the
+// plugin then answers describe with the keys it reads (ConfigKeys) even
+// though its configuration is invalid, so that the host can name a
+// misspelt key rather than only the error it caused. A plugin that does
+// not know the key fails again, and the host reports the first error.
+const ConfigDescribeKeys = "mcphost.describe_keys"
+
 // MaxOutputSize is the largest output, in bytes, the host accepts from one
 // export call; a larger output is a plugin failure.
 const MaxOutputSize = 16 << 20

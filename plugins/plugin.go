@@ -223,6 +223,9 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		if errors.As(err, &te) && te.Stderr != "" {
 			err = fmt.Errorf("%w; stderr: %s", err, te.Stderr)
 		}
+		if keyErr := p.misspeltKey(ctx); keyErr != nil {
+			err = fmt.Errorf("%w (describe failed: %v)", keyErr, err)
+		}
 		return fail(commandHint(err, exports))
 	}
 	desc, err := decodeDescribe(out, func(name string) bool { _, ok := exports[name]; return ok })

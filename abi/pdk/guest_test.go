@@ -3,6 +3,7 @@ package pdk_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,6 +159,46 @@ func TestGuestConfigureOnce(t *testing.T) {
 		if _, err := g.Call(abi.ExportDescribe, nil); err == nil || !strings.Contains(err.Error(), "pdk: configuring p: want mode strict") {
 			t.Fatalf("got %v, want the configure error", err)
 		}
+	}
+}
+
+// A StrictConfig policy whose configuration fails still names the keys it
+// read when the host asks (abi.ConfigDescribeKeys), and only then; its
+// hooks keep failing.
+func TestDescribeKeysAfterConfigureFails(t *testing.T) {
+	t.Parallel()
+	p := pdk.Policy{
+		Name: "p",
+		Configure: func(cfg pdk.ConfigSource) error {
+			if _, ok := cfg.Lookup("tools"); !ok {
+				return errors.New("set tools")
+			}
+			return nil
+		},
+		ToolCall:     func(*abi.ToolCallInput) (*abi.CallDecision, error) { return nil, nil },
+		StrictConfig: true,
+	}
+	given := map[string]string{"tool": "x", abi.ConfigDescribeKeys: "1"}
+	g := pdk.NewGuest(p, func(k string) (string, bool) { v, ok := given[k]; return v, ok })
+	out, err := g.Call(abi.ExportDescribe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d abi.Describe
+	if err := json.Unmarshal(out, &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.ConfigKeys == nil || !slices.Equal(*d.ConfigKeys, []string{"tools"}) {
+		t.Errorf("ConfigKeys = %v, want [tools]", d.ConfigKeys)
+	}
+	if _, err := g.Call(abi.ExportToolCall, []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "set tools") {
+		t.Errorf("tool_call: %v, want the configure error", err)
+	}
+
+	delete(given, abi.ConfigDescribeKeys)
+	g = pdk.NewGuest(p, func(k string) (string, bool) { v, ok := given[k]; return v, ok })
+	if _, err := g.Call(abi.ExportDescribe, nil); err == nil || !strings.Contains(err.Error(), "set tools") {
+		t.Errorf("describe without the key: %v, want the configure error", err)
 	}
 }
 

@@ -86,6 +86,11 @@ plugin "fine" {
   source = "builtin:modes"
   config = { mode = "plan" }
 }
+
+plugin "only_misspelt" {
+  source = "builtin:deny"
+  config = { tool = ["x"] }
+}
 `)
 	_, errs, code := mcphost(t, "validate", cfg)
 	if code != 1 {
@@ -96,6 +101,9 @@ plugin "fine" {
 		"config.hcl:12:14: error", `config "max_chars"`,
 		"config.hcl:17:29: error", `config "toolz": the plugin reads no such key. Did you mean "tools"?`,
 		"config.hcl:22:14: error", "(unclosed",
+		// The misspelling left deny with nothing to deny: the key is named,
+		// not only the consequence.
+		`config "tool": the plugin reads no such key. Did you mean "tools"?`,
 	} {
 		// The renderer wraps long lines.
 		if !strings.Contains(strings.Join(strings.Fields(errs), " "), want) {
