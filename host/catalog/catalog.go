@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/extensions"
 )
 
 // Route is where an exposed name leads: the only way back from a name to the
@@ -146,7 +147,8 @@ func (c *Catalog) Annotations(r Route) *abi.Annotations {
 }
 
 // toABITool converts an upstream tool to the form policies see, keeping
-// title, description, schemas, annotations and _meta.
+// title, description, schemas, annotations and _meta (its ui:// links
+// exposed: host/extensions).
 func toABITool(name, server string, t *mcp.Tool) abi.Tool {
 	out := abi.Tool{
 		Name:         name,
@@ -167,7 +169,8 @@ func toABITool(name, server string, t *mcp.Tool) abi.Tool {
 		}
 	}
 	if len(t.Meta) > 0 {
-		out.Meta = rawJSON(map[string]any(t.Meta))
+		// Links to MCP Apps' ui:// resources name them as mcphost serves them.
+		out.Meta = rawJSON(extensions.ExposeToolMeta(server, t.Meta))
 	}
 	return out
 }
