@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/extensions"
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
 // Route is where an exposed name leads: the only way back from a name to the
@@ -28,6 +29,7 @@ type Catalog struct {
 	index   map[Route]int    // upstream tool -> index into tools
 	Issues  []Problem        // collisions and clashes found while building
 	servers map[string][]int // server -> indexes into tools
+	params  map[Route][]paramheader.Binding
 }
 
 // Problem is a naming problem the operator should hear about.
@@ -63,10 +65,23 @@ func Build(version uint64, cfg ToolsConfig, upstreams []ServerTools) *Catalog {
 			if t == nil {
 				continue
 			}
+			params, err := paramheader.Bindings(rawJSON(t.InputSchema))
+			if err != nil {
+				// Clients over HTTP must refuse such a tool, and its
+				// headers could be neither checked nor sent.
+				c.Issues = append(c.Issues, Problem{st.Server, t.Name, fmt.Errorf("tool %q is hidden: its inputSchema's x-mcp-header annotations are invalid: %w", t.Name, err)})
+				continue
+			}
 			name, problems := n.assign(st.Server, t.Name)
 			c.Issues = append(c.Issues, problems...)
 			if name == "" {
 				continue
+			}
+			if params != nil {
+				if c.params == nil {
+					c.params = map[Route][]paramheader.Binding{}
+				}
+				c.params[Route{Server: st.Server, Tool: t.Name}] = params
 			}
 			c.servers[st.Server] = append(c.servers[st.Server], len(c.Tools))
 			c.index[Route{Server: st.Server, Tool: t.Name}] = len(c.Tools)
@@ -136,6 +151,10 @@ func rawJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// ParamHeaders returns the x-mcp-header bindings of an upstream tool's own
+// inputSchema: the Mcp-Param-* headers a call to it over HTTP carries.
+func (c *Catalog) ParamHeaders(r Route) []paramheader.Binding { return c.params[r] }
 
 // Annotations returns the annotations the upstream declared for a tool, so
 // call-time hooks can judge a call by them (whatever tools_list made of them).
