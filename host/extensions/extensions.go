@@ -48,6 +48,10 @@ type Carrier struct {
 	Name string
 	// Merge combines the upstreams' offers for clients.
 	Merge Merge
+	// Gateway, when not nil, is offered to clients whatever the upstreams
+	// offer: for an extension mcphost implements itself. Upstreams' offers
+	// merge into it.
+	Gateway map[string]any
 	// Shared is what a shared upstream session declares for the extension
 	// (nil: none). It stands for every client the session may serve.
 	Shared map[string]any
@@ -93,7 +97,9 @@ func ForClients(upstreams []map[string]any) map[string]any {
 			}
 			offers = append(offers, settingsOf(s))
 		}
-		if len(offers) == 0 || (c.Merge == Intersection && missing) {
+		if c.Gateway != nil {
+			offers = append([]map[string]any{c.Gateway}, offers...)
+		} else if len(offers) == 0 || (c.Merge == Intersection && missing) {
 			continue
 		}
 		if out == nil {

@@ -59,6 +59,14 @@ func TestIntersection(t *testing.T) {
 	if got := ForClients(one); got[name] != nil {
 		t.Errorf("offered by one upstream of two, with Intersection: %v", got)
 	}
+	// One mcphost implements itself is offered whatever the upstreams do.
+	carried[len(carried)-1].Gateway = map[string]any{"own": true}
+	if got, _ := ForClients(nil)[name].(map[string]any); got["own"] != true {
+		t.Errorf("an extension of the gateway's own, no upstream: %v", got)
+	}
+	if got, _ := ForClients(one)[name].(map[string]any); got["own"] != true {
+		t.Errorf("an extension of the gateway's own, one upstream of two: %v", got)
+	}
 }
 
 func TestForClientAndShared(t *testing.T) {

@@ -93,8 +93,20 @@ func TestExtensionsAndAppsThroughGateway(t *testing.T) {
 			t.Errorf("%s sees the extensions %s, want %s", server, got, want)
 		}
 	}
+	// At 2026-07-28 a client declares its capabilities in every request.
+	modern := connectHTTPAt(t, h, "2026-07-28", appsClient())
+	res, err := modern.CallTool(ctx, &mcp.CallToolParams{Name: "c__client_extensions", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text(t, res), `{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app","text/x-test"]}}`; got != want {
+		t.Errorf("a 2026-07-28 client's own session sees %s, want %s", got, want)
+	}
+	if ext := modern.InitializeResult().Capabilities.Extensions; ext[extensions.UI] == nil {
+		t.Errorf("server/discover offers the extensions %v", ext)
+	}
 	plain := connectHTTP(t, h, nil)
-	res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: "c__client_extensions", Arguments: map[string]any{}})
+	res, err = plain.CallTool(ctx, &mcp.CallToolParams{Name: "c__client_extensions", Arguments: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}

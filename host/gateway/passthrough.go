@@ -244,6 +244,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 			return nil, mcp.ResourceNotFoundError(ref.URI)
 		}
 		name, notFound = ref.URI, mcp.ResourceNotFoundError(ref.URI)
+		ref.URI = extensions.UpstreamURI(server, ref.URI)
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
 	}
