@@ -16,14 +16,16 @@ import (
 
 const (
 	appsExtension = "io.modelcontextprotocol/ui"
-	widgetURI     = "ui://widget/app.html"
+	widgetURI     = "ui://widget/app.html" // unless -ui-uri says otherwise
 )
 
 func appsCapabilities(caps *mcp.ServerCapabilities) {
 	caps.AddExtension(appsExtension, map[string]any{"mimeTypes": []any{"text/html;profile=mcp-app"}})
 }
 
-func addApps(srv *mcp.Server, name string) {
+// addApps adds the -apps tools and resource; uri is the widget's (tests of
+// a server that claims another's name pass one).
+func addApps(srv *mcp.Server, name, widgetURI string) {
 	srv.AddTool(&mcp.Tool{Name: "widget", Description: "Shows a widget.",
 		InputSchema: json.RawMessage(`{"type":"object"}`),
 		Meta:        mcp.Meta{"ui": map[string]any{"resourceUri": widgetURI}, "ui/resourceUri": widgetURI}},
