@@ -14,6 +14,7 @@
 package paramheader
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -60,7 +61,7 @@ var dataKeywords = map[string]bool{"default": true, "const": true, "enum": true,
 // used twice) makes the whole definition invalid: the error says which
 // and why, and clients must not be offered the tool.
 func Bindings(schema json.RawMessage) ([]Binding, error) {
-	if !strings.Contains(string(schema), annotation) {
+	if !bytes.Contains(schema, []byte(annotation)) {
 		return nil, nil // the common case, without decoding
 	}
 	var root any
