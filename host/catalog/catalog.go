@@ -8,6 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/extensions"
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
 // Route is where an exposed name leads: the only way back from a name to the
@@ -27,6 +29,7 @@ type Catalog struct {
 	index   map[Route]int    // upstream tool -> index into tools
 	Issues  []Problem        // collisions and clashes found while building
 	servers map[string][]int // server -> indexes into tools
+	params  map[Route][]paramheader.Binding
 }
 
 // Problem is a naming problem the operator should hear about.
@@ -62,10 +65,23 @@ func Build(version uint64, cfg ToolsConfig, upstreams []ServerTools) *Catalog {
 			if t == nil {
 				continue
 			}
+			params, err := paramheader.Bindings(rawJSON(t.InputSchema))
+			if err != nil {
+				// Clients over HTTP must refuse such a tool, and its
+				// headers could be neither checked nor sent.
+				c.Issues = append(c.Issues, Problem{st.Server, t.Name, fmt.Errorf("tool %q is hidden: its inputSchema's x-mcp-header annotations are invalid: %w", t.Name, err)})
+				continue
+			}
 			name, problems := n.assign(st.Server, t.Name)
 			c.Issues = append(c.Issues, problems...)
 			if name == "" {
 				continue
+			}
+			if params != nil {
+				if c.params == nil {
+					c.params = map[Route][]paramheader.Binding{}
+				}
+				c.params[Route{Server: st.Server, Tool: t.Name}] = params
 			}
 			c.servers[st.Server] = append(c.servers[st.Server], len(c.Tools))
 			c.index[Route{Server: st.Server, Tool: t.Name}] = len(c.Tools)
@@ -136,6 +152,10 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
+// ParamHeaders returns the x-mcp-header bindings of an upstream tool's own
+// inputSchema: the Mcp-Param-* headers a call to it over HTTP carries.
+func (c *Catalog) ParamHeaders(r Route) []paramheader.Binding { return c.params[r] }
+
 // Annotations returns the annotations the upstream declared for a tool, so
 // call-time hooks can judge a call by them (whatever tools_list made of them).
 func (c *Catalog) Annotations(r Route) *abi.Annotations {
@@ -146,7 +166,8 @@ func (c *Catalog) Annotations(r Route) *abi.Annotations {
 }
 
 // toABITool converts an upstream tool to the form policies see, keeping
-// title, description, schemas, annotations and _meta.
+// title, description, schemas, annotations and _meta (its ui:// links
+// exposed: host/extensions).
 func toABITool(name, server string, t *mcp.Tool) abi.Tool {
 	out := abi.Tool{
 		Name:         name,
@@ -167,7 +188,8 @@ func toABITool(name, server string, t *mcp.Tool) abi.Tool {
 		}
 	}
 	if len(t.Meta) > 0 {
-		out.Meta = rawJSON(map[string]any(t.Meta))
+		// Links to MCP Apps' ui:// resources name them as mcphost serves them.
+		out.Meta = rawJSON(extensions.ExposeToolMeta(server, t.Meta))
 	}
 	return out
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -30,6 +32,7 @@ type Features struct {
 	matchers      []templateRoute     // config order
 	TemplateOwner map[string]string   // URI template -> server, for completion refs
 	resServers    []string            // servers that offer resources, config order
+	servers       []string            // every server, config order
 	conflict      string
 
 	Issues      []Problem
@@ -61,6 +64,7 @@ func BuildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.Server
 	resIndex := make(map[string]int) // URI -> index into f.resources
 	tmplOwner := f.TemplateOwner
 	for _, sf := range ups {
+		f.servers = append(f.servers, sf.Server)
 		prompts := sortedBy(sf.Prompts, func(p *mcp.Prompt) string { return p.Name })
 		for _, p := range prompts {
 			name, problems := n.assign(sf.Server, p.Name)
@@ -76,6 +80,7 @@ func BuildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.Server
 			f.resServers = append(f.resServers, sf.Server)
 		}
 		for _, r := range sortedBy(sf.Resources, func(r *mcp.Resource) string { return r.URI }) {
+			r = extensions.ExposeResource(sf.Server, r) // ui:// URIs carry their server
 			prev, taken := f.ByURI[r.URI]
 			if prev == sf.Server {
 				continue // listed twice by one server
@@ -101,6 +106,7 @@ func BuildFeatures(tcfg ToolsConfig, rcfg ResourcesConfig, ups []upstream.Server
 				"resource %q is also served by server %q, which comes first in the config and serves it", r.URI, prev)})
 		}
 		for _, t := range sortedBy(sf.Templates, func(t *mcp.ResourceTemplate) string { return t.URITemplate }) {
+			t = extensions.ExposeTemplate(sf.Server, t)
 			tmpl, err := uritemplate.New(t.URITemplate)
 			if err != nil {
 				f.Issues = append(f.Issues, Problem{sf.Server, t.URITemplate, fmt.Errorf("resource template %q is not a valid URI template: %v; it is hidden", t.URITemplate, err)})
@@ -153,11 +159,18 @@ func jsonPrint(v any) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// ResourceServer returns the server that serves uri: the one that listed
-// it, else the first (config order) whose template matches it, else the
-// only server offering resources at all. URIs are never parsed for a server
-// name.
+// ResourceServer returns the server that serves uri: for an MCP Apps
+// ui:// URI the server it names (host/extensions: mcphost exposes each
+// server's under its name), else the one that listed it, else the first
+// (config order) whose template matches it, else the only server offering
+// resources at all. No other URI is parsed for a server name.
 func (f *Features) ResourceServer(uri string) (string, error) {
+	if server, _, ui := extensions.RouteURI(uri); ui {
+		if server == "" || !slices.Contains(f.servers, server) {
+			return "", mcp.ResourceNotFoundError(uri)
+		}
+		return server, nil
+	}
 	if s, ok := f.ByURI[uri]; ok {
 		return s, nil
 	}

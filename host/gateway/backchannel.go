@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -264,6 +265,7 @@ func (h *Host) LogMessage(u *upstream.Server, cs *mcp.ClientSession, p *mcp.Logg
 // serves.
 func (h *Host) ResourceUpdated(u *upstream.Server, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams) {
 	out := *p
+	out.URI = extensions.ExposeURI(u.Config.Name, p.URI)
 	meta := make(mcp.Meta, len(p.Meta)+2)
 	for k, v := range p.Meta {
 		meta[k] = v

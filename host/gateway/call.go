@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -125,6 +126,11 @@ func (h *Host) resolve(ctx context.Context, caller abi.Caller, name string, args
 		res, err := h.hiddenCall(ctx, caller, name, args, tr)
 		return nil, res, err
 	}
+	if hdr := paramheader.Incoming(ctx); hdr != nil { // Mcp-Param-* of an HTTP request
+		if err := paramheader.Check(hdr, v.params[name], args, paramheader.Required(hdr)); err != nil {
+			return nil, nil, err
+		}
+	}
 	u := h.upstreamNamed(r.Server)
 	if u == nil { // removed by a reload since the view was built
 		return nil, nil, unknownTool(name)
@@ -216,6 +222,9 @@ func pickPath(hasConn, direct, takesRaw, plain bool) callPath {
 // caller to log in first where a per_user server needs it.
 func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) upstreamResult {
 	u, tool, args := c.u, c.route.Tool, c.args
+	if u.Config.Transport == upstream.TransportStreamableHTTP { // Mcp-Param-* of what is sent
+		ctx = paramheader.WithOutgoing(ctx, paramheader.Headers(h.cat.Load().ParamHeaders(c.route), args))
+	}
 	upMeta, done := h.upstreamMeta(ctx, u, ss, meta)
 	defer done()
 	if u.Config.Transport == upstream.TransportInternal {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
@@ -89,7 +90,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 		return false
 	}
 
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(paramheader.WithIncoming(r.Context(), r.Header))
 	defer cancel()
 	key := e.calls.add(p.ID, cancel)
 	defer e.calls.remove(key)
@@ -122,6 +123,9 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	hdr["Content-Type"] = jsonContentType // canonical keys, set without Set's work
 	hdr["Content-Length"] = []string{strconv.Itoa(len(out) + 1)}
 	hdr["Mcp-Session-Id"] = []string{e.ss.ID()}
+	if e, ok := msg.Error.(*jsonrpc.Error); ok && e.Code == mcp.CodeHeaderMismatch {
+		w.WriteHeader(http.StatusBadRequest) // as the transport asks
+	}
 	_, _ = w.Write(append(out, '\n'))
 	return true
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/internal/version"
 )
@@ -294,6 +295,9 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		r, ok := req.(*mcp.CallToolRequest)
 		if !ok || r.Params == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: missing params"}
+		}
+		if e := req.GetExtra(); e != nil {
+			ctx = paramheader.WithIncoming(ctx, e.Header) // checked by resolve
 		}
 		caller, p := h.callerOf(req, transport), r.Params
 		if !usesRounds(ss) {

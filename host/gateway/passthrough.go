@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -109,6 +110,7 @@ func (h *Host) readResource(ctx context.Context, caller abi.Caller, ss *mcp.Serv
 		return nil, err
 	}
 	params := *p
+	params.URI = extensions.UpstreamURI(server, p.URI) // ui:// URIs carry the server's name
 	meta, done := h.upstreamMeta(ctx, u, ss, p.Meta)
 	defer done()
 	params.Meta = meta
@@ -120,6 +122,7 @@ func (h *Host) readResource(ctx context.Context, caller abi.Caller, ss *mcp.Serv
 	if err != nil {
 		return nil, rpcError(server, err)
 	}
+	extensions.ExposeContents(server, res)
 	return governMessage(ctx, h, caller, abi.MethodResourcesRead, server, p.URI, res)
 }
 
@@ -137,6 +140,7 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	if err := h.admit(ctx, h.requestCaller(req), abi.MethodResourcesSubscribe, u.Config.Name, uri, req.Params, mcp.ResourceNotFoundError(uri)); err != nil {
 		return err
 	}
+	exposed, uri := uri, extensions.UpstreamURI(u.Config.Name, uri)
 	if u.PerClient() {
 		// An identity's sessions share its upstream session: it is
 		// subscribed once per URI, and unsubscribed when the last leaves.
@@ -150,7 +154,7 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		}
 		return nil
 	}
-	if !h.sessions.addSub(ss, uri, u.Config.Name) {
+	if !h.sessions.addSub(ss, exposed, u.Config.Name) {
 		return nil // this client already subscribed
 	}
 	if u.AddSub(uri) {
@@ -159,7 +163,7 @@ func (h *Host) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 		})
 		if err != nil {
 			u.DropSub(uri)
-			h.sessions.dropSub(ss, uri)
+			h.sessions.dropSub(ss, exposed)
 			return rpcError(u.Config.Name, err)
 		}
 	}
@@ -180,6 +184,7 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 	if !u.PerClient() {
 		return nil // never subscribed
 	}
+	uri = extensions.UpstreamURI(u.Config.Name, uri)
 	err = h.forward(ctx, ss, u, "resources/unsubscribe", nil, func(ctx context.Context, cs *mcp.ClientSession) error {
 		// Upstream only when no other session of the client still wants it.
 		return u.SubscribeOn(cs, ss, uri, false, func() error {
@@ -195,6 +200,7 @@ func (h *Host) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) err
 // releaseSub drops one client's interest in a shared subscription and
 // unsubscribes upstream when it was the last.
 func (h *Host) releaseSub(ctx context.Context, ss *mcp.ServerSession, server, uri string) {
+	uri = extensions.UpstreamURI(server, uri)
 	u := h.upstreamNamed(server)
 	if u == nil || !u.DropSub(uri) {
 		return
@@ -238,6 +244,7 @@ func (h *Host) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 			return nil, mcp.ResourceNotFoundError(ref.URI)
 		}
 		name, notFound = ref.URI, mcp.ResourceNotFoundError(ref.URI)
+		ref.URI = extensions.UpstreamURI(server, ref.URI)
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %q", ref.Type)}
 	}
@@ -346,15 +353,18 @@ func (h *Host) FeaturesChanged(string) {
 	}
 }
 
-// capabilities is what the gateway offers downstream: tools always, and
-// the union of what the upstreams offer.
+// capabilities is what the gateway offers downstream: tools always, the
+// union of what the upstreams offer, and their extensions as
+// host/extensions merges them.
 func (h *Host) capabilities() *mcp.ServerCapabilities {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	var exts []map[string]any
 	for _, u := range h.upstreamList() {
 		c := u.Capabilities()
 		if c == nil {
 			continue
 		}
+		exts = append(exts, c.Extensions)
 		if c.Prompts != nil {
 			caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 		}
@@ -371,5 +381,6 @@ func (h *Host) capabilities() *mcp.ServerCapabilities {
 			caps.Logging = &mcp.LoggingCapabilities{}
 		}
 	}
+	caps.Extensions = extensions.ForClients(exts)
 	return caps
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
@@ -37,6 +38,9 @@ import (
 func byProtocol(stateful, stateless http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if wire.Sessionless(r) {
+			if r.Header.Get("Mcp-Method") == "tools/call" {
+				w = paramheader.StatusWriter(w) // a HeaderMismatch is HTTP 400
+			}
 			stateless.ServeHTTP(w, r)
 			return
 		}

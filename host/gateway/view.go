@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
@@ -21,6 +22,7 @@ type view struct {
 	tools  []abi.Tool
 	routes map[string]catalog.Route
 	result *mcp.ListToolsResult
+	params map[string][]paramheader.Binding // x-mcp-header bindings by name, as the caller sees the tool
 
 	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
 	enc     []byte
@@ -267,6 +269,12 @@ func newView(cat *catalog.Catalog, tools []abi.Tool) (*view, error) {
 		}
 		v.routes[t.Name] = r
 		v.result.Tools = append(v.result.Tools, wire.MCPTool(t))
+		if b, err := paramheader.Bindings(t.InputSchema); err == nil && b != nil {
+			if v.params == nil {
+				v.params = map[string][]paramheader.Binding{}
+			}
+			v.params[t.Name] = b
+		}
 	}
 	return v, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/extensions"
 )
 
 // ErrTooManySessions is returned (wrapped) when a per_client server already
@@ -56,7 +58,8 @@ func (u *Server) clientKeyOf(ss *mcp.ServerSession) clientKey {
 }
 
 // clientCaps mirrors what the downstream client offers, so a per-client
-// server sees the capabilities of the client it actually serves.
+// server sees the capabilities of the client it actually serves: the
+// extensions among them that mcphost carries (host/extensions).
 func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 	caps := &mcp.ClientCapabilities{}
 	ip := ss.InitializeParams()
@@ -66,6 +69,7 @@ func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 	in := ip.Capabilities
 	caps.Sampling = in.Sampling
 	caps.Elicitation = in.Elicitation
+	caps.Extensions = extensions.ForClient(in.Extensions)
 	if in.RootsV2 != nil {
 		caps.RootsV2 = in.RootsV2
 	} else if in.Roots.ListChanged {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
 // sseTap is tapTransport for streamable HTTP upstreams, one layer down:
@@ -26,7 +28,7 @@ type sseTap struct {
 }
 
 func (t sseTap) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(paramheader.Add(r)) // a tools/call's Mcp-Param-* headers
 	if err != nil || resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
 		return resp, err
 	}

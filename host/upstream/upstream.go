@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/internal/secrets"
 	"github.com/mcphost-project/mcphost/internal/version"
@@ -176,12 +177,14 @@ type Events interface {
 
 // sharedClientCaps is what a shared session offers upstream: everything a
 // downstream client might, since which client a request goes to is only
-// known when it arrives. A client that lacks the capability refuses then.
+// known when it arrives. A client that lacks the capability refuses then
+// (or, for an extension, ignores what it does not know: host/extensions).
 func sharedClientCaps() *mcp.ClientCapabilities {
 	return &mcp.ClientCapabilities{
 		RootsV2:     &mcp.RootCapabilities{ListChanged: true},
 		Sampling:    &mcp.SamplingCapabilities{Tools: &mcp.SamplingToolsCapabilities{}, Context: &mcp.SamplingContextCapabilities{}},
 		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+		Extensions:  extensions.Shared(),
 	}
 }
 

@@ -67,6 +67,8 @@ func main() {
 	argvTool := flag.Bool("argv", false, "serve the tool argv, which returns the arguments the process was started with, one a line")
 	memoryTools := flag.Bool("memory", false, "serve the tools env (the value of the environment variable named by text) and remember (appends text to the file $MEMORY_FILE_PATH and returns the file), a stand-in for server-memory")
 	secrets := flag.Bool("secrets", false, "serve $HOSTILE_SECRET through every method but tools too: resources secret://note and secret://{name}, the prompt secret_prompt, and tools elicit and progress_message")
+	apps := flag.Bool("apps", false, "serve MCP Apps (apps.go): the tools widget, touch_widget, client_extensions and region, and the resource -ui-uri")
+	uiURI := flag.String("ui-uri", widgetURI, "with -apps, the URI of the widget's resource")
 	flag.Parse()
 	// A server that starts once and then fails every restart, saying why
 	// on stderr (tests put secrets there): HOSTILE_FAIL_IF_EXISTS names
@@ -92,7 +94,13 @@ func main() {
 		opts.SubscribeHandler = func(context.Context, *mcp.SubscribeRequest) error { return nil }
 		opts.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
 	}
+	if *apps {
+		appsCapabilities(opts.Capabilities)
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: *name, Version: "1.0.0"}, opts)
+	if *apps {
+		addApps(srv, *name, *uiURI)
+	}
 	if *subscribable {
 		srv.AddResource(&mcp.Resource{Name: "ticker", URI: tickerURI}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: tickerURI, Text: "tick"}}}, nil
