@@ -3,6 +3,7 @@ package search
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -191,5 +192,34 @@ func term(w string) string {
 	if !stemming {
 		return w
 	}
-	return english.Stem(w, true)
+	return stem(w)
+}
+
+// stems remembers the stems of words seen: a catalog repeats its words,
+// and stemming is most of what analysing a tool costs.
+var stems struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+// maxStems bounds the words remembered; past it, words are stemmed anew.
+const maxStems = 1 << 16
+
+func stem(w string) string {
+	stems.RLock()
+	s, ok := stems.m[w]
+	stems.RUnlock()
+	if ok {
+		return s
+	}
+	s = english.Stem(w, true)
+	stems.Lock()
+	if stems.m == nil {
+		stems.m = make(map[string]string)
+	}
+	if len(stems.m) < maxStems {
+		stems.m[strings.Clone(w)] = s
+	}
+	stems.Unlock()
+	return s
 }

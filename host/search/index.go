@@ -29,7 +29,17 @@ type Index struct {
 	post    map[string][]posting
 	avg     [numFields]float64 // mean field lengths
 	n       int                // tools
+
+	// variants are the pseudo frequencies of tools as views changed them
+	// (a policy's titles or descriptions), shared by the views of every
+	// caller; at most maxVariants.
+	variantMu sync.Mutex
+	variants  map[docKey]map[string]float32
 }
+
+// maxVariants bounds the changed tools an index keeps analysed, as a
+// multiple of its tools; past it, each view analyses its own.
+const maxVariants = 4
 
 // posting is one tool's weight for one term: the term's counts in each
 // field, weighted and normalised by the fields' lengths (BM25F's pseudo
@@ -156,14 +166,35 @@ func NewScope(ix *Index, tools []abi.Tool) *Scope {
 			s.inView[d] = int32(i)
 			continue
 		}
-		a := analyse(&tools[i])
-		v := variant{pos: int32(i), tf: make(map[string]float32, len(a.terms))}
-		for t, counts := range a.terms {
-			v.tf[t] = ix.pseudoTF(a, counts)
-		}
-		s.variants = append(s.variants, v)
+		s.variants = append(s.variants, variant{pos: int32(i), tf: ix.variant(&tools[i])})
 	}
 	return s
+}
+
+// variant returns the pseudo frequencies of t, a tool the index does not
+// have as it is.
+func (ix *Index) variant(t *abi.Tool) map[string]float32 {
+	k := keyOf(t)
+	ix.variantMu.Lock()
+	tf, ok := ix.variants[k]
+	ix.variantMu.Unlock()
+	if ok {
+		return tf
+	}
+	a := analyse(t)
+	tf = make(map[string]float32, len(a.terms))
+	for term, counts := range a.terms {
+		tf[term] = ix.pseudoTF(a, counts)
+	}
+	ix.variantMu.Lock()
+	if ix.variants == nil {
+		ix.variants = make(map[docKey]map[string]float32)
+	}
+	if len(ix.variants) < maxVariants*max(ix.n, 64) {
+		ix.variants[k] = tf
+	}
+	ix.variantMu.Unlock()
+	return tf
 }
 
 // Tools returns the view's tools, in its order.
