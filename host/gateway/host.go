@@ -27,6 +27,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -125,8 +126,10 @@ type Host struct {
 	// quotas counts calls against Config.Quotas (quota.go); nil, and no
 	// cost to a call, without any. Replaced by Reconfigure.
 	quotas       atomic.Pointer[quota.Limiter]
-	quotaWindows quota.Windows // Options.QuotaWindows
-	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
+	quotaWindows quota.Windows                     // Options.QuotaWindows
+	quotaLogged  atomic.Int64                      // when quotaShareFailed last logged, Unix nanoseconds
+	index        search.Indexer                    // the catalog's, for search exposure (searchtools.go)
+	sendNext     atomic.Pointer[mcp.MethodHandler] // the go-sdk's sending handler, to notify one session
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.

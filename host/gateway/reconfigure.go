@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -104,6 +105,7 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		}
 	}
 	h.upstreams, h.byName = next, byName
+	exposed := h.cfg.Tools.Exposure != cfg.Tools.Exposure || !slices.Equal(h.cfg.Tools.Always, cfg.Tools.Always)
 	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas
 	// Counters of unchanged quotas carry over; calls in flight release
 	// their slots into the counters they took them from.
@@ -127,6 +129,9 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		waits[i] = u.Start()
 	}
 	h.ToolsChanged("") // removed servers' tools go, renamed tools are renamed
+	if exposed {
+		h.servers.toolsChanged() // every session's listing is another
+	}
 	h.FeaturesChanged("")
 	return waits, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/search"
 )
 
 // view is the catalog as one caller sees it after policies: the tools in
@@ -21,6 +22,8 @@ type view struct {
 	tools  []abi.Tool
 	routes map[string]catalog.Route
 	result *mcp.ListToolsResult
+
+	scope search.ScopeCache // the view searchable (searchtools.go)
 
 	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
 	enc     []byte
