@@ -176,15 +176,30 @@ func drainChanges(ch chan struct{}) {
 	}
 }
 
-// TestSearchExposureOff keeps the whole listing under the default
-// exposure, where search_tools is no tool at all.
-func TestSearchExposureOff(t *testing.T) {
-	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("up")}}, nil)
-	cs := connectHTTP(t, h, nil)
+// TestSearchExposureReload starts with the default exposure, where
+// search_tools is no tool and tools/list has every tool, then reloads with
+// exposure = "search": every session is told its listing changed, and it
+// now holds the search tools alone.
+func TestSearchExposureReload(t *testing.T) {
+	cfg := Config{Servers: []upstream.ServerConfig{stdioServer("up")}}
+	h := startHost(t, cfg, nil)
+	changed := make(chan struct{}, 16)
+	cs := connectHTTP(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
 	if listed := listNames(t, cs); len(listed) != len(h.cat.Load().Tools) || slices.Contains(listed, "search_tools") {
 		t.Errorf("listing under exposure list: %v", listed)
 	}
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo"}}); err == nil {
 		t.Error("search_tools answered under exposure list")
+	}
+	drainChanges(changed)
+	cfg.Tools.Exposure = catalog.ExposureSearch
+	if err := h.Update(cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitListChanged(t, changed, "after exposure changed")
+	if listed := listNames(t, cs); !slices.Equal(listed, []string{"search_tools", "describe_tools", "call_tool"}) {
+		t.Errorf("listing after the reload: %v", listed)
 	}
 }
