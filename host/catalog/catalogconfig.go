@@ -30,7 +30,7 @@ type ToolsConfig struct {
 	Separator     string
 	MaxNameLength int
 	Prefix        string // PrefixAlways or PrefixNever
-	// Exposure is ExposureList or ExposureSearch. Under search every tool
+	// Exposure is ExposureList ("" too) or ExposureSearch. Under search every tool
 	// of a caller's view stays callable by its name, listed or not.
 	Exposure string
 	// Always names the tools (exposed names, or path.Match patterns)

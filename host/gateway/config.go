@@ -36,9 +36,6 @@ func (c Config) WithDefaults() Config {
 	if c.Tools.Prefix == "" {
 		c.Tools.Prefix = catalog.PrefixAlways
 	}
-	if c.Tools.Exposure == "" {
-		c.Tools.Exposure = catalog.ExposureList
-	}
 	if c.Resources.Conflict == "" {
 		c.Resources.Conflict = catalog.ResourceConflictFirst
 	}
@@ -91,10 +88,7 @@ func (c Config) Validate() error {
 	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {
 		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, catalog.PrefixAlways, catalog.PrefixNever))
 	}
-	if c.Tools.Exposure != catalog.ExposureList && c.Tools.Exposure != catalog.ExposureSearch {
-		errs = append(errs, fmt.Errorf("host: tools: unknown exposure %q (want %q or %q)", c.Tools.Exposure, catalog.ExposureList, catalog.ExposureSearch))
-	}
-	if err := search.CheckAlways(c.Tools.Always); err != nil {
+	if err := search.CheckExposure(c.Tools); err != nil {
 		errs = append(errs, fmt.Errorf("host: tools: %w", err))
 	}
 	if c.Resources.Conflict != catalog.ResourceConflictFirst && c.Resources.Conflict != catalog.ResourceConflictError {

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -105,8 +104,8 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		}
 	}
 	h.upstreams, h.byName = next, byName
-	exposed := h.cfg.Tools.Exposure != cfg.Tools.Exposure || !slices.Equal(h.cfg.Tools.Always, cfg.Tools.Always)
 	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas
+	exposed := h.exposeTools(cfg.Tools)
 	// Counters of unchanged quotas carry over; calls in flight release
 	// their slots into the counters they took them from.
 	h.quotas.Store(h.newLimiter(cfg.Quotas, h.quotas.Load()))

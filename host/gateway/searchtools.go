@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,18 +13,22 @@ import (
 	"github.com/mcphost-project/mcphost/host/search"
 )
 
-// The hooks of tools.exposure = "search" (host/search does the work):
-// tools/list answers search_tools, describe_tools, call_tool, the tools
-// tools.always names and those the session found; calls of those three are
-// answered here; every other name is called as always, listed or not.
+// The hooks of tools.exposure = "search"; host/search does the work, and
+// every name but the three search tools is called as always, listed or not.
 
 // searchExposure returns the tools config of a session's endpoint when it
 // exposes its tools by search, or nil when it lists them.
-func (h *Host) searchExposure(*mcp.ServerSession) *catalog.ToolsConfig {
-	if t := h.Config().Tools; t.Exposure == catalog.ExposureSearch {
-		return &t
+func (h *Host) searchExposure(*mcp.ServerSession) *catalog.ToolsConfig { return h.searching.Load() }
+
+// exposeTools takes a new tools config (New, Reconfigure) and reports
+// whether sessions' listings change with it.
+func (h *Host) exposeTools(t catalog.ToolsConfig) bool {
+	next := &t
+	if t.Exposure != catalog.ExposureSearch {
+		next = nil
 	}
-	return nil
+	prev := h.searching.Swap(next)
+	return (prev == nil) != (next == nil) || next != nil && !slices.Equal(prev.Always, next.Always)
 }
 
 // found returns a session's found tools and its entry; nil for a request
@@ -62,12 +67,10 @@ func (h *Host) searchCall(ctx context.Context, caller abi.Caller, p *mcp.CallToo
 }
 
 // toolsChangedFor sends notifications/tools/list_changed to one session,
-// queued behind what it has waiting (outbox.go).
+// queued behind what it has waiting (outbox.go); every session comes from
+// an MCPServer, which set sendNext.
 func (h *Host) toolsChangedFor(ss *mcp.ServerSession, d *downstream) {
 	send := h.sendNext.Load()
-	if send == nil {
-		return
-	}
 	d.out.Push(h.outboxSender(ss, d), outbox.Note{Kind: outbox.NoteToolsChanged, Ctx: context.Background(), Send: func(ctx context.Context, _ outbox.Note) error {
 		_, err := (*send)(ctx, "notifications/tools/list_changed", &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: ss, Params: &mcp.ToolListChangedParams{}})
 		return err

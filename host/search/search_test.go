@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
 )
 
 func TestWords(t *testing.T) {
@@ -237,5 +238,22 @@ func TestShort(t *testing.T) {
 	long := strings.Repeat("é word ", 100)
 	if got := short(long); len(got) > shortDescription+len("…") || !strings.HasSuffix(got, "…") {
 		t.Errorf("short(long) = %q", got)
+	}
+}
+
+func TestCheckExposure(t *testing.T) {
+	for _, c := range []struct {
+		tc catalog.ToolsConfig
+		ok bool
+	}{
+		{catalog.ToolsConfig{}, true},
+		{catalog.ToolsConfig{Exposure: catalog.ExposureSearch, Always: []string{"a__*", "b__c"}}, true},
+		{catalog.ToolsConfig{Exposure: "serch"}, false},
+		{catalog.ToolsConfig{Exposure: catalog.ExposureSearch, Always: []string{"a["}}, false},
+		{catalog.ToolsConfig{Always: []string{""}}, false},
+	} {
+		if err := CheckExposure(c.tc); (err == nil) != c.ok {
+			t.Errorf("CheckExposure(%+v) = %v", c.tc, err)
+		}
 	}
 }

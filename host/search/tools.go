@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
@@ -100,6 +101,15 @@ func Always(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// CheckExposure reports what is wrong with a tools config's exposure and
+// always ("" is catalog.ExposureList).
+func CheckExposure(t catalog.ToolsConfig) error {
+	if t.Exposure != "" && t.Exposure != catalog.ExposureList && t.Exposure != catalog.ExposureSearch {
+		return fmt.Errorf("search: unknown exposure %q (want %q or %q)", t.Exposure, catalog.ExposureList, catalog.ExposureSearch)
+	}
+	return CheckAlways(t.Always)
 }
 
 // CheckAlways reports the first pattern of always that is not valid.
