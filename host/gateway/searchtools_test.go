@@ -203,3 +203,35 @@ func TestSearchExposureReload(t *testing.T) {
 		t.Errorf("listing after the reload: %v", listed)
 	}
 }
+
+// TestSearchExposureInMemory: a session served as stdio and embedders
+// serve it (one transport, no HTTP) is told of the tools its search found
+// too, and lists them after.
+func TestSearchExposureInMemory(t *testing.T) {
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("up")},
+		Tools: catalog.ToolsConfig{Exposure: catalog.ExposureSearch}}, nil)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := h.MCPServer(DownstreamStdio).Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	changed := make(chan struct{}, 4)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-client"}, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}}).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got := listNames(t, cs); len(got) != 3 {
+		t.Fatalf("listing %v, want the three search tools", got)
+	}
+	if got := searchFor(t, cs, "repeat what I send"); len(got) == 0 || got[0] != "up__echo" {
+		t.Errorf("search: %v", got)
+	}
+	waitListChanged(t, changed, "on a stdio-like session")
+	if got := listNames(t, cs); !slices.Contains(got, "up__echo") {
+		t.Errorf("listing after the search: %v", got)
+	}
+}
