@@ -82,7 +82,7 @@ var metaTools = []*mcp.Tool{
 		Name:  CallToolName,
 		Title: "Call a tool",
 		Description: "Call a tool found with search_tools, by its name, with its arguments. " +
-			"Only for clients that cannot call a tool that is not listed: where you can, call the tool directly by its name instead.",
+			"Calling that tool directly by its name works too and is better; use call_tool where you can only call the tools that are listed.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"name":{"type":"string","description":"The tool's name, exactly as search_tools returned it."},` +
 			`"arguments":{"type":"object","description":"The tool's arguments, as its input schema (describe_tools) asks."}},` +
