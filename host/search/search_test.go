@@ -257,3 +257,29 @@ func TestCheckExposure(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentSearch hammers one Indexer from many goroutines while the
+// catalog moves on: each searches its own view, through a ScopeCache
+// shared with the others, of the version it saw (run with -race).
+func TestConcurrentSearch(t *testing.T) {
+	cat := loadCatalog(t)
+	var x Indexer
+	var cache ScopeCache
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 50 {
+				version := uint64(i/10 + 1)
+				tools := cat[:len(cat)-int(version)]
+				s := cache.Get(x.For(version, tools), tools)
+				if hits := s.Search("delete a file", 3); len(hits) == 0 && g == 0 {
+					t.Error("no hit")
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+}
