@@ -35,6 +35,25 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchUniform is the worst case for postings: 1,000 tools
+// whose descriptions share their words (as internal/bench's manytools
+// server lists them), so each query term's postings hold every tool.
+func BenchmarkSearchUniform(b *testing.B) {
+	var tools []abi.Tool
+	for s := range 10 {
+		server := fmt.Sprintf("s%c", 'a'+s)
+		for i := range 100 {
+			tools = append(tools, abi.Tool{Server: server, Tool: fmt.Sprintf("tool_%04d", i), Name: fmt.Sprintf("%s__tool_%04d", server, i),
+				Description: fmt.Sprintf("Tool number %d of the %s server. It searches the %s index for the query and returns at most limit matching records, newest first.", i, server, server)})
+		}
+	}
+	sc := NewScope(new(Indexer).For(1, tools), tools)
+	b.ReportAllocs()
+	for b.Loop() {
+		sc.Search("search the sf index for newest records", DefaultLimit)
+	}
+}
+
 // BenchmarkScope ties a view of 1,044 tools to the index: once per view
 // and catalog version. "changed" is a view whose policy rewrote every
 // description, so each tool is analysed on its own.
