@@ -3,6 +3,7 @@ package search
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -95,10 +96,10 @@ func TestAccuracy(t *testing.T) {
 			t.Logf("miss [%s] %q: want %v, got %v", q.Set, q.Query, q.Want, names)
 		}
 	}
-	for _, set := range []string{"dev", "holdout"} {
-		t.Logf("%-7s %v", set, sets[set])
+	for _, set := range slices.Sorted(maps.Keys(sets)) {
+		t.Logf("%-15s %v", set, sets[set])
 	}
-	t.Logf("all     %v", all)
+	t.Logf("%-15s %v", "all", all)
 	if all.n == 0 || float64(all.top5)/float64(all.n) < 0.9 {
 		t.Errorf("top-5 accuracy %v is below 90%%", all)
 	}

@@ -1,6 +1,9 @@
 package search
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // synonyms are groups of words that tool catalogs and the people (and
 // models) who search them use for one idea. A query's word also searches
@@ -9,18 +12,21 @@ import "strings"
 // "deletes". The groups are general software vocabulary, written before
 // the held-out queries (testdata/queries.json) and never for one tool.
 var synonyms = []string{
-	"folder directory dir",
+	"folder directory dir mkdir",
 	"file document doc",
-	"make create new generate",
+	"make create new generate add mkdir",
 	"add append insert attach",
-	"remove delete erase drop forget discard destroy purge",
-	"read open load view show display fetch retrieve get return print see",
-	"list enumerate show all every",
-	"write save store persist record put",
+	"remove delete erase drop forget discard destroy purge rm",
+	"read view show display print see cat",
+	"read open load",
+	"get fetch retrieve obtain",
+	"list enumerate all every ls show",
+	"write save store persist record put remember",
 	"edit modify change patch update alter replace",
 	"overwrite replace",
-	"move rename relocate",
+	"move rename relocate mv",
 	"search find look locate query lookup match grep filter",
+	"pattern glob wildcard extension suffix",
 	"note memo",
 	"relation relationship link connection edge associate",
 	"entity node person people organisation organization item",
@@ -30,9 +36,9 @@ var synonyms = []string{
 	"convert translate",
 	"zone timezone",
 	"duration interval period span later after",
-	"image picture photo logo icon",
+	"image picture photo logo icon screenshot png jpeg jpg gif svg",
 	"audio sound media",
-	"compress gzip zip shrink archive",
+	"compress gzip zip shrink archive smaller",
 	"ping alive health heartbeat responsive reachable",
 	"greet hello hi welcome",
 	"echo repeat mirror",
@@ -43,7 +49,7 @@ var synonyms = []string{
 	"form field",
 	"url browser web page link",
 	"sample sampling llm model completion",
-	"size big bytes large",
+	"size big bytes large biggest largest",
 	"permission access allowed permitted",
 	"graph knowledge memory",
 	"research investigate investigation study",
@@ -54,6 +60,7 @@ var synonyms = []string{
 	"count number many",
 	"progress slow long running",
 	"resource uri item",
+	"root workspace",
 }
 
 // expandWeight is how much a synonym counts next to the query's own word.
@@ -80,4 +87,29 @@ func buildExpansions(groups []string) map[string][]string {
 		}
 	}
 	return m
+}
+
+// Shapes in a query that name an idea its words do not: a clock time
+// (15:00, 9am, 9 pm), a date (2026-03-01, or a month's name), and a plus
+// sign between numbers.
+var (
+	clockTime = regexp.MustCompile(`(?i)\b\d{1,2}(:\d{2}\b|\s?[ap]\.?m\b)`)
+	isoDate   = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
+	monthName = regexp.MustCompile(`(?i)\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(tember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b`)
+	plusSign  = regexp.MustCompile(`\d\s*\+\s*\d`)
+)
+
+// shapeTerms returns the terms that the shapes of query stand for.
+func shapeTerms(query string) []string {
+	var out []string
+	if clockTime.MatchString(query) {
+		out = append(out, term("time"))
+	}
+	if isoDate.MatchString(query) || monthName.MatchString(query) {
+		out = append(out, term("date"))
+	}
+	if plusSign.MatchString(query) {
+		out = append(out, term("sum"))
+	}
+	return out
 }

@@ -305,6 +305,9 @@ func queryTerms(query string) []qterm {
 		out = append(out, qterm{t, w})
 	}
 	own := words(query)
+	if expandQueries {
+		own = append(own, shapeTerms(query)...)
+	}
 	for _, t := range own {
 		add(t, 1)
 	}
