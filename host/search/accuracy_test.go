@@ -13,9 +13,11 @@ import (
 
 // labelled is one query of testdata/queries.json: what a model might ask,
 // in words other than the tool's own, and the tools that answer it (more
-// than one where the query cannot tell them apart). Set "dev" queries
-// were written while the ranking was tuned; "holdout" ones after it was
-// frozen, to tell tuning from fitting.
+// than one where the query cannot tell them apart). Set says when it was
+// written: round1-dev while the ranking's first round was tuned,
+// round1-holdout after it (and tuned on in the second round),
+// round2-holdout after the second, to tell tuning from fitting
+// (docs/BENCHMARKS.md).
 type labelled struct {
 	Query string   `json:"query"`
 	Want  []string `json:"want"`
