@@ -1,8 +1,8 @@
 package search
 
 import (
-	"regexp"
 	"strings"
+	"unicode"
 )
 
 // synonyms are groups of words that tool catalogs and the people (and
@@ -89,27 +89,70 @@ func buildExpansions(groups []string) map[string][]string {
 	return m
 }
 
-// Shapes in a query that name an idea its words do not: a clock time
-// (15:00, 9am, 9 pm), a date (2026-03-01, or a month's name), and a plus
-// sign between numbers.
-var (
-	clockTime = regexp.MustCompile(`(?i)\b\d{1,2}(:\d{2}\b|\s?[ap]\.?m\b)`)
-	isoDate   = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
-	monthName = regexp.MustCompile(`(?i)\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(tember)?|oct(ober)?|nov(ember)?|dec(ember)?)\b`)
-	plusSign  = regexp.MustCompile(`\d\s*\+\s*\d`)
-)
-
-// shapeTerms returns the terms that the shapes of query stand for.
+// shapeTerms returns the terms that shapes in a query stand for, which its
+// words do not name: a clock time (15:00, 9am, 9 pm) stands for "time", a
+// date (2026-03-01, or a month's name) for "date", and a plus sign between
+// numbers for "sum".
 func shapeTerms(query string) []string {
+	var clock, date, plus bool
+	fields := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != ':' && r != '-' && r != '+' && r != '.'
+	})
+	for i, f := range fields {
+		f = strings.Trim(f, ".")
+		digits := len(f) - len(strings.TrimLeft(f, "0123456789"))
+		rest := f[digits:]
+		switch {
+		case digits >= 1 && digits <= 2 && len(rest) == 3 && rest[0] == ':' && isDigits(rest[1:]):
+			clock = true
+		case digits >= 1 && digits <= 2 && (rest == "am" || rest == "pm" || rest == "a.m" || rest == "p.m"):
+			clock = true
+		case digits >= 1 && digits <= 2 && rest == "" && i+1 < len(fields) && meridiem[strings.Trim(fields[i+1], ".")]:
+			clock = true
+		case digits == 4 && len(rest) == 6 && rest[0] == '-' && rest[3] == '-' && isDigits(rest[1:3]) && isDigits(rest[4:]):
+			date = true
+		case months[f] && (f != "may" || i+1 < len(fields) && isDigits(fields[i+1][:1])):
+			date = true // "may" only before a number: it is a verb more often
+		}
+		if strings.Contains(f, "+") {
+			l, r, _ := strings.Cut(f, "+")
+			prevDigit := l != "" && isDigits(l[len(l)-1:]) || l == "" && i > 0 && isDigits(lastByte(fields[i-1]))
+			nextDigit := r != "" && isDigits(r[:1]) || r == "" && i+1 < len(fields) && isDigits(fields[i+1][:1])
+			plus = plus || prevDigit && nextDigit
+		}
+	}
 	var out []string
-	if clockTime.MatchString(query) {
-		out = append(out, term("time"))
-	}
-	if isoDate.MatchString(query) || monthName.MatchString(query) {
-		out = append(out, term("date"))
-	}
-	if plusSign.MatchString(query) {
-		out = append(out, term("sum"))
+	for _, s := range []struct {
+		ok   bool
+		word string
+	}{{clock, "time"}, {date, "date"}, {plus, "sum"}} {
+		if s.ok {
+			out = append(out, term(s.word))
+		}
 	}
 	return out
+}
+
+var (
+	meridiem = map[string]bool{"am": true, "pm": true, "a.m": true, "p.m": true}
+	months   = map[string]bool{}
+)
+
+func init() {
+	for _, m := range strings.Fields("january february march april may june july august september october november december") {
+		months[m] = true
+		months[m[:3]] = true
+	}
+	months["sept"] = true
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.TrimLeft(s, "0123456789") == ""
+}
+
+func lastByte(s string) string {
+	if s == "" {
+		return ""
+	}
+	return s[len(s)-1:]
 }

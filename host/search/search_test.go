@@ -283,3 +283,27 @@ func TestConcurrentSearch(t *testing.T) {
 		<-done
 	}
 }
+
+func TestShapeTerms(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"what is 9am in Paris", []string{term("time")}},
+		{"8:30 pm in Madrid", []string{term("time")}},
+		{"at 9 p.m. tonight", []string{term("time")}},
+		{"the date 10 days after 2026-12-25", []string{term("date")}},
+		{"from Jan 1 to March 3", []string{term("date")}},
+		{"what is 17 + 25", []string{term("sum")}},
+		{"compute 17+25", []string{term("sum")}},
+		{"rename c++ files", nil},
+		{"may I delete a file", nil},
+		{"due May 3", []string{term("date")}},
+		{"version 1:2:3 of the api", nil},
+		{"", nil},
+	} {
+		if got := shapeTerms(c.q); !slices.Equal(got, c.want) {
+			t.Errorf("shapeTerms(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}
