@@ -126,11 +126,13 @@ type Host struct {
 	// quotas counts calls against Config.Quotas (quota.go); nil, and no
 	// cost to a call, without any. Replaced by Reconfigure.
 	quotas       atomic.Pointer[quota.Limiter]
-	quotaWindows quota.Windows                       // Options.QuotaWindows
-	quotaLogged  atomic.Int64                        // when quotaShareFailed last logged, Unix nanoseconds
-	index        search.Indexer                      // the catalog's, for search exposure (searchtools.go)
-	searching    atomic.Pointer[catalog.ToolsConfig] // Config.Tools under search exposure, else nil
-	sendNext     atomic.Pointer[mcp.MethodHandler]   // the go-sdk's sending handler, to notify one session
+	quotaWindows quota.Windows // Options.QuotaWindows
+	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
+
+	// Search exposure (searchtools.go).
+	index     search.Indexer                      // the catalog's
+	searching atomic.Pointer[catalog.ToolsConfig] // Config.Tools under search exposure, else nil
+	sendNext  atomic.Pointer[mcp.MethodHandler]   // the go-sdk's sending handler, to notify one session
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.

@@ -49,8 +49,9 @@ type downstream struct {
 	// what the upstream sends during it is routed to it, but not a session
 	// in counts and limits.
 	sessionless bool
-	caller      string       // whose it is, for the per-caller count
-	found       search.Found // the tools its searches found, listed under search exposure
+	caller      string // whose it is, for the per-caller count
+
+	found search.Found // the tools its searches found, listed under search exposure
 }
 
 // sse reports whether d is a legacy SSE session.
