@@ -128,6 +128,9 @@ func TestSearchExposure(t *testing.T) {
 	if !slices.Contains(listed, "up__remove_tool") || slices.Contains(listed, "up2__remove_tool") {
 		t.Errorf("listing after the search: %v", listed)
 	}
+	if got := okText(t, cs, "up__remove_tool", map[string]any{"text": "crash"}); got != "ok" {
+		t.Errorf("the tool the search found, called by its name: %q", got)
+	}
 	if got := searchFor(t, cs, "up2 remove tool"); slices.Contains(got, "up2__remove_tool") {
 		t.Errorf("the hidden tool was found by its own words: %v", got)
 	}
