@@ -19,11 +19,23 @@ const (
 	DefaultMaxNameLength = 64
 )
 
+// Exposures: how tools/list shows a caller's tools.
+const (
+	ExposureList   = "list"   // every tool (the default)
+	ExposureSearch = "search" // search_tools, describe_tools, call_tool and the tools Always names (host/search)
+)
+
 // ToolsConfig controls how upstream tools are exposed.
 type ToolsConfig struct {
 	Separator     string
 	MaxNameLength int
 	Prefix        string // PrefixAlways or PrefixNever
+	// Exposure is ExposureList ("" too) or ExposureSearch. Under search every tool
+	// of a caller's view stays callable by its name, listed or not.
+	Exposure string
+	// Always names the tools (exposed names, or path.Match patterns)
+	// that a search exposure lists all the same.
+	Always []string
 }
 
 // ResourcesConfig controls how upstream resources are merged. Resource URIs

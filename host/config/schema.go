@@ -167,6 +167,8 @@ var toolsSchema = &hcl.BodySchema{
 		{Name: "separator"},
 		{Name: "max_name_length"},
 		{Name: "prefix"},
+		{Name: "exposure"},
+		{Name: "always"},
 	},
 }
 

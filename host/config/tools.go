@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/search"
 )
 
 // Bounds of max_name_length: the host needs 16 to fit a server, a tool and
@@ -14,7 +15,8 @@ const (
 	maxToolNameLength = abi.MaxToolNameLength
 )
 
-// decodeTools decodes how upstream tools are named downstream.
+// decodeTools decodes how upstream tools are named downstream, and how
+// tools/list shows them (exposure, always).
 func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
 	content, diags := block.Body.Content(toolsSchema)
 	d.diags = append(d.diags, diags...)
@@ -35,6 +37,20 @@ func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
 	}
 	if s, ok := d.enum(attrs["prefix"], catalog.PrefixAlways, catalog.PrefixNever); ok {
 		t.Prefix = s
+	}
+	if s, ok := d.enum(attrs["exposure"], catalog.ExposureList, catalog.ExposureSearch); ok {
+		t.Exposure = s
+	}
+	if names, ranges, ok := d.stringList(attrs["always"]); ok {
+		for i, n := range names {
+			if search.CheckAlways([]string{n}) != nil {
+				d.errorf(ranges[i], "Invalid tool name", "%q is neither a tool's exposed name nor a pattern of them: always takes names, or patterns where * matches any run of characters, ? one character and [...] one of a class.", n)
+				ok = false
+			}
+		}
+		if ok {
+			t.Always = names
+		}
 	}
 	return t
 }

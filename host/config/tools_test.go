@@ -70,3 +70,31 @@ plugin "only-qr" {
 		}
 	}
 }
+
+// TestToolsExposure: tools { exposure, always } decode into the host's
+// tools config, and a bad exposure or pattern is an error at its place.
+func TestToolsExposure(t *testing.T) {
+	t.Parallel()
+	file, diags := Parse([]byte(`
+tools {
+  exposure = "search"
+  always   = ["clock__current_time", "notes__*"]
+}
+`), "mcphost.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	if tc := file.Host.Tools; tc.Exposure != "search" || strings.Join(tc.Always, ",") != "clock__current_time,notes__*" {
+		t.Errorf("tools config %+v", tc)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"tools {\n  exposure = \"serch\"\n}\n", `mcphost.hcl:2:14: Invalid exposure; exposure must be "list" or "search", not "serch". Did you mean "search"?`},
+		{"tools {\n  always = [\"ok\", \"bad[\"]\n}\n", `mcphost.hcl:2:19: Invalid tool name`},
+		{"tools {\n  always = \"x\"\n}\n", `always`},
+	} {
+		_, diags := Parse([]byte(c.src), "mcphost.hcl")
+		if !diags.HasErrors() || !strings.Contains(diags.Err().Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.src, diags, c.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -90,7 +91,10 @@ func BenchmarkToolsListCachedRaw(b *testing.B) {
 }
 
 // manyToolsHost starts a host over ten manytools servers of 100 tools each.
-func manyToolsHost(b *testing.B) *Host {
+func manyToolsHost(b *testing.B) *Host { return manyToolsHostWith(b, catalog.ToolsConfig{}) }
+
+// manyToolsHostWith is manyToolsHost with a tools config.
+func manyToolsHostWith(b *testing.B, tools catalog.ToolsConfig) *Host {
 	b.Helper()
 	bins, err := testproc.Build(b.TempDir(), map[string]string{"manytools": "../../internal/bench/testdata/manytools"})
 	if err != nil {
@@ -101,7 +105,7 @@ func manyToolsHost(b *testing.B) *Host {
 		name := "s" + string(rune('a'+i))
 		servers = append(servers, upstream.ServerConfig{Name: name, Command: bins["manytools"], Args: []string{"-tools", "100", "-name", name}})
 	}
-	h, err := New(Config{Servers: servers}, nil)
+	h, err := New(Config{Servers: servers, Tools: tools}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,4 +114,31 @@ func manyToolsHost(b *testing.B) *Host {
 		b.Fatal(err)
 	}
 	return h
+}
+
+// BenchmarkSearchToolsCall is a search_tools call over streamable HTTP,
+// with exposure = "search" over 1000 tools whose descriptions share most
+// of their words (manytools), so every query term's postings hold every
+// tool: the whole call as a client sees it. call=plain is a tools/call of
+// one of those tools, through the upstream, for scale.
+func BenchmarkSearchToolsCall(b *testing.B) {
+	h := manyToolsHostWith(b, catalog.ToolsConfig{Exposure: catalog.ExposureSearch})
+	cs := connectHTTP(b, h, nil)
+	ctx := context.Background()
+	search := &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "search the sf index for newest records", "limit": 5}}
+	if res, err := cs.CallTool(ctx, search); err != nil || res.IsError {
+		b.Fatalf("search_tools: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		params *mcp.CallToolParams
+	}{{"call=search_tools", search}, {"call=plain", &mcp.CallToolParams{Name: "sa__tool_0001", Arguments: map[string]any{}}}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if res, err := cs.CallTool(ctx, c.params); err != nil || res.IsError {
+					b.Fatalf("%s: %v", c.params.Name, err)
+				}
+			}
+		})
+	}
 }

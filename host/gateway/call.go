@@ -54,7 +54,10 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 // both paths that serve one: route (the go-sdk's) and the shortcut
 // (fastcall.go). A failure that is not the tool's is a JSON-RPC error.
 func (h *Host) answerToolCall(ctx context.Context, caller abi.Caller, p *mcp.CallToolParamsRaw, ss *mcp.ServerSession) (mcp.Result, error) {
-	res, err := h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
+	res, handled, err := h.searchCall(ctx, caller, p, ss)
+	if !handled {
+		res, err = h.callTool(ctx, caller, p.Name, p.Arguments, p.Meta, ss)
+	}
 	if err != nil {
 		return nil, callError(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -86,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {
 		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, catalog.PrefixAlways, catalog.PrefixNever))
+	}
+	if err := search.CheckExposure(c.Tools); err != nil {
+		errs = append(errs, fmt.Errorf("host: tools: %w", err))
 	}
 	if c.Resources.Conflict != catalog.ResourceConflictFirst && c.Resources.Conflict != catalog.ResourceConflictError {
 		errs = append(errs, fmt.Errorf("host: resources: unknown conflict %q (want %q or %q)", c.Resources.Conflict, catalog.ResourceConflictFirst, catalog.ResourceConflictError))

@@ -194,8 +194,8 @@ func (h *Host) fastList(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	if ok && meta != nil {
 		callerMeta, ok = fastListMeta(meta)
 	}
-	if !ok {
-		return false
+	if !ok || h.searchExposure(e.ss) != nil {
+		return false // a search listing is the session's own: the go-sdk path has it
 	}
 	caller := h.sessionCaller(e.ss, DownstreamHTTP)
 	caller.Meta = callerMeta

@@ -17,6 +17,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/internal/version"
 )
 
@@ -110,6 +111,7 @@ const fromKey = "mcphost/from"
 
 func (h *Host) send() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		h.sendNext.CompareAndSwap(nil, &next) // the go-sdk's own: the same for every server
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "notifications/resources/updated" {
 				return next(ctx, method, req)
@@ -289,6 +291,10 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		v, err := h.view(ctx, h.callerOf(req, transport))
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
+		}
+		if x := h.searchExposure(ss); x != nil {
+			found, _ := h.found(ss)
+			return catalog.ListAnswer(req, search.List(v.tools, x.Always, found), true), nil
 		}
 		return v.answer(req, h.wants(abi.HookToolsList)), nil
 	case "tools/call":

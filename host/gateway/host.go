@@ -27,6 +27,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -127,6 +128,11 @@ type Host struct {
 	quotas       atomic.Pointer[quota.Limiter]
 	quotaWindows quota.Windows // Options.QuotaWindows
 	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
+
+	// Search exposure (searchtools.go).
+	index     search.Indexer                      // the catalog's
+	searching atomic.Pointer[catalog.ToolsConfig] // Config.Tools under search exposure, else nil
+	sendNext  atomic.Pointer[mcp.MethodHandler]   // the go-sdk's sending handler, to notify one session
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -173,6 +179,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.oauth = &upstream.OAuthEnv{Grants: opts.Grants, Logins: logins, Redirect: listener.DefaultRedirect(cfg.Listen), Wait: opts.WaitLogins, Announce: opts.Announce,
 		Authn: h.authn.Load}
 	h.quotas.Store(h.newLimiter(cfg.Quotas, nil))
+	h.exposeTools(cfg.Tools)
 	h.views.init()
 	h.drain.init()
 	h.progressRoutes.init()

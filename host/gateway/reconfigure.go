@@ -105,6 +105,7 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	}
 	h.upstreams, h.byName = next, byName
 	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas
+	exposed := h.exposeTools(cfg.Tools)
 	// Counters of unchanged quotas carry over; calls in flight release
 	// their slots into the counters they took them from.
 	h.quotas.Store(h.newLimiter(cfg.Quotas, h.quotas.Load()))
@@ -127,6 +128,9 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		waits[i] = u.Start()
 	}
 	h.ToolsChanged("") // removed servers' tools go, renamed tools are renamed
+	if exposed {
+		h.servers.toolsChanged() // every session's listing is another
+	}
 	h.FeaturesChanged("")
 	return waits, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/mcphost-project/mcphost/host/search"
 )
 
 // sessionTable tracks the downstream sessions the host has seen, with what
@@ -49,6 +50,8 @@ type downstream struct {
 	// in counts and limits.
 	sessionless bool
 	caller      string // whose it is, for the per-caller count
+
+	found search.Found // the tools its searches found, listed under search exposure
 }
 
 // sse reports whether d is a legacy SSE session.

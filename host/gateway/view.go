@@ -13,6 +13,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/search"
 )
 
 // view is the catalog as one caller sees it after policies: the tools in
@@ -23,6 +24,8 @@ type view struct {
 	routes map[string]catalog.Route
 	result *mcp.ListToolsResult
 	params map[string][]paramheader.Binding // x-mcp-header bindings by name, as the caller sees the tool
+
+	scope search.ScopeCache // the view searchable (searchtools.go)
 
 	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
 	enc     []byte

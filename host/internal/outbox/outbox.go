@@ -54,6 +54,7 @@ const (
 	NoteProgress
 	NoteResourceUpdated
 	NoteElicitationComplete
+	NoteToolsChanged // notifications/tools/list_changed for this session alone
 	noteKinds
 )
 
@@ -65,6 +66,8 @@ func (k noteKind) String() string {
 		return "progress notifications"
 	case NoteResourceUpdated:
 		return "resource updates"
+	case NoteToolsChanged:
+		return "tool list changes"
 	}
 	return "elicitation completions"
 }
@@ -327,6 +330,6 @@ func (o *Queue) Closed(s Sender) {
 	if total > 0 {
 		s.Log.Warn("a downstream session ended with notifications dropped because it read too slowly",
 			"session", s.ID, "log_messages", dropped[NoteLog], "progress", dropped[NoteProgress],
-			"resource_updates", dropped[NoteResourceUpdated], "elicitation_completions", dropped[NoteElicitationComplete])
+			"resource_updates", dropped[NoteResourceUpdated], "elicitation_completions", dropped[NoteElicitationComplete], "tool_list_changes", dropped[NoteToolsChanged])
 	}
 }
