@@ -24,6 +24,7 @@ var ErrTooManySessions = errors.New("too many client sessions")
 // idle timeout, or when evicted to make room for another client.
 type clientConn struct {
 	key      clientKey
+	subject  string                                 // the identity's subject of the session that opened it, "" for none
 	owner    *mcp.ServerSession                     // the session that opened it, whose capabilities it mirrors
 	owners   map[*mcp.ServerSession]bool            // every downstream session it serves; owner among them while it lasts
 	last     *mcp.ServerSession                     // the one that sent a request last
@@ -96,6 +97,10 @@ func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 		return cs, func() {}, err
 	}
 	key := u.clientKeyOf(ss)
+	var subject string
+	if id := u.events.Identity(ss); id != nil {
+		subject = id.Subject
+	}
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -119,7 +124,7 @@ func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 				return nil, nil, fmt.Errorf("%w: server %q has %d per-client sessions, all busy (max_sessions)", ErrTooManySessions, u.Config.Name, u.Config.MaxSessions)
 			}
 		}
-		c = &clientConn{key: key, owner: ss, owners: map[*mcp.ServerSession]bool{}, subs: map[string]map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
+		c = &clientConn{key: key, subject: subject, owner: ss, owners: map[*mcp.ServerSession]bool{}, subs: map[string]map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
 		u.clients[key] = c
 		u.wg.Add(1)
 		go u.connectClient(c)
@@ -229,7 +234,7 @@ func (u *Server) connectClient(c *clientConn) {
 	}
 	spec := dialSpec{cfg: u.own, stdio: u.stdio}
 	if err == nil && u.Config.Caller != nil {
-		spec, err = u.callerSpec(c.owner)
+		spec, err = u.callerSpec(ctx, c.owner)
 	}
 	var cs *mcp.ClientSession
 	if err == nil {
@@ -258,6 +263,9 @@ func (u *Server) connectClient(c *clientConn) {
 	switch {
 	case errors.As(err, &need):
 		u.log.Debug("per-client session waits for its caller's login")
+		return
+	case errors.Is(err, ErrSecretNeeded):
+		u.log.Debug("per-client session waits for its caller's secret")
 		return
 	case err != nil:
 		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
@@ -400,6 +408,25 @@ func (u *Server) closeClients(cs []*clientConn) {
 		default:
 		}
 	}
+}
+
+// CloseCallerSessions ends the per-client sessions of the callers of
+// subject (an identity's, whichever way it authenticated), so that their
+// next request starts them anew: their settings changed (a secret of
+// theirs the server's caller templates read). It returns how many.
+func (u *Server) CloseCallerSessions(subject string) int {
+	u.mu.Lock()
+	var gone []*clientConn
+	for _, c := range u.clients {
+		if c.subject == subject {
+			u.forgetLocked(c)
+			gone = append(gone, c)
+		}
+	}
+	u.mu.Unlock()
+	// One still connecting is closed by connectClient, as stale.
+	u.closeClients(gone)
+	return len(gone)
 }
 
 // OwnerOf returns the downstream session a per-client session serves (the

@@ -172,7 +172,15 @@ type Events interface {
 	// Drained reports whether the host is stopping after a drain (Drain):
 	// closing then does not wait again for the calls in flight.
 	Drained() bool
+	// CallerSecrets returns the values of id's own secrets of names, for
+	// the session of server it is starting: an error wrapping
+	// ErrSecretNeeded when the caller has not given one of them.
+	CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]string, error)
 }
+
+// ErrSecretNeeded is wrapped by the error of a caller's session that
+// waits for a secret the caller has not given (Events.CallerSecrets).
+var ErrSecretNeeded = errors.New("a secret of the caller is needed")
 
 // sharedClientCaps is what a shared session offers upstream: everything a
 // downstream client might, since which client a request goes to is only
@@ -193,7 +201,7 @@ func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.own = cfg
 	if cfg.Caller != nil {
-		u.own, u.ownErr = cfg.Caller.Apply(cfg, nil)
+		u.own, u.ownErr = cfg.Caller.Apply(cfg, nil, nil)
 	}
 	if cfg.Transport == TransportStdio {
 		u.stdio = newStdioTransport(u.own, log)
@@ -319,13 +327,21 @@ type dialSpec struct {
 }
 
 // callerSpec fills the server's caller templates in for the caller of
-// owner, for that caller's own session.
-func (u *Server) callerSpec(owner *mcp.ServerSession) (dialSpec, error) {
+// owner, for that caller's own session, with their secrets where the
+// templates read some.
+func (u *Server) callerSpec(ctx context.Context, owner *mcp.ServerSession) (dialSpec, error) {
 	id := u.events.Identity(owner)
 	if id == nil {
 		return dialSpec{}, fmt.Errorf("server %q gives each caller their own upstream (its settings use the caller's values), and this caller has no identity: call it with an API key or an OAuth token (listen.auth)", u.Config.Name)
 	}
-	cfg, err := u.Config.Caller.Apply(u.Config, id)
+	var secrets map[string]string
+	if names := u.Config.Caller.Secrets(); len(names) > 0 {
+		var err error
+		if secrets, err = u.events.CallerSecrets(ctx, u.Config.Name, id, names); err != nil {
+			return dialSpec{}, err
+		}
+	}
+	cfg, err := u.Config.Caller.Apply(u.Config, id, secrets)
 	if err != nil {
 		return dialSpec{}, err
 	}
