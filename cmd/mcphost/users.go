@@ -45,7 +45,7 @@ opened are closed.
                                 a server's settings), read from stdin, or asked
                                 for without echo on a terminal; the caller's
                                 upstream sessions that read it restart
-      printf %s "$TOKEN" | mcphost users secret set alice GITHUB_TOKEN
+      mcphost users secret set alice GITHUB_TOKEN < token.txt
   secret list SUBJECT           the names of the caller's secrets (never values)
   secret delete SUBJECT NAME    remove a secret; the sessions that read it restart
 
@@ -91,7 +91,7 @@ func runUsers(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintln(stdout, usersUsage)
 			return nil
 		}
-		sub, rest = "key "+rest[0], rest[1:]
+		sub, rest = sub+" "+rest[0], rest[1:]
 	}
 	if _, ok := usersArgs[sub]; !ok {
 		fmt.Fprintf(stderr, "mcphost users: unknown command %q\n\n%s\n", sub, usersUsage)

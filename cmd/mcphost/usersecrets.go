@@ -96,7 +96,7 @@ func readSecretValue(stdin io.Reader, prompt io.Writer, name string) (string, er
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	b = bytes.TrimSuffix(b, []byte("\r"))
 	if len(b) == 0 {
-		return "", fmt.Errorf("no value on stdin: pipe it in (printf %%s \"$VALUE\" | mcphost users secret set SUBJECT %s), or run it on a terminal to be asked", name)
+		return "", fmt.Errorf("no value on stdin: pipe it in (mcphost users secret set SUBJECT %s < FILE), or run it on a terminal to be asked", name)
 	}
 	return string(b), nil
 }

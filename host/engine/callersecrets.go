@@ -138,7 +138,7 @@ func (e *Engine) syncCallerSecrets(ctx context.Context, restart bool) error {
 	}
 	if restart && e.host != nil {
 		for _, c := range e.secretVersions.Diff(next) {
-			e.host.RestartCallerSessions(c.Subject, c.Names)
+			e.host.RestartCallerSessions(c.Subject, c.Versions)
 		}
 	}
 	e.secretVersions, e.secretsRev = next, rev

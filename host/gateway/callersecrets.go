@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
 
@@ -16,7 +17,7 @@ import (
 
 // CallerSecrets gives a caller's session its secrets
 // (upstream.Events.CallerSecrets).
-func (h *Host) CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]string, error) {
+func (h *Host) CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]upstream.CallerSecret, error) {
 	if h.secrets == nil {
 		return nil, fmt.Errorf("server %q reads the caller's secrets (caller.secrets), and this mcphost keeps none: give it a store block with a key", server)
 	}
@@ -24,17 +25,18 @@ func (h *Host) CallerSecrets(ctx context.Context, server string, id *auth.Identi
 }
 
 // RestartCallerSessions ends subject's upstream sessions of the servers
-// whose caller templates read one of names: their secrets changed, and
-// their next request starts them with the new values. Other callers'
-// sessions, and servers that read none of names, are left alone. It
-// returns how many sessions it ended.
-func (h *Host) RestartCallerSessions(subject string, names []string) int {
+// whose caller templates read one of the secrets of current (each one's
+// version now, 0 for one deleted) and that were started with another
+// version: their next request starts them with the current values. Other
+// callers' sessions, and servers that read none of them, are left alone.
+// It returns how many sessions it ended.
+func (h *Host) RestartCallerSessions(subject string, current map[string]int64) int {
 	n := 0
 	for _, u := range h.upstreamList() {
-		if u.Config.Caller == nil || !slices.ContainsFunc(u.Config.Caller.Secrets(), func(s string) bool { return slices.Contains(names, s) }) {
+		if u.Config.Caller == nil || !slices.ContainsFunc(u.Config.Caller.Secrets(), func(s string) bool { _, ok := current[s]; return ok }) {
 			continue
 		}
-		if k := u.CloseCallerSessions(subject); k > 0 {
+		if k := u.CloseCallerSessions(subject, current); k > 0 {
 			h.log.Info("restarted a caller's upstream sessions: a secret of theirs changed", "server", u.Config.Name, "subject", subject, "sessions", k)
 			n += k
 		}

@@ -139,13 +139,20 @@ func (s *Store) CallerSecrets(ctx context.Context, subject string) ([]CallerSecr
 	return out, rev, tx.Commit()
 }
 
+// CallerSecretValue is a stored secret's value and version.
+type CallerSecretValue struct {
+	Value   []byte
+	Version int64
+}
+
 // CallerSecretValues returns the values of subject's secrets of names
 // that are stored; a name without one is left out.
-func (s *Store) CallerSecretValues(ctx context.Context, subject string, names []string) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(names))
+func (s *Store) CallerSecretValues(ctx context.Context, subject string, names []string) (map[string]CallerSecretValue, error) {
+	out := make(map[string]CallerSecretValue, len(names))
 	for _, name := range names {
 		var sealed string
-		err := s.db.QueryRowContext(ctx, s.q(`SELECT sealed FROM mcphost_caller_secrets WHERE subject = ? AND name = ?`), subject, name).Scan(&sealed)
+		var version int64
+		err := s.db.QueryRowContext(ctx, s.q(`SELECT sealed, version FROM mcphost_caller_secrets WHERE subject = ? AND name = ?`), subject, name).Scan(&sealed, &version)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -156,7 +163,7 @@ func (s *Store) CallerSecretValues(ctx context.Context, subject string, names []
 		if err != nil {
 			return nil, fmt.Errorf("store: the secret %q of %q: %w", name, subject, err)
 		}
-		out[name] = plain
+		out[name] = CallerSecretValue{Value: plain, Version: version}
 	}
 	return out, nil
 }

@@ -45,8 +45,8 @@ func TestCallerSecrets(t *testing.T) {
 			}
 
 			got, err := s.CallerSecretValues(ctx, "alice", []string{"GITHUB_TOKEN", "OTHER"})
-			if err != nil || len(got) != 1 || string(got["GITHUB_TOKEN"]) != value {
-				t.Fatalf("values of alice: %q %v", got, err)
+			if err != nil || len(got) != 1 || string(got["GITHUB_TOKEN"].Value) != value || got["GITHUB_TOKEN"].Version != a.Version {
+				t.Fatalf("values of alice: %v %v", got, err)
 			}
 			list, rev, err := s.CallerSecrets(ctx, "")
 			if err != nil || len(list) != 2 || list[0].Subject != "alice" || list[1].Subject != "bob" || rev != rev0+2 {
@@ -62,7 +62,7 @@ func TestCallerSecrets(t *testing.T) {
 				t.Fatal(err)
 			}
 			if v, err := s.CallerSecretValues(ctx, "bob", []string{"GITHUB_TOKEN"}); err == nil || strings.Contains(err.Error(), value) {
-				t.Fatalf("alice's secret copied to bob's row opened: %q %v", v, err)
+				t.Fatalf("alice's secret copied to bob's row opened: %v %v", v, err)
 			}
 
 			if err := s.DeleteCallerSecret(ctx, "alice", "GITHUB_TOKEN"); err != nil {
@@ -72,7 +72,7 @@ func TestCallerSecrets(t *testing.T) {
 				t.Fatalf("second delete: %v, want ErrNoCallerSecret", err)
 			}
 			if got, err := s.CallerSecretValues(ctx, "alice", []string{"GITHUB_TOKEN"}); err != nil || len(got) != 0 {
-				t.Fatalf("after delete: %q %v", got, err)
+				t.Fatalf("after delete: %v %v", got, err)
 			}
 			if rev, _ := s.CallerSecretsRevision(ctx); rev != rev0+3 { // the refused delete changed nothing
 				t.Fatalf("revision %d after three changes from %d", rev, rev0)

@@ -25,6 +25,7 @@ var ErrTooManySessions = errors.New("too many client sessions")
 type clientConn struct {
 	key      clientKey
 	subject  string                                 // the identity's subject of the session that opened it, "" for none
+	secrets  map[string]int64                       // the versions of the caller's secrets it was started with
 	owner    *mcp.ServerSession                     // the session that opened it, whose capabilities it mirrors
 	owners   map[*mcp.ServerSession]bool            // every downstream session it serves; owner among them while it lasts
 	last     *mcp.ServerSession                     // the one that sent a request last
@@ -241,7 +242,7 @@ func (u *Server) connectClient(c *clientConn) {
 		cs, err = u.dialClient(ctx, client, oauth, spec)
 	}
 	u.mu.Lock()
-	c.client, c.cs, c.err = client, cs, err
+	c.client, c.cs, c.err, c.secrets = client, cs, err, spec.secrets
 	stale := u.clients[c.key] != c || u.closed
 	if err != nil {
 		if u.clients[c.key] == c {
@@ -411,14 +412,16 @@ func (u *Server) closeClients(cs []*clientConn) {
 }
 
 // CloseCallerSessions ends the per-client sessions of the callers of
-// subject (an identity's, whichever way it authenticated), so that their
-// next request starts them anew: their settings changed (a secret of
-// theirs the server's caller templates read). It returns how many.
-func (u *Server) CloseCallerSessions(subject string) int {
+// subject (an identity's, whichever way it authenticated) that were
+// started with other versions of their secrets than current (0: the
+// secret is gone), so that their next request starts them with the
+// current ones. A session still connecting is ended too. It returns how
+// many it ended.
+func (u *Server) CloseCallerSessions(subject string, current map[string]int64) int {
 	u.mu.Lock()
 	var gone []*clientConn
 	for _, c := range u.clients {
-		if c.subject == subject {
+		if c.subject == subject && c.startedWithout(current) {
 			u.forgetLocked(c)
 			gone = append(gone, c)
 		}
@@ -427,6 +430,22 @@ func (u *Server) CloseCallerSessions(subject string) int {
 	// One still connecting is closed by connectClient, as stale.
 	u.closeClients(gone)
 	return len(gone)
+}
+
+// startedWithout reports whether c is connecting, or was started with
+// another version of one of the secrets of current; under u.mu.
+func (c *clientConn) startedWithout(current map[string]int64) bool {
+	select {
+	case <-c.ready:
+	default:
+		return true
+	}
+	for name, v := range current {
+		if got, ok := c.secrets[name]; ok && got != v {
+			return true
+		}
+	}
+	return false
 }
 
 // OwnerOf returns the downstream session a per-client session serves (the

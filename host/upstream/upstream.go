@@ -60,6 +60,9 @@ type Status struct {
 	// Users counts the callers of a server with oauth mode "per_user" by
 	// where their logins stand; nil for other servers.
 	Users *UserLogins `json:"users,omitempty"`
+	// CallerSecrets names the callers' secrets the server's settings read
+	// (${caller.secrets.NAME}); each caller's values are never shown.
+	CallerSecrets []string `json:"callerSecrets,omitempty"`
 	// Stderr is the last lines a stdio server wrote to stderr, masked: for
 	// operators, whatever the state (Error carries it too when it failed).
 	Stderr string `json:"stderr,omitempty"`
@@ -172,10 +175,18 @@ type Events interface {
 	// Drained reports whether the host is stopping after a drain (Drain):
 	// closing then does not wait again for the calls in flight.
 	Drained() bool
-	// CallerSecrets returns the values of id's own secrets of names, for
-	// the session of server it is starting: an error wrapping
-	// ErrSecretNeeded when the caller has not given one of them.
-	CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]string, error)
+	// CallerSecrets returns id's own secrets of names, for the session of
+	// server it is starting: an error wrapping ErrSecretNeeded when the
+	// caller has not given one of them.
+	CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]CallerSecret, error)
+}
+
+// CallerSecret is one of a caller's secrets: its value, and the version
+// that tells a session started with it from one started with another
+// (CloseCallerSessions).
+type CallerSecret struct {
+	Value   string
+	Version int64
 }
 
 // ErrSecretNeeded is wrapped by the error of a caller's session that
@@ -322,8 +333,9 @@ func (u *Server) connectWith(ctx context.Context, client *mcp.Client, oauth sdka
 // dialSpec is what one session connects with: the server's own settings,
 // or one caller's (callerSpec).
 type dialSpec struct {
-	cfg   ServerConfig
-	stdio *stdioTransport // nil for HTTP transports
+	cfg     ServerConfig
+	stdio   *stdioTransport  // nil for HTTP transports
+	secrets map[string]int64 // the versions of the caller's secrets in cfg
 }
 
 // callerSpec fills the server's caller templates in for the caller of
@@ -334,18 +346,23 @@ func (u *Server) callerSpec(ctx context.Context, owner *mcp.ServerSession) (dial
 	if id == nil {
 		return dialSpec{}, fmt.Errorf("server %q gives each caller their own upstream (its settings use the caller's values), and this caller has no identity: call it with an API key or an OAuth token (listen.auth)", u.Config.Name)
 	}
-	var secrets map[string]string
+	var values map[string]string
+	var versions map[string]int64
 	if names := u.Config.Caller.Secrets(); len(names) > 0 {
-		var err error
-		if secrets, err = u.events.CallerSecrets(ctx, u.Config.Name, id, names); err != nil {
+		secrets, err := u.events.CallerSecrets(ctx, u.Config.Name, id, names)
+		if err != nil {
 			return dialSpec{}, err
 		}
+		values, versions = make(map[string]string, len(secrets)), make(map[string]int64, len(secrets))
+		for n, s := range secrets {
+			values[n], versions[n] = s.Value, s.Version
+		}
 	}
-	cfg, err := u.Config.Caller.Apply(u.Config, id, secrets)
+	cfg, err := u.Config.Caller.Apply(u.Config, id, values)
 	if err != nil {
 		return dialSpec{}, err
 	}
-	spec := dialSpec{cfg: cfg}
+	spec := dialSpec{cfg: cfg, secrets: versions}
 	if cfg.Transport == TransportStdio {
 		spec.stdio = newStdioTransport(cfg, u.log)
 	}
@@ -880,6 +897,9 @@ func (u *Server) Status() Status {
 	}
 	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
+	}
+	if u.Config.Caller != nil {
+		st.CallerSecrets = u.Config.Caller.Secrets()
 	}
 	// The secrets the admin API marked too: a failed connection quotes
 	// the URL, and a server may print its args.

@@ -34,6 +34,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -53,7 +54,7 @@ const MaxValue = 8 << 10
 type Options struct {
 	// Values returns subject's stored secrets of names; a name without
 	// one is left out (store.Store.CallerSecretValues).
-	Values func(ctx context.Context, subject string, names []string) (map[string][]byte, error)
+	Values func(ctx context.Context, subject string, names []string) (map[string]store.CallerSecretValue, error)
 	// Set stores a secret a caller entered on the secret page, and
 	// restarts what used the old value (the engine's SetCallerSecret).
 	Set func(ctx context.Context, subject, name string, value []byte) error
@@ -121,7 +122,7 @@ func plural(n int, one, many string) string {
 
 // CallerSecrets returns id's secrets of names for server's session
 // (upstream.Events.CallerSecrets); a *Needed when one is missing.
-func (k *Keeper) CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]string, error) {
+func (k *Keeper) CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]upstream.CallerSecret, error) {
 	if id == nil {
 		return nil, fmt.Errorf("usersecrets: server %q reads the caller's secrets, and this request has no caller", server)
 	}
@@ -130,7 +131,7 @@ func (k *Keeper) CallerSecrets(ctx context.Context, server string, id *auth.Iden
 		// The store's errors name the secret and the subject, never the value.
 		return nil, fmt.Errorf("usersecrets: reading the secrets of %s for server %q: %w", id.String(), server, err)
 	}
-	out := make(map[string]string, len(names))
+	out := make(map[string]upstream.CallerSecret, len(names))
 	var missing []string
 	for _, n := range names {
 		v, ok := vals[n]
@@ -138,7 +139,7 @@ func (k *Keeper) CallerSecrets(ctx context.Context, server string, id *auth.Iden
 			missing = append(missing, n)
 			continue
 		}
-		out[n] = string(v)
+		out[n] = upstream.CallerSecret{Value: string(v.Value), Version: v.Version}
 	}
 	if len(missing) > 0 {
 		req := k.request(server, id.Subject, missing)
@@ -241,10 +242,10 @@ func (k *Keeper) Pending() map[string]int {
 }
 
 // Changed is one caller's secrets that changed since the last look
-// (Versions.Diff).
+// (Versions.Diff): each name's version now, 0 for one deleted.
 type Changed struct {
-	Subject string
-	Names   []string
+	Subject  string
+	Versions map[string]int64
 }
 
 // Versions are the stored secrets' versions, by subject and name: what a
@@ -254,12 +255,12 @@ type Versions map[[2]string]int64
 // Diff returns the callers whose secrets were set, changed or deleted
 // between v and next, by subject, each with the names that did.
 func (v Versions) Diff(next Versions) []Changed {
-	by := map[string]map[string]bool{}
+	by := map[string]map[string]int64{}
 	note := func(k [2]string) {
 		if by[k[0]] == nil {
-			by[k[0]] = map[string]bool{}
+			by[k[0]] = map[string]int64{}
 		}
-		by[k[0]][k[1]] = true
+		by[k[0]][k[1]] = next[k]
 	}
 	for k, ver := range next {
 		if v[k] != ver {
@@ -273,7 +274,7 @@ func (v Versions) Diff(next Versions) []Changed {
 	}
 	out := make([]Changed, 0, len(by))
 	for _, s := range slices.Sorted(maps.Keys(by)) {
-		out = append(out, Changed{Subject: s, Names: slices.Sorted(maps.Keys(by[s]))})
+		out = append(out, Changed{Subject: s, Versions: by[s]})
 	}
 	return out
 }
