@@ -39,8 +39,8 @@ type callerRef struct {
 
 // callerTemplate is a server's caller templates: upstream.CallerTemplate.
 type callerTemplate struct {
-	server string
-	dir    string                    // the config file's, for a relative cwd
+	server  string
+	dir     string                    // the config file's, for a relative cwd
 	exprs   map[string]hcl.Expression // by attribute, of callerAttrs
 	names   []string                  // attribute names the expressions read
 	secrets []string                  // secret names the expressions read
