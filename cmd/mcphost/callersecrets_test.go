@@ -14,17 +14,19 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/internal/otlptest"
 	"github.com/mcphost-project/mcphost/internal/pgtest"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // Values of the callers' secrets in TestCallerSecrets: none may show in a
-// log line, /status, /metrics, the audit log or a command's output.
+// log line, /status, /metrics, a trace, the audit log or a command's output.
 const (
 	aliceSecret1 = "alice-secret-VALUE-one-7f3a"
 	aliceSecret2 = "alice-secret-VALUE-two-91c2"
@@ -68,6 +70,9 @@ audit {
   file      = "%s"
   arguments = true
 }
+traces {
+  otlp_endpoint = "%s"
+}
 server "gh" {
   command = "UPSTREAM"
   args    = ["-name", "gh", "-memory"]
@@ -86,10 +91,10 @@ type secretReplica struct {
 	proc        *runningMcphost
 }
 
-func startSecretReplica(t *testing.T, storeLine, auditFile string) secretReplica {
+func startSecretReplica(t *testing.T, storeLine, auditFile, traces string) secretReplica {
 	t.Helper()
 	r := secretReplica{addr: testproc.FreeAddr(t), admin: testproc.FreeAddr(t)}
-	cfg := writeConfig(t, fmt.Sprintf(callerSecretsConfig, r.addr, r.admin, storeLine, auditFile))
+	cfg := writeConfig(t, fmt.Sprintf(callerSecretsConfig, r.addr, r.admin, storeLine, auditFile, traces))
 	r.proc = startMcphost(t, "http://"+r.admin+"/openapi.json", 30*time.Second, "run", cfg, "--log-level", "debug")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -108,7 +113,8 @@ func startSecretReplica(t *testing.T, storeLine, auditFile string) secretReplica
 // refused on it. A change of alice's secret restarts her gh process
 // alone (not bob's, not her notes process); with PostgreSQL a change made
 // through one replica restarts her session on the other. No value shows
-// in a log, /status, /metrics, the audit log or a command's output.
+// in a log, /status, /metrics, a trace, the audit log or a command's
+// output.
 func TestCallerSecrets(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		dir := t.TempDir()
@@ -121,9 +127,10 @@ func TestCallerSecrets(t *testing.T) {
 
 func testCallerSecrets(t *testing.T, storeLine string, replicas int) {
 	dir := t.TempDir()
+	rcv := otlptest.Start(t)
 	var rs []secretReplica
 	for i := range replicas {
-		rs = append(rs, startSecretReplica(t, storeLine, filepath.Join(dir, fmt.Sprintf("audit-%d.jsonl", i))))
+		rs = append(rs, startSecretReplica(t, storeLine, filepath.Join(dir, fmt.Sprintf("audit-%d.jsonl", i)), rcv.URL))
 	}
 	a := rs[0]
 	var outputs bytes.Buffer // every command's output, searched for values at the end
@@ -282,9 +289,23 @@ func testCallerSecrets(t *testing.T, storeLine string, replicas int) {
 		t.Errorf("/status does not name the secret gh reads: %s", st)
 	}
 
+	// Stopped, the replicas export the spans they hold.
+	for _, r := range rs {
+		r.proc.stop(syscall.SIGTERM, 15*time.Second)
+	}
+	var spans int
+	for _, s := range rcv.Spans() {
+		fmt.Fprintf(&seen, "%v\n", s.Span)
+		if strings.Contains(fmt.Sprint(s.Span), "gh__env") {
+			spans++
+		}
+	}
+	if spans == 0 {
+		t.Error("no span of the gh__env calls was exported")
+	}
 	for _, v := range []string{aliceSecret1, aliceSecret2, bobSecret, stolenSecret} {
 		if bytes.Contains(seen.Bytes(), []byte(v)) {
-			t.Errorf("the secret value %q shows in the logs, status, metrics, audit log or a command's output", v)
+			t.Errorf("the secret value %q shows in the logs, status, metrics, traces, audit log or a command's output", v)
 		}
 	}
 }
