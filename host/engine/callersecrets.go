@@ -37,7 +37,14 @@ func (e *Engine) newSecretKeeper() *usersecrets.Keeper {
 		return nil
 	}
 	return usersecrets.New(usersecrets.Options{
-		Values: e.store.CallerSecretValues,
+		Values: func(ctx context.Context, subject string, names []string) (map[string]usersecrets.Value, error) {
+			stored, err := e.store.CallerSecretValues(ctx, subject, names)
+			out := make(map[string]usersecrets.Value, len(stored))
+			for n, v := range stored {
+				out[n] = usersecrets.Value{Value: v.Value, Version: v.Version}
+			}
+			return out, err
+		},
 		Set: func(ctx context.Context, subject, name string, value []byte) error {
 			_, err := e.SetCallerSecret(ctx, subject, name, value)
 			return err

@@ -34,7 +34,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -53,8 +52,8 @@ const MaxValue = 8 << 10
 // Options configure a Keeper.
 type Options struct {
 	// Values returns subject's stored secrets of names; a name without
-	// one is left out (store.Store.CallerSecretValues).
-	Values func(ctx context.Context, subject string, names []string) (map[string]store.CallerSecretValue, error)
+	// one is left out (the store's CallerSecretValues).
+	Values func(ctx context.Context, subject string, names []string) (map[string]Value, error)
 	// Set stores a secret a caller entered on the secret page, and
 	// restarts what used the old value (the engine's SetCallerSecret).
 	Set func(ctx context.Context, subject, name string, value []byte) error
@@ -62,6 +61,13 @@ type Options struct {
 	// a path: the secret page is at Base()+SecretPath.
 	Base   func() string
 	Logger hclog.Logger
+}
+
+// Value is a stored secret's value and version (the store's revision
+// that wrote it).
+type Value struct {
+	Value   []byte
+	Version int64
 }
 
 // Keeper hands callers' secrets to their upstream sessions and keeps the

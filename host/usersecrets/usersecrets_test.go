@@ -12,21 +12,20 @@ import (
 	"testing"
 
 	"github.com/mcphost-project/mcphost/host/auth"
-	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // memory is a store of secrets for the tests: by subject and name.
 type memory struct {
 	mu   sync.Mutex
-	vals map[[2]string]store.CallerSecretValue
+	vals map[[2]string]Value
 	rev  int64
 }
 
-func (m *memory) values(_ context.Context, subject string, names []string) (map[string]store.CallerSecretValue, error) {
+func (m *memory) values(_ context.Context, subject string, names []string) (map[string]Value, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := map[string]store.CallerSecretValue{}
+	out := map[string]Value{}
 	for _, n := range names {
 		if v, ok := m.vals[[2]string{subject, n}]; ok {
 			out[n] = v
@@ -39,7 +38,7 @@ func (m *memory) set(_ context.Context, subject, name string, value []byte) erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rev++
-	m.vals[[2]string{subject, name}] = store.CallerSecretValue{Value: value, Version: m.rev}
+	m.vals[[2]string{subject, name}] = Value{Value: value, Version: m.rev}
 	return nil
 }
 
@@ -55,7 +54,7 @@ func key(name, value string) auth.Key {
 // refused, and store nothing); once given, the link is spent and the
 // caller's session gets the value.
 func TestSecretPageBindsTheLink(t *testing.T) {
-	m := &memory{vals: map[[2]string]store.CallerSecretValue{}}
+	m := &memory{vals: map[[2]string]Value{}}
 	a, err := auth.New(auth.Config{Keys: []auth.Key{key("alice", "alice-key-0123456789"), key("bob", "bob-key-0123456789ab")}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +128,7 @@ func TestSecretPageBindsTheLink(t *testing.T) {
 // TestSecretPageWithoutAuth: a listener that no longer authenticates
 // cannot tell whose a link is: nothing is stored.
 func TestSecretPageWithoutAuth(t *testing.T) {
-	m := &memory{vals: map[[2]string]store.CallerSecretValue{}}
+	m := &memory{vals: map[[2]string]Value{}}
 	k := New(Options{Values: m.values, Set: m.set})
 	_, err := k.CallerSecrets(context.Background(), "gh", &auth.Identity{Subject: "bob"}, []string{"T"})
 	var need *Needed
