@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +26,7 @@ func (k *Keeper) Ask(ctx context.Context, ss *mcp.ServerSession, err error) (ret
 	id := "secret-" + rand.Text()
 	res, eerr := ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode:          "url",
-		Message:       fmt.Sprintf("Server %q needs your own %s (%v) before mcphost can call it for you.", need.Server, plural(len(need.Names), "secret", "secrets"), need.Names),
+		Message:       fmt.Sprintf("Server %q needs your own %s (%s) before mcphost can call it for you.", need.Server, plural(len(need.Names), "secret", "secrets"), strings.Join(need.Names, ", ")),
 		URL:           need.URL,
 		ElicitationID: id,
 	})

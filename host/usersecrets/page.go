@@ -82,7 +82,13 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, a *auth.Authentic
 	k.complete(req)
 	k.log.Info("secret page: a caller gave their secrets", "server", req.server, "subject", req.subject, "secrets", strings.Join(req.names, ","))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	io.WriteString(w, page("Secrets saved", fmt.Sprintf("mcphost keeps them for your calls to %s. Go back to your client: a call that waits for them goes on; otherwise call again.", req.server)))
+	io.WriteString(w, savedPage(req.server))
+}
+
+// savedPage is the answer once the secrets are stored: it quotes nothing
+// the form carried.
+func savedPage(server string) string {
+	return page("Secrets saved", fmt.Sprintf("mcphost keeps them for your calls to %s. Go back to your client: a call that waits for them goes on; otherwise call again.", server))
 }
 
 // secretForm is the page that asks for the credential and the values.
