@@ -263,9 +263,9 @@ func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *
 			err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
 		}
 	}
-	if err != nil && h.secrets != nil && errors.Is(err, upstream.ErrSecretNeeded) {
-		// The caller must give a secret first (caller.secrets): asked,
-		// as for a login, the call goes on once they have.
+	if err != nil {
+		// A secret the caller must give first (caller.secrets): asked as
+		// for a login, the call goes on once they have.
 		var retry bool
 		if retry, err = h.secrets.Ask(ctx, ss, err); retry {
 			err = h.forward(ctx, ss, u, "tools/call", upMeta, send)

@@ -96,7 +96,7 @@ type Host struct {
 	tracer       *telemetry.Tracer // nil: no traces
 	listings     listingAudit      // what the audit log last heard of each caller's listing
 	metrics      http.Handler
-	secrets      *usersecrets.Keeper                // nil: no caller has secrets
+	secrets      *usersecrets.Keeper
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
 	owners       listener.SessionOwners             // which identity each HTTP session belongs to (identity.go)
 	drain        drainState                         // SIGTERM's graceful drain (drain.go)

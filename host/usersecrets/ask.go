@@ -16,10 +16,11 @@ import (
 // is asked to open the link; once they accepted and gave the secrets on
 // the page, Ask reports retry, and the client hears that the elicitation
 // completed. Otherwise it returns the error to answer with: the original
-// one (whose text has the link), or why the secrets were not given.
+// one (whose text has the link), or why the secrets were not given. A nil
+// Keeper returns err.
 func (k *Keeper) Ask(ctx context.Context, ss *mcp.ServerSession, err error) (retry bool, _ error) {
 	var need *Needed
-	if !errors.As(err, &need) || need.req == nil || ss == nil || !takesURLElicitation(ss) {
+	if k == nil || !errors.As(err, &need) || need.req == nil || ss == nil || !takesURLElicitation(ss) {
 		return false, err
 	}
 	req := need.req

@@ -24,6 +24,17 @@ const maxForm = 64 << 10
 // valueField is the form field of a secret's value.
 func valueField(name string) string { return "value." + name }
 
+// Routes serves the secret page at SecretPath on mux, with the listener's
+// authenticator of the moment; a nil Keeper serves nothing.
+func (k *Keeper) Routes(mux *http.ServeMux, authn func() *auth.Authenticator) {
+	if k == nil {
+		return
+	}
+	page := func(w http.ResponseWriter, r *http.Request) { k.Serve(w, r, authn()) }
+	mux.HandleFunc("GET "+SecretPath, page)
+	mux.HandleFunc("POST "+SecretPath, page)
+}
+
 // Serve is the secret page (SecretPath); a is the listener's
 // authenticator, nil when it takes anyone (then no one can prove a link is
 // theirs, and nothing is stored).

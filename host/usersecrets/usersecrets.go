@@ -127,8 +127,12 @@ func plural(n int, one, many string) string {
 }
 
 // CallerSecrets returns id's secrets of names for server's session
-// (upstream.Events.CallerSecrets); a *Needed when one is missing.
+// (upstream.Events.CallerSecrets); a *Needed when one is missing. A nil
+// Keeper (a host without one) has none to give.
 func (k *Keeper) CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]upstream.CallerSecret, error) {
+	if k == nil {
+		return nil, fmt.Errorf("usersecrets: server %q reads the caller's secrets (caller.secrets), and this mcphost keeps none: give it a store block with a key", server)
+	}
 	if id == nil {
 		return nil, fmt.Errorf("usersecrets: server %q reads the caller's secrets, and this request has no caller", server)
 	}
@@ -245,6 +249,26 @@ func (k *Keeper) Pending() map[string]int {
 		out[r.server]++
 	}
 	return out
+}
+
+// Restart ends subject's per-client sessions of the servers whose caller
+// templates read one of the secrets of current (each one's version now, 0
+// for one deleted) that were started with another version: their next
+// request starts them with the current values. Other callers' sessions,
+// and servers that read none of them, are left alone. It returns how many
+// sessions it ended.
+func Restart(servers []*upstream.Server, subject string, current map[string]int64, log hclog.Logger) int {
+	n := 0
+	for _, u := range servers {
+		if u.Config.Caller == nil || !slices.ContainsFunc(u.Config.Caller.Secrets(), func(s string) bool { _, ok := current[s]; return ok }) {
+			continue
+		}
+		if k := u.CloseCallerSessions(subject, current); k > 0 {
+			log.Info("restarted a caller's upstream sessions: a secret of theirs changed", "server", u.Config.Name, "subject", subject, "sessions", k)
+			n += k
+		}
+	}
+	return n
 }
 
 // Changed is one caller's secrets that changed since the last look
