@@ -113,8 +113,8 @@ type Needed struct {
 }
 
 func (e *Needed) Error() string {
-	return fmt.Sprintf("server %q needs your own %s (%s): open %s, enter it, then call again",
-		e.Server, plural(len(e.Names), "secret", "secrets"), strings.Join(e.Names, ", "), e.URL)
+	return fmt.Sprintf("server %q needs your own %s (%s): open %s, enter %s, then call again",
+		e.Server, plural(len(e.Names), "secret", "secrets"), strings.Join(e.Names, ", "), e.URL, plural(len(e.Names), "it", "them"))
 }
 
 func (e *Needed) Unwrap() error { return upstream.ErrSecretNeeded }
@@ -161,7 +161,7 @@ func (k *Keeper) CallerSecrets(ctx context.Context, server string, id *auth.Iden
 // request returns the link waiting for subject's names of server, made
 // anew when there is none or it expired.
 func (k *Keeper) request(server, subject string, names []string) *request {
-	key := server + "\x00" + subject + "\x00" + strings.Join(names, "\x00")
+	key := needKey(server, subject, names)
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -178,9 +178,13 @@ func (k *Keeper) request(server, subject string, names []string) *request {
 	return r
 }
 
-func (r *request) needKey() string {
-	return r.server + "\x00" + r.subject + "\x00" + strings.Join(r.names, "\x00")
+// needKey names what a request asks for: one link per server, caller and
+// names at a time.
+func needKey(server, subject string, names []string) string {
+	return server + "\x00" + subject + "\x00" + strings.Join(names, "\x00")
 }
+
+func (r *request) needKey() string { return needKey(r.server, r.subject, r.names) }
 
 func (k *Keeper) expireLocked(now time.Time) {
 	for id, r := range k.pending {
@@ -238,17 +242,6 @@ func (k *Keeper) link(r *request) string {
 		base = strings.TrimSuffix(k.opts.Base(), "/")
 	}
 	return base + SecretPath + "?" + url.Values{"request": {r.id}}.Encode()
-}
-
-// Pending counts the links waiting, by server.
-func (k *Keeper) Pending() map[string]int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	out := map[string]int{}
-	for _, r := range k.pending {
-		out[r.server]++
-	}
-	return out
 }
 
 // Restart ends subject's per-client sessions of the servers whose caller
