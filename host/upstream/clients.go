@@ -26,6 +26,7 @@ type clientConn struct {
 	key      clientKey
 	subject  string                                 // the identity's subject of the session that opened it, "" for none
 	secrets  map[string]int64                       // the versions of the caller's secrets it was started with
+	hide     []string                               // their values, taken out of its errors (MaskFor)
 	owner    *mcp.ServerSession                     // the session that opened it, whose capabilities it mirrors
 	owners   map[*mcp.ServerSession]bool            // every downstream session it serves; owner among them while it lasts
 	last     *mcp.ServerSession                     // the one that sent a request last
@@ -240,9 +241,10 @@ func (u *Server) connectClient(c *clientConn) {
 	var cs *mcp.ClientSession
 	if err == nil {
 		cs, err = u.dialClient(ctx, client, oauth, spec)
+		err = hideValues(err, spec.hide) // a failed connection quotes the URL
 	}
 	u.mu.Lock()
-	c.client, c.cs, c.err, c.secrets = client, cs, err, spec.secrets
+	c.client, c.cs, c.err, c.secrets, c.hide = client, cs, err, spec.secrets, spec.hide
 	stale := u.clients[c.key] != c || u.closed
 	if err != nil {
 		if u.clients[c.key] == c {
@@ -299,7 +301,7 @@ func (u *Server) watchClient(c *clientConn) {
 	}
 	u.mu.Unlock()
 	if mine && !u.isClosed() {
-		u.log.Warn("per-client session ended by the server", "error", u.MaskMarked(err))
+		u.log.Warn("per-client session ended by the server", "error", hideValues(u.MaskMarked(err), c.hide))
 	}
 }
 
@@ -430,6 +432,36 @@ func (u *Server) CloseCallerSessions(subject string, current map[string]int64) i
 	// One still connecting is closed by connectClient, as stale.
 	u.closeClients(gone)
 	return len(gone)
+}
+
+// MaskFor is MaskMarked, with the values of the caller's secrets that
+// ss's own session was started with taken out too: the errors of its
+// requests may quote its URL, which may hold one.
+func (u *Server) MaskFor(ss *mcp.ServerSession, err error) error {
+	err = u.MaskMarked(err)
+	if err == nil || ss == nil || u.Config.Caller == nil || len(u.Config.Caller.Secrets()) == 0 || !u.PerClient() {
+		return err
+	}
+	key := u.clientKeyOf(ss)
+	u.mu.Lock()
+	var hide []string
+	if c := u.clients[key]; c != nil {
+		hide = c.hide
+	}
+	u.mu.Unlock()
+	return hideValues(err, hide)
+}
+
+// hideValues returns err with values taken out of its text (redactValues);
+// err itself when it holds none.
+func hideValues(err error, values []string) error {
+	if err == nil || len(values) == 0 {
+		return err
+	}
+	if text := redactValues(err.Error(), values); text != err.Error() {
+		return &markedError{err: err, text: text}
+	}
+	return err
 }
 
 // startedWithout reports whether c is connecting, or was started with

@@ -336,6 +336,7 @@ type dialSpec struct {
 	cfg     ServerConfig
 	stdio   *stdioTransport  // nil for HTTP transports
 	secrets map[string]int64 // the versions of the caller's secrets in cfg
+	hide    []string         // their values, taken out of the session's errors
 }
 
 // callerSpec fills the server's caller templates in for the caller of
@@ -363,6 +364,9 @@ func (u *Server) callerSpec(ctx context.Context, owner *mcp.ServerSession) (dial
 		return dialSpec{}, err
 	}
 	spec := dialSpec{cfg: cfg, secrets: versions}
+	for _, v := range values {
+		spec.hide = append(spec.hide, v)
+	}
 	if cfg.Transport == TransportStdio {
 		spec.stdio = newStdioTransport(cfg, u.log)
 	}
