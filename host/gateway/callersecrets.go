@@ -8,11 +8,8 @@ import (
 	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
 
-// Callers' secrets (host/usersecrets; h.secrets is nil without a store
-// key): the values a server's caller templates read as
-// ${caller.secrets.NAME}, given to each caller's own upstream session.
-
-// CallerSecrets gives a caller's session their secrets (upstream.Events).
+// CallerSecrets gives a caller's session their ${caller.secrets.NAME}
+// (upstream.Events; host/usersecrets, h.secrets nil without a store key).
 func (h *Host) CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]upstream.CallerSecret, error) {
 	return h.secrets.CallerSecrets(ctx, server, id, names)
 }
