@@ -30,6 +30,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.yaml.in/yaml/v4 v4.0.0
+	golang.org/x/term v0.47.0
 	modernc.org/sqlite v1.62.0
 )
 

@@ -20,7 +20,8 @@ func userIn(subject, state string) string {
 // TestConsoleUsers: on the console's users page, the config file's key is
 // listed read-only; a user added there gets a key shown once, which calls
 // a tool at once; disabled, its key is refused; a rotated key replaces it;
-// revoked and removed, the user is gone.
+// revoked and removed, the user is gone. A secret set for alice is
+// listed by name, never shown, and deleted.
 func TestConsoleUsers(t *testing.T) {
 	path := chromium(t)
 	mcpAddr, adminAddr := testproc.FreeAddr(t), testproc.FreeAddr(t)
@@ -40,6 +41,7 @@ admin {
 }
 store {
   sqlite = "console.db"
+  key    = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
 }
 server "up" {
   command = "UPSTREAM"
@@ -100,6 +102,25 @@ server "up" {
 		chromedp.Click(chromedp.CSS(userRowCSS("alice")+` button[data-action="enable"]`)),
 		chromedp.WaitVisible(chromedp.CSS(userIn("alice", "enabled"))))
 
+	const consoleSecret = "console-secret-value-3f9d"
+	b.do("setting alice's secret",
+		chromedp.Click(chromedp.CSS(userRowCSS("alice")+` button[data-action="secrets"]`)),
+		chromedp.WaitVisible(chromedp.ID("s-name")),
+		chromedp.SendKeys(chromedp.ID("s-name"), "GITHUB_TOKEN"),
+		chromedp.SendKeys(chromedp.ID("s-value"), consoleSecret),
+		chromedp.Click(chromedp.CSS(`button[data-action="set-secret"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dialog tr[data-secret="GITHUB_TOKEN"]`)),
+		waitText(".flash.ok", "secret GITHUB_TOKEN set"))
+	b.shot("users-secrets")
+	if v := b.value("#s-value"); v != "" || strings.Contains(b.text("body"), consoleSecret) {
+		t.Fatalf("the secret's value stays on the page (field %q)", v)
+	}
+	b.do("deleting alice's secret",
+		chromedp.Click(chromedp.CSS(`dialog tr[data-secret="GITHUB_TOKEN"] button[data-action="delete-secret"]`)),
+		waitGone(`dialog tr[data-secret="GITHUB_TOKEN"]`),
+		waitText("dialog", "No secrets."),
+		chromedp.Click(chromedp.CSS(`dialog .buttons button`)), waitGone("dialog"))
+
 	b.do("rotating alice's key",
 		chromedp.Click(chromedp.CSS(userRowCSS("alice")+` button[data-action="rotate"]`)),
 		waitText(`dialog pre.new-key`, "mcph_"))
@@ -128,6 +149,16 @@ server "up" {
 		chromedp.Click(chromedp.CSS(userRowCSS("alice")+` button[data-action="remove"]`)),
 		chromedp.Click(chromedp.CSS(`dialog button[data-action="confirm"]`)),
 		waitGone(userRowCSS("alice")))
+}
+
+// value is the value of the first input matching css.
+func (b *browser) value(css string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q).value`, css)))
+	if err != nil {
+		b.t.Fatalf("reading %s: %v", css, err)
+	}
+	return s
 }
 
 // text is the text of the first element matching css.

@@ -102,7 +102,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "servers":
 		return runServers(ctx, rest, stdin, stdout, stderr)
 	case "users":
-		return runUsers(ctx, rest, stdout, stderr)
+		return runUsers(ctx, rest, stdin, stdout, stderr)
 	case "audit":
 		return runAudit(ctx, rest, stdout, stderr)
 	case "auth":

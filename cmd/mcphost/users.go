@@ -15,7 +15,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/engine"
 )
 
-const usersUsage = `usage: mcphost users list|add|update|disable|enable|delete|key [SUBJECT] [flags]
+const usersUsage = `usage: mcphost users list|add|update|disable|enable|delete|key|secret [SUBJECT] [flags]
 
 Manages the users of a running mcphost through its admin API: identities
 whose API keys are kept in its store (as SHA-256 digests), beside the keys
@@ -41,6 +41,13 @@ opened are closed.
                                 in the same change
   key revoke SUBJECT ID         revoke a key; the sessions it opened are closed
       mcphost users key rotate alice 5f0c3a9e1b2d4c6f
+  secret set SUBJECT NAME       set a secret of the caller (caller.secrets.NAME in
+                                a server's settings), read from stdin, or asked
+                                for without echo on a terminal; the caller's
+                                upstream sessions that read it restart
+      mcphost users secret set alice GITHUB_TOKEN < token.txt
+  secret list SUBJECT           the names of the caller's secrets (never values)
+  secret delete SUBJECT NAME    remove a secret; the sessions that read it restart
 
 Flags of every command:
   --admin URL   the admin API (default $MCPHOST_ADMIN, else ` + defaultAdminURL + `)
@@ -50,19 +57,22 @@ Flags of every command:
 
 // usersArgs are the arguments of each users command, for its usage.
 var usersArgs = map[string]string{
-	"list":       " [--admin URL] [--key KEY] [--json]",
-	"add":        " SUBJECT [--group G ...] [--attr K=V ...] [--key-name NAME] [--disabled]",
-	"update":     " SUBJECT [--group G ...] [--attr K=V ...]",
-	"disable":    " SUBJECT",
-	"enable":     " SUBJECT",
-	"delete":     " SUBJECT",
-	"key add":    " SUBJECT [--name NAME]",
-	"key rotate": " SUBJECT ID [--name NAME]",
-	"key revoke": " SUBJECT ID",
+	"list":          " [--admin URL] [--key KEY] [--json]",
+	"add":           " SUBJECT [--group G ...] [--attr K=V ...] [--key-name NAME] [--disabled]",
+	"update":        " SUBJECT [--group G ...] [--attr K=V ...]",
+	"disable":       " SUBJECT",
+	"enable":        " SUBJECT",
+	"delete":        " SUBJECT",
+	"key add":       " SUBJECT [--name NAME]",
+	"key rotate":    " SUBJECT ID [--name NAME]",
+	"key revoke":    " SUBJECT ID",
+	"secret set":    " SUBJECT NAME",
+	"secret list":   " SUBJECT",
+	"secret delete": " SUBJECT NAME",
 }
 
 // runUsers is `mcphost users`: a client of the admin API's /v1/users.
-func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runUsers(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usersUsage)
 		return exitError(2)
@@ -72,7 +82,7 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	sub, rest := args[0], args[1:]
-	if sub == "key" {
+	if sub == "key" || sub == "secret" {
 		if len(rest) == 0 || isHelp(rest[0]) {
 			if len(rest) == 0 {
 				fmt.Fprintln(stderr, usersUsage)
@@ -81,7 +91,7 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintln(stdout, usersUsage)
 			return nil
 		}
-		sub, rest = "key "+rest[0], rest[1:]
+		sub, rest = sub+" "+rest[0], rest[1:]
 	}
 	if _, ok := usersArgs[sub]; !ok {
 		fmt.Fprintf(stderr, "mcphost users: unknown command %q\n\n%s\n", sub, usersUsage)
@@ -118,6 +128,9 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError(2)
 	}
 	wantArgs := strings.Count(usersArgs[sub], " SUBJECT") + strings.Count(usersArgs[sub], " ID")
+	if strings.HasPrefix(sub, "secret ") {
+		wantArgs += strings.Count(usersArgs[sub], " NAME")
+	}
 	if len(pos) != wantArgs {
 		return usage(fmt.Sprintf("takes %d argument(s): mcphost users %s%s", wantArgs, sub, usersArgs[sub]))
 	}
@@ -156,6 +169,8 @@ func runUsers(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "removed %s and its keys\n", pos[0])
 		}
 		return nil
+	case "secret set", "secret list", "secret delete":
+		return c.userSecret(ctx, sub, pos, stdin)
 	case "key add", "key rotate":
 		body := map[string]any{"name": keyName}
 		if sub == "key rotate" {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// FuzzUserBodies feeds the three bodies of /v1/users to their decoders: they
+// FuzzUserBodies feeds the bodies of /v1/users (a secret's too) to their decoders: they
 // never panic, and what they take is one JSON object of known fields that
 // reads back the same.
 func FuzzUserBodies(f *testing.F) {
@@ -13,6 +13,7 @@ func FuzzUserBodies(f *testing.F) {
 		`{"subject":"alice","groups":["eng"],"attributes":{"team":"core"},"keyName":"laptop"}`,
 		`{"groups":[],"attributes":{},"disabled":true}`,
 		`{"name":"ci","replaces":"0123456789abcdef"}`,
+		`{"value":"ghp_0123"}`, `{"value":1}`, `{"value":"a","other":"b"}`,
 		``, `null`, `{}`, `[]`, `{"subject":"a"} {}`, `{"groups":null}`, `{"subject":"\u0000"}`, `{"disabled":"yes"}`,
 	} {
 		f.Add([]byte(s))
@@ -29,6 +30,9 @@ func FuzzUserBodies(f *testing.F) {
 		}
 		if k, err := decodeKey(body); err == nil {
 			roundTrip(t, body, k, decodeKey)
+		}
+		if v, err := decodeSecret(body); err == nil {
+			roundTrip(t, body, v, decodeSecret)
 		}
 	})
 }

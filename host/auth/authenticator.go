@@ -180,6 +180,10 @@ const CallbackPath = "/oauth/callback"
 // to the authorization server.
 const LoginPath = "/oauth/login"
 
+// SecretPath is the page a caller's secret link opens (host/usersecrets):
+// there the person proves who they are and enters their secret.
+const SecretPath = "/secret"
+
 // SubjectOf is the caller subject a token's claims name, as Authenticate
 // would read it, when they are from the issuer listen.auth.oauth trusts;
 // ok is false for another issuer's claims, or with no oauth block.
@@ -220,10 +224,10 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	}, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.URL.Path == "/healthz" || r.URL.Path == CallbackPath || r.URL.Path == LoginPath:
-			// The OAuth callback and the login page carry their own
-			// proof (the state of a login mcphost started and the
-			// cookie of the person who proved who they are; the
+		case r.URL.Path == "/healthz" || r.URL.Path == CallbackPath || r.URL.Path == LoginPath || r.URL.Path == SecretPath:
+			// The OAuth callback and the login and secret pages carry
+			// their own proof (the state of a login mcphost started and
+			// the cookie of the person who proved who they are; the
 			// credential entered in the page), and a browser sends no
 			// key.
 			next.ServeHTTP(w, r)

@@ -29,20 +29,22 @@ var callerAttrs = []string{"command", "args", "env", "cwd", "url", "headers"}
 // callerFields are what caller offers.
 var callerFields = []string{"subject", "groups", "attributes", "secrets"}
 
-// callerRef is one use of caller.attributes.NAME, checked once the listen
-// block is known (checkCallerRefs).
+// callerRef is one use of caller.attributes.NAME or caller.secrets.NAME,
+// checked once the listen and store blocks are known (checkCallerRefs).
 type callerRef struct {
 	server, name string
+	secret       bool // caller.secrets.NAME
 	rng          hcl.Range
 }
 
 // callerTemplate is a server's caller templates: upstream.CallerTemplate.
 type callerTemplate struct {
-	server string
-	dir    string                    // the config file's, for a relative cwd
-	exprs  map[string]hcl.Expression // by attribute, of callerAttrs
-	names  []string                  // attribute names the expressions read
-	shown  string                    // the templates as their placeholders render them
+	server  string
+	dir     string                    // the config file's, for a relative cwd
+	exprs   map[string]hcl.Expression // by attribute, of callerAttrs
+	names   []string                  // attribute names the expressions read
+	secrets []string                  // secret names the expressions read
+	shown   string                    // the templates as their placeholders render them
 }
 
 // serverCallerTemplate finds the attributes of a server block that use
@@ -55,7 +57,7 @@ func (d *decoder) serverCallerTemplate(server string, attrs hcl.Attributes) (t *
 		return nil, undo // a definition from the API: values are taken as written
 	}
 	exprs := map[string]hcl.Expression{}
-	names := map[string]bool{}
+	names, secrets := map[string]bool{}, map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		attr := attrs[name]
 		uses := false
@@ -65,12 +67,12 @@ func (d *decoder) serverCallerTemplate(server string, attrs hcl.Attributes) (t *
 			}
 			uses = true
 			ok := slices.Contains(callerAttrs, name)
-			var n string
+			var field, n string
 			if !ok {
 				d.errorf(tr.SourceRange(), "Caller values not allowed here",
 					"%s cannot use the caller's values: only %s of a server can.", name, orList(callerAttrs))
 			} else {
-				n, ok = d.checkCallerTraversal(tr)
+				field, n, ok = d.checkCallerTraversal(tr)
 			}
 			if !ok {
 				if d.badCaller == nil {
@@ -80,8 +82,12 @@ func (d *decoder) serverCallerTemplate(server string, attrs hcl.Attributes) (t *
 				continue
 			}
 			if n != "" {
-				names[n] = true
-				d.callerRefs = append(d.callerRefs, callerRef{server: server, name: n, rng: tr.SourceRange()})
+				if field == "secrets" {
+					secrets[n] = true
+				} else {
+					names[n] = true
+				}
+				d.callerRefs = append(d.callerRefs, callerRef{server: server, name: n, secret: field == "secrets", rng: tr.SourceRange()})
 			}
 		}
 		if uses && slices.Contains(callerAttrs, name) && !d.badCaller[attr] {
@@ -91,50 +97,69 @@ func (d *decoder) serverCallerTemplate(server string, attrs hcl.Attributes) (t *
 	if len(exprs) == 0 {
 		return nil, undo
 	}
-	t = &callerTemplate{server: server, dir: d.dir, exprs: exprs, names: slices.Sorted(maps.Keys(names))}
+	t = &callerTemplate{server: server, dir: d.dir, exprs: exprs, names: slices.Sorted(maps.Keys(names)), secrets: slices.Sorted(maps.Keys(secrets))}
 	saved := d.ctx.Variables
-	d.ctx.Variables = map[string]cty.Value{"caller": placeholderCaller(t.names)}
+	d.ctx.Variables = map[string]cty.Value{"caller": placeholderCaller(t.names, t.secrets)}
 	return t, func() { d.ctx.Variables = saved }
 }
 
-// checkCallerTraversal checks one use of caller and returns the attribute
-// name it reads (caller.attributes.NAME), "" for another field.
-func (d *decoder) checkCallerTraversal(tr hcl.Traversal) (string, bool) {
+// checkCallerTraversal checks one use of caller and returns the field it
+// reads and, for caller.attributes.NAME and caller.secrets.NAME, the name.
+func (d *decoder) checkCallerTraversal(tr hcl.Traversal) (field, name string, ok bool) {
 	if len(tr) < 2 {
 		d.errorf(tr.SourceRange(), "Incomplete caller reference",
-			"caller alone is not a value: use caller.subject, caller.groups or caller.attributes.NAME.")
-		return "", false
+			"caller alone is not a value: use caller.subject, caller.groups, caller.attributes.NAME or caller.secrets.NAME.")
+		return "", "", false
 	}
-	field, ok := traverserName(tr[1])
+	field, ok = traverserName(tr[1])
 	if !ok || !slices.Contains(callerFields, field) {
 		d.errorf(tr.SourceRange(), "Unknown caller field",
-			"caller has no field %q.%s It has subject, groups and attributes.NAME.", field, didYouMean(field, callerFields))
-		return "", false
+			"caller has no field %q.%s It has subject, groups, attributes.NAME and secrets.NAME.", field, didYouMean(field, callerFields))
+		return "", "", false
 	}
 	switch field {
-	case "secrets":
-		d.errorf(tr.SourceRange(), "Per-user secrets not available",
-			"caller.secrets is not available in this version of mcphost: a caller's own secret values cannot be stored yet. Pass values that differ per caller as attributes of their key (listen.auth key attributes) or claims of their token (listen.auth.oauth attributes), and use caller.attributes.NAME.")
-		return "", false
-	case "attributes":
+	case "attributes", "secrets":
 		if len(tr) != 3 {
 			d.errorf(tr.SourceRange(), "Incomplete caller reference",
-				"caller.attributes needs the attribute's name: caller.attributes.NAME.")
-			return "", false
+				"caller.%s needs the name: caller.%s.NAME.", field, field)
+			return "", "", false
 		}
-		name, ok := traverserName(tr[2])
+		name, ok = traverserName(tr[2])
 		if !ok {
-			d.errorf(tr.SourceRange(), "Invalid caller reference", "Name the attribute as caller.attributes.NAME.")
-			return "", false
+			d.errorf(tr.SourceRange(), "Invalid caller reference", "Name it as caller.%s.NAME.", field)
+			return "", "", false
 		}
-		return name, true
+		if field == "secrets" && !ValidSecretName(name) {
+			d.errorf(tr.SourceRange(), "Invalid secret name",
+				"%q cannot name a caller's secret: use letters, digits and _, starting with a letter or _, at most 64.", name)
+			return "", "", false
+		}
+		return field, name, true
 	default:
 		if len(tr) != 2 {
 			d.errorf(tr.SourceRange(), "Invalid caller reference", "caller.%s has no fields of its own.", field)
-			return "", false
+			return "", "", false
 		}
 	}
-	return "", true
+	return field, "", true
+}
+
+// ValidSecretName reports whether name may name a caller's secret
+// (caller.secrets.NAME, and /v1/users/{subject}/secrets/{name}): letters,
+// digits and _, starting with a letter or _, at most 64 bytes.
+func ValidSecretName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // traverserName is the name a traversal step reads: .name or ["name"].
@@ -157,7 +182,8 @@ func traverserName(t hcl.Traverser) (string, bool) {
 //
 // With a store, users added at run time (/v1/users) may have attributes
 // the file does not name: an unknown one is then a warning.
-func (d *decoder) checkCallerRefs(a *auth.Config, runtimeUsers bool) {
+func (d *decoder) checkCallerRefs(a *auth.Config, st *Store) {
+	runtimeUsers := st != nil
 	if len(d.callerServers) > 0 && a == nil {
 		for _, s := range slices.Sorted(maps.Keys(d.callerServers)) {
 			d.errorf(d.callerServers[s], "Caller values without callers",
@@ -180,6 +206,10 @@ func (d *decoder) checkCallerRefs(a *auth.Config, runtimeUsers bool) {
 	}
 	names := slices.Sorted(maps.Keys(known))
 	for _, r := range d.callerRefs {
+		if r.secret {
+			d.checkSecretRef(r, st)
+			continue
+		}
 		if !known[r.name] {
 			hint := " No caller has attributes: give keys attributes = { ... } or map claims with listen.auth.oauth attributes."
 			if len(names) > 0 {
@@ -196,17 +226,34 @@ func (d *decoder) checkCallerRefs(a *auth.Config, runtimeUsers bool) {
 	}
 }
 
+// checkSecretRef requires a store with a key for a caller.secrets.NAME:
+// that is where callers' secrets are kept, sealed.
+func (d *decoder) checkSecretRef(r callerRef, st *Store) {
+	switch {
+	case st == nil:
+		d.errorf(r.rng, "Caller secrets without a store",
+			"Server %q reads caller.secrets.%s, and callers' secrets are kept in the store: add a store block (sqlite or postgres) with a key.", r.server, r.name)
+	case st.Key == nil:
+		d.errorf(r.rng, "Caller secrets without a store key",
+			"Server %q reads caller.secrets.%s, and callers' secrets are kept sealed with the store's key: give the store block a key (mcphost keygen).", r.server, r.name)
+	}
+}
+
 // placeholderCaller is caller as the load shows it: each value its own
 // reference, so that the evaluated settings read as their templates.
-func placeholderCaller(names []string) cty.Value {
+func placeholderCaller(names, secrets []string) cty.Value {
 	attrs := map[string]cty.Value{}
 	for _, n := range names {
 		attrs[n] = cty.StringVal("${caller.attributes." + n + "}")
 	}
-	return callerValue("${caller.subject}", []string{"${caller.groups}"}, attrs)
+	secs := map[string]cty.Value{}
+	for _, n := range secrets {
+		secs[n] = cty.StringVal("${caller.secrets." + n + "}")
+	}
+	return callerValue("${caller.subject}", []string{"${caller.groups}"}, attrs, secs)
 }
 
-func callerValue(subject string, groups []string, attrs map[string]cty.Value) cty.Value {
+func callerValue(subject string, groups []string, attrs, secrets map[string]cty.Value) cty.Value {
 	g := cty.ListValEmpty(cty.String)
 	if len(groups) > 0 {
 		vals := make([]cty.Value, len(groups))
@@ -215,18 +262,21 @@ func callerValue(subject string, groups []string, attrs map[string]cty.Value) ct
 		}
 		g = cty.ListVal(vals)
 	}
-	a := cty.EmptyObjectVal
+	a, s := cty.EmptyObjectVal, cty.EmptyObjectVal
 	if len(attrs) > 0 {
 		a = cty.ObjectVal(attrs)
 	}
-	return cty.ObjectVal(map[string]cty.Value{"subject": cty.StringVal(subject), "groups": g, "attributes": a})
+	if len(secrets) > 0 {
+		s = cty.ObjectVal(secrets)
+	}
+	return cty.ObjectVal(map[string]cty.Value{"subject": cty.StringVal(subject), "groups": g, "attributes": a, "secrets": s})
 }
 
 // Apply fills the templates in for id (upstream.CallerTemplate). A caller
-// without an attribute the templates read is refused: an empty value
-// would give callers without it one shared upstream. For no caller (the
-// server's own session) every value is empty.
-func (t *callerTemplate) Apply(s upstream.ServerConfig, id *auth.Identity) (upstream.ServerConfig, error) {
+// without an attribute or a secret the templates read is refused: an
+// empty value would give callers without it one shared upstream. For no
+// caller (the server's own session) every value is empty.
+func (t *callerTemplate) Apply(s upstream.ServerConfig, id *auth.Identity, secrets map[string]string) (upstream.ServerConfig, error) {
 	attrs := map[string]cty.Value{}
 	var subject string
 	var groups []string
@@ -240,11 +290,24 @@ func (t *callerTemplate) Apply(s upstream.ServerConfig, id *auth.Identity) (upst
 		}
 		attrs[n] = cty.StringVal(v)
 	}
+	secs := map[string]cty.Value{}
+	var hide []string
+	for _, n := range t.secrets {
+		v := ""
+		if id != nil {
+			var ok bool
+			if v, ok = secrets[n]; !ok {
+				return s, fmt.Errorf("server %q starts each caller's upstream with their secret %q, which %s has not given", t.server, n, id.String())
+			}
+			hide = append(hide, v)
+		}
+		secs[n] = cty.StringVal(v)
+	}
 	if id != nil {
 		subject, groups = id.Subject, id.Groups
 	}
 	ctx := &hcl.EvalContext{
-		Variables: map[string]cty.Value{"caller": callerValue(subject, groups, attrs)},
+		Variables: map[string]cty.Value{"caller": callerValue(subject, groups, attrs, secs)},
 		Functions: map[string]function.Function{"env": envFunction(plainValue), "file": fileFunction(t.path, nil, plainValue)},
 	}
 	for _, name := range callerAttrs {
@@ -254,8 +317,9 @@ func (t *callerTemplate) Apply(s upstream.ServerConfig, id *auth.Identity) (upst
 		}
 		val, diags := expr.Value(ctx)
 		if diags.HasErrors() {
-			// The diagnostics name the expression, never the values.
-			return s, fmt.Errorf("server %q: filling in %s for the caller: %s", t.server, name, diags.Error())
+			// The diagnostics name the expression; a function's may
+			// quote its argument, which may be a secret.
+			return s, fmt.Errorf("server %q: filling in %s for the caller: %s", t.server, name, hideValues(diags.Error(), hide))
 		}
 		if err := t.set(&s, name, val); err != nil {
 			return s, fmt.Errorf("server %q: filling in %s for the caller: %w", t.server, name, err)
@@ -318,6 +382,19 @@ func (t *callerTemplate) set(s *upstream.ServerConfig, name string, val cty.Valu
 func (t *callerTemplate) path(p string) string {
 	return (&decoder{dir: t.dir}).path(p)
 }
+
+// hideValues replaces each of values in text.
+func hideValues(text string, values []string) string {
+	for _, v := range values {
+		if v != "" {
+			text = strings.ReplaceAll(text, v, "(a secret)")
+		}
+	}
+	return text
+}
+
+// Secrets names the caller's secrets the templates read.
+func (t *callerTemplate) Secrets() []string { return t.secrets }
 
 // String is the templates as their placeholders render them.
 func (t *callerTemplate) String() string { return t.shown }

@@ -51,7 +51,7 @@ func TestCallerTemplates(t *testing.T) {
 	if s.WithDefaults().Sessions != upstream.SessionsPerClient {
 		t.Errorf("sessions default to %q", s.WithDefaults().Sessions)
 	}
-	got, err := s.Caller.Apply(s, &auth.Identity{Subject: "alice", Groups: []string{"eng"}, Attributes: map[string]string{"team": "red"}})
+	got, err := s.Caller.Apply(s, &auth.Identity{Subject: "alice", Groups: []string{"eng"}, Attributes: map[string]string{"team": "red"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +62,11 @@ func TestCallerTemplates(t *testing.T) {
 	if s.Env["MEMORY_FILE_PATH"] != "/var/lib/mcphost/memory/${caller.subject}.jsonl" {
 		t.Error("Apply changed the template's own settings")
 	}
-	own, err := s.Caller.Apply(s, nil)
+	own, err := s.Caller.Apply(s, nil, nil)
 	if err != nil || own.Env["MEMORY_FILE_PATH"] != "/var/lib/mcphost/memory/.jsonl" {
 		t.Errorf("the server's own session: %v, %v", own.Env, err)
 	}
-	if _, err := s.Caller.Apply(s, &auth.Identity{Subject: "bob"}); err == nil || !strings.Contains(err.Error(), `attribute "team"`) {
+	if _, err := s.Caller.Apply(s, &auth.Identity{Subject: "bob"}, nil); err == nil || !strings.Contains(err.Error(), `attribute "team"`) {
 		t.Errorf("a caller without the attribute: %v", err)
 	}
 	// A reload keeps the server when the template is the same, and
@@ -95,10 +95,30 @@ func TestCallerTemplateErrors(t *testing.T) {
   command = "x"
   args    = [caller.subjet]
 }`, `caller has no field "subjet". Did you mean "subject"?`},
-		{"secrets", callerKeys + `server "m" {
+		{"secrets without a store", callerKeys + `server "m" {
   command = "x"
   env     = { T = caller.secrets.github }
-}`, "caller.secrets is not available"},
+}`, "callers' secrets are kept in the store: add a store block"},
+		{"secrets without a store key", callerKeys + `store {
+  sqlite = "state.db"
+}
+server "m" {
+  command = "x"
+  env     = { T = caller.secrets.github }
+}`, "give the store block a key"},
+		{"secret name", callerKeys + storeWithKey + `server "m" {
+  command = "x"
+  env     = { T = caller.secrets["git-hub"] }
+}`, `"git-hub" cannot name a caller's secret`},
+		{"secrets alone", callerKeys + storeWithKey + `server "m" {
+  command = "x"
+  env     = { T = caller.secrets }
+}`, "caller.secrets needs the name"},
+		{"secret on a shared server", callerKeys + storeWithKey + `server "m" {
+  command  = "x"
+  sessions = "shared"
+  env      = { T = caller.secrets.github }
+}`, `remove sessions = "shared"`},
 		{"shared", callerKeys + `server "m" {
   command  = "x"
   sessions = "shared"
@@ -158,5 +178,48 @@ server "m" {
 	}
 	if !warned || f.Host.Servers[0].Caller == nil {
 		t.Errorf("warned %v, template %v", warned, f.Host.Servers[0].Caller)
+	}
+}
+
+// storeWithKey is a store that can keep callers' secrets.
+const storeWithKey = `
+store {
+  sqlite = "state.db"
+  key    = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc="
+}
+`
+
+// TestCallerSecretTemplates: caller.secrets.NAME loads as its placeholder
+// (what status shows), is named by Secrets, and Apply fills in the
+// caller's value, refusing a caller who has not given it.
+func TestCallerSecretTemplates(t *testing.T) {
+	f, diags := Parse([]byte(callerKeys+storeWithKey+`server "gh" {
+  command = "gh-mcp"
+  args    = ["--token-file", "/run/${caller.subject}"]
+  env     = { GITHUB_TOKEN = caller.secrets.GITHUB_TOKEN, TEAM = caller.attributes.team }
+}`), "/etc/mcphost/t.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags.Err())
+	}
+	s := f.Host.Servers[0]
+	if s.Caller == nil || !slices.Equal(s.Caller.Secrets(), []string{"GITHUB_TOKEN"}) {
+		t.Fatalf("secrets read: %v", s.Caller)
+	}
+	if s.Env["GITHUB_TOKEN"] != "${caller.secrets.GITHUB_TOKEN}" || !strings.Contains(s.Caller.String(), "${caller.secrets.GITHUB_TOKEN}") {
+		t.Errorf("as loaded: %v; shown %q", s.Env, s.Caller.String())
+	}
+	alice := &auth.Identity{Subject: "alice", Attributes: map[string]string{"team": "red"}}
+	got, err := s.Caller.Apply(s, alice, map[string]string{"GITHUB_TOKEN": "ghp_alice"})
+	if err != nil || got.Env["GITHUB_TOKEN"] != "ghp_alice" || got.Env["TEAM"] != "red" {
+		t.Fatalf("for alice: %v %v", got.Env, err)
+	}
+	if s.Env["GITHUB_TOKEN"] != "${caller.secrets.GITHUB_TOKEN}" {
+		t.Error("Apply changed the template's own settings")
+	}
+	if _, err := s.Caller.Apply(s, alice, nil); err == nil || !strings.Contains(err.Error(), `secret "GITHUB_TOKEN"`) {
+		t.Errorf("a caller without the secret: %v", err)
+	}
+	if own, err := s.Caller.Apply(s, nil, nil); err != nil || own.Env["GITHUB_TOKEN"] != "" {
+		t.Errorf("the server's own session: %v %v", own.Env, err)
 	}
 }

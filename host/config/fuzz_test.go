@@ -60,8 +60,8 @@ func FuzzParse(f *testing.F) {
 		// errors, never a panic.
 		for _, s := range file.Host.Servers {
 			if s.Caller != nil {
-				s.Caller.Apply(s, &auth.Identity{Subject: "s", Groups: []string{"g"}, Attributes: map[string]string{"t": "v"}})
-				s.Caller.Apply(s, nil)
+				s.Caller.Apply(s, &auth.Identity{Subject: "s", Groups: []string{"g"}, Attributes: map[string]string{"t": "v"}}, nil)
+				s.Caller.Apply(s, nil, nil)
 			}
 		}
 	})

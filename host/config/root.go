@@ -81,7 +81,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	}
 	d.checkQuotaServers(quotaRefs, servers)
 	d.checkServersWithHost(file, serverBlocks, singletons["listen"])
-	d.checkCallerRefs(file.Host.Listen.Auth, file.Store != nil)
+	d.checkCallerRefs(file.Host.Listen.Auth, file.Store)
 	d.checkAdmin(file, singletons["admin"])
 	d.checkAudit(file, singletons["audit"])
 	d.defaultGrants(file)

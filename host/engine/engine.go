@@ -39,6 +39,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/toolplugin"
 	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/mcphost-project/mcphost/host/usersecrets"
 	"github.com/mcphost-project/mcphost/internal/version"
 	"github.com/mcphost-project/mcphost/plugins"
 )
@@ -116,6 +117,14 @@ type Engine struct {
 	users    *auth.Users
 	usersMu  sync.Mutex
 	usersRev int64
+
+	// secrets gives callers' sessions their secrets (callersecrets.go);
+	// nil unless the store has a key. secretVersions are the stored
+	// secrets' versions at secretsRev, the revision last read.
+	secrets        *usersecrets.Keeper
+	secretsMu      sync.Mutex
+	secretsRev     int64
+	secretVersions usersecrets.Versions
 }
 
 // ErrPluginLoad is returned by Reload and ReloadPlugins when a plugin of
@@ -221,10 +230,15 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		}
 		log.Info("tracing", "otlp_endpoint", file.Traces.Endpoint)
 	}
+	if e.secrets = e.newSecretKeeper(); e.secrets != nil {
+		if err := e.syncCallerSecrets(ctx, false); err != nil {
+			return nil, fmt.Errorf("reading the store's callers' secrets: %w", err)
+		}
+	}
 	e.metrics = metrics.New()
 	e.host, err = gateway.New(cfg, &gateway.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
 		Policy: e.mgr, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
-		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer, QuotaWindows: e.quotaWindows(file)})
+		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer, QuotaWindows: e.quotaWindows(file), Secrets: e.secrets})
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,10 @@ func (e *Engine) startPolling(interval time.Duration) {
 	// second on every replica, and the users revision is one row.
 	e.polling.Add(1)
 	go e.pollUsers(ctx, min(interval, UsersPoll))
+	if e.secrets != nil {
+		e.polling.Add(1)
+		go e.pollCallerSecrets(ctx, min(interval, UsersPoll))
+	}
 	e.polling.Add(1)
 	go func() {
 		defer e.polling.Done()

@@ -17,6 +17,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
 
 // A tools/call, one step after another (call): resolve the name in the
@@ -274,6 +275,14 @@ func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *
 			err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
 		}
 	}
+	if err != nil {
+		// A secret the caller must give first (caller.secrets): asked as
+		// for a login, the call goes on once they have.
+		var retry bool
+		if retry, err = h.secrets.Ask(ctx, ss, err); retry {
+			err = h.forward(ctx, ss, u, "tools/call", upMeta, send)
+		}
+	}
 	if tr != nil {
 		tr.upstream = time.Since(upStart)
 		if err != nil {
@@ -337,12 +346,15 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 // names the server and the cause, as MCP asks for tool-level failures.
 func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.CallToolResult {
 	var need *upstream.AuthorizationNeeded
+	var secret *usersecrets.Needed
 	var xf *upstream.ExchangeFailed
 	switch {
 	case errors.As(err, &need):
 		// Not errorText, which hides URL queries, nor cleanText, which
 		// cuts long lines: the link, whole, is the point.
 		return wire.ToolError("%s", need.Error())
+	case errors.As(err, &secret):
+		return wire.ToolError("%s", secret.Error())
 	case errors.As(err, &xf):
 		// mcphost's own words and the issuer's (without secrets): the
 		// masking of errorText would take half of them for credentials.

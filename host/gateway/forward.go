@@ -34,7 +34,7 @@ import (
 // requests in flight (Drain), fn's context ends and forward returns
 // ErrShuttingDown.
 func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream.Server, method string, meta mcp.Meta, fn func(context.Context, *mcp.ClientSession) error) (err error) {
-	defer func() { err = u.MaskMarked(err) }() // before the span records it
+	defer func() { err = u.MaskFor(ss, err) }() // before the span records it
 	if h.tracer != nil {
 		var span trace.Span
 		ctx, span = h.tracer.Start(ctx, method+" "+u.Config.Name, trace.SpanKindClient,

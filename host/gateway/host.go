@@ -30,6 +30,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
 
 // ErrUnknownTool is returned (wrapped) for a call to a name the caller cannot see.
@@ -78,6 +79,9 @@ type Options struct {
 	// QuotaWindows, if set, shares the windows of quotas' calls with the
 	// other replicas (a store they share); nil counts in memory alone.
 	QuotaWindows quota.Windows
+	// Secrets, if set, gives callers' upstream sessions their own secrets
+	// (caller.secrets), and Handler serves its secret page.
+	Secrets *usersecrets.Keeper
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -93,6 +97,7 @@ type Host struct {
 	tracer       *telemetry.Tracer // nil: no traces
 	listings     listingAudit      // what the audit log last heard of each caller's listing
 	metrics      http.Handler
+	secrets      *usersecrets.Keeper
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
 	owners       listener.SessionOwners             // which identity each HTTP session belongs to (identity.go)
 	drain        drainState                         // SIGTERM's graceful drain (drain.go)
@@ -163,6 +168,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		tracer:       opts.Tracer,
 		metrics:      opts.Metrics,
 		quotaWindows: opts.QuotaWindows,
+		secrets:      opts.Secrets,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))

@@ -68,6 +68,7 @@ func (h *Host) Handler() http.Handler {
 	login := func(w http.ResponseWriter, r *http.Request) { h.oauth.Logins.Serve(w, r, h.authn.Load(), h.log) }
 	mux.HandleFunc("GET "+upstream.LoginPath, login)
 	mux.HandleFunc("POST "+upstream.LoginPath, login)
+	h.secrets.Routes(mux, h.authn.Load)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if h.Draining() {
 			// Readiness fails, so that load balancers stop sending here.

@@ -121,6 +121,18 @@ INSERT INTO mcphost_revision (id, revision) VALUES (3, 0);`,
 	PRIMARY KEY (quota, k, win)
 );
 CREATE INDEX mcphost_quota_windows_expires ON mcphost_quota_windows (expires);`,
+	// 10: callers' own secrets (callersecrets.go), sealed and bound to
+	// (subject, name); row 4 of mcphost_revision counts their changes,
+	// which replicas poll to restart the upstream sessions that used them.
+	10: `CREATE TABLE mcphost_caller_secrets (
+	subject TEXT NOT NULL,
+	name    TEXT NOT NULL,
+	sealed  TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	updated BIGINT NOT NULL,
+	PRIMARY KEY (subject, name)
+);
+INSERT INTO mcphost_revision (id, revision) VALUES (4, 0);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

@@ -26,6 +26,9 @@ var ErrTooManySessions = errors.New("too many client sessions")
 // idle timeout, or when evicted to make room for another client.
 type clientConn struct {
 	key      clientKey
+	subject  string                                 // the identity's subject of the session that opened it, "" for none
+	secrets  map[string]int64                       // the versions of the caller's secrets it was started with
+	hide     []string                               // their values, taken out of its errors (MaskFor)
 	owner    *mcp.ServerSession                     // the session that opened it, whose capabilities it mirrors
 	owners   map[*mcp.ServerSession]bool            // every downstream session it serves; owner among them while it lasts
 	last     *mcp.ServerSession                     // the one that sent a request last
@@ -100,6 +103,10 @@ func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 		return cs, func() {}, err
 	}
 	key := u.clientKeyOf(ss)
+	var subject string
+	if id := u.events.Identity(ss); id != nil {
+		subject = id.Subject
+	}
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -123,7 +130,7 @@ func (u *Server) SessionFor(ctx context.Context, ss *mcp.ServerSession) (*mcp.Cl
 				return nil, nil, fmt.Errorf("%w: server %q has %d per-client sessions, all busy (max_sessions)", ErrTooManySessions, u.Config.Name, u.Config.MaxSessions)
 			}
 		}
-		c = &clientConn{key: key, owner: ss, owners: map[*mcp.ServerSession]bool{}, subs: map[string]map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
+		c = &clientConn{key: key, subject: subject, owner: ss, owners: map[*mcp.ServerSession]bool{}, subs: map[string]map[*mcp.ServerSession]bool{}, ready: make(chan struct{})}
 		u.clients[key] = c
 		u.wg.Add(1)
 		go u.connectClient(c)
@@ -233,14 +240,15 @@ func (u *Server) connectClient(c *clientConn) {
 	}
 	spec := dialSpec{cfg: u.own, stdio: u.stdio}
 	if err == nil && u.Config.Caller != nil {
-		spec, err = u.callerSpec(c.owner)
+		spec, err = u.callerSpec(ctx, c.owner)
 	}
 	var cs *mcp.ClientSession
 	if err == nil {
 		cs, err = u.dialClient(ctx, client, oauth, spec)
+		err = hideValues(err, spec.hide) // a failed connection quotes the URL
 	}
 	u.mu.Lock()
-	c.client, c.cs, c.err = client, cs, err
+	c.client, c.cs, c.err, c.secrets, c.hide = client, cs, err, spec.secrets, spec.hide
 	stale := u.clients[c.key] != c || u.closed
 	if err != nil {
 		if u.clients[c.key] == c {
@@ -262,6 +270,9 @@ func (u *Server) connectClient(c *clientConn) {
 	switch {
 	case errors.As(err, &need):
 		u.log.Debug("per-client session waits for its caller's login")
+		return
+	case errors.Is(err, ErrSecretNeeded):
+		u.log.Debug("per-client session waits for its caller's secret")
 		return
 	case err != nil:
 		u.log.Warn("per-client session failed to connect", u.withStderr("error", err)...)
@@ -294,7 +305,7 @@ func (u *Server) watchClient(c *clientConn) {
 	}
 	u.mu.Unlock()
 	if mine && !u.isClosed() {
-		u.log.Warn("per-client session ended by the server", "error", u.MaskMarked(err))
+		u.log.Warn("per-client session ended by the server", "error", hideValues(u.MaskMarked(err), c.hide))
 	}
 }
 
@@ -404,6 +415,73 @@ func (u *Server) closeClients(cs []*clientConn) {
 		default:
 		}
 	}
+}
+
+// CloseCallerSessions ends the per-client sessions of the callers of
+// subject (an identity's, whichever way it authenticated) that were
+// started with other versions of their secrets than current (0: the
+// secret is gone), so that their next request starts them with the
+// current ones. A session still connecting is ended too. It returns how
+// many it ended.
+func (u *Server) CloseCallerSessions(subject string, current map[string]int64) int {
+	u.mu.Lock()
+	var gone []*clientConn
+	for _, c := range u.clients {
+		if c.subject == subject && c.startedWithout(current) {
+			u.forgetLocked(c)
+			gone = append(gone, c)
+		}
+	}
+	u.mu.Unlock()
+	// One still connecting is closed by connectClient, as stale.
+	u.closeClients(gone)
+	return len(gone)
+}
+
+// MaskFor is MaskMarked, with the values of the caller's secrets that
+// ss's own session was started with taken out too: the errors of its
+// requests may quote its URL, which may hold one.
+func (u *Server) MaskFor(ss *mcp.ServerSession, err error) error {
+	err = u.MaskMarked(err)
+	if err == nil || ss == nil || u.Config.Caller == nil || len(u.Config.Caller.Secrets()) == 0 || !u.PerClient() {
+		return err
+	}
+	key := u.clientKeyOf(ss)
+	u.mu.Lock()
+	var hide []string
+	if c := u.clients[key]; c != nil {
+		hide = c.hide
+	}
+	u.mu.Unlock()
+	return hideValues(err, hide)
+}
+
+// hideValues returns err with values taken out of its text (redactValues);
+// err itself when it holds none.
+func hideValues(err error, values []string) error {
+	if err == nil || len(values) == 0 {
+		return err
+	}
+	if text := redactValues(err.Error(), values); text != err.Error() {
+		return &markedError{err: err, text: text}
+	}
+	return err
+}
+
+// startedWithout reports whether c is connecting, or was started with
+// another version of one of the secrets of current; under u.mu.
+func (c *clientConn) startedWithout(current map[string]int64) bool {
+	select {
+	case <-c.ready:
+	default:
+		return true
+	}
+	for name, v := range current {
+		if got, ok := c.secrets[name]; ok && got != v {
+			return true
+		}
+	}
+	return false
 }
 
 // OwnerOf returns the downstream session a per-client session serves (the

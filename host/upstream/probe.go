@@ -302,6 +302,9 @@ func (probeEvents) ClientSessionStarted(context.Context, *Server, *mcp.ServerSes
 func (probeEvents) Identity(*mcp.ServerSession) *auth.Identity       { return nil }
 func (probeEvents) LatestIdentity(*mcp.ServerSession) *auth.Identity { return nil }
 func (probeEvents) SessionLive(*mcp.ServerSession) bool              { return false }
-func (probeEvents) Drained() bool                                    { return false }
+func (probeEvents) CallerSecrets(_ context.Context, server string, _ *auth.Identity, _ []string) (map[string]CallerSecret, error) {
+	return nil, fmt.Errorf("server %q reads a caller's secrets, and a probe has no caller", server)
+}
+func (probeEvents) Drained() bool { return false }
 
 var _ Events = probeEvents{}

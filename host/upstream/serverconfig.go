@@ -92,9 +92,13 @@ type ServerConfig struct {
 
 // A CallerTemplate fills a server's settings in for one caller.
 type CallerTemplate interface {
-	// Apply returns s with id's values filled in. id is nil for the
+	// Apply returns s with id's values filled in, secrets being the
+	// values of the caller's secrets it reads (Secrets). id is nil for the
 	// server's own session: the caller's values are then empty.
-	Apply(s ServerConfig, id *auth.Identity) (ServerConfig, error)
+	Apply(s ServerConfig, id *auth.Identity, secrets map[string]string) (ServerConfig, error)
+	// Secrets names the caller's secrets the template reads
+	// (${caller.secrets.NAME}), sorted; none for most templates.
+	Secrets() []string
 	// String is the template as written: what tells two definitions apart
 	// on a reload, and all that status and logs show of it.
 	String() string

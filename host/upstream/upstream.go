@@ -61,6 +61,9 @@ type Status struct {
 	// Users counts the callers of a server with oauth mode "per_user" by
 	// where their logins stand; nil for other servers.
 	Users *UserLogins `json:"users,omitempty"`
+	// CallerSecrets names the callers' secrets the server's settings read
+	// (${caller.secrets.NAME}); each caller's values are never shown.
+	CallerSecrets []string `json:"callerSecrets,omitempty"`
 	// Stderr is the last lines a stdio server wrote to stderr, masked: for
 	// operators, whatever the state (Error carries it too when it failed).
 	Stderr string `json:"stderr,omitempty"`
@@ -173,7 +176,23 @@ type Events interface {
 	// Drained reports whether the host is stopping after a drain (Drain):
 	// closing then does not wait again for the calls in flight.
 	Drained() bool
+	// CallerSecrets returns id's own secrets of names, for the session of
+	// server it is starting: an error wrapping ErrSecretNeeded when the
+	// caller has not given one of them.
+	CallerSecrets(ctx context.Context, server string, id *auth.Identity, names []string) (map[string]CallerSecret, error)
 }
+
+// CallerSecret is one of a caller's secrets: its value, and the version
+// that tells a session started with it from one started with another
+// (CloseCallerSessions).
+type CallerSecret struct {
+	Value   string
+	Version int64
+}
+
+// ErrSecretNeeded is wrapped by the error of a caller's session that
+// waits for a secret the caller has not given (Events.CallerSecrets).
+var ErrSecretNeeded = errors.New("a secret of the caller is needed")
 
 // sharedClientCaps is what a shared session offers upstream: everything a
 // downstream client might, since which client a request goes to is only
@@ -196,7 +215,7 @@ func New(cfg ServerConfig, log hclog.Logger, events Events) *Server {
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.own = cfg
 	if cfg.Caller != nil {
-		u.own, u.ownErr = cfg.Caller.Apply(cfg, nil)
+		u.own, u.ownErr = cfg.Caller.Apply(cfg, nil, nil)
 	}
 	if cfg.Transport == TransportStdio {
 		u.stdio = newStdioTransport(u.own, log)
@@ -317,22 +336,40 @@ func (u *Server) connectWith(ctx context.Context, client *mcp.Client, oauth sdka
 // dialSpec is what one session connects with: the server's own settings,
 // or one caller's (callerSpec).
 type dialSpec struct {
-	cfg   ServerConfig
-	stdio *stdioTransport // nil for HTTP transports
+	cfg     ServerConfig
+	stdio   *stdioTransport  // nil for HTTP transports
+	secrets map[string]int64 // the versions of the caller's secrets in cfg
+	hide    []string         // their values, taken out of the session's errors
 }
 
 // callerSpec fills the server's caller templates in for the caller of
-// owner, for that caller's own session.
-func (u *Server) callerSpec(owner *mcp.ServerSession) (dialSpec, error) {
+// owner, for that caller's own session, with their secrets where the
+// templates read some.
+func (u *Server) callerSpec(ctx context.Context, owner *mcp.ServerSession) (dialSpec, error) {
 	id := u.events.Identity(owner)
 	if id == nil {
 		return dialSpec{}, fmt.Errorf("server %q gives each caller their own upstream (its settings use the caller's values), and this caller has no identity: call it with an API key or an OAuth token (listen.auth)", u.Config.Name)
 	}
-	cfg, err := u.Config.Caller.Apply(u.Config, id)
+	var values map[string]string
+	var versions map[string]int64
+	if names := u.Config.Caller.Secrets(); len(names) > 0 {
+		secrets, err := u.events.CallerSecrets(ctx, u.Config.Name, id, names)
+		if err != nil {
+			return dialSpec{}, err
+		}
+		values, versions = make(map[string]string, len(secrets)), make(map[string]int64, len(secrets))
+		for n, s := range secrets {
+			values[n], versions[n] = s.Value, s.Version
+		}
+	}
+	cfg, err := u.Config.Caller.Apply(u.Config, id, values)
 	if err != nil {
 		return dialSpec{}, err
 	}
-	spec := dialSpec{cfg: cfg}
+	spec := dialSpec{cfg: cfg, secrets: versions}
+	for _, v := range values {
+		spec.hide = append(spec.hide, v)
+	}
 	if cfg.Transport == TransportStdio {
 		spec.stdio = newStdioTransport(cfg, u.log)
 	}
@@ -867,6 +904,9 @@ func (u *Server) Status() Status {
 	}
 	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
+	}
+	if u.Config.Caller != nil {
+		st.CallerSecrets = u.Config.Caller.Secrets()
 	}
 	// The secrets the admin API marked too: a failed connection quotes
 	// the URL, and a server may print its args.

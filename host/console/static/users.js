@@ -1,6 +1,8 @@
 // The users page: the config file's keys (read-only) and the users kept
 // in the store, with the actions of /v1/users: add, edit, disable, enable,
 // a new key, rotate, revoke, remove. A new key is shown once, in a dialog.
+// Every user's secrets (caller.secrets.NAME) are set and deleted in
+// another: listed by name, never shown.
 'use strict';
 
 pages.users = async (main) => {
@@ -50,22 +52,81 @@ function userRow(u, refresh) {
           await api('DELETE', userPath(u.subject) + '/keys/' + encodeURIComponent(k.id));
           return `${u.subject}: key ${k.id} revoked`;
         }, 'danger')))))),
-    h('td', {class: 'actions'}, stored && [
-      h('button', {class: 'small', dataset: {action: 'new-key'}, onclick: ev => act(ev.target, async () => {
-        const r = await api('POST', userPath(u.subject) + '/keys', {});
-        showKey(r);
-        return '';
-      }, refresh)}, 'New key'),
-      h('button', {class: 'small', dataset: {action: 'edit'}, onclick: () => userForm(u, refresh)}, 'Edit'),
-      run(u.disabled ? 'Enable' : 'Disable', async () => {
-        await api('PATCH', userPath(u.subject), {disabled: !u.disabled});
-        return `${u.subject} ${u.disabled ? 'enabled' : 'disabled: its keys are refused and its sessions closed'}`;
-      }),
-      run('Remove', async () => {
-        if (!await confirmed(`Remove ${u.subject} and its keys? They stop at once.`, 'Remove')) return '';
-        await api('DELETE', userPath(u.subject));
-        return `${u.subject} removed`;
-      }, 'danger')]));
+    h('td', {class: 'actions'},
+      h('button', {class: 'small', dataset: {action: 'secrets'}, onclick: () => secretsDialog(u.subject)}, 'Secrets'),
+      stored && [
+        h('button', {class: 'small', dataset: {action: 'new-key'}, onclick: ev => act(ev.target, async () => {
+          const r = await api('POST', userPath(u.subject) + '/keys', {});
+          showKey(r);
+          return '';
+        }, refresh)}, 'New key'),
+        h('button', {class: 'small', dataset: {action: 'edit'}, onclick: () => userForm(u, refresh)}, 'Edit'),
+        run(u.disabled ? 'Enable' : 'Disable', async () => {
+          await api('PATCH', userPath(u.subject), {disabled: !u.disabled});
+          return `${u.subject} ${u.disabled ? 'enabled' : 'disabled: its keys are refused and its sessions closed'}`;
+        }),
+        run('Remove', async () => {
+          if (!await confirmed(`Remove ${u.subject} and its keys? They stop at once.`, 'Remove')) return '';
+          await api('DELETE', userPath(u.subject));
+          return `${u.subject} removed`;
+        }, 'danger')]));
+}
+
+// secretsDialog lists a caller's secrets by name, with a form to set one
+// (a new value replaces the old; their upstream sessions that read it
+// restart) and a button to delete each. Values are written, never read.
+function secretsDialog(subject) {
+  dialog(close => {
+    const path = userPath(subject) + '/secrets';
+    const list = h('div', {class: 'secrets'});
+    const status = h('div', {class: 'result'});
+    const name = h('input', {id: 's-name', name: 'name', type: 'text', spellcheck: 'false', placeholder: 'GITHUB_TOKEN'});
+    const value = h('input', {id: 's-value', name: 'value', type: 'password', autocomplete: 'off'});
+    async function refresh() {
+      const data = await api('GET', path);
+      list.replaceChildren(data.secrets.length === 0
+        ? h('p', {class: 'muted'}, 'No secrets.')
+        : table(['Secret', 'Updated', ''], data.secrets.map(s => h('tr', {dataset: {secret: s.name}},
+          h('td', {class: 'mono'}, s.name),
+          h('td', {class: 'muted small'}, ago(s.updated)),
+          h('td', {class: 'actions'}, h('button', {type: 'button', class: 'small danger', dataset: {action: 'delete-secret'},
+            onclick: ev => act(ev.target, async () => {
+              await api('DELETE', path + '/' + encodeURIComponent(s.name));
+              return `${subject}: secret ${s.name} deleted`;
+            }, refresh)}, 'Delete'))))));
+    }
+    const form = h('form', {method: 'dialog', novalidate: true},
+      h('h2', {}, `Secrets of ${subject}`),
+      h('p', {class: 'muted small'}, 'Servers read them as ${caller.secrets.NAME}. mcphost keeps them sealed and never shows them again; a change restarts this caller\'s upstream sessions that read the secret.'),
+      list,
+      h('div', {class: 'fields'},
+        h('div', {class: 'field'}, h('label', {for: 's-name'}, 'Name'), name),
+        h('div', {class: 'field'}, h('label', {for: 's-value'}, 'Value'), value)),
+      status,
+      h('div', {class: 'buttons'},
+        h('span', {class: 'spacer'}),
+        h('button', {type: 'button', onclick: close}, 'Done'),
+        h('button', {type: 'submit', class: 'primary', dataset: {action: 'set-secret'}}, 'Set')));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const button = form.querySelector('[type=submit]');
+      button.disabled = true;
+      try {
+        await api('PUT', path + '/' + encodeURIComponent(name.value.trim()), {value: value.value});
+        flash(`${subject}: secret ${name.value.trim()} set`);
+        name.value = '';
+        value.value = '';
+        status.replaceChildren();
+        await refresh();
+      } catch (e) {
+        status.replaceChildren(h('div', {class: 'error', role: 'alert'}, e.message));
+      } finally {
+        button.disabled = false;
+      }
+    });
+    load(list, refresh);
+    return form;
+  });
 }
 
 // showKey shows a key just made: the only time it is shown.
