@@ -124,6 +124,9 @@ func (o *Outcome) decodeReport(b []byte, maxOutput int) error {
 	o.Logs, o.Truncated = r.Logs, r.Truncated
 	if r.Error != nil {
 		o.Err = limitText(*r.Error, min(maxOutput, maxErrText))
+		if o.Err == "" {
+			o.Err = "the script failed, saying nothing"
+		}
 		return nil
 	}
 	v := bytes.TrimSpace(r.Value)
