@@ -19,11 +19,20 @@ const (
 	DefaultMaxNameLength = 64
 )
 
+// Exposures: what a caller's tools/list holds.
+const (
+	ExposureAll  = "all"  // every tool of the caller's view
+	ExposureCode = "code" // one tool, run_code, that runs scripts calling the others (host/codemode)
+)
+
 // ToolsConfig controls how upstream tools are exposed.
 type ToolsConfig struct {
 	Separator     string
 	MaxNameLength int
 	Prefix        string // PrefixAlways or PrefixNever
+	// Exposure is ExposureAll (the default) or ExposureCode. Under any
+	// exposure every tool of a caller's view stays callable by its name.
+	Exposure string
 }
 
 // ResourcesConfig controls how upstream resources are merged. Resource URIs

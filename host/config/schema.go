@@ -167,7 +167,9 @@ var toolsSchema = &hcl.BodySchema{
 		{Name: "separator"},
 		{Name: "max_name_length"},
 		{Name: "prefix"},
+		{Name: "exposure"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "code"}},
 }
 
 var pluginSchema = &hcl.BodySchema{

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/codemode"
 )
 
 // Bounds of max_name_length: the host needs 16 to fit a server, a tool and
@@ -14,8 +15,9 @@ const (
 	maxToolNameLength = abi.MaxToolNameLength
 )
 
-// decodeTools decodes how upstream tools are named downstream.
-func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
+// decodeTools decodes how upstream tools are named and exposed
+// downstream, and the limits of code mode (codemode.go).
+func (d *decoder) decodeTools(block *hcl.Block) (catalog.ToolsConfig, codemode.Limits) {
 	content, diags := block.Body.Content(toolsSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
@@ -36,7 +38,10 @@ func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
 	if s, ok := d.enum(attrs["prefix"], catalog.PrefixAlways, catalog.PrefixNever); ok {
 		t.Prefix = s
 	}
-	return t
+	if s, ok := d.enum(attrs["exposure"], catalog.ExposureAll, catalog.ExposureCode); ok {
+		t.Exposure = s
+	}
+	return t, d.decodeCodeBlocks(content.Blocks.OfType("code"), t.Exposure)
 }
 
 // decodeResources decodes how resources served by several upstreams merge.

@@ -127,6 +127,7 @@ type Host struct {
 	quotas       atomic.Pointer[quota.Limiter]
 	quotaWindows quota.Windows // Options.QuotaWindows
 	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
+	code         codeMode      // the engine of code mode's scripts (codemode.go)
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -326,6 +327,7 @@ func (h *Host) Close() error {
 			go func() { defer wg.Done(); u.Close() }()
 		}
 		wg.Wait()
+		h.code.close()
 	})
 	return nil
 }
