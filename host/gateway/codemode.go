@@ -28,8 +28,9 @@ import (
 // first run_code call; a reload that changes the limits builds another
 // and closes the old one once its runs are done.
 type codeMode struct {
-	mu  sync.Mutex
-	cur *codeEngine
+	mu     sync.Mutex
+	cur    *codeEngine
+	closed bool // by Host.Close: no engine is built after it
 }
 
 type codeEngine struct {
@@ -57,6 +58,9 @@ func (h *Host) exposeCode(v *view) {
 func (c *codeMode) engine(ctx context.Context, lim codemode.Limits) (*codemode.Engine, func(), error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return nil, nil, codemode.ErrClosed
+	}
 	if c.cur == nil || c.cur.lim != lim {
 		e, err := codemode.New(context.WithoutCancel(ctx), lim, nil)
 		if err != nil {
@@ -72,10 +76,25 @@ func (c *codeMode) engine(ctx context.Context, lim codemode.Limits) (*codemode.E
 	return ce.engine, ce.runs.Done, nil
 }
 
+// warmCode compiles code mode's engine in the background, under code
+// mode, so that the first run_code does not wait for it (about a second).
+func (h *Host) warmCode() {
+	if lim, ok := h.codeExposed(); ok {
+		go func() {
+			if _, done, err := h.code.engine(context.Background(), lim); err == nil {
+				done()
+			} else {
+				h.log.Warn("code mode: compiling the script engine failed; run_code calls will try again", "error", err)
+			}
+		}()
+	}
+}
+
 // close closes the engine (Host.Close).
 func (c *codeMode) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	if c.cur != nil {
 		_ = c.cur.engine.Close(context.Background())
 		c.cur = nil

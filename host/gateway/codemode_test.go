@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +171,75 @@ func TestCodeModeLimits(t *testing.T) {
 	r, err := h.CallTool(context.Background(), abi.Caller{}, codemode.ToolName, json.RawMessage(`{"code":"return tools.a__echo({text: \"embedded\"})"}`))
 	if err != nil || r.IsError || text(t, r) != `"embedded"` {
 		t.Fatalf("embedded run_code: %v %+v", err, r)
+	}
+}
+
+// TestCodeModeTokens measures what a task of several steps costs a
+// model's context as plain calls and as one run_code, over real
+// upstreams: a note store (the memory stand-in, which answers every
+// write with all it holds) and a plain server. The task: add three
+// notes, then say how many notes there are. Bytes counted are what the
+// model reads (the listing, each result) and writes (each call's name
+// and arguments); tokens are estimated as bytes/4. docs/BENCHMARKS.md
+// records the figures.
+func TestCodeModeTokens(t *testing.T) {
+	mem := t.TempDir() + "/memory.txt"
+	var seed strings.Builder
+	for i := range 40 {
+		seed.WriteString("note " + strings.Repeat("x", 60) + " #" + string(rune('0'+i%10)) + "\n")
+	}
+	if err := os.WriteFile(mem, []byte(seed.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notes := stdioServer("notes", "-memory")
+	notes.Env = map[string]string{"MEMORY_FILE_PATH": mem}
+	servers := []upstream.ServerConfig{notes, stdioServer("a")}
+	ctx := context.Background()
+	size := func(v any) int {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(b)
+	}
+
+	plain := connectHTTP(t, startHost(t, Config{Servers: servers}, nil), nil)
+	list, err := plain.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainList, plainTools, plainSteps := size(list), len(list.Tools), 0
+	var count int
+	for _, note := range []string{"buy milk", "call Ann", "file taxes"} {
+		args := map[string]any{"text": note}
+		res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: "notes__remember", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatal(err, res)
+		}
+		plainSteps += len("notes__remember") + size(args) + size(res.Content)
+		count = strings.Count(text(t, res), "\n")
+	}
+
+	os.WriteFile(mem, []byte(seed.String()), 0o600)
+	code := connectHTTP(t, startHost(t, Config{Servers: servers, Tools: catalog.ToolsConfig{Exposure: catalog.ExposureCode}}, nil), nil)
+	list, err = code.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codeList := size(list)
+	script := `let all = ""; for (const text of ["buy milk", "call Ann", "file taxes"]) all = tools.notes__remember({text}); return all.split("\n").filter(Boolean).length;`
+	args := map[string]any{"code": script}
+	res, err := code.CallTool(ctx, &mcp.CallToolParams{Name: codemode.ToolName, Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatal(err, text(t, res))
+	}
+	if got := text(t, res); got != strconv.Itoa(count) {
+		t.Fatalf("code mode counted %s notes, plain calls %d", got, count)
+	}
+	codeSteps := len(codemode.ToolName) + size(args) + size(res.Content)
+	t.Logf("listing: plain %d bytes (%d tools), code mode %d bytes (run_code)", plainList, plainTools, codeList)
+	t.Logf("task (3 writes, then a count): plain calls %d bytes ≈ %d tokens (bytes/4) in 3 round trips; code mode %d bytes ≈ %d tokens in 1", plainSteps, plainSteps/4, codeSteps, codeSteps/4)
+	if codeSteps >= plainSteps {
+		t.Errorf("code mode's task cost %d bytes, plain calls %d", codeSteps, plainSteps)
 	}
 }

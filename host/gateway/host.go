@@ -192,6 +192,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 // server that fails does not stop the others; it keeps retrying with
 // backoff, and its Status says why it failed.
 func (h *Host) Start(ctx context.Context) error {
+	h.warmCode()
 	ups := h.upstreamList()
 	waits := make([]<-chan struct{}, len(ups))
 	for i, u := range ups {
