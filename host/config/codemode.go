@@ -5,7 +5,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/codemode"
 )
 
@@ -19,18 +18,15 @@ var codeSchema = &hcl.BodySchema{
 }
 
 // decodeCodeBlocks decodes the limits of code mode's scripts: the code
-// block inside tools (at most one). exposure is the tools block's.
-func (d *decoder) decodeCodeBlocks(blocks hcl.Blocks, exposure string) codemode.Limits {
+// block inside tools (at most one). Without exposure = "code" they are
+// kept and unused, as the README's example of every default has them.
+func (d *decoder) decodeCodeBlocks(blocks hcl.Blocks) codemode.Limits {
 	var lim codemode.Limits
 	for i, block := range blocks {
 		if i > 0 {
 			d.errorf(block.DefRange, "Duplicate code block",
 				"Only one code block is allowed in tools and one is already declared at %s. Merge the two.", position(blocks[0].DefRange))
 			continue
-		}
-		if exposure != catalog.ExposureCode {
-			d.warnf(block.DefRange, "Code block without code mode",
-				"The code block sets the limits of run_code's scripts, which run only with exposure = %q in the tools block; it has no effect now.", catalog.ExposureCode)
 		}
 		content, diags := block.Body.Content(codeSchema)
 		d.diags = append(d.diags, diags...)

@@ -59,7 +59,7 @@ tools {
 	_, diags = Parse([]byte(`tools {
   code { timeout = "5s" }
 }`), "mcphost.hcl")
-	if diags.HasErrors() || len(diags.List) != 1 || diags.List[0].Summary != "Code block without code mode" {
+	if len(diags.List) != 0 {
 		t.Errorf("a code block without code mode: %v", diags.List)
 	}
 }

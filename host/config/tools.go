@@ -41,7 +41,7 @@ func (d *decoder) decodeTools(block *hcl.Block) (catalog.ToolsConfig, codemode.L
 	if s, ok := d.enum(attrs["exposure"], catalog.ExposureAll, catalog.ExposureCode); ok {
 		t.Exposure = s
 	}
-	return t, d.decodeCodeBlocks(content.Blocks.OfType("code"), t.Exposure)
+	return t, d.decodeCodeBlocks(content.Blocks.OfType("code"))
 }
 
 // decodeResources decodes how resources served by several upstreams merge.
