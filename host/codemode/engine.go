@@ -22,10 +22,11 @@ var guestWasm []byte
 
 // Defaults and bounds of Limits.
 const (
-	DefaultTimeout   = 30 * time.Second
-	DefaultMemory    = 64 << 20
-	DefaultMaxCalls  = 50
-	DefaultMaxOutput = 256 << 10
+	DefaultTimeout    = 30 * time.Second
+	DefaultMemory     = 64 << 20
+	DefaultMaxCalls   = 50
+	DefaultMaxOutput  = 256 << 10
+	DefaultMaxRunning = 8
 
 	// MinMemory is the least memory a run may have: QuickJS's runtime,
 	// its 1 MiB stack and a script's first objects.
@@ -51,6 +52,9 @@ type Limits struct {
 	// JSON, and its console lines (each kept to the bound, the rest
 	// dropped and said so).
 	MaxOutput int
+	// MaxRunning bounds the runs of an engine at once (each may take
+	// Memory); a run past it waits for a slot, within its Timeout.
+	MaxRunning int
 }
 
 // WithDefaults returns l with every unset limit set to its default.
@@ -66,6 +70,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxOutput == 0 {
 		l.MaxOutput = DefaultMaxOutput
+	}
+	if l.MaxRunning == 0 {
+		l.MaxRunning = DefaultMaxRunning
 	}
 	return l
 }
@@ -84,6 +91,9 @@ func (l Limits) Check() []error {
 	}
 	if l.MaxOutput < 1024 {
 		errs = append(errs, fmt.Errorf("codemode: max_output %d bytes is too small (at least 1024)", l.MaxOutput))
+	}
+	if l.MaxRunning < 1 {
+		errs = append(errs, fmt.Errorf("codemode: max_running %d must be at least 1", l.MaxRunning))
 	}
 	return errs
 }
@@ -105,6 +115,7 @@ type Engine struct {
 	rt     wazero.Runtime
 	cm     wazero.CompiledModule
 	lim    Limits
+	slots  chan struct{} // a token per run in progress (MaxRunning)
 	closed atomic.Bool
 }
 
@@ -125,7 +136,7 @@ func New(ctx context.Context, lim Limits, cache wazero.CompilationCache) (*Engin
 		cfg = cfg.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	e := &Engine{rt: rt, lim: lim}
+	e := &Engine{rt: rt, lim: lim, slots: make(chan struct{}, lim.MaxRunning)}
 	if err := instantiateHost(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("codemode: host functions: %w", err)
@@ -184,6 +195,16 @@ func (e *Engine) Run(ctx context.Context, script string, tools []string, call Ca
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, e.lim.Timeout)
 	defer cancel()
+	select {
+	case e.slots <- struct{}{}:
+		defer func() { <-e.slots }()
+	case <-ctx.Done():
+		msg := fmt.Sprintf("the script was not started: %d scripts were running (the most at once) until its time limit passed; try again", e.lim.MaxRunning)
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			msg = "the script was not started: the call was cancelled while it waited for one of the other scripts to end"
+		}
+		return &Outcome{Err: msg, Stopped: true, Duration: time.Since(start)}, nil
+	}
 	prelude, err := buildPrelude(tools, e.lim.MaxOutput)
 	if err != nil {
 		return nil, err

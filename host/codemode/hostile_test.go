@@ -155,3 +155,33 @@ func TestGuestImports(t *testing.T) {
 		t.Fatalf("imports %q, want %q", got, want)
 	}
 }
+
+// TestMaxRunning: past MaxRunning runs at once, a run waits for a slot
+// and, when none frees before its deadline, is not started.
+func TestMaxRunning(t *testing.T) {
+	e := newEngine(t, Limits{Timeout: time.Minute, MaxRunning: 1})
+	started, release := make(chan struct{}), make(chan struct{})
+	first := make(chan *Outcome)
+	go func() {
+		out, _ := e.Run(context.Background(), `return tools.hold({})`, []string{"hold"}, func(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+			close(started)
+			<-release
+			return json.RawMessage(`{"content":[{"type":"text","text":"held"}]}`), nil
+		})
+		first <- out
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	out, err := e.Run(ctx, `return 1`, nil, nil)
+	if err != nil || !strings.Contains(out.Err, "was not started: 1 scripts were running") {
+		t.Fatalf("second run: %v %+v", err, out)
+	}
+	close(release)
+	if out := <-first; string(out.Value) != `"held"` {
+		t.Fatalf("first run: %+v", out)
+	}
+	if out, err := e.Run(context.Background(), `return 2`, nil, nil); err != nil || string(out.Value) != "2" {
+		t.Fatalf("after the first: %v %+v", err, out)
+	}
+}

@@ -14,6 +14,7 @@ var codeSchema = &hcl.BodySchema{
 		{Name: "memory"},
 		{Name: "max_calls"},
 		{Name: "max_output"},
+		{Name: "max_running"},
 	},
 }
 
@@ -44,6 +45,9 @@ func (d *decoder) decodeCodeBlocks(blocks hcl.Blocks) codemode.Limits {
 		}
 		if n, ok := d.int(attrs["max_calls"], 1, 10000); ok {
 			lim.MaxCalls = int(n)
+		}
+		if n, ok := d.int(attrs["max_running"], 1, 1024); ok {
+			lim.MaxRunning = int(n)
 		}
 		if n, ok := d.size(attrs["max_output"]); ok {
 			if n < 1024 || n > 16<<20 {

@@ -21,13 +21,14 @@ tools {
     memory     = "32MiB"
     max_calls  = 20
     max_output = "64KiB"
+    max_running = 2
   }
 }
 `), "mcphost.hcl")
 	if len(diags.List) > 0 {
 		t.Fatal(diags.List)
 	}
-	want := codemode.Limits{Timeout: 10 * time.Second, Memory: 32 << 20, MaxCalls: 20, MaxOutput: 64 << 10}
+	want := codemode.Limits{Timeout: 10 * time.Second, Memory: 32 << 20, MaxCalls: 20, MaxOutput: 64 << 10, MaxRunning: 2}
 	if file.Host.Tools.Exposure != catalog.ExposureCode || file.Host.Code != want {
 		t.Fatalf("tools %+v code %+v", file.Host.Tools, file.Host.Code)
 	}
