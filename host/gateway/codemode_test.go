@@ -243,3 +243,66 @@ func TestCodeModeTokens(t *testing.T) {
 		t.Errorf("code mode's task cost %d bytes, plain calls %d", codeSteps, plainSteps)
 	}
 }
+
+// TestCodeModeReload: a reload that turns code mode on or off, or changes
+// its limits, changes every caller's listing with the catalog unchanged,
+// and tells clients.
+func TestCodeModeReload(t *testing.T) {
+	cfg := Config{Servers: []upstream.ServerConfig{stdioServer("a")}}
+	h := startHost(t, cfg, nil)
+	changed := make(chan struct{}, 8)
+	cs := connectHTTP(t, h, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	ctx := context.Background()
+	names := func() []string {
+		t.Helper()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, tool := range list.Tools {
+			n = append(n, tool.Name)
+		}
+		return n
+	}
+	if n := names(); len(n) < 2 || slices.Contains(n, codemode.ToolName) {
+		t.Fatalf("before: %v", n)
+	}
+	reload := func(cfg Config) {
+		t.Helper()
+		for len(changed) > 0 {
+			<-changed
+		}
+		if err := h.Reconfigure(ctx, cfg, nil); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no tools/list_changed after the reload")
+		}
+	}
+	cfg.Tools.Exposure = catalog.ExposureCode
+	reload(cfg)
+	if n := names(); !slices.Equal(n, []string{codemode.ToolName}) {
+		t.Fatalf("code mode on: %v", n)
+	}
+	cfg.Code.MaxCalls = 7
+	reload(cfg)
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || !strings.Contains(list.Tools[0].Description, "7 tool calls per program") {
+		t.Fatalf("new limits: %v %v", err, list)
+	}
+	got, isErr := runCode(t, cs, `return tools.a__echo({text: "after reload"})`)
+	if isErr || got != `"after reload"` {
+		t.Fatalf("run_code after the reload: %s", got)
+	}
+	cfg.Tools.Exposure = catalog.ExposureAll
+	reload(cfg)
+	if n := names(); len(n) < 2 || slices.Contains(n, codemode.ToolName) {
+		t.Fatalf("code mode off: %v", n)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: codemode.ToolName, Arguments: map[string]any{"code": "return 1"}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Fatalf("run_code without code mode: %v", err)
+	}
+}
