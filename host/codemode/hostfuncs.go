@@ -76,9 +76,12 @@ func callTool(ctx context.Context, m api.Module, stack []uint64) {
 		return
 	}
 	var a answer
-	if st.calls >= st.maxCalls {
+	switch {
+	case string(name) == ToolName:
+		a.Error = ToolName + " cannot call itself"
+	case st.calls >= st.maxCalls:
 		a.Error = fmt.Sprintf("too many tool calls: a script may make %d", st.maxCalls)
-	} else {
+	default:
 		st.calls++
 		// Copies: the guest's memory may move when it grows.
 		res, err := st.call(ctx, string(name), json.RawMessage(append([]byte(nil), args...)))

@@ -89,8 +89,8 @@ type toolCall struct {
 // observer and the audit log are told. Each step returns a result when the
 // call ends there.
 func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
-	if _, code := h.codeExposed(); code && name == codemode.ToolName && !h.closed.Load() {
-		return h.runCode(ctx, caller, args, ss, tr) // codemode.go
+	if name == codemode.ToolName && h.Config().Tools.Exposure == catalog.ExposureCode && !h.closed.Load() {
+		return h.runCode(ctx, caller, args, ss) // codemode.go
 	}
 	c, res, err := h.resolve(ctx, caller, name, args, tr)
 	if c == nil {

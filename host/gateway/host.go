@@ -23,6 +23,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/codemode"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
@@ -127,7 +128,8 @@ type Host struct {
 	quotas       atomic.Pointer[quota.Limiter]
 	quotaWindows quota.Windows // Options.QuotaWindows
 	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
-	code         codeMode      // the engine of code mode's scripts (codemode.go)
+
+	code codemode.Engines // code mode's scripts (codemode.go)
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -328,7 +330,7 @@ func (h *Host) Close() error {
 			go func() { defer wg.Done(); u.Close() }()
 		}
 		wg.Wait()
-		h.code.close()
+		h.code.Close()
 	})
 	return nil
 }
