@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -80,11 +81,11 @@ func tsType(s *schema, depth int) string {
 	}
 	switch {
 	case len(s.Const) > 0:
-		return string(s.Const)
+		return literal(s.Const)
 	case len(s.Enum) > 0:
 		parts := make([]string, 0, len(s.Enum))
 		for _, e := range s.Enum {
-			parts = append(parts, string(e))
+			parts = append(parts, literal(e))
 		}
 		return strings.Join(parts, " | ")
 	case len(s.AnyOf) > 0:
@@ -110,6 +111,15 @@ func tsType(s *schema, depth int) string {
 		parts = append(parts, typeNamed(n, s, depth))
 	}
 	return strings.Join(parts, " | ")
+}
+
+// literal is a JSON value as a TypeScript literal type, on one line.
+func literal(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return "any"
+	}
+	return b.String()
 }
 
 func union(alts []*schema, depth int) string {

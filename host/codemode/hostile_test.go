@@ -48,6 +48,7 @@ func TestHostileScripts(t *testing.T) {
 		{"never settles", `await new Promise(() => {}); return 1`, "did not finish", false},
 		{"host call taken away", `return typeof __mcphost_call`, "", false},
 		{"syntax error", `return )(`, "SyntaxError", false},
+		{"huge value", `return "x".repeat(300000)`, "more than the 262144 a run may answer", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,5 +184,18 @@ func TestMaxRunning(t *testing.T) {
 	}
 	if out, err := e.Run(context.Background(), `return 2`, nil, nil); err != nil || string(out.Value) != "2" {
 		t.Fatalf("after the first: %v %+v", err, out)
+	}
+}
+
+// TestRunLogsAndClock: console lines past MaxOutput are dropped and said
+// so; the guest's clocks tick.
+func TestRunLogsAndClock(t *testing.T) {
+	e := newEngine(t, Limits{Timeout: time.Minute, MaxOutput: 4096})
+	out, err := e.Run(context.Background(), `for (let i = 0; i < 1000; i++) console.log("line", i); const t0 = Date.now(); return t0 > 1.7e12`, nil, nil)
+	if err != nil || out.Err != "" || string(out.Value) != "true" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	if !out.Truncated || len(out.Logs) == 0 || len(out.Logs) > 4096/len("line 0") || !strings.Contains(out.Text(), "[more console output was dropped]") {
+		t.Fatalf("%d lines, truncated %v", len(out.Logs), out.Truncated)
 	}
 }

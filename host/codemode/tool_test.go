@@ -101,3 +101,18 @@ func TestDeclarations(t *testing.T) {
 		t.Errorf("tool %s: %s", tool.Name, tool.Description)
 	}
 }
+
+// FuzzDeclarations: input and output schemas come from upstream servers:
+// any bytes declare a tool, without a panic, on one line.
+func FuzzDeclarations(f *testing.F) {
+	for _, s := range []string{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"anyOf":[{"anyOf":[{"type":"array","items":{"type":["string","null"]}}]}]}`, `{"enum":["*/",1,null]}`, `{"type":"object","additionalProperties":{"type":"object","properties":{"x":{"description":"a\nb */ c"}}}}`, `[]`, `7`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, schema []byte) {
+		got := Declarations([]abi.Tool{{Name: "t", Description: string(schema), InputSchema: schema, OutputSchema: schema}})
+		lines := strings.Split(got, "\n")
+		if len(lines) < 3 || len(lines) > 4 || !strings.HasPrefix(got, "declare const tools: {\n") || !strings.HasSuffix(got, "\n};") {
+			t.Fatalf("declarations:\n%s", got)
+		}
+	})
+}
