@@ -185,7 +185,8 @@ type Outcome struct {
 }
 
 // Run runs script with the tools named in tools (the caller's exposed
-// names) as functions, each call answered by call. A script's own failure
+// names) as functions, each call answered by call (nil: no tool answers).
+// A script's own failure
 // (an exception, its time or memory running out) is in the Outcome; the
 // error is for the host's (the engine closed, the guest could not start).
 func (e *Engine) Run(ctx context.Context, script string, tools []string, call CallFunc) (*Outcome, error) {

@@ -79,6 +79,8 @@ func callTool(ctx context.Context, m api.Module, stack []uint64) {
 	switch {
 	case string(name) == ToolName:
 		a.Error = ToolName + " cannot call itself"
+	case st.call == nil:
+		a.Error = "this run has no tools"
 	case st.calls >= st.maxCalls:
 		a.Error = fmt.Sprintf("too many tool calls: a script may make %d", st.maxCalls)
 	default:

@@ -49,6 +49,7 @@ func TestHostileScripts(t *testing.T) {
 		{"host call taken away", `return typeof __mcphost_call`, "", false},
 		{"syntax error", `return )(`, "SyntaxError", false},
 		{"huge value", `return "x".repeat(300000)`, "more than the 262144 a run may answer", false},
+		{"call without tools", `return callTool("a", {})`, "ToolError: this run has no tools", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,7 +58,11 @@ func TestHostileScripts(t *testing.T) {
 			if c.stopped {
 				e = short
 			}
-			out, err := e.Run(context.Background(), c.script, []string{"a"}, never)
+			call := never
+			if c.name == "call without tools" {
+				call = nil
+			}
+			out, err := e.Run(context.Background(), c.script, []string{"a"}, call)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -161,6 +160,3 @@ func (o *Outcome) Text() string {
 	}
 	return b.String()
 }
-
-// quote is strconv.Quote, for names in declarations and messages.
-func quote(s string) string { return strconv.Quote(s) }
