@@ -19,10 +19,10 @@ const (
 	DefaultMaxNameLength = 64
 )
 
-// Exposures: what a caller's tools/list holds.
+// Exposures: how tools/list shows a caller's tools.
 const (
-	ExposureAll  = "all"  // every tool of the caller's view
-	ExposureCode = "code" // one tool, run_code, that runs scripts calling the others (host/codemode)
+	ExposureList = "list" // every tool (the default)
+	ExposureCode = "code" // run_code alone, whose scripts call the others (host/codemode)
 )
 
 // ToolsConfig controls how upstream tools are exposed.
@@ -30,8 +30,8 @@ type ToolsConfig struct {
 	Separator     string
 	MaxNameLength int
 	Prefix        string // PrefixAlways or PrefixNever
-	// Exposure is ExposureAll (the default) or ExposureCode. Under any
-	// exposure every tool of a caller's view stays callable by its name.
+	// Exposure is ExposureList ("" too) or ExposureCode. Under code every
+	// tool of a caller's view stays callable by its name, listed or not.
 	Exposure string
 }
 

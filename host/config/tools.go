@@ -38,7 +38,7 @@ func (d *decoder) decodeTools(block *hcl.Block) (catalog.ToolsConfig, codemode.L
 	if s, ok := d.enum(attrs["prefix"], catalog.PrefixAlways, catalog.PrefixNever); ok {
 		t.Prefix = s
 	}
-	if s, ok := d.enum(attrs["exposure"], catalog.ExposureAll, catalog.ExposureCode); ok {
+	if s, ok := d.enum(attrs["exposure"], catalog.ExposureList, catalog.ExposureCode); ok {
 		t.Exposure = s
 	}
 	return t, d.decodeCodeBlocks(content.Blocks.OfType("code"))

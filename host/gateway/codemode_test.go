@@ -297,7 +297,7 @@ func TestCodeModeReload(t *testing.T) {
 	if isErr || got != `"after reload"` {
 		t.Fatalf("run_code after the reload: %s", got)
 	}
-	cfg.Tools.Exposure = catalog.ExposureAll
+	cfg.Tools.Exposure = catalog.ExposureList
 	reload(cfg)
 	if n := names(); len(n) < 2 || slices.Contains(n, codemode.ToolName) {
 		t.Fatalf("code mode off: %v", n)

@@ -39,9 +39,6 @@ func (c Config) WithDefaults() Config {
 	if c.Tools.Prefix == "" {
 		c.Tools.Prefix = catalog.PrefixAlways
 	}
-	if c.Tools.Exposure == "" {
-		c.Tools.Exposure = catalog.ExposureAll
-	}
 	c.Code = c.Code.WithDefaults()
 	if c.Resources.Conflict == "" {
 		c.Resources.Conflict = catalog.ResourceConflictFirst
@@ -95,8 +92,8 @@ func (c Config) Validate() error {
 	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {
 		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, catalog.PrefixAlways, catalog.PrefixNever))
 	}
-	if c.Tools.Exposure != catalog.ExposureAll && c.Tools.Exposure != catalog.ExposureCode {
-		errs = append(errs, fmt.Errorf("host: tools: unknown exposure %q (want %q or %q)", c.Tools.Exposure, catalog.ExposureAll, catalog.ExposureCode))
+	if e := c.Tools.Exposure; e != "" && e != catalog.ExposureList && e != catalog.ExposureCode {
+		errs = append(errs, fmt.Errorf("host: tools: unknown exposure %q (want %q or %q)", e, catalog.ExposureList, catalog.ExposureCode))
 	}
 	for _, err := range c.Code.Check() {
 		errs = append(errs, fmt.Errorf("host: tools: code: %w", err))
