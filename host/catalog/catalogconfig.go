@@ -23,6 +23,7 @@ const (
 const (
 	ExposureList   = "list"   // every tool (the default)
 	ExposureSearch = "search" // search_tools, describe_tools, call_tool and the tools Always names (host/search)
+	ExposureCode   = "code"   // run_code alone, whose scripts call the others (host/codemode)
 )
 
 // ToolsConfig controls how upstream tools are exposed.
@@ -30,8 +31,9 @@ type ToolsConfig struct {
 	Separator     string
 	MaxNameLength int
 	Prefix        string // PrefixAlways or PrefixNever
-	// Exposure is ExposureList ("" too) or ExposureSearch. Under search every tool
-	// of a caller's view stays callable by its name, listed or not.
+	// Exposure is ExposureList ("" too), ExposureSearch or ExposureCode.
+	// Under search and code every tool of a caller's view stays callable
+	// by its name, listed or not.
 	Exposure string
 	// Always names the tools (exposed names, or path.Match patterns)
 	// that a search exposure lists all the same.

@@ -35,7 +35,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		case "listen":
 			file.Host.Listen = d.decodeListen(block)
 		case "tools":
-			file.Host.Tools = d.decodeTools(block)
+			file.Host.Tools, file.Host.Code = d.decodeTools(block)
 		case "runtime":
 			file.Runtime = d.decodeRuntime(block)
 		case "resources":

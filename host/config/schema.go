@@ -170,6 +170,7 @@ var toolsSchema = &hcl.BodySchema{
 		{Name: "exposure"},
 		{Name: "always"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "code"}},
 }
 
 var pluginSchema = &hcl.BodySchema{

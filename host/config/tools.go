@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/codemode"
 	"github.com/mcphost-project/mcphost/host/search"
 )
 
@@ -15,9 +16,9 @@ const (
 	maxToolNameLength = abi.MaxToolNameLength
 )
 
-// decodeTools decodes how upstream tools are named downstream, and how
-// tools/list shows them (exposure, always).
-func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
+// decodeTools decodes how upstream tools are named and shown downstream
+// (exposure, always), and the limits of code mode (codemode.go).
+func (d *decoder) decodeTools(block *hcl.Block) (catalog.ToolsConfig, codemode.Limits) {
 	content, diags := block.Body.Content(toolsSchema)
 	d.diags = append(d.diags, diags...)
 	attrs := content.Attributes
@@ -38,7 +39,7 @@ func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
 	if s, ok := d.enum(attrs["prefix"], catalog.PrefixAlways, catalog.PrefixNever); ok {
 		t.Prefix = s
 	}
-	if s, ok := d.enum(attrs["exposure"], catalog.ExposureList, catalog.ExposureSearch); ok {
+	if s, ok := d.enum(attrs["exposure"], catalog.ExposureList, catalog.ExposureSearch, catalog.ExposureCode); ok {
 		t.Exposure = s
 	}
 	if names, ranges, ok := d.stringList(attrs["always"]); ok {
@@ -52,7 +53,7 @@ func (d *decoder) decodeTools(block *hcl.Block) catalog.ToolsConfig {
 			t.Always = names
 		}
 	}
-	return t
+	return t, d.decodeCodeBlocks(content.Blocks.OfType("code"))
 }
 
 // decodeResources decodes how resources served by several upstreams merge.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/codemode"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/quota"
@@ -72,7 +73,7 @@ func callError(err error) *jsonrpc.Error {
 		return werr // already one (a recovered panic)
 	}
 	switch {
-	case errors.Is(err, ErrUnknownTool) || errors.Is(err, upstream.ErrInvalidArguments):
+	case errors.Is(err, ErrUnknownTool) || errors.Is(err, upstream.ErrInvalidArguments) || errors.Is(err, codemode.ErrInvalidInput):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
@@ -93,6 +94,9 @@ type toolCall struct {
 // observer and the audit log are told. Each step returns a result when the
 // call ends there.
 func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
+	if name == codemode.ToolName && h.Config().Tools.Exposure == catalog.ExposureCode && !h.closed.Load() {
+		return h.runCode(ctx, caller, args, ss) // codemode.go
+	}
 	c, res, err := h.resolve(ctx, caller, name, args, tr)
 	if c == nil {
 		return res, err

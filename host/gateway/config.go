@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/codemode"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/search"
@@ -22,6 +23,9 @@ type Config struct {
 	// Quotas limit calls per identity (host/quota), checked in order;
 	// none costs a call nothing.
 	Quotas []quota.Quota
+	// Code limits the scripts of code mode (Tools.Exposure ==
+	// catalog.ExposureCode); zero fields take codemode's defaults.
+	Code codemode.Limits
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.
@@ -36,6 +40,7 @@ func (c Config) WithDefaults() Config {
 	if c.Tools.Prefix == "" {
 		c.Tools.Prefix = catalog.PrefixAlways
 	}
+	c.Code = c.Code.WithDefaults()
 	if c.Resources.Conflict == "" {
 		c.Resources.Conflict = catalog.ResourceConflictFirst
 	}
@@ -90,6 +95,9 @@ func (c Config) Validate() error {
 	}
 	if err := search.CheckExposure(c.Tools); err != nil {
 		errs = append(errs, fmt.Errorf("host: tools: %w", err))
+	}
+	for _, err := range c.Code.Check() {
+		errs = append(errs, fmt.Errorf("host: tools: code: %w", err))
 	}
 	if c.Resources.Conflict != catalog.ResourceConflictFirst && c.Resources.Conflict != catalog.ResourceConflictError {
 		errs = append(errs, fmt.Errorf("host: resources: unknown conflict %q (want %q or %q)", c.Resources.Conflict, catalog.ResourceConflictFirst, catalog.ResourceConflictError))

@@ -23,6 +23,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/catalog"
+	"github.com/mcphost-project/mcphost/host/codemode"
 	"github.com/mcphost-project/mcphost/host/grants"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
@@ -138,6 +139,8 @@ type Host struct {
 	index     search.Indexer                      // the catalog's
 	searching atomic.Pointer[catalog.ToolsConfig] // Config.Tools under search exposure, else nil
 	sendNext  atomic.Pointer[mcp.MethodHandler]   // the go-sdk's sending handler, to notify one session
+
+	code codemode.Engines // code mode's scripts (codemode.go)
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -204,6 +207,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 // server that fails does not stop the others; it keeps retrying with
 // backoff, and its Status says why it failed.
 func (h *Host) Start(ctx context.Context) error {
+	h.warmCode()
 	ups := h.upstreamList()
 	waits := make([]<-chan struct{}, len(ups))
 	for i, u := range ups {
@@ -339,6 +343,7 @@ func (h *Host) Close() error {
 			go func() { defer wg.Done(); u.Close() }()
 		}
 		wg.Wait()
+		h.code.Close()
 	})
 	return nil
 }

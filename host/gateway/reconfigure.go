@@ -104,7 +104,8 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		}
 	}
 	h.upstreams, h.byName = next, byName
-	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas
+	codeChanged := h.cfg.Tools.Exposure != cfg.Tools.Exposure || h.cfg.Code != cfg.Code
+	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas, h.cfg.Code = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas, cfg.Code
 	exposed := h.exposeTools(cfg.Tools)
 	// Counters of unchanged quotas carry over; calls in flight release
 	// their slots into the counters they took them from.
@@ -126,6 +127,11 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	waits := make([]<-chan struct{}, len(started))
 	for i, u := range started {
 		waits[i] = u.Start()
+	}
+	if codeChanged {
+		// Listings change with the catalog unchanged (codemode.go).
+		h.views.clear(0)
+		h.servers.toolsChanged()
 	}
 	h.ToolsChanged("") // removed servers' tools go, renamed tools are renamed
 	if exposed {

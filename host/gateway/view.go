@@ -235,6 +235,7 @@ func (h *Host) computeView(ctx context.Context, policy Policy, cat *catalog.Cata
 	if err != nil {
 		return nil, fmt.Errorf("policy output: %w", err)
 	}
+	h.exposeCode(v)
 	return v, nil
 }
 
@@ -246,6 +247,7 @@ func (h *Host) plainView(cat *catalog.Catalog) *view {
 		return v
 	}
 	v, _ := newView(cat, cat.Tools)
+	h.exposeCode(v)
 	h.views.put(k, v)
 	return v
 }

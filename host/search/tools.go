@@ -106,8 +106,10 @@ func Always(patterns []string, name string) bool {
 // CheckExposure reports what is wrong with a tools config's exposure and
 // always ("" is catalog.ExposureList).
 func CheckExposure(t catalog.ToolsConfig) error {
-	if t.Exposure != "" && t.Exposure != catalog.ExposureList && t.Exposure != catalog.ExposureSearch {
-		return fmt.Errorf("search: unknown exposure %q (want %q or %q)", t.Exposure, catalog.ExposureList, catalog.ExposureSearch)
+	switch t.Exposure {
+	case "", catalog.ExposureList, catalog.ExposureSearch, catalog.ExposureCode:
+	default:
+		return fmt.Errorf("search: unknown exposure %q (want %q, %q or %q)", t.Exposure, catalog.ExposureList, catalog.ExposureSearch, catalog.ExposureCode)
 	}
 	return CheckAlways(t.Always)
 }
