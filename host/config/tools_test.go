@@ -88,7 +88,7 @@ tools {
 		t.Errorf("tools config %+v", tc)
 	}
 	for _, c := range []struct{ src, want string }{
-		{"tools {\n  exposure = \"serch\"\n}\n", `mcphost.hcl:2:14: Invalid exposure; exposure must be "list" or "search", not "serch". Did you mean "search"?`},
+		{"tools {\n  exposure = \"serch\"\n}\n", `mcphost.hcl:2:14: Invalid exposure; exposure must be "list", "search" or "code", not "serch". Did you mean "search"?`},
 		{"tools {\n  always = [\"ok\", \"bad[\"]\n}\n", `mcphost.hcl:2:19: Invalid tool name`},
 		{"tools {\n  always = \"x\"\n}\n", `always`},
 	} {
