@@ -16,7 +16,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
-	"github.com/mcphost-project/mcphost/internal/version"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // Downstream transports, as policies see them in Caller.Transport.
@@ -155,7 +155,7 @@ func (h *Host) send() mcp.Middleware {
 // around it should read results as JSON, or call Host.CallTool, which
 // always returns typed results.
 func (h *Host) MCPServer(transport string) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", Version: version.Version}, &mcp.ServerOptions{
+	srv := mcp.NewServer(serverImpl, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		SubscribeHandler:   h.subscribe,
 		UnsubscribeHandler: h.unsubscribe,
@@ -201,6 +201,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			// listen.max_sessions while it ends.
 			if method != "server/discover" {
 				d = h.trackSession(ctx, ss, transport, h.identityOf(ctx, req, transport))
+				h.sessionlessLevel(ctx, d, ss, req)
 			}
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
@@ -262,7 +263,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, "" // the client's to mcphost, not the upstream's
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), sessionless.Digest("args", p.Arguments), sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.getPrompt(ctx, caller, ss, &p)) })
 		}
 		return h.getPrompt(ctx, caller, ss, r.Params)
@@ -275,7 +276,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, ""
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.URI), replicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.URI), "", sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.readResource(ctx, caller, ss, &p)) })
 		}
 		return h.readResource(ctx, caller, ss, r.Params)
@@ -301,11 +302,11 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		// What the upstream asks during the call comes back as
 		// input_required results (rounds.go).
-		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), p.RequestState, p.InputResponses,
+		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), sessionless.Digest("args", p.Arguments), sessionless.ReplicaRoute(req), p.RequestState, p.InputResponses,
 			func(ctx context.Context) (mcp.Result, error) { return h.answerToolCall(ctx, caller, p, ss) })
-		var serr errRequestState
+		var serr sessionless.StateError
 		if errors.As(err, &serr) {
-			return nil, serr.rpc
+			return nil, serr.RPC
 		}
 		if err != nil {
 			return nil, callError(err)
@@ -384,7 +385,7 @@ func requestMeta(m map[string]any) json.RawMessage {
 	if len(m) == 0 {
 		return nil
 	}
-	drop := func(k string) bool { return k == "progressToken" || perRequestMeta(k) }
+	drop := func(k string) bool { return k == "progressToken" || sessionless.PerRequestMeta(k) }
 	for k := range m {
 		if !drop(k) {
 			continue

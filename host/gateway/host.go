@@ -10,9 +10,11 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -27,6 +29,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -77,6 +80,10 @@ type Options struct {
 	// QuotaWindows, if set, shares the windows of quotas' calls with the
 	// other replicas (a store they share); nil counts in memory alone.
 	QuotaWindows quota.Windows
+	// RoundStateKey seals the requestState of 2026-07-28 calls in rounds
+	// (rounds.go): replicas given the same key (the store's, which
+	// host/engine passes) take each other's; nil makes one for this host.
+	RoundStateKey []byte
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -100,28 +107,29 @@ type Host struct {
 	upstreams []*upstream.Server          // config order
 	byName    map[string]*upstream.Server // server name -> upstream
 
-	catMu          sync.Mutex // serialises catalog rebuilds
-	cat            atomic.Pointer[catalog.Catalog]
-	catPrint       [32]byte
-	featMu         sync.Mutex // serialises prompt and resource rebuilds
-	feats          atomic.Pointer[catalog.Features]
-	views          viewCache
-	progressRoutes progressRouter
-	calls          callRegistry
-	rounds         roundCalls // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
-	roundHolds     roundHolds // sessions of requests whose calls in rounds outlive them
-	sessions       sessionTable
-	fastSessions   fastListSessions
-	elicitations   elicitationRoutes
-	servers        serverSet
-	closeOnce      sync.Once
-	closed         atomic.Bool
-	namingLog      catalog.ConditionLog // tool naming problems, said once
-	featuresLog    catalog.ConditionLog // prompt and resource problems, said once
-	refusedLog     catalog.ConditionLog // kinds of server-to-client requests refused, said once
-	lists          listCache            // answers of the list hook
-	reloadMu       sync.Mutex
-	reload         *ReloadStatus // the latest, for GET /status
+	catMu             sync.Mutex // serialises catalog rebuilds
+	cat               atomic.Pointer[catalog.Catalog]
+	catPrint          [32]byte
+	featMu            sync.Mutex // serialises prompt and resource rebuilds
+	feats             atomic.Pointer[catalog.Features]
+	views             viewCache
+	progressRoutes    progressRouter
+	calls             callRegistry
+	rounds            roundCalls         // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
+	sessionlessReader sessionless.Reader // the 2026-07-28 shortcut's (sessionless.go)
+	roundHolds        sessionless.Holds  // sessions of requests whose calls in rounds outlive them
+	sessions          sessionTable
+	fastSessions      fastListSessions
+	elicitations      elicitationRoutes
+	servers           serverSet
+	closeOnce         sync.Once
+	closed            atomic.Bool
+	namingLog         catalog.ConditionLog // tool naming problems, said once
+	featuresLog       catalog.ConditionLog // prompt and resource problems, said once
+	refusedLog        catalog.ConditionLog // kinds of server-to-client requests refused, said once
+	lists             listCache            // answers of the list hook
+	reloadMu          sync.Mutex
+	reload            *ReloadStatus // the latest, for GET /status
 	// quotas counts calls against Config.Quotas (quota.go); nil, and no
 	// cost to a call, without any. Replaced by Reconfigure.
 	quotas       atomic.Pointer[quota.Limiter]
@@ -164,6 +172,14 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		return nil, err
 	}
 	h.authn.Store(a)
+	key := opts.RoundStateKey
+	if key == nil {
+		key = make([]byte, sessionless.KeySize)
+		_, _ = rand.Read(key)
+	}
+	if h.rounds.states, err = sessionless.NewStates(key); err != nil {
+		return nil, fmt.Errorf("host: Options.RoundStateKey: %w", err)
+	}
 	logins := opts.Logins
 	if logins == nil {
 		// Served by Handler, with the login page: bound to who may
