@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // sessionlessMeta is the _meta of a go-sdk client of protocol 2026-07-28.
@@ -133,4 +136,107 @@ func postSessionless(t *testing.T, url string, tc sessionlessCase) (int, []byte,
 	}
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, bytes.TrimSpace(b), resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == "application/json"
+}
+
+// TestRoundRetryOnAnotherHost: two hosts with one RoundStateKey (replicas
+// sharing a store), each with its own upstream. A call whose upstream asks
+// the client's LLM answers input_required on the first; its retry, sent to
+// the second, runs the call again there with the client's answer and
+// finishes. On each host a state serves one retry; a state is another
+// identity's on neither; a host with another key refuses it.
+func TestRoundRetryOnAnotherHost(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	cfg := Config{Listen: listener.Config{Auth: testAuth}, Servers: []upstream.ServerConfig{stdioServer("a")}}
+	a := startHost(t, cfg, &Options{RoundStateKey: key})
+	b := startHost(t, cfg, &Options{RoundStateKey: key})
+	other := startHost(t, cfg, nil)
+	ctx := context.Background()
+	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	connect := func(h *Host, token string) *mcp.ClientSession {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "replay"}, manual).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp", HTTPClient: authClient(token)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	args := map[string]any{"text": "where"}
+	first, err := connect(a, "alice-key-0123456789").CallTool(ctx, &mcp.CallToolParams{Name: "a__sample", Arguments: args})
+	if err != nil || !first.NeedsInput() || len(first.InputRequests) != 1 {
+		t.Fatalf("the first round answered %v %+v, want input_required", err, first)
+	}
+	answers := mcp.InputResponseMap{}
+	for id := range first.InputRequests {
+		answers[id] = &mcp.CreateMessageWithToolsResult{Role: "assistant", Model: "m", Content: []mcp.Content{&mcp.TextContent{Text: "by hand"}}}
+	}
+	retry := func(h *Host, token string, args map[string]any) (*mcp.CallToolResult, error) {
+		return connect(h, token).CallTool(ctx, &mcp.CallToolParams{Name: "a__sample", Arguments: args, InputResponses: answers, RequestState: first.RequestState})
+	}
+	if _, err := retry(b, "bob-key-0123456789", args); err == nil || !strings.Contains(err.Error(), "unknown or expired requestState") {
+		t.Errorf("bob's retry of alice's call on the second host: %v", err)
+	}
+	if _, err := retry(other, "alice-key-0123456789", args); err == nil || !strings.Contains(err.Error(), "unknown or expired requestState") {
+		t.Errorf("a retry on a host with another key: %v", err)
+	}
+	if _, err := retry(b, "alice-key-0123456789", map[string]any{"text": "elsewhere"}); err == nil || !strings.Contains(err.Error(), "unknown or expired requestState") {
+		t.Errorf("a retry with other arguments: %v", err)
+	}
+	for _, h := range []*Host{b, a} { // b runs the call again; a has it waiting
+		res, err := retry(h, "alice-key-0123456789", args)
+		if err != nil || res.NeedsInput() || res.IsError || !strings.Contains(text(t, res), "by hand") {
+			t.Fatalf("alice's retry: %v %+v", err, res)
+		}
+		if _, err := retry(h, "alice-key-0123456789", args); err == nil {
+			t.Error("a requestState served twice by one host")
+		}
+	}
+}
+
+// TestSessionlessLogs: an upstream's log messages during a 2026-07-28
+// request reach it as the revision has them: on the request's own
+// response stream, ahead of the result, only when its _meta asks for a log
+// level, and only at or above that level.
+func TestSessionlessLogs(t *testing.T) {
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	url := httptestServer(t, h) + "/mcp"
+	post := func(level string) []string {
+		t.Helper()
+		m := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}` + level + `}`
+		tc := sessionlessCase{name: "log " + level, method: "tools/call", toolName: "a__log",
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__log","arguments":{"text":"hello-log"},` + m + `}}`}
+		req, _ := http.NewRequest("POST", url, strings.NewReader(tc.body))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": tc.method, "Mcp-Name": tc.toolName} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var msgs []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				msgs = append(msgs, d)
+			} else if strings.HasPrefix(line, "{") {
+				msgs = append(msgs, line)
+			}
+		}
+		if len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1], `"result"`) {
+			t.Fatalf("%s: answered %s", tc.name, b)
+		}
+		return msgs
+	}
+	msgs := post(`,"io.modelcontextprotocol/logLevel":"info"`)
+	if len(msgs) != 2 || !strings.Contains(msgs[0], `"notifications/message"`) || !strings.Contains(msgs[0], "hello-log") {
+		t.Errorf("with logLevel info: %q, want the log message, then the result", msgs)
+	}
+	for _, level := range []string{"", `,"io.modelcontextprotocol/logLevel":"error"`} {
+		if msgs := post(level); len(msgs) != 1 {
+			t.Errorf("with %q: %q, want the result alone", level, msgs)
+		}
+	}
 }

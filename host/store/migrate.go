@@ -121,6 +121,13 @@ INSERT INTO mcphost_revision (id, revision) VALUES (3, 0);`,
 	PRIMARY KEY (quota, k, win)
 );
 CREATE INDEX mcphost_quota_windows_expires ON mcphost_quota_windows (expires);`,
+	// 10: keys the replicas share (keys.go): made by the first that asks,
+	// sealed with the store key when there is one.
+	10: `CREATE TABLE mcphost_keys (
+	name    TEXT PRIMARY KEY,
+	value   TEXT NOT NULL,
+	created BIGINT NOT NULL
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

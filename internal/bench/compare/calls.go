@@ -105,6 +105,11 @@ func (h *harness) measureCalls(ctx context.Context) error {
 			g, err = h.startMcphostBin(ctx, bin, "calls-b", cache, stdioUp, "")
 		}
 		add(nameB, "-mcphost-b "+h.o.mcphostB, g, err)
+		if err == nil && !h.o.noNewProtocol {
+			// B's 2026-07-28 path beside A's, in the same rounds.
+			targets = append(targets, &callTarget{Name: nameB + newProtocolSuffix, Note: "-mcphost-b " + h.o.mcphostB, proc: g.proc, version: newProtocol})
+			urls = append(urls, g.url)
+		}
 	}
 	httpUp := []server{{name: "everything", transport: "streamable-http", url: direct.url}}
 	g, err = h.startMcphost(ctx, "calls-http", cache, httpUp, "")
