@@ -92,7 +92,7 @@ func (h *Host) answerSessionless(w http.ResponseWriter, r *http.Request, req *se
 		if err != nil {
 			return false // the go-sdk path reports the error as a JSON-RPC error
 		}
-		sessionless.Write(w, req.ID, listing, nil)
+		sessionless.WriteCompact(w, req.ID, listing)
 		return true
 	}
 	// Per-client upstream sessions are kept by downstream session, which

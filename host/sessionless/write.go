@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,6 +41,26 @@ func Write(w http.ResponseWriter, id jsonrpc.ID, result json.RawMessage, rpcErr 
 		w.WriteHeader(status)
 	}
 	_, _ = w.Write(append(out, '\n'))
+}
+
+// WriteCompact is Write for a result known to be compact JSON (a cached
+// listing, as wire.EncodeJSON encodes it): written around the request's id
+// without passing the go-sdk's encoder over it again, which for a listing
+// of 1000 tools cost more than the rest of the request.
+func WriteCompact(w http.ResponseWriter, id jsonrpc.ID, result json.RawMessage) {
+	rawID, err := wire.EncodeJSON(id.Raw())
+	if err != nil || !id.IsValid() {
+		Write(w, id, result, nil)
+		return
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = jsonContentType
+	hdr["Content-Length"] = []string{strconv.Itoa(len(`{"jsonrpc":"2.0","id":,"result":}`) + len(rawID) + len(result) + 1)}
+	out := make([]byte, 0, 32+len(rawID))
+	out = append(append(append(out, `{"jsonrpc":"2.0","id":`...), rawID...), `,"result":`...)
+	_, _ = w.Write(out)
+	_, _ = w.Write(result)
+	_, _ = w.Write([]byte("}\n"))
 }
 
 // errorStatus is the HTTP status of a JSON-RPC error code under SEP-2575.
