@@ -263,7 +263,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, "" // the client's to mcphost, not the upstream's
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), sessionless.Digest("args", p.Arguments), sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), p.Arguments, sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.getPrompt(ctx, caller, ss, &p)) })
 		}
 		return h.getPrompt(ctx, caller, ss, r.Params)
@@ -276,7 +276,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, ""
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.URI), "", sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.URI), nil, sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.readResource(ctx, caller, ss, &p)) })
 		}
 		return h.readResource(ctx, caller, ss, r.Params)
@@ -302,7 +302,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		// What the upstream asks during the call comes back as
 		// input_required results (rounds.go).
-		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), sessionless.Digest("args", p.Arguments), sessionless.ReplicaRoute(req), p.RequestState, p.InputResponses,
+		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), p.Arguments, sessionless.ReplicaRoute(req), p.RequestState, p.InputResponses,
 			func(ctx context.Context) (mcp.Result, error) { return h.answerToolCall(ctx, caller, p, ss) })
 		var serr sessionless.StateError
 		if errors.As(err, &serr) {
@@ -386,6 +386,15 @@ func requestMeta(m map[string]any) json.RawMessage {
 		return nil
 	}
 	drop := func(k string) bool { return k == "progressToken" || sessionless.PerRequestMeta(k) }
+	dropped := 0
+	for k := range m {
+		if drop(k) {
+			dropped++
+		}
+	}
+	if dropped == len(m) {
+		return nil // a 2026-07-28 request's usual _meta: nothing about the caller
+	}
 	for k := range m {
 		if !drop(k) {
 			continue

@@ -58,7 +58,7 @@ const roundTimeout = 5 * time.Minute
 type roundCall struct {
 	owner  string // identity key of the caller ("" for none)
 	what   string // the request: method and name or URI (roundKey)
-	args   string // the Digest of its arguments
+	args   any    // its arguments (their Digest goes in its states)
 	route  string // the balancer's name for this replica, from the latest round's request ("" for none)
 	caller abi.Caller
 	ctx    context.Context // the call's; done when it is cancelled
@@ -258,13 +258,14 @@ func (t *roundCalls) take(state string) *roundCall {
 
 // inRounds answers a call of a 2026-07-28 client: a new one, which run
 // makes (on its own goroutine, with a context that outlives ctx), or, when
-// state is set, the retry of one waiting for the answers. route is the
-// request's replicaRoute.
-func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what, args, route, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+// state is set, the retry of one waiting for the answers. args are the
+// request's arguments (its states hold their Digest); route is its
+// sessionless.ReplicaRoute.
+func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what string, args any, route, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
 	var known []sessionless.Answer
 	if state != "" {
 		st, err := h.rounds.states.Open(state, time.Now())
-		if err == nil && (st.Owner != owner || st.What != what || st.Args != args) {
+		if err == nil && (st.Owner != owner || st.What != what || st.Args != sessionless.Digest("args", args)) {
 			if rc := h.rounds.take(st.Call); rc != nil {
 				rc.cancel() // a state is good only for its own request
 			}
@@ -332,7 +333,7 @@ func (h *Host) awaitRound(ctx context.Context, rc *roundCall) (mcp.Result, error
 		}
 		if len(rc.unsent) > 0 {
 			asked := make(mcp.InputRequestMap, len(rc.unsent))
-			st := &sessionless.State{Owner: rc.owner, What: rc.what, Args: rc.args, Answers: slices.Clone(rc.answered), Asked: map[string]string{}}
+			st := &sessionless.State{Owner: rc.owner, What: rc.what, Args: sessionless.Digest("args", rc.args), Answers: slices.Clone(rc.answered), Asked: map[string]string{}}
 			for id, q := range rc.unsent {
 				asked[id], st.Asked[id] = q.req, q.digest
 				rc.sent[id] = q

@@ -102,7 +102,7 @@ func (h *Host) answerSessionless(w http.ResponseWriter, r *http.Request, req *se
 	}
 	p := &mcp.CallToolParamsRaw{Meta: req.Meta, Name: req.Name, Arguments: req.Args}
 	what := sessionless.RoundKey("tools/call", p.Name)
-	res, err := h.inRounds(ctx, nil, caller, id.Key(), what, sessionless.Digest("args", p.Arguments), sessionless.ReplicaRoute(sreq), "", nil,
+	res, err := h.inRounds(ctx, nil, caller, id.Key(), what, p.Arguments, sessionless.ReplicaRoute(sreq), "", nil,
 		func(ctx context.Context) (mcp.Result, error) {
 			return h.fastCallResult(context.WithValue(ctx, rawResultsKey{}, true), caller, p, nil)
 		})
