@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -125,48 +124,10 @@ func (h *Host) answerSessionless(w http.ResponseWriter, r *http.Request, req *se
 type rawResultsKey struct{}
 
 // sessionlessResult encodes res as the go-sdk encodes a result of protocol
-// 2026-07-28: with its server info in _meta, unless the result set that
-// key itself (annotateServerInfo).
+// 2026-07-28 (sessionless.EncodeResult).
 func sessionlessResult(res mcp.Result) (json.RawMessage, error) {
-	if raw, ok := asSent(res); ok {
-		// The upstream's bytes: without a _meta of their own (the usual
-		// case), the server info goes in front, unparsed.
-		if raw = wire.TrimSpace(raw); len(raw) > 1 && raw[0] == '{' && !wire.MayHaveMember(raw, `"_meta"`) {
-			return spliceServerInfo(raw), nil
-		}
-	}
-	m := res.GetMeta()
-	if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
-		m2 := make(mcp.Meta, len(m)+1)
-		for k, v := range m {
-			m2[k] = v
-		}
-		m2[mcp.MetaKeyServerInfo] = serverImpl
-		res.SetMeta(m2)
-	}
-	return wire.EncodeJSON(res)
-}
-
-// serverInfoMember is the _meta member spliceServerInfo puts in front.
-var serverInfoMember = func() []byte {
-	b, err := wire.EncodeJSON(map[string]any{mcp.MetaKeyServerInfo: serverImpl})
-	if err != nil {
-		panic(err)
-	}
-	return append(append([]byte(`{"_meta":`), bytes.TrimSpace(b)...), ',')
-}()
-
-// spliceServerInfo puts the server info in front of raw, an object
-// without a _meta member.
-func spliceServerInfo(raw []byte) json.RawMessage {
-	rest := wire.TrimSpace(raw[1:])
-	out := make([]byte, 0, len(serverInfoMember)+len(rest))
-	out = append(out, serverInfoMember...)
-	if len(rest) > 0 && rest[0] == '}' {
-		out[len(out)-1] = '}' // an empty object
-		return out
-	}
-	return append(out, rest...)
+	raw, _ := asSent(res)
+	return sessionless.EncodeResult(res, raw, serverImpl)
 }
 
 // sharedSessionsOnly reports whether every upstream keeps one shared
@@ -181,21 +142,10 @@ func (h *Host) sharedSessionsOnly() bool {
 }
 
 // encodedNew returns the view's tools/list result as the go-sdk encodes it
-// for protocol 2026-07-28 (cache hints, the server info in _meta),
-// computed once per view. private is whether the view depends on the
-// caller (catalog.ListAnswer).
+// for protocol 2026-07-28, computed once per view. private is whether the
+// view depends on the caller (catalog.ListAnswer).
 func (v *view) encodedNew(private bool) ([]byte, error) {
-	v.newOnce.Do(func() {
-		cp := *v.result
-		scope := "public"
-		if private {
-			scope = "private"
-		}
-		cp.Cacheable = mcp.Cacheable{TTLMs: 0, CacheScope: scope}
-		cp.ResultType = "complete" // as the go-sdk's setCompleteResultType
-		cp.Meta = mcp.Meta{mcp.MetaKeyServerInfo: serverImpl}
-		v.newEnc, v.newErr = wire.EncodeJSON(&cp)
-	})
+	v.newOnce.Do(func() { v.newEnc, v.newErr = sessionless.EncodeListing(v.result, private, serverImpl) })
 	return v.newEnc, v.newErr
 }
 

@@ -215,3 +215,43 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodeResult: the server info goes into a result's _meta as the
+// go-sdk puts it there, whether the result is the upstream's bytes (with
+// or without a _meta of their own, a key the upstream set staying) or
+// typed.
+func TestEncodeResult(t *testing.T) {
+	impl := &mcp.Implementation{Name: "gw", Version: "1"}
+	info := map[string]any{"name": "gw", "version": "1"}
+	for _, raw := range []string{
+		`{}`, ` { } `, `{"content":[{"type":"text","text":"x"}]}`,
+		`{"_meta":{"trace":"t"},"content":[]}`,
+		`{"\u005fmeta":{"trace":"t"},"content":[]}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":"upstream's"},"content":[]}`,
+	} {
+		var typed mcp.CallToolResult
+		if err := json.Unmarshal([]byte(raw), &typed); err != nil {
+			t.Fatal(err)
+		}
+		got, err := EncodeResult(&typed, json.RawMessage(raw), impl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v, want map[string]any
+		if err := json.Unmarshal(got, &v); err != nil {
+			t.Fatalf("%s: %s: %v", raw, got, err)
+		}
+		_ = json.Unmarshal([]byte(raw), &want)
+		meta, _ := want["_meta"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		if _, ok := meta[mcp.MetaKeyServerInfo]; !ok {
+			meta[mcp.MetaKeyServerInfo] = info
+		}
+		want["_meta"] = meta
+		if !reflect.DeepEqual(v, want) {
+			t.Errorf("%s: encoded %s, want %v", raw, got, want)
+		}
+	}
+}
