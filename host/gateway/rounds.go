@@ -304,7 +304,7 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 	// ss, the first request's session, ends with that request; the
 	// upstream sessions the call uses stay until the call ends.
 	release := h.roundHolds.Hold(ss)
-	go func() {
+	h.roundWorkers.Go(func() {
 		var res mcp.Result
 		var err error
 		defer release()
@@ -317,7 +317,7 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 			rc.finish(res, err)
 		}()
 		res, err = run(context.WithValue(callCtx, roundCallKey{}, rc))
-	}()
+	})
 	return h.awaitRound(ctx, rc)
 }
 
