@@ -255,3 +255,24 @@ func TestEncodeResult(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkers: every function given runs, at once when the workers are
+// busy, and one given after another finished runs on a kept worker.
+func TestWorkers(t *testing.T) {
+	var w Workers
+	release := make(chan struct{})
+	done := make(chan int, 20)
+	for i := range 10 { // each holds its worker until released: ten at once
+		w.Go(func() { <-release; done <- i })
+	}
+	close(release)
+	for range 10 {
+		<-done
+	}
+	for i := range 10 { // one after another, on the kept ones
+		w.Go(func() { done <- i })
+		if got := <-done; got != i {
+			t.Fatalf("ran %d, want %d", got, i)
+		}
+	}
+}
