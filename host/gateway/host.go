@@ -115,10 +115,10 @@ type Host struct {
 	views             viewCache
 	progressRoutes    progressRouter
 	calls             callRegistry
-	rounds            roundCalls          // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
-	sessionlessReader sessionless.Reader  // the 2026-07-28 shortcut's (sessionless.go)
-	roundWorkers      sessionless.Workers // the goroutines of calls in rounds (rounds.go)
-	roundHolds        sessionless.Holds   // sessions of requests whose calls in rounds outlive them
+	rounds            sessionless.Parked[*roundCall] // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
+	sessionlessReader sessionless.Reader             // the 2026-07-28 shortcut's (sessionless.go)
+	roundWorkers      sessionless.Workers            // the goroutines of calls in rounds (rounds.go)
+	roundHolds        sessionless.Holds              // sessions of requests whose calls in rounds outlive them
 	sessions          sessionTable
 	fastSessions      fastListSessions
 	elicitations      elicitationRoutes
@@ -178,7 +178,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		key = make([]byte, sessionless.KeySize)
 		_, _ = rand.Read(key)
 	}
-	if h.rounds.states, err = sessionless.NewStates(key); err != nil {
+	h.rounds.Timeout = roundTimeout
+	if h.rounds.States, err = sessionless.NewStates(key); err != nil {
 		return nil, fmt.Errorf("host: Options.RoundStateKey: %w", err)
 	}
 	logins := opts.Logins
@@ -336,7 +337,7 @@ func (h *Host) Progress(_ context.Context, u *upstream.Server, p *mcp.ProgressNo
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
-		h.rounds.cancelAll() // calls waiting for a client's next round
+		h.rounds.CancelAll() // calls waiting for a client's next round
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,90 +170,6 @@ func (rc *roundCall) answer(answers mcp.InputResponseMap) {
 	}
 }
 
-// roundCalls are the calls waiting for their clients, by name (a
-// State's Call), and the names of the states used here.
-type roundCalls struct {
-	states *sessionless.States
-	mu     sync.Mutex
-	m      map[string]*roundCall
-	used   map[string]time.Time // name -> when its state expires
-}
-
-// park keeps rc until its client comes back with the returned state (st,
-// sealed, with the call's name), or for roundTimeout, after which the call
-// is cancelled. The state starts with route and a dot when the round's
-// request named this replica.
-func (t *roundCalls) park(rc *roundCall, route string, st *sessionless.State) (string, error) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	st.Call, st.Expires = hex.EncodeToString(b[:]), time.Now().Add(roundTimeout).Unix()
-	state, err := t.states.Seal(route, st)
-	if err != nil {
-		return "", err
-	}
-	t.mu.Lock()
-	if t.m == nil {
-		t.m = make(map[string]*roundCall)
-	}
-	t.m[st.Call] = rc
-	t.mu.Unlock()
-	time.AfterFunc(roundTimeout, func() {
-		if t.take(st.Call) == rc {
-			rc.cancel()
-		}
-	})
-	return state, nil
-}
-
-// use records that the state of the call named name was used here, and
-// reports whether it had been already: a state is good for one retry on
-// each replica.
-func (t *roundCalls) use(name string) (again bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	if _, again = t.used[name]; again {
-		return true
-	}
-	if t.used == nil {
-		t.used = map[string]time.Time{}
-	}
-	for n, exp := range t.used {
-		if now.After(exp) {
-			delete(t.used, n)
-		}
-	}
-	t.used[name] = now.Add(roundTimeout + time.Minute)
-	return false
-}
-
-// cancelAll cancels every waiting call (the host is closing).
-func (t *roundCalls) cancelAll() {
-	t.mu.Lock()
-	m := t.m
-	t.m = nil
-	t.mu.Unlock()
-	for _, rc := range m {
-		rc.cancel()
-	}
-}
-
-// waiting reports how many calls wait for their clients' next round
-// (Drain waits for them as for requests in flight).
-func (t *roundCalls) waiting() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}
-
-func (t *roundCalls) take(state string) *roundCall {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	rc := t.m[state]
-	delete(t.m, state)
-	return rc
-}
-
 // inRounds answers a call of a 2026-07-28 client: a new one, which run
 // makes (on its own goroutine, with a context that outlives ctx), or, when
 // state is set, the retry of one waiting for the answers. args are the
@@ -264,17 +178,17 @@ func (t *roundCalls) take(state string) *roundCall {
 func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what string, args any, route, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
 	var known []sessionless.Answer
 	if state != "" {
-		st, err := h.rounds.states.Open(state, time.Now())
+		st, err := h.rounds.Open(state)
 		if err == nil && (st.Owner != owner || st.What != what || st.Args != sessionless.Digest("args", args)) {
-			if rc := h.rounds.take(st.Call); rc != nil {
+			if rc := h.rounds.Take(st.Call); rc != nil {
 				rc.cancel() // a state is good only for its own request
 			}
 			err = sessionless.ErrState
 		}
-		if err != nil || h.rounds.use(st.Call) {
+		if err != nil || h.rounds.Use(st.Call) {
 			return nil, sessionless.StateError{RPC: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}}
 		}
-		if rc := h.rounds.take(st.Call); rc != nil {
+		if rc := h.rounds.Take(st.Call); rc != nil {
 			rc.mu.Lock()
 			rc.route = route
 			rc.mu.Unlock()
@@ -341,7 +255,7 @@ func (h *Host) awaitRound(ctx context.Context, rc *roundCall) (mcp.Result, error
 			}
 			route := rc.route
 			rc.mu.Unlock()
-			state, err := h.rounds.park(rc, route, st)
+			state, err := h.rounds.Park(rc, rc.cancel, route, st)
 			if err != nil {
 				rc.cancel()
 				return nil, err

@@ -465,7 +465,7 @@ func TestRoundsNameTheReplica(t *testing.T) {
 	}
 	// The other calls started above still wait; cancel them (the host's
 	// close would), and the drain ends.
-	h.rounds.cancelAll()
+	h.rounds.CancelAll()
 	select {
 	case err := <-drained:
 		if err != nil {

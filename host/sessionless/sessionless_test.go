@@ -276,3 +276,45 @@ func TestWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestParked: a parked call is taken once by the name its state carries;
+// a state is used once per replica; a call not taken within the timeout
+// is cancelled; CancelAll cancels the rest.
+func TestParked(t *testing.T) {
+	s, _ := NewStates(make([]byte, KeySize))
+	p := &Parked[*int]{States: s, Timeout: 200 * time.Millisecond}
+	a, b := new(int), new(int)
+	cancelled := make(chan *int, 2)
+	stateA, err := p.Park(a, func() { cancelled <- a }, "r1", &State{Owner: "o", What: "w"})
+	if err != nil || !strings.HasPrefix(stateA, "r1.") {
+		t.Fatalf("Park = %q, %v", stateA, err)
+	}
+	st, err := p.Open(stateA)
+	if err != nil || st.Owner != "o" || st.Call == "" {
+		t.Fatalf("Open = %+v, %v", st, err)
+	}
+	if p.Waiting() != 1 || p.Use(st.Call) || !p.Use(st.Call) {
+		t.Fatalf("waiting %d; a state used twice must say so the second time", p.Waiting())
+	}
+	if got := p.Take(st.Call); got != a || p.Take(st.Call) != nil {
+		t.Fatalf("Take = %p, want %p once", got, a)
+	}
+	if _, err := p.Park(b, func() { cancelled <- b }, "", &State{What: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-cancelled:
+		if got != b {
+			t.Fatalf("cancelled %p, want the call never taken (%p)", got, b)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call not taken within the timeout was not cancelled")
+	}
+	c := new(int)
+	p.Timeout = time.Hour
+	_, _ = p.Park(c, func() { cancelled <- c }, "", &State{What: "w"})
+	p.CancelAll()
+	if got := <-cancelled; got != c || p.Waiting() != 0 {
+		t.Fatalf("CancelAll cancelled %p (want %p), %d left", got, c, p.Waiting())
+	}
+}
