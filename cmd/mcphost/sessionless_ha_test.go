@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -174,7 +176,9 @@ server "asker" {
 // HAProxy, with a call in flight on it and a call in rounds waiting there
 // for its client: the call in flight answers, the call in rounds gets its
 // retry after HAProxy took the replica out and finishes there, later
-// requests go to the others, and no request fails.
+// requests go to the others, and no request fails. Last, a round's retry
+// is sent to another replica than the one that answered it, and succeeds
+// there (retryElsewhere).
 func TestSessionlessBehindHAProxy(t *testing.T) {
 	replicas, lb, hlogs := startHA(t, askerServer)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -360,4 +364,63 @@ func TestSessionlessBehindHAProxy(t *testing.T) {
 	t.Logf("%s exited %v after SIGTERM; %d requests answered, %d failed; on %s: %d in flight at SIGTERM, "+
 		"%d retries of calls in rounds sent after it (HAProxy took it out %v after SIGTERM), %d other requests sent after it; %d to the others after it exited",
 		victim.name, exited.Sub(sigAt).Round(time.Millisecond), ok, failed, victim.name, inFlight, roundsAfter, downAt.Sub(sigAt).Round(time.Millisecond), sentAfter, others)
+
+	// A round's retry on another replica than the one that answered it.
+	retryElsewhere(t, lb, []*haReplica{replicas[0], replicas[2]})
+}
+
+// retryElsewhere: a call in rounds answers input_required on one of
+// replicas (those running);
+// its retry, with the replica's name in the requestState changed to
+// another's, goes there through HAProxy, which runs the call again with
+// the client's answer (the state opens there: the replicas share its key
+// through the store) and finishes it.
+func retryElsewhere(t *testing.T, lb string, replicas []*haReplica) {
+	t.Helper()
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw"},"io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}`
+	post := func(params string) (replica string, result map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+lb+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`))
+		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "Authorization": "Bearer " + replicaKey,
+			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "asker__sample"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if i := bytes.Index(body, []byte("data: ")); i >= 0 { // an event stream: its first message
+			body = body[i+len("data: "):]
+			body = body[:bytes.IndexByte(body, '\n')]
+		}
+		var msg struct{ Result map[string]any }
+		if err := json.Unmarshal(body, &msg); err != nil || msg.Result == nil {
+			t.Fatalf("%d %s: %v", resp.StatusCode, body, err)
+		}
+		return resp.Header.Get("X-Mcphost-Replica"), msg.Result
+	}
+	first, res := post(`{"name":"asker__sample","arguments":{"text":"moved"},` + meta + `}`)
+	state, _ := res["requestState"].(string)
+	asked, _ := res["inputRequests"].(map[string]any)
+	route, sealed, ok := strings.Cut(state, ".")
+	if res["resultType"] != "input_required" || len(asked) != 1 || !ok || route != first {
+		t.Fatalf("the first round, on %s, answered %v", first, res)
+	}
+	other := replicas[0].name
+	if other == first {
+		other = replicas[1].name
+	}
+	answers := map[string]any{}
+	for id := range asked {
+		answers[id] = map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "sampled: moved"}}
+	}
+	retry, _ := json.Marshal(map[string]any{"name": "asker__sample", "arguments": map[string]any{"text": "moved"}, "inputResponses": answers, "requestState": other + "." + sealed})
+	second, res := post(strings.Replace(string(retry), "{", "{"+meta+",", 1))
+	content, _ := res["content"].([]any)
+	if second != other || len(content) != 1 || !strings.Contains(fmt.Sprint(content[0]), "sampled: moved") {
+		t.Fatalf("the retry sent to %s was answered by %s with %v", other, second, res)
+	}
+	t.Logf("a round answered by %s was retried on %s and finished there", first, second)
 }

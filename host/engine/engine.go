@@ -235,8 +235,16 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 			return nil, fmt.Errorf("reading the store's callers' secrets: %w", err)
 		}
 	}
+	var roundKey []byte
+	if e.store != nil {
+		// The requestStates of calls in rounds open on every replica of
+		// the store (host/sessionless).
+		if roundKey, err = e.store.SharedKey(ctx, "round-state"); err != nil {
+			return nil, err
+		}
+	}
 	e.metrics = metrics.New()
-	e.host, err = gateway.New(cfg, &gateway.Options{Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
+	e.host, err = gateway.New(cfg, &gateway.Options{RoundStateKey: roundKey, Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,
 		Policy: e.mgr, PolicyStatus: func() any { return append(e.mgr.Status(), e.tmgr.Status()...) },
 		Observer: e.metrics, Metrics: e.metrics.Handler(), Audit: auditOpts, Tracer: e.tracer, QuotaWindows: e.quotaWindows(file), Secrets: e.secrets})
 	if err != nil {

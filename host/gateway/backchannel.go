@@ -12,6 +12,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -29,12 +30,18 @@ type callRegistry struct {
 }
 
 type inflightCall struct {
-	ss  *mcp.ServerSession
-	ctx context.Context // the downstream handler's: messages sent with it go on the call's stream
+	ss  *mcp.ServerSession // nil for a call of the 2026-07-28 shortcut, which has no session
+	ctx context.Context    // the downstream handler's: messages sent with it go on the call's stream
+	// client tells the callers apart: ss, or the call in rounds of a
+	// shortcut call.
+	client any
 }
 
 func (r *callRegistry) enter(cs *mcp.ClientSession, ss *mcp.ServerSession, ctx context.Context) func() {
-	c := &inflightCall{ss: ss, ctx: ctx}
+	c := &inflightCall{ss: ss, ctx: ctx, client: ss}
+	if ss == nil {
+		c.client = roundCallFrom(ctx)
+	}
 	r.mu.Lock()
 	if r.m == nil {
 		r.m = make(map[*mcp.ClientSession][]*inflightCall)
@@ -65,14 +72,12 @@ func (r *callRegistry) enter(cs *mcp.ClientSession, ss *mcp.ServerSession, ctx c
 func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (ss *mcp.ServerSession, ctx context.Context, n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := map[*mcp.ServerSession]bool{}
+	seen := map[any]bool{}
 	for _, c := range r.m[cs] {
 		if only != nil && c.ss != only {
 			continue
 		}
-		if !seen[c.ss] {
-			seen[c.ss] = true
-		}
+		seen[c.client] = true
 		ss, ctx = c.ss, c.ctx
 	}
 	if len(seen) != 1 {
@@ -171,10 +176,13 @@ func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.Cl
 	// Protocol 2026-07-28 has no server-to-client requests: a tools/call,
 	// prompts/get or resources/read asks its client in rounds (rounds.go);
 	// nothing else can ask.
-	var rc *roundCall
-	if v := wire.ProtocolOf(ss); v >= wire.NewProtocolVersion {
-		if rc = roundCallFrom(callCtx); rc == nil {
-			return nil, errNoMidCallRequests(u.Config.Name, method, v)
+	rc := roundCallFrom(callCtx)
+	if ss == nil && rc == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("mcphost: server %q sent %s with no downstream request in flight to answer it", u.Config.Name, method)}
+	}
+	if rc == nil {
+		if v := wire.ProtocolOf(ss); v >= wire.NewProtocolVersion {
+			return nil, sessionless.NoMidCallRequests(u.Config.Name, method, v)
 		}
 	}
 	// What an upstream asks of a client goes through the request hook (a

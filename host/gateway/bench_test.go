@@ -142,3 +142,37 @@ func BenchmarkSearchToolsCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkToolsListSessionless is a cached tools/list of 1000 tools for
+// a client of protocol 2026-07-28, read raw: shortcut is
+// sessionlessShortcut's answer; go-sdk is the stateless handler's (the
+// request asks for a log level, which the shortcut leaves to it).
+func BenchmarkToolsListSessionless(b *testing.B) {
+	h := manyToolsHost(b)
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	for _, tc := range []struct{ name, meta string }{
+		{"shortcut", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`},
+		{"go-sdk", `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"emergency"}`},
+	} {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + tc.meta + `}}`)
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", srv.URL+"/mcp", bytes.NewReader(body))
+				for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+					"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"} {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || n < 100_000 || (resp.Header.Get("Content-Type") == "application/json") != (tc.name == "shortcut") {
+					b.Fatalf("%d, %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), n)
+				}
+			}
+		})
+	}
+}

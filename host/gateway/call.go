@@ -247,7 +247,7 @@ func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *
 	if len(args) == 0 {
 		params.Arguments = nil
 	}
-	takesRaw := !h.noShortcuts && rawResults(ss)
+	takesRaw := !h.noShortcuts && (rawResults(ss) || ctx.Value(rawResultsKey{}) != nil)
 	var out upstreamResult
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		conn := u.RawConn(cs)

@@ -58,7 +58,7 @@ func (h *Host) answering() bool {
 
 // busy is answering, or a call in rounds waiting for its client's retry:
 // what the drain waits for.
-func (h *Host) busy() bool { return h.answering() || h.rounds.waiting() > 0 }
+func (h *Host) busy() bool { return h.answering() || h.rounds.Waiting() > 0 }
 
 // Draining reports whether Drain has been called.
 func (h *Host) Draining() bool { return h.drain.draining.Load() }
@@ -83,13 +83,13 @@ func (h *Host) Drained() bool { return h.drain.done.Load() }
 // Drain returned does not wait for upstream calls again.
 func (h *Host) Drain(ctx context.Context) error {
 	if !h.drain.draining.Swap(true) {
-		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
+		h.log.Info("draining: refusing new sessions and failing /healthz; waiting for the requests in flight", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.Waiting())
 	}
 	defer h.drain.done.Store(true)
 	if wire.WaitUntil(ctx, func() bool { return !h.busy() }) {
 		return nil
 	}
-	h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.waiting())
+	h.log.Warn("draining: requests still in flight when the drain timeout ended; cancelling their upstream calls and answering them with an error", "in_flight", h.drain.inflight.Load(), "upstream_calls", h.drain.forwarding.Load(), "in_rounds", h.rounds.Waiting())
 	h.drain.cutAll(ErrShuttingDown)
 	grace, cancel := context.WithTimeout(context.Background(), cutGrace)
 	defer cancel()

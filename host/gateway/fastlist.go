@@ -150,15 +150,23 @@ func (h *Host) shortcutHandler(next http.Handler, sessionTimeout time.Duration, 
 					return
 				}
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		} else {
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		}
+		restoreBody(r, body, whole)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// restoreBody puts back what readShortBody read of r's body: all of it
+// (whole), or the part before the rest.
+func restoreBody(r *http.Request, body []byte, whole bool) {
+	if whole {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 }
 
 // readShortBody reads r's body when it is short enough for a shortcut (its

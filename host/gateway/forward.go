@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -76,7 +77,7 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream.S
 // sendOn is one attempt of forward: fn on cs, which done releases.
 func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream.Server, cs *mcp.ClientSession, done func(), fn func(context.Context, *mcp.ClientSession) error) error {
 	defer done()
-	if ss != nil {
+	if ss != nil || roundCallFrom(ctx) != nil {
 		defer h.calls.enter(cs, ss, ctx)()
 	}
 	err := fn(ctx, cs)
@@ -126,14 +127,14 @@ func closedUnder(err error) bool {
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a
 // progress token with one that routes progress back to ss, and leaving out
-// what protocol 2026-07-28 puts in every request (perRequestMeta): it
+// what protocol 2026-07-28 puts in every request (sessionless.PerRequestMeta): it
 // describes the downstream request, and the upstream session follows a
 // protocol of its own, which the go-sdk client would otherwise take from
 // it. (forward adds the trace context.)
 func (h *Host) upstreamMeta(ctx context.Context, u *upstream.Server, ss *mcp.ServerSession, meta mcp.Meta) (mcp.Meta, func()) {
 	out := make(mcp.Meta, len(meta))
 	for k, v := range meta {
-		if !perRequestMeta(k) {
+		if !sessionless.PerRequestMeta(k) {
 			out[k] = v
 		}
 	}

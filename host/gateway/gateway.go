@@ -18,7 +18,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/search"
-	"github.com/mcphost-project/mcphost/internal/version"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // Downstream transports, as policies see them in Caller.Transport.
@@ -158,7 +158,7 @@ func (h *Host) send() mcp.Middleware {
 // around it should read results as JSON, or call Host.CallTool, which
 // always returns typed results.
 func (h *Host) MCPServer(transport string) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", Version: version.Version}, &mcp.ServerOptions{
+	srv := mcp.NewServer(serverImpl, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		SubscribeHandler:   h.subscribe,
 		UnsubscribeHandler: h.unsubscribe,
@@ -204,6 +204,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 			// listen.max_sessions while it ends.
 			if method != "server/discover" {
 				d = h.trackSession(ctx, ss, transport, h.identityOf(ctx, req, transport))
+				h.sessionlessLevel(ctx, d, ss, req)
 			}
 			if transport == DownstreamHTTP && ss != nil {
 				h.fastSessions.seen(ss, method)
@@ -265,7 +266,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, "" // the client's to mcphost, not the upstream's
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), p.Arguments, sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.getPrompt(ctx, caller, ss, &p)) })
 		}
 		return h.getPrompt(ctx, caller, ss, r.Params)
@@ -278,7 +279,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if usesRounds(ss) {
 			p := *r.Params
 			p.InputResponses, p.RequestState = nil, ""
-			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.URI), replicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
+			return h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.URI), nil, sessionless.ReplicaRoute(req), r.Params.RequestState, r.Params.InputResponses,
 				func(ctx context.Context) (mcp.Result, error) { return asResult(h.readResource(ctx, caller, ss, &p)) })
 		}
 		return h.readResource(ctx, caller, ss, r.Params)
@@ -311,11 +312,11 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		// What the upstream asks during the call comes back as
 		// input_required results (rounds.go).
-		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), roundKey(method, p.Name), replicaRoute(req), p.RequestState, p.InputResponses,
+		res, err := h.inRounds(ctx, ss, caller, h.identityOf(ctx, req, transport).Key(), sessionless.RoundKey(method, p.Name), p.Arguments, sessionless.ReplicaRoute(req), p.RequestState, p.InputResponses,
 			func(ctx context.Context) (mcp.Result, error) { return h.answerToolCall(ctx, caller, p, ss) })
-		var serr errRequestState
+		var serr sessionless.StateError
 		if errors.As(err, &serr) {
-			return nil, serr.rpc
+			return nil, serr.RPC
 		}
 		if err != nil {
 			return nil, callError(err)
@@ -394,7 +395,16 @@ func requestMeta(m map[string]any) json.RawMessage {
 	if len(m) == 0 {
 		return nil
 	}
-	drop := func(k string) bool { return k == "progressToken" || perRequestMeta(k) }
+	drop := func(k string) bool { return k == "progressToken" || sessionless.PerRequestMeta(k) }
+	dropped := 0
+	for k := range m {
+		if drop(k) {
+			dropped++
+		}
+	}
+	if dropped == len(m) {
+		return nil // a 2026-07-28 request's usual _meta: nothing about the caller
+	}
 	for k := range m {
 		if !drop(k) {
 			continue

@@ -10,9 +10,11 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/search"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/host/usersecrets"
@@ -83,6 +86,10 @@ type Options struct {
 	// Secrets, if set, gives callers' upstream sessions their own secrets
 	// (caller.secrets), and Handler serves its secret page.
 	Secrets *usersecrets.Keeper
+	// RoundStateKey seals the requestState of 2026-07-28 calls in rounds
+	// (rounds.go): replicas given the same key (the store's, which
+	// host/engine passes) take each other's; nil makes one for this host.
+	RoundStateKey []byte
 }
 
 // Host is a running gateway. It is safe for concurrent use.
@@ -107,28 +114,30 @@ type Host struct {
 	upstreams []*upstream.Server          // config order
 	byName    map[string]*upstream.Server // server name -> upstream
 
-	catMu          sync.Mutex // serialises catalog rebuilds
-	cat            atomic.Pointer[catalog.Catalog]
-	catPrint       [32]byte
-	featMu         sync.Mutex // serialises prompt and resource rebuilds
-	feats          atomic.Pointer[catalog.Features]
-	views          viewCache
-	progressRoutes progressRouter
-	calls          callRegistry
-	rounds         roundCalls // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
-	roundHolds     roundHolds // sessions of requests whose calls in rounds outlive them
-	sessions       sessionTable
-	fastSessions   fastListSessions
-	elicitations   elicitationRoutes
-	servers        serverSet
-	closeOnce      sync.Once
-	closed         atomic.Bool
-	namingLog      catalog.ConditionLog // tool naming problems, said once
-	featuresLog    catalog.ConditionLog // prompt and resource problems, said once
-	refusedLog     catalog.ConditionLog // kinds of server-to-client requests refused, said once
-	lists          listCache            // answers of the list hook
-	reloadMu       sync.Mutex
-	reload         *ReloadStatus // the latest, for GET /status
+	catMu             sync.Mutex // serialises catalog rebuilds
+	cat               atomic.Pointer[catalog.Catalog]
+	catPrint          [32]byte
+	featMu            sync.Mutex // serialises prompt and resource rebuilds
+	feats             atomic.Pointer[catalog.Features]
+	views             viewCache
+	progressRoutes    progressRouter
+	calls             callRegistry
+	rounds            sessionless.Parked[*roundCall] // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
+	sessionlessReader sessionless.Reader             // the 2026-07-28 shortcut's (sessionless.go)
+	roundWorkers      sessionless.Workers            // the goroutines of calls in rounds (rounds.go)
+	roundHolds        sessionless.Holds              // sessions of requests whose calls in rounds outlive them
+	sessions          sessionTable
+	fastSessions      fastListSessions
+	elicitations      elicitationRoutes
+	servers           serverSet
+	closeOnce         sync.Once
+	closed            atomic.Bool
+	namingLog         catalog.ConditionLog // tool naming problems, said once
+	featuresLog       catalog.ConditionLog // prompt and resource problems, said once
+	refusedLog        catalog.ConditionLog // kinds of server-to-client requests refused, said once
+	lists             listCache            // answers of the list hook
+	reloadMu          sync.Mutex
+	reload            *ReloadStatus // the latest, for GET /status
 	// quotas counts calls against Config.Quotas (quota.go); nil, and no
 	// cost to a call, without any. Replaced by Reconfigure.
 	quotas       atomic.Pointer[quota.Limiter]
@@ -179,6 +188,15 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		return nil, err
 	}
 	h.authn.Store(a)
+	key := opts.RoundStateKey
+	if key == nil {
+		key = make([]byte, sessionless.KeySize)
+		_, _ = rand.Read(key)
+	}
+	h.rounds.Timeout = roundTimeout
+	if h.rounds.States, err = sessionless.NewStates(key); err != nil {
+		return nil, fmt.Errorf("host: Options.RoundStateKey: %w", err)
+	}
 	logins := opts.Logins
 	if logins == nil {
 		// Served by Handler, with the login page: bound to who may
@@ -336,7 +354,7 @@ func (h *Host) Progress(_ context.Context, u *upstream.Server, p *mcp.ProgressNo
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
-		h.rounds.cancelAll() // calls waiting for a client's next round
+		h.rounds.CancelAll() // calls waiting for a client's next round
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)

@@ -102,6 +102,36 @@ func BenchmarkToolCallHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkToolCallHTTPSessionless is BenchmarkToolCallHTTP for a client
+// of protocol 2026-07-28, which has no session (sessionless.go). The two
+// should cost about the same.
+func BenchmarkToolCallHTTPSessionless(b *testing.B) {
+	h, err := New(Config{Servers: []upstream.ServerConfig{stdioServer("a")}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	if err := h.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	args := map[string]any{"text": "hi"}
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a__echo", Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
+
 // At max_connections, an idle connection makes room for a new one; when
 // every connection is busy with a request, a new one is answered 503 with
 // Retry-After and a JSON-RPC error, and closed.

@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // Protocol 2026-07-28 has no server-to-client requests. A server that needs
@@ -34,35 +35,28 @@ import (
 // naming the waiting call. A retry delivers the answers to the questions
 // the upstream is waiting on, and waits again.
 //
-// A requestState is good for one retry, by the identity that started the
-// call, of the same request (method and name or URI), within roundTimeout;
-// past that the call is
-// cancelled. It lives in this process's memory: a retry that reaches
-// another replica is refused as unknown. So that a load balancer can send
-// the retry to the replica that holds the call, a request that names the
-// replica it was sent to, in the header X-Mcphost-Replica (HAProxy's
+// A requestState is sealed under a key the replicas share (Options.
+// RoundStateKey; package sessionless has the form): it is good, within
+// roundTimeout, for a retry by the identity that started the call, of the
+// same request (method, name or URI, and arguments). The call waits in the
+// memory of the replica that answered; past roundTimeout it is cancelled.
+// The retry is best sent there: a request that names the replica it was
+// sent to, in the header X-Mcphost-Replica (HAProxy's
 // http-send-name-header; deploy/haproxy.cfg), gets a requestState that
-// starts with that name and a dot: "mcphost2.3f9c...". The balancer reads
-// the name back from the retry's body (docs/DEPLOY.md).
+// starts with that name and a dot: "mcphost2.v1:...", which the balancer
+// reads back from the retry's body (docs/DEPLOY.md). A retry that reaches
+// another replica (the one that answered is gone, say) runs the call again
+// there, from the start, with the answers the state carries (replay).
 
 // roundTimeout is how long a call waits for its client to come back with
 // answers.
 const roundTimeout = 5 * time.Minute
 
-// inputRequired is a result of protocol 2026-07-28 that asks the client for
-// input (SEP-2322), for any of the three requests. The go-sdk's result
-// types keep their resultType to themselves, so mcphost encodes its own.
-type inputRequired struct {
-	mcp.ResultBase
-	ResultType    string              `json:"resultType"`
-	InputRequests mcp.InputRequestMap `json:"inputRequests"`
-	RequestState  string              `json:"requestState"`
-}
-
 // roundCall is a call of a 2026-07-28 client in rounds.
 type roundCall struct {
 	owner  string // identity key of the caller ("" for none)
 	what   string // the request: method and name or URI (roundKey)
+	args   any    // its arguments (their Digest goes in its states)
 	route  string // the balancer's name for this replica, from the latest round's request ("" for none)
 	caller abi.Caller
 	ctx    context.Context // the call's; done when it is cancelled
@@ -76,10 +70,16 @@ type roundCall struct {
 	res      mcp.Result
 	err      error
 	wake     chan struct{} // a question came or the call finished; buffered 1
+	// answered are the client's answers so far, which each state carries;
+	// known are those of them a call run again has not been asked yet,
+	// by question Digest.
+	answered []sessionless.Answer
+	known    map[string][]json.RawMessage
 }
 
 type question struct {
 	req    mcp.InputRequest
+	digest string                 // sessionless.Digest of req
 	answer chan mcp.InputResponse // buffered 1
 }
 
@@ -102,8 +102,14 @@ func (rc *roundCall) poke() {
 // ask puts a question of the upstream to the client and waits for its
 // answer, for ctx (the upstream's request) or the call to end.
 func (rc *roundCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
-	q := &question{req: req, answer: make(chan mcp.InputResponse, 1)}
+	q := &question{req: req, digest: sessionless.Digest(fmt.Sprintf("%T", req), req), answer: make(chan mcp.InputResponse, 1)}
 	rc.mu.Lock()
+	if known := rc.known[q.digest]; len(known) > 0 {
+		// Asked again, in a call run again: answered as it was.
+		rc.known[q.digest] = known[1:]
+		rc.mu.Unlock()
+		return sessionless.DecodeAnswer(known[0])
+	}
 	rc.next++
 	id := fmt.Sprintf("mcphost-%d", rc.next)
 	rc.unsent[id] = q
@@ -153,6 +159,9 @@ func (rc *roundCall) answer(answers mcp.InputResponseMap) {
 	defer rc.mu.Unlock()
 	for id, q := range rc.sent {
 		if a, ok := answers[id]; ok && a != nil {
+			if b, err := json.Marshal(a); err == nil {
+				rc.answered = append(rc.answered, sessionless.Answer{Question: q.digest, Response: b})
+			}
 			q.answer <- a
 		} else {
 			rc.unsent[id] = q
@@ -161,127 +170,55 @@ func (rc *roundCall) answer(answers mcp.InputResponseMap) {
 	}
 }
 
-// roundCalls are the calls waiting for their clients, by requestState.
-type roundCalls struct {
-	mu sync.Mutex
-	m  map[string]*roundCall
-}
-
-// park keeps rc until its client comes back with the returned state, or
-// for roundTimeout, after which the call is cancelled. The state starts
-// with route and a dot when the round's request named this replica.
-func (t *roundCalls) park(rc *roundCall, route string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	state := hex.EncodeToString(b[:])
-	if route != "" {
-		state = route + "." + state
-	}
-	t.mu.Lock()
-	if t.m == nil {
-		t.m = make(map[string]*roundCall)
-	}
-	t.m[state] = rc
-	t.mu.Unlock()
-	time.AfterFunc(roundTimeout, func() {
-		if t.take(state) == rc {
-			rc.cancel()
-		}
-	})
-	return state
-}
-
-// cancelAll cancels every waiting call (the host is closing).
-func (t *roundCalls) cancelAll() {
-	t.mu.Lock()
-	m := t.m
-	t.m = nil
-	t.mu.Unlock()
-	for _, rc := range m {
-		rc.cancel()
-	}
-}
-
-// waiting reports how many calls wait for their clients' next round
-// (Drain waits for them as for requests in flight).
-func (t *roundCalls) waiting() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}
-
-func (t *roundCalls) take(state string) *roundCall {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	rc := t.m[state]
-	delete(t.m, state)
-	return rc
-}
-
-// errRequestState refuses a retry whose requestState names no call of its
-// own; the JSON-RPC error goes to the client as it is.
-type errRequestState struct{ rpc *jsonrpc.Error }
-
-func (e errRequestState) Error() string { return e.rpc.Error() }
-func (e errRequestState) Unwrap() error { return e.rpc }
-
-// roundKey names a request for its rounds: method and name (tools/call,
-// prompts/get) or URI (resources/read).
-func roundKey(method, name string) string { return method + " " + name }
-
-// replicaHeader is the request header in which a load balancer names the
-// replica it sent the request to (HAProxy: http-send-name-header).
-const replicaHeader = "X-Mcphost-Replica"
-
-// replicaRoute returns the replica name that req's X-Mcphost-Replica
-// header gives, for the requestStates of its rounds; "" when there is
-// none, or when it is not 1 to 64 letters, digits, '-' or '_' (a name that
-// could not be read back from the state unambiguously).
-func replicaRoute(req mcp.Request) string {
-	extra := req.GetExtra()
-	if extra == nil || extra.Header == nil {
-		return ""
-	}
-	name := extra.Header.Get(replicaHeader)
-	if len(name) == 0 || len(name) > 64 {
-		return ""
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return ""
-		}
-	}
-	return name
-}
-
 // inRounds answers a call of a 2026-07-28 client: a new one, which run
 // makes (on its own goroutine, with a context that outlives ctx), or, when
-// state is set, the retry of one waiting for the answers. route is the
-// request's replicaRoute.
-func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what, route, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+// state is set, the retry of one waiting for the answers. args are the
+// request's arguments (its states hold their Digest); route is its
+// sessionless.ReplicaRoute.
+func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.Caller, owner, what string, args any, route, state string, answers mcp.InputResponseMap, run func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	var known []sessionless.Answer
 	if state != "" {
-		rc := h.rounds.take(state)
-		if rc == nil || rc.owner != owner || rc.what != what {
-			if rc != nil {
-				rc.cancel() // a state is good for one retry, and only its own
+		st, err := h.rounds.Open(state)
+		if err == nil && (st.Owner != owner || st.What != what || st.Args != sessionless.Digest("args", args)) {
+			if rc := h.rounds.Take(st.Call); rc != nil {
+				rc.cancel() // a state is good only for its own request
 			}
-			return nil, errRequestState{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}}
+			err = sessionless.ErrState
 		}
-		rc.mu.Lock()
-		rc.route = route
-		rc.mu.Unlock()
-		rc.answer(answers)
-		return h.awaitRound(ctx, rc)
+		if err != nil || h.rounds.Use(st.Call) {
+			return nil, sessionless.StateError{RPC: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}}
+		}
+		if rc := h.rounds.Take(st.Call); rc != nil {
+			rc.mu.Lock()
+			rc.route = route
+			rc.mu.Unlock()
+			rc.answer(answers)
+			return h.awaitRound(ctx, rc)
+		}
+		// Another replica holds the call (or did): it runs again here,
+		// each question it asks again answered as the client answered it.
+		known = append(known, st.Answers...)
+		for id, digest := range st.Asked {
+			if b, err := json.Marshal(answers[id]); err == nil && answers[id] != nil {
+				known = append(known, sessionless.Answer{Question: digest, Response: b})
+			}
+		}
 	}
 	// The call outlives this request (it may wait for answers in a later
 	// one), keeping its values (identity, trace).
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rc := &roundCall{owner: owner, what: what, route: route, caller: caller, ctx: callCtx, cancel: cancel,
-		unsent: map[string]*question{}, sent: map[string]*question{}, wake: make(chan struct{}, 1)}
+	rc := &roundCall{owner: owner, what: what, args: args, route: route, caller: caller, ctx: callCtx, cancel: cancel,
+		unsent: map[string]*question{}, sent: map[string]*question{}, wake: make(chan struct{}, 1), answered: known}
+	for _, a := range known {
+		if rc.known == nil {
+			rc.known = map[string][]json.RawMessage{}
+		}
+		rc.known[a.Question] = append(rc.known[a.Question], a.Response)
+	}
 	// ss, the first request's session, ends with that request; the
 	// upstream sessions the call uses stay until the call ends.
-	release := h.roundHolds.hold(ss)
-	go func() {
+	release := h.roundHolds.Hold(ss)
+	h.roundWorkers.Go(func() {
 		var res mcp.Result
 		var err error
 		defer release()
@@ -294,7 +231,7 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 			rc.finish(res, err)
 		}()
 		res, err = run(context.WithValue(callCtx, roundCallKey{}, rc))
-	}()
+	})
 	return h.awaitRound(ctx, rc)
 }
 
@@ -310,14 +247,20 @@ func (h *Host) awaitRound(ctx context.Context, rc *roundCall) (mcp.Result, error
 		}
 		if len(rc.unsent) > 0 {
 			asked := make(mcp.InputRequestMap, len(rc.unsent))
+			st := &sessionless.State{Owner: rc.owner, What: rc.what, Args: sessionless.Digest("args", rc.args), Answers: slices.Clone(rc.answered), Asked: map[string]string{}}
 			for id, q := range rc.unsent {
-				asked[id] = q.req
+				asked[id], st.Asked[id] = q.req, q.digest
 				rc.sent[id] = q
 				delete(rc.unsent, id)
 			}
 			route := rc.route
 			rc.mu.Unlock()
-			return &inputRequired{ResultType: "input_required", InputRequests: asked, RequestState: h.rounds.park(rc, route)}, nil
+			state, err := h.rounds.Park(rc, rc.cancel, route, st)
+			if err != nil {
+				rc.cancel()
+				return nil, err
+			}
+			return &sessionless.InputRequired{ResultType: "input_required", InputRequests: asked, RequestState: state}, nil
 		}
 		rc.mu.Unlock()
 		select {
@@ -348,34 +291,11 @@ func (h *Host) askInRounds(ctx context.Context, cs *mcp.ClientSession, rc *round
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("downstream client: %v", err)}
 	}
-	var res mcp.Result
-	switch method {
-	case "sampling/createMessage":
-		res, _ = a.(*mcp.CreateMessageWithToolsResult)
-	case "elicitation/create":
-		res, _ = a.(*mcp.ElicitResult)
-	case "roots/list":
-		res, _ = a.(*mcp.ListRootsResult)
-	}
-	if isNilResult(res) {
+	res := sessionless.AnswerAs(method, a)
+	if res == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("downstream client answered %s with a %T", method, a)}
 	}
 	return res, nil
-}
-
-// isNilResult reports whether r is nil or a typed nil.
-func isNilResult(r mcp.Result) bool {
-	switch v := r.(type) {
-	case nil:
-		return true
-	case *mcp.CreateMessageWithToolsResult:
-		return v == nil
-	case *mcp.ElicitResult:
-		return v == nil
-	case *mcp.ListRootsResult:
-		return v == nil
-	}
-	return false
 }
 
 // usesRounds reports whether ss's requests that may ask the client run in
@@ -391,65 +311,4 @@ func asResult[R mcp.Result](res R, err error) (mcp.Result, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// roundHolds keep what a sessionless request's session holds upstream (its
-// per-client upstream sessions) while a call in rounds it started runs
-// past it: that session ends with the request, and its end would close
-// the upstream session the call is waiting on.
-type roundHolds struct {
-	mu sync.Mutex
-	m  map[*mcp.ServerSession]*roundHold
-}
-
-type roundHold struct {
-	calls int
-	ended func() // the session's end, put off until the last call ends
-}
-
-// hold holds ss for a call until release is called.
-func (r *roundHolds) hold(ss *mcp.ServerSession) (release func()) {
-	if ss == nil {
-		return func() {}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[*mcp.ServerSession]*roundHold{}
-	}
-	hd := r.m[ss]
-	if hd == nil {
-		hd = &roundHold{}
-		r.m[ss] = hd
-	}
-	hd.calls++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			r.mu.Lock()
-			hd.calls--
-			var ended func()
-			if hd.calls == 0 {
-				delete(r.m, ss)
-				ended = hd.ended
-			}
-			r.mu.Unlock()
-			if ended != nil {
-				ended()
-			}
-		})
-	}
-}
-
-// putOff reports whether ss is held, in which case end runs when the last
-// call holding it ends.
-func (r *roundHolds) putOff(ss *mcp.ServerSession, end func()) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	hd := r.m[ss]
-	if hd == nil {
-		return false
-	}
-	hd.ended = end
-	return true
 }

@@ -199,7 +199,7 @@ func (t *sessionTable) logging() []*mcp.ServerSession {
 	defer t.mu.Unlock()
 	var out []*mcp.ServerSession
 	for ss, d := range t.m {
-		if d.level != "" {
+		if d.level != "" && !d.sessionless { // 2026-07-28: only a request's own logs
 			out = append(out, ss)
 		}
 	}
@@ -321,7 +321,7 @@ func (h *Host) sessionEnded(ss *mcp.ServerSession) {
 			u.DropClient(ss, sessionless)
 		}
 	}
-	if !sessionless || !h.roundHolds.putOff(ss, drop) {
+	if !sessionless || !h.roundHolds.PutOff(ss, drop) {
 		drop()
 	}
 	if d == nil {

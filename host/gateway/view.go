@@ -30,6 +30,9 @@ type view struct {
 	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
 	enc     []byte
 	encErr  error
+	newOnce sync.Once // the same for protocol 2026-07-28 (sessionless.go)
+	newEnc  []byte
+	newErr  error
 }
 
 // answer is the tools/list result for req: a shallow copy of the cached

@@ -133,6 +133,13 @@ CREATE INDEX mcphost_quota_windows_expires ON mcphost_quota_windows (expires);`,
 	PRIMARY KEY (subject, name)
 );
 INSERT INTO mcphost_revision (id, revision) VALUES (4, 0);`,
+	// 11: keys the replicas share (keys.go): made by the first that asks,
+	// sealed with the store key when there is one.
+	11: `CREATE TABLE mcphost_keys (
+	name    TEXT PRIMARY KEY,
+	value   TEXT NOT NULL,
+	created BIGINT NOT NULL
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

@@ -46,6 +46,18 @@ func Members(obj []byte, names ...string) (vals [4][]byte, ok bool) {
 	return vals, ok
 }
 
+// MayHaveMember reports whether obj, a valid JSON object, may have a
+// member that a decoder reads as name (given as written, quotes
+// included): one written so, or any whose name has an escape.
+func MayHaveMember(obj []byte, name string) bool {
+	found := false
+	eachMember(obj, func(n, _ []byte) bool {
+		found = string(n) == name || bytes.IndexByte(n, '\\') >= 0
+		return !found
+	})
+	return found
+}
+
 // Scanner follows JSON text fed to it in parts: how deep it is, and how
 // deep it went.
 type Scanner struct {

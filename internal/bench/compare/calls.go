@@ -62,7 +62,7 @@ const (
 
 // measureCalls sets up every target, then measures them round-robin.
 func (h *harness) measureCalls(ctx context.Context) error {
-	direct, err := h.startEverythingHTTP(ctx)
+	direct, err := h.startEverythingHTTP(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -86,10 +86,16 @@ func (h *harness) measureCalls(ctx context.Context) error {
 	g, err := h.startMcphost(ctx, "calls-plain", cache, stdioUp, "")
 	add("mcphost, stdio upstream, no plugins", "", g, err)
 	if !h.o.noNewProtocol {
-		// The same two servers, asked by a client of the stateless
-		// revision (no session; every request on its own).
-		targets = append(targets, &callTarget{Name: directName + newProtocolSuffix, proc: direct.proc, version: newProtocol})
-		urls = append(urls, direct.url)
+		// The same, asked by a client of the stateless revision (no
+		// session; every request on its own). Direct, that needs the
+		// server stateless: its stateful handler answers such a client
+		// at 2025-11-25.
+		if d26, err := h.startEverythingHTTP(ctx, true); err != nil {
+			h.note("%s skipped: %v", directName+newProtocolSuffix, firstLine(err))
+		} else {
+			targets = append(targets, &callTarget{Name: directName + newProtocolSuffix, Note: "everything-server -stateless=true", proc: d26.proc, version: newProtocol})
+			urls = append(urls, d26.url)
+		}
 		if err == nil {
 			targets = append(targets, &callTarget{Name: "mcphost, stdio upstream, no plugins" + newProtocolSuffix, proc: g.proc, version: newProtocol})
 			urls = append(urls, g.url)
@@ -105,6 +111,11 @@ func (h *harness) measureCalls(ctx context.Context) error {
 			g, err = h.startMcphostBin(ctx, bin, "calls-b", cache, stdioUp, "")
 		}
 		add(nameB, "-mcphost-b "+h.o.mcphostB, g, err)
+		if err == nil && !h.o.noNewProtocol {
+			// B's 2026-07-28 path beside A's, in the same rounds.
+			targets = append(targets, &callTarget{Name: nameB + newProtocolSuffix, Note: "-mcphost-b " + h.o.mcphostB, proc: g.proc, version: newProtocol})
+			urls = append(urls, g.url)
+		}
 	}
 	httpUp := []server{{name: "everything", transport: "streamable-http", url: direct.url}}
 	g, err = h.startMcphost(ctx, "calls-http", cache, httpUp, "")
@@ -140,6 +151,9 @@ func (h *harness) measureCalls(ctx context.Context) error {
 		cs, err := target.Connect(cctx)
 		if err == nil {
 			t.tool, err = resolveTool(cctx, cs, h.o.tool)
+		}
+		if err == nil && t.version != "" && cs.InitializeResult().ProtocolVersion != t.version {
+			h.note("%s: asked for %s, negotiated %s", t.Name, t.version, cs.InitializeResult().ProtocolVersion)
 		}
 		cancel()
 		if err != nil {
@@ -202,12 +216,12 @@ func (h *harness) measureCalls(ctx context.Context) error {
 	return nil
 }
 
-func (h *harness) startEverythingHTTP(ctx context.Context) (*gateway, error) {
+func (h *harness) startEverythingHTTP(ctx context.Context, stateless bool) (*gateway, error) {
 	addr, err := bench.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.start(h.bins.everything, []string{"-http=" + addr, "-stateless=false"})
+	p, err := h.start(h.bins.everything, []string{"-http=" + addr, fmt.Sprintf("-stateless=%v", stateless)})
 	if err != nil {
 		return nil, err
 	}
