@@ -141,9 +141,7 @@ func BenchmarkInstance(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if reserved {
-						mem := in.mod.Memory()
-						buf, _ := mem.Read(0, mem.Size())
+					if buf := instanceMemory(in); reserved && buf != nil {
 						if n, ok := residentBytes(buf); ok {
 							resident += n
 							measured++
