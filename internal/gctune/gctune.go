@@ -2,17 +2,14 @@
 // by a percentage of the live heap alone.
 //
 // GOGC=100 lets a heap grow by as much as it holds live before the next
-// collection. A gateway without plugins holds a few MB live; on the go-sdk's
-// own paths it allocates some 400 KB per call (its 32 KiB decode buffers),
-// so with GOGC=100 it would collect every few dozen calls and spend a fifth
-// of its CPU in the collector. On mcphost's fast paths a call allocates
-// some 8 KB, and GOGC=100 costs nothing measurable while a higher one keeps
-// megabytes of garbage resident: the runtime's smallest heap goal is 4 MB
-// times GOGC/100, 16 MB at 400. So Tuner sizes the headroom by the
-// allocation rate: what the process allocates in Spacing (100 ms) at the
-// rate since the last check, up to Headroom, and raises GOGC, up to a cap,
-// while the live heap is small next to it; it leaves GOGC at 100 when 100
-// already gives that much, or when the process allocates little.
+// collection. A gateway without plugins holds a few MB live and allocates
+// some 100 KB per call (the go-sdk's decode buffers), so with GOGC=100 it
+// collects every few dozen calls and a fifth of its CPU goes to the
+// collector. A process with a large live heap (plugin linear memories, where
+// they are Go slices) collects rarely anyway. Tuner raises GOGC, up to a cap,
+// while the live heap is small, so that at least Headroom bytes are
+// allocated between collections, and leaves it at 100 once the heap is
+// large enough that 100 already gives that much.
 package gctune
 
 import (
@@ -23,34 +20,24 @@ import (
 	"time"
 )
 
-// Defaults: at most 32 MiB of headroom, what 100 ms of allocation takes,
-// at most GOGC=400, checked every second.
+// Defaults: 32 MiB of headroom, at most GOGC=400, checked every second.
 const (
 	DefaultHeadroom   = 32 << 20
-	DefaultSpacing    = 100 * time.Millisecond
 	DefaultMaxPercent = 400
 	DefaultInterval   = time.Second
 )
 
 // Tuner keeps GOGC between 100 and MaxPercent.
 type Tuner struct {
-	// Headroom is the most headroom the tuner gives.
-	Headroom uint64
-	// Spacing is the least time between collections the tuner aims
-	// for: the headroom is what the process allocates in Spacing at the
-	// rate measured since the last check, up to Headroom. Zero means
-	// Headroom always.
-	Spacing    time.Duration
+	Headroom   uint64
 	MaxPercent int
 	Interval   time.Duration
 
-	mu         sync.Mutex
-	percent    int // as last set; 0 before the first Adjust
-	sample     []metrics.Sample
-	lastAllocs uint64    // cumulative bytes allocated, at lastAt
-	lastAt     time.Time // of the last Adjust
-	stop       chan struct{}
-	done       chan struct{}
+	mu      sync.Mutex
+	percent int // as last set; 0 before the first Adjust
+	sample  []metrics.Sample
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Start returns a running Tuner with the defaults, or nil when the GOGC
@@ -59,7 +46,7 @@ func Start() *Tuner {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return nil
 	}
-	t := &Tuner{Headroom: DefaultHeadroom, Spacing: DefaultSpacing, MaxPercent: DefaultMaxPercent, Interval: DefaultInterval}
+	t := &Tuner{Headroom: DefaultHeadroom, MaxPercent: DefaultMaxPercent, Interval: DefaultInterval}
 	t.Adjust()
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
 	go t.loop()
@@ -93,38 +80,23 @@ func (t *Tuner) Stop() {
 	t.percent = 100
 }
 
-// Adjust sets GOGC for the live heap as the last collection measured it,
-// and the allocation rate since the last Adjust; call it after a step that
-// changes the live heap a lot (loading plugins) rather than wait for the
-// next check. A nil Tuner does nothing.
+// Adjust sets GOGC for the live heap as the last collection measured it;
+// call it after a step that changes the live heap a lot (loading plugins)
+// rather than wait for the next check. A nil Tuner does nothing.
 func (t *Tuner) Adjust() {
 	if t == nil {
 		return
 	}
-	t.adjust(time.Now())
-}
-
-func (t *Tuner) adjust(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sample == nil {
-		t.sample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+		t.sample = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	}
 	metrics.Read(t.sample)
 	if t.sample[0].Value.Kind() != metrics.KindUint64 {
 		return // a runtime without the metric: keep GOGC as it is
 	}
-	headroom := t.Headroom
-	if t.Spacing > 0 && t.sample[1].Value.Kind() == metrics.KindUint64 {
-		allocs := t.sample[1].Value.Uint64()
-		headroom = 0 // the first check knows no rate: no headroom yet
-		if elapsed := now.Sub(t.lastAt); !t.lastAt.IsZero() && elapsed > 0 && allocs > t.lastAllocs {
-			rate := float64(allocs-t.lastAllocs) / elapsed.Seconds()
-			headroom = uint64(min(float64(t.Headroom), rate*t.Spacing.Seconds()))
-		}
-		t.lastAllocs, t.lastAt = allocs, now
-	}
-	p := Percent(t.sample[0].Value.Uint64(), headroom, t.MaxPercent)
+	p := Percent(t.sample[0].Value.Uint64(), t.Headroom, t.MaxPercent)
 	if p != t.percent {
 		debug.SetGCPercent(p)
 		t.percent = p
@@ -146,9 +118,6 @@ func (t *Tuner) GCPercent() int {
 // rounded down to a multiple of 25 so that small changes in the live heap
 // do not reset it every check.
 func Percent(live, headroom uint64, maxPercent int) int {
-	if headroom == 0 {
-		return 100
-	}
 	if live == 0 {
 		return maxPercent
 	}

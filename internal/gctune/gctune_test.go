@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
-	"time"
 )
 
 func TestPercent(t *testing.T) {
@@ -61,39 +60,5 @@ func TestTunerFollowsLiveHeap(t *testing.T) {
 	tu.Adjust()
 	if got := tu.GCPercent(); got != 400 {
 		t.Fatalf("after the heap shrank: GOGC %d, want 400", got)
-	}
-}
-
-var sink []byte
-
-// The headroom follows the allocation rate: none when the process
-// allocates little, up to Headroom when it allocates fast. Not parallel: it
-// sets GOGC and measures the heap.
-func TestTunerFollowsAllocationRate(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	tu := &Tuner{Headroom: 16 << 20, Spacing: 100 * time.Millisecond, MaxPercent: 400}
-	runtime.GC()
-	at := time.Now()
-	tu.adjust(at)
-	if got := tu.GCPercent(); got != 100 {
-		t.Fatalf("first check, no rate known: GOGC %d, want 100", got)
-	}
-
-	// 64 MiB in 100 ms: 64 MiB of headroom wanted, 16 allowed, over a
-	// live heap of a few MB.
-	for range 64 {
-		sink = make([]byte, 1<<20)
-	}
-	at = at.Add(100 * time.Millisecond)
-	tu.adjust(at)
-	if got := tu.GCPercent(); got != 400 {
-		t.Fatalf("allocating 640 MiB/s: GOGC %d, want 400", got)
-	}
-
-	// A few KB in 10 s: 100 ms of it is far less than the live heap.
-	at = at.Add(10 * time.Second)
-	tu.adjust(at)
-	if got := tu.GCPercent(); got != 100 {
-		t.Fatalf("allocating next to nothing: GOGC %d, want 100", got)
 	}
 }
