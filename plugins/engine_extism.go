@@ -50,7 +50,7 @@ type instance struct {
 	p      *extism.Plugin
 	lim    *memLimiter
 	stderr *guestOutput
-	usedAt time.Time // when it last returned to the pool (Plugin.put)
+	usedAt time.Time // when it was made or last returned to the pool
 }
 
 func (in *instance) close() {

@@ -90,7 +90,7 @@ type instance struct {
 	lim    *memLimiter
 	stderr *guestOutput
 
-	usedAt time.Time               // when it last returned to the pool (Plugin.put)
+	usedAt time.Time               // when it was made or last returned to the pool
 	funcs  map[string]api.Function // exports called so far
 	init   []api.Function          // the guest runtime's initialisation, run before the first call
 	inited bool

@@ -269,7 +269,6 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	// to spec.Instances: each warm Go instance holds 3 to 6 MB of linear
 	// memory, and most plugins of a chain never see two calls at once. It
 	// shrinks when idle (Runtime.sweepIdle).
-	first.usedAt = time.Now()
 	p.idle <- first
 	if !rt.register(p) {
 		_ = p.Close(ctx)
@@ -307,6 +306,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.close()
 		return nil, fmt.Errorf("%w: the module's initial memory exceeds the cap of %d bytes", ErrInstantiate, p.spec.Memory)
 	}
+	in.usedAt = time.Now() // a new instance counts as used: the sweep spares it a while
 	return in, nil
 }
 
