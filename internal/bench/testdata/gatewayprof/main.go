@@ -31,8 +31,12 @@ func main() {
 	cfgPath := flag.String("config", "", "config file")
 	addr := flag.String("http", "127.0.0.1:0", "listen address")
 	out := flag.String("cpuprofile", "cpu.pprof", "CPU profile file, written at SIGTERM")
-	memOut := flag.String("memprofile", "", "also write a heap profile (allocations since start, and what is live) to this file at SIGTERM")
+	memOut := flag.String("memprofile", "", "also write a heap profile (allocations since start, and what is live) to this file at SIGTERM, and on SIGUSR1 (with the sessions still open)")
+	memRate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; 0: the runtime's default)")
 	flag.Parse()
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
 	if err := run(*cfgPath, *addr, *out, *memOut); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayprof:", err)
 		os.Exit(1)
@@ -42,6 +46,18 @@ func main() {
 func run(cfgPath, addr, out, memOut string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if memOut != "" {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go func() {
+			for range usr1 {
+				if err := writeHeapProfile(memOut); err != nil {
+					fmt.Fprintln(os.Stderr, "gatewayprof: heap profile:", err)
+				}
+			}
+		}()
+	}
 	file, diags := config.Load(cfgPath)
 	if diags.HasErrors() {
 		return diags.Err()
