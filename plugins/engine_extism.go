@@ -13,6 +13,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/hashicorp/go-hclog"
@@ -49,6 +50,7 @@ type instance struct {
 	p      *extism.Plugin
 	lim    *memLimiter
 	stderr *guestOutput
+	usedAt time.Time // when it was made or last returned to the pool
 }
 
 func (in *instance) close() {

@@ -19,6 +19,8 @@ package plugins
 // (engine_extism.go) for comparison.
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +90,7 @@ type instance struct {
 	lim    *memLimiter
 	stderr *guestOutput
 
+	usedAt time.Time               // when it was made or last returned to the pool
 	funcs  map[string]api.Function // exports called so far
 	init   []api.Function          // the guest runtime's initialisation, run before the first call
 	inited bool

@@ -269,8 +269,9 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	}
 
 	// The instance that described stays warm. The pool grows on demand up
-	// to spec.Instances: each warm Go instance holds 10 to 18 MB, and most
-	// plugins of a chain never see two calls at once.
+	// to spec.Instances: each warm Go instance holds 3 to 6 MB of linear
+	// memory, and most plugins of a chain never see two calls at once. It
+	// shrinks when idle (Runtime.sweepIdle).
 	p.idle <- first
 	if !rt.register(p) {
 		_ = p.Close(ctx)
@@ -308,6 +309,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		in.close()
 		return nil, fmt.Errorf("%w: the module's initial memory exceeds the cap of %d bytes", ErrInstantiate, p.spec.Memory)
 	}
+	in.usedAt = time.Now() // a new instance counts as used: the sweep spares it a while
 	return in, nil
 }
 
@@ -592,6 +594,7 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 
 // put returns an instance to the pool.
 func (p *Plugin) put(in *instance) {
+	in.usedAt = time.Now()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -606,6 +609,44 @@ func (p *Plugin) put(in *instance) {
 		}
 	}
 	<-p.sem
+}
+
+// shrinkIdle closes the warm instances that last served a call before
+// cutoff, which gives their linear memory back to the system at once
+// (memory_linux.go). A call that comes meanwhile and finds no instance
+// idle makes a new one, as when every instance is busy.
+func (p *Plugin) shrinkIdle(cutoff time.Time) (closed int) {
+	var keep []*instance
+	for len(keep)+closed < cap(p.idle) {
+		var in *instance
+		select {
+		case in = <-p.idle:
+		default:
+		}
+		if in == nil {
+			break
+		}
+		if in.usedAt.Before(cutoff) {
+			in.close()
+			closed++
+		} else {
+			keep = append(keep, in)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, in := range keep {
+		if p.closed {
+			in.close()
+			continue
+		}
+		select {
+		case p.idle <- in:
+		default:
+			in.close()
+		}
+	}
+	return closed
 }
 
 // discard gives up the slot of an instance that was thrown away, and warms a

@@ -23,7 +23,34 @@ func resultUnchanged(h *abi.Hints, r *abi.CallToolResult) bool {
 	if len(h.ResultKeywords) > 0 && !mayContainAny(r, h.ResultKeywords) {
 		return true
 	}
+	// Below the plugin's promise even at its longest: no need to encode
+	// the input to know (truncate on a small result).
+	if h.ResultMinBytes > 0 && resultSizeBound(r) < h.ResultMinBytes {
+		return true
+	}
 	return false
+}
+
+// resultSizeBound is at least the length of r's JSON encoding
+// (encoding/json, as the chain encodes a hook's input): every string at
+// six bytes a byte (\u00XX, or \ufffd for a byte of invalid UTF-8),
+// bytes as base64, raw JSON as it is (encoding compacts it), and room for
+// every member name, quote and separator.
+func resultSizeBound(r *abi.CallToolResult) int {
+	const (
+		resultMembers  = 80  // {"content":[],"structuredContent":,"isError":true,"_meta":}
+		contentMembers = 160 // every member of a block, named and punctuated, and a comma
+		sizeDigits     = 20  // an int64
+	)
+	str := func(s string) int { return 6*len(s) + 2 }
+	n := resultMembers + len(r.StructuredContent) + len(r.Meta)
+	for i := range r.Content {
+		c := &r.Content[i]
+		n += contentMembers + str(c.Type) + str(c.Text) + 4*(len(c.Data)+2)/3 + 2 + str(c.MimeType) +
+			len(c.Resource) + str(c.URI) + str(c.Name) + str(c.Title) + str(c.Description) + sizeDigits +
+			len(c.Annotations) + len(c.Meta)
+	}
+	return n
 }
 
 // anyTextStartsWith reports whether a text block of r starts, after

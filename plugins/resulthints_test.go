@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcphost-project/mcphost/abi"
@@ -11,6 +12,7 @@ func TestResultUnchanged(t *testing.T) {
 	t.Parallel()
 	jsonText := &abi.Hints{ResultTextPrefixes: []string{"{", "["}}
 	keywords := &abi.Hints{ResultKeywords: []string{"ghp_", "sk-"}}
+	truncate := &abi.Hints{ResultMinBytes: 1000}
 	text := func(s ...string) *abi.CallToolResult {
 		r := &abi.CallToolResult{}
 		for _, t := range s {
@@ -40,9 +42,34 @@ func TestResultUnchanged(t *testing.T) {
 		{"keyword in a resource link", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource_link", URI: "https://x/?t=ghp_x", Name: "n"}}}, false},
 		{"clean resource", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"fine"}`)}}}, true},
 		{"HTML-escaped text in a resource counts as escaped", keywords, &abi.CallToolResult{Content: []abi.Content{{Type: "resource", Resource: json.RawMessage(`{"uri":"x","text":"<b>"}`)}}}, false},
+		{"small result", truncate, text("12:00 UTC"), true},
+		{"result that may be long enough", truncate, text(strings.Repeat("x", 120)), false},
 	} {
 		if got := resultUnchanged(tt.h, tt.r); got != tt.want {
 			t.Errorf("%s: resultUnchanged = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// resultSizeBound is never below the encoding's length, whatever the
+// strings hold (escapes, invalid UTF-8, U+2028) and the bytes.
+func FuzzResultSizeBound(f *testing.F) {
+	f.Add("text", "\u2028<>&\"\\\x00\xff", []byte{0, 1, 2}, `{"a":[1, 2]}`, int64(-1))
+	f.Add("resource_link", "", []byte(nil), ``, int64(1<<62))
+	f.Fuzz(func(t *testing.T, typ, text string, data []byte, raw string, size int64) {
+		c := abi.Content{Type: typ, Text: text, Data: data, MimeType: text, URI: text, Name: typ, Title: text, Description: text, Size: &size}
+		r := &abi.CallToolResult{Content: []abi.Content{c, {Type: typ, Text: text}}, IsError: true}
+		if json.Valid([]byte(raw)) {
+			c.Resource, c.Annotations, c.Meta = json.RawMessage(raw), json.RawMessage(raw), json.RawMessage(raw)
+			r.Content[0] = c
+			r.StructuredContent, r.Meta = json.RawMessage(raw), json.RawMessage(raw)
+		}
+		enc, err := json.Marshal(r)
+		if err != nil {
+			return
+		}
+		if b := resultSizeBound(r); b < len(enc) {
+			t.Fatalf("bound %d below the encoding's %d bytes: %s", b, len(enc), enc)
+		}
+	})
 }

@@ -51,7 +51,15 @@ type RuntimeOptions struct {
 	// whatever the plugins' describe hints allow (abi.Hints). For
 	// comparison and for debugging a plugin suspected of breaking one.
 	IgnoreHints bool
+	// IdleTimeout is how long a warm instance may serve no call before it
+	// is closed and its memory given back; the plugin's next call makes a
+	// new one (a built-in: some 3 ms). Zero means DefaultIdleTimeout;
+	// negative, never.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is RuntimeOptions.IdleTimeout's default.
+const DefaultIdleTimeout = time.Minute
 
 // Runtime owns the engine configuration, the compilation cache and the
 // compiled modules, shared by content: plugins whose .wasm has the same
@@ -95,6 +103,8 @@ type Runtime struct {
 	builtinSums sync.Map // name -> builtinSum
 
 	kv atomic.Pointer[KVStore] // tool plugins' key-value stores (UseKV); a memory store until set
+
+	stopSweep func() // ends sweepIdle and waits for it; nil when instances never expire
 }
 
 // UseKV makes store the key-value store of the tool plugins loaded from
@@ -181,7 +191,45 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	}
 	rt.plugins = map[*Plugin]struct{}{}
 	rt.initEngine()
+	idle := opts.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+	if idle > 0 {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go rt.sweepIdle(idle, stop, done)
+		rt.stopSweep = sync.OnceFunc(func() { close(stop); <-done })
+	}
 	return rt, nil
+}
+
+// sweepIdle closes, every half of idle, the warm instances of every plugin
+// that served no call for idle: a pool follows the load it sees, and a
+// plugin its hints keep from being called (a built-in result policy, for
+// results it would not change) holds no memory once its load instance
+// has gone.
+func (rt *Runtime) sweepIdle(idle time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(idle / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			rt.mu.Lock()
+			ps := make([]*Plugin, 0, len(rt.plugins))
+			for p := range rt.plugins {
+				ps = append(ps, p)
+			}
+			rt.mu.Unlock()
+			for _, p := range ps {
+				if n := p.shrinkIdle(now.Add(-idle)); n > 0 {
+					p.log.Debug("closed idle instances", "closed", n, "idle_for", idle)
+				}
+			}
+		}
+	}
 }
 
 // Halt stops every guest call in flight, of every plugin of the runtime,
@@ -222,6 +270,9 @@ func (rt *Runtime) unregister(p *Plugin) {
 // Close halts the guest calls still in flight (Halt) and releases the
 // compilation cache and every compiled module still held.
 func (rt *Runtime) Close(ctx context.Context) error {
+	if rt.stopSweep != nil {
+		rt.stopSweep()
+	}
 	rt.Halt()
 	rt.mu.Lock()
 	if rt.closed {

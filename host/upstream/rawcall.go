@@ -365,22 +365,38 @@ func PoliciesSeeAll(raw json.RawMessage) bool {
 }
 
 // uniqueMembers reports whether the JSON object raw has n members, that
-// is, as many as the distinct names a map decoded from it holds.
+// is, as many as the distinct names a map decoded from it holds. raw is
+// valid JSON (PoliciesSeeAll parsed it), so each member has exactly one
+// colon at the object's own depth outside strings: counting those is
+// enough, and costs no allocation (a json.Decoder walking the tokens was
+// a tenth of the five built-ins' cost on a call).
 func uniqueMembers(raw json.RawMessage, n int) bool {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return false
-	}
-	count := 0
-	for dec.More() {
-		if _, err := dec.Token(); err != nil { // the name
-			return false
+	depth, count := 0, 0
+	inString, escaped := false, false
+	for _, b := range raw {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
 		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ':':
+			if depth == 1 {
+				count++
+			}
 		}
-		count++
 	}
 	return count == n
 }

@@ -227,6 +227,19 @@ func RSS(pid int) (int64, error) {
 	return procStatusKB(pid, "VmRSS:")
 }
 
+// RSSParts returns the two parts of pid's resident set that matter here:
+// anonymous memory (RssAnon: heaps, stacks, guest memories, compiled guest
+// code), the process's own; and file-backed pages (RssFile: the binary's
+// text and data, mapped from the page cache, which every process running
+// the same binary shares).
+func RSSParts(pid int) (anon, file int64, err error) {
+	if anon, err = procStatusKB(pid, "RssAnon:"); err != nil {
+		return 0, 0, err
+	}
+	file, err = procStatusKB(pid, "RssFile:")
+	return anon, file, err
+}
+
 // PeakRSS returns the high-water mark of pid's resident set (VmHWM).
 func PeakRSS(pid int) (int64, error) {
 	return procStatusKB(pid, "VmHWM:")

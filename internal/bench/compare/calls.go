@@ -200,8 +200,9 @@ func (h *harness) measureCalls(ctx context.Context) error {
 					continue
 				}
 				rss, _ := bench.RSS(t.proc.PID())
+				anon, file, _ := bench.RSSParts(t.proc.PID())
 				r.Calls.Samples = append(r.Calls.Samples, CallSample{Round: round + 1, Target: t.Name, Concurrency: c, Result: res, RSS: rss,
-					Calls: res.Calls + h.o.warmup, CPU: used})
+					RSSAnon: anon, RSSFile: file, Calls: res.Calls + h.o.warmup, CPU: used})
 			}
 		}
 		h.logf("calls: round %d/%d done (load %s)", round+1, h.o.rounds, loadavg())

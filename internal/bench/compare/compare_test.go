@@ -16,7 +16,7 @@ import (
 )
 
 func sample(round int, target string, c int, p50 time.Duration, cps float64) CallSample {
-	return CallSample{Round: round, Target: target, Concurrency: c, Result: &bench.Result{Calls: 100, CallsPerSec: cps, Stats: bench.Stats{P50: p50, P99: 2 * p50}}, RSS: 10 << 20, Calls: 110}
+	return CallSample{Round: round, Target: target, Concurrency: c, Result: &bench.Result{Calls: 100, CallsPerSec: cps, Stats: bench.Stats{P50: p50, P99: 2 * p50}}, RSS: 10 << 20, RSSAnon: 6 << 20, RSSFile: 4 << 20, Calls: 110}
 }
 
 func TestSummaryRatiosAndGoals(t *testing.T) {
@@ -36,6 +36,8 @@ func TestSummaryRatiosAndGoals(t *testing.T) {
 			sample(round, nameMCPGo, 1, 120*time.Microsecond*scale, 850/float64(scale)),
 			sample(round, nameMCPGo, 4, 400*time.Microsecond*scale, 900/float64(scale)),
 		)
+		// The chain after its load run: over issue 33's 60 MiB.
+		r.Calls.Samples[len(r.Calls.Samples)-5].RSS = 100 << 20
 	}
 	r.Startup = []StartupSummary{
 		{Config: startPlain, Samples: []StartSample{{Ready: 20 * time.Millisecond, IdleRSS: 15 << 20}}},
@@ -64,6 +66,9 @@ func TestSummaryRatiosAndGoals(t *testing.T) {
 		"p50 added by the quickstart chain, c=1":                                         "met",
 		"idle RSS, no plugins":                                                           "met",
 		"idle RSS, quickstart chain":                                                     "met",
+		"RSS after a load run, no plugins (c=4)":                                         "met",
+		"RSS after a load run, quickstart chain (c=1)":                                   "missed",
+		"p50 added by the quickstart chain, c=4":                                         "not measured",
 	}
 	got := map[string]string{}
 	for _, g := range r.Goals {
@@ -85,7 +90,7 @@ func TestSummaryRatiosAndGoals(t *testing.T) {
 	}
 	var md bytes.Buffer
 	r.writeMarkdown(&md)
-	for _, s := range []string{"| mcphost, stdio upstream, no plugins | 1 | 130µs | 260µs | 800 | 1.30x | 0.80x | 10.0 MiB | 0 |", "### Targets", "### Start-up"} {
+	for _, s := range []string{"| mcphost, stdio upstream, no plugins | 1 | 130µs | 260µs | 800 | 1.30x | 0.80x | 10.0 MiB | 6.0 MiB | 4.0 MiB | 0 |", "### Targets", "### Start-up"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md.String())
 		}

@@ -348,6 +348,11 @@ func (h *harness) build(ctx context.Context) error {
 	if h.o.sections["calls"] && !h.o.noMCPGo {
 		h.bins.mcpgo, h.mcpgoErr = h.buildMCPGo(ctx)
 	}
+	for _, b := range [][2]string{{"mcphost", h.bins.mcphost}, {nameMCPGo, h.bins.mcpgo}} {
+		if fi, err := os.Stat(b[1]); b[1] != "" && err == nil {
+			h.report.Binaries = append(h.report.Binaries, NamedBytes{Name: b[0], Bytes: fi.Size()})
+		}
+	}
 	return nil
 }
 

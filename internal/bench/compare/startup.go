@@ -101,7 +101,10 @@ func (h *harness) startOnce(ctx context.Context, cache string, servers []server,
 	case <-ctx.Done():
 		return s, ctx.Err()
 	}
-	s.IdleRSS, err = bench.RSS(g.proc.PID())
+	if s.IdleRSS, err = bench.RSS(g.proc.PID()); err != nil {
+		return s, err
+	}
+	s.IdleAnon, s.IdleFile, err = bench.RSSParts(g.proc.PID())
 	return s, err
 }
 

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 
@@ -30,16 +31,33 @@ func main() {
 	cfgPath := flag.String("config", "", "config file")
 	addr := flag.String("http", "127.0.0.1:0", "listen address")
 	out := flag.String("cpuprofile", "cpu.pprof", "CPU profile file, written at SIGTERM")
+	memOut := flag.String("memprofile", "", "also write a heap profile (allocations since start, and what is live) to this file at SIGTERM, and on SIGUSR1 (with the sessions still open)")
+	memRate := flag.Int("memprofilerate", 0, "runtime.MemProfileRate for -memprofile (1: every allocation; 0: the runtime's default)")
 	flag.Parse()
-	if err := run(*cfgPath, *addr, *out); err != nil {
+	if *memRate > 0 {
+		runtime.MemProfileRate = *memRate
+	}
+	if err := run(*cfgPath, *addr, *out, *memOut); err != nil {
 		fmt.Fprintln(os.Stderr, "gatewayprof:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfgPath, addr, out string) error {
+func run(cfgPath, addr, out, memOut string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if memOut != "" {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go func() {
+			for range usr1 {
+				if err := writeHeapProfile(memOut); err != nil {
+					fmt.Fprintln(os.Stderr, "gatewayprof: heap profile:", err)
+				}
+			}
+		}()
+	}
 	file, diags := config.Load(cfgPath)
 	if diags.HasErrors() {
 		return diags.Err()
@@ -85,6 +103,11 @@ func run(cfgPath, addr, out string) error {
 		pprof.StopCPUProfile()
 		f.Close()
 		log.Info("profile written", "file", out)
+		if memOut != "" {
+			if err := writeHeapProfile(memOut); err != nil {
+				log.Error("heap profile", "error", err)
+			}
+		}
 		close(written)
 	}()
 	err = h.ListenAndServe(ctx, addr, func(a net.Addr) {
@@ -93,4 +116,19 @@ func run(cfgPath, addr, out string) error {
 	stop()
 	<-written
 	return err
+}
+
+// writeHeapProfile writes the heap profile, after a collection so that its
+// in-use figures are the live heap.
+func writeHeapProfile(path string) error {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
