@@ -88,23 +88,34 @@ type toolCall struct {
 // observer and the audit log are told. Each step returns a result when the
 // call ends there.
 func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
-	c, res, err := h.resolve(ctx, caller, name, args, tr)
+	c, ticket, res, err := h.admitted(ctx, caller, name, args, tr)
 	if c == nil {
 		return res, err
 	}
-	var ticket *quota.Ticket
+	defer ticket.Release() // answered, failed, cancelled or timed out
+	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+}
+
+// admitted is call up to the upstream: resolve, quota, admit. A nil c
+// means the call ended there, with res or err; otherwise the caller
+// forwards c and releases ticket (nil without quotas) when it ends. A
+// call run as a task (tasks.go) is admitted before its task exists.
+func (h *Host) admitted(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (c *toolCall, ticket *quota.Ticket, res mcp.Result, err error) {
+	c, res, err = h.resolve(ctx, caller, name, args, tr)
+	if c == nil {
+		return nil, nil, res, err
+	}
 	if l := h.quotas.Load(); l != nil { // nil without quotas: no lock, no allocation
-		var res mcp.Result
 		if ticket, res = h.takeQuota(ctx, l, c, tr); res != nil {
-			return res, nil
+			return nil, nil, res, nil
 		}
-		defer ticket.Release() // answered, failed, cancelled or timed out
 	}
 	if res, err := h.admitCall(ctx, c, tr); res != nil || err != nil {
 		ticket.Refund() // it went no further: it counts in no window
-		return res, err
+		ticket.Release()
+		return nil, nil, res, err
 	}
-	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+	return c, ticket, nil, nil
 }
 
 // resolve finds name in the caller's view: its server and tool. A name

@@ -233,6 +233,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
 			r.Capabilities = h.capabilities()
+			return withTasks(r, transport), err
 		case *mcp.DiscoverResult:
 			r.Capabilities = h.capabilities()
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -47,6 +48,11 @@ type Options struct {
 	// the same answers, slower; it is there to tell a shortcut's fault from
 	// the rest.
 	NoShortcuts bool
+	// TaskLimits bound the tasks the host runs itself (host/tasks);
+	// zero fields get the defaults.
+	TaskLimits tasks.Limits
+	// TaskKey signs task ids; empty: a random key per process.
+	TaskKey []byte
 	// Observer, if set, hears of every tools/call (package host/metrics is
 	// one).
 	Observer Observer
@@ -127,6 +133,9 @@ type Host struct {
 	quotas       atomic.Pointer[quota.Limiter]
 	quotaWindows quota.Windows // Options.QuotaWindows
 	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
+	// taskIDs and taskRunner serve MCP tasks (tasks.go, host/tasks).
+	taskIDs    *tasks.IDs
+	taskRunner *tasks.Runner
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -158,6 +167,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		metrics:      opts.Metrics,
 		quotaWindows: opts.QuotaWindows,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
+		taskIDs:      tasks.NewIDs(opts.TaskKey),
+		taskRunner:   tasks.NewRunner(opts.TaskLimits),
 	}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
@@ -320,6 +331,7 @@ func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
 		h.rounds.cancelAll() // calls waiting for a client's next round
+		h.taskRunner.Close() // calls running as tasks
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)

@@ -1,0 +1,65 @@
+package tasks
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestDecodeCall(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		ok, bad bool
+	}{
+		{`{"name":"a","arguments":{}}`, false, false},
+		{`{"name":"a","task":{}}`, true, false},
+		{`{"name":"a","task":{"ttl":1000},"_meta":{"x":1}}`, true, false},
+		{`{"name":"a","task":{"ttl":-1}}`, false, true},
+		{`{"task":{}}`, false, true},
+		{`{"name":"a","task":{},"_meta":[1]}`, false, true},
+		{`{"name":"a","task":"x"}`, false, true},
+		{`[]`, false, true},
+	} {
+		p, ok, err := DecodeCall(json.RawMessage(tc.in))
+		if ok != tc.ok || (err != nil) != tc.bad {
+			t.Errorf("DecodeCall(%s) = %+v, %v, %v", tc.in, p, ok, err)
+		}
+	}
+}
+
+func TestDecodeRequest(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}`: true,
+		`{"jsonrpc":"2.0","id":"a","method":"tasks/list"}`:                      true,
+		`{"jsonrpc":"2.0","method":"tasks/get"}`:                                 false,
+		`{"jsonrpc":"2.0","id":null,"method":"tasks/get"}`:                       false,
+		`{"jsonrpc":"2.0","id":{},"method":"tasks/get"}`:                         false,
+		`{"jsonrpc":"1.0","id":1,"method":"tasks/get"}`:                          false,
+		`[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]`:                        false,
+	} {
+		if _, err := DecodeRequest([]byte(in)); (err == nil) != want {
+			t.Errorf("DecodeRequest(%s): %v", in, err)
+		}
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","task":{"ttl":5}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"x","method":"tasks/result","params":{"taskId":"mcpt1.a.b.c"}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{"cursor":"c"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := DecodeRequest(body)
+		if err != nil {
+			return
+		}
+		if !json.Valid(r.ID) || r.Method == "" {
+			t.Fatalf("accepted %q with id %q", body, r.ID)
+		}
+		if p, ok, err := DecodeCall(r.Params); ok && (err != nil || p.Task == nil || p.Name == "") {
+			t.Fatalf("DecodeCall(%q) = %+v, %v", r.Params, p, err)
+		}
+		if id, err := DecodeTaskID(r.Params); err == nil && id == "" {
+			t.Fatal("an empty task id was accepted")
+		}
+		_, _ = DecodeCursor(r.Params)
+	})
+}
