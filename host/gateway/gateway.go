@@ -16,6 +16,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/internal/version"
 )
 
@@ -233,7 +234,9 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
 			r.Capabilities = h.capabilities()
-			return withTasks(r, transport), err
+			if transport == DownstreamHTTP {
+				return tasks.WithCapability(r), err
+			}
 		case *mcp.DiscoverResult:
 			r.Capabilities = h.capabilities()
 		}

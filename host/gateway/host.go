@@ -133,9 +133,8 @@ type Host struct {
 	quotas       atomic.Pointer[quota.Limiter]
 	quotaWindows quota.Windows // Options.QuotaWindows
 	quotaLogged  atomic.Int64  // when quotaShareFailed last logged, Unix nanoseconds
-	// taskIDs and taskRunner serve MCP tasks (tasks.go, host/tasks).
-	taskIDs    *tasks.IDs
-	taskRunner *tasks.Runner
+
+	tasks *tasks.Service // MCP tasks (tasks.go)
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -167,9 +166,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		metrics:      opts.Metrics,
 		quotaWindows: opts.QuotaWindows,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
-		taskIDs:      tasks.NewIDs(opts.TaskKey),
-		taskRunner:   tasks.NewRunner(opts.TaskLimits),
 	}
+	h.tasks = &tasks.Service{IDs: tasks.NewIDs(opts.TaskKey), Runner: tasks.NewRunner(opts.TaskLimits), Sessions: taskSessions{h}, Log: log.Named("tasks")}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
 		return nil, err
@@ -331,7 +329,7 @@ func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
 		h.rounds.cancelAll() // calls waiting for a client's next round
-		h.taskRunner.Close() // calls running as tasks
+		h.tasks.Runner.Close()
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)

@@ -107,20 +107,10 @@ func (r *Runner) Start(owner string, ttlMS *int64, fn func(context.Context) Outc
 	l.task = Task{TaskID: newLocalID(), Status: Working, CreatedAt: Stamp(now), LastUpdatedAt: Stamp(now), TTL: &ms, PollInterval: &poll}
 
 	r.mu.Lock()
-	r.sweepLocked(now)
-	switch {
-	case r.closed:
+	if err := r.roomLocked(owner); err != nil {
 		r.mu.Unlock()
 		cancel()
-		return Task{}, ErrClosed
-	case len(r.tasks) >= r.lim.Total:
-		r.mu.Unlock()
-		cancel()
-		return Task{}, fmt.Errorf("%w: the gateway holds %d, its limit", ErrTooMany, r.lim.Total)
-	case r.countLocked(owner) >= r.lim.PerOwner:
-		r.mu.Unlock()
-		cancel()
-		return Task{}, fmt.Errorf("%w: this caller holds %d, its limit; fetch or cancel one first", ErrTooMany, r.lim.PerOwner)
+		return Task{}, err
 	}
 	r.tasks[l.task.TaskID] = l
 	t := l.task
@@ -131,6 +121,26 @@ func (r *Runner) Start(owner string, ttlMS *int64, fn func(context.Context) Outc
 		r.finish(l, out)
 	}()
 	return t, nil
+}
+
+// Room reports whether owner may start a task now (ErrTooMany, ErrClosed).
+func (r *Runner) Room(owner string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.roomLocked(owner)
+}
+
+func (r *Runner) roomLocked(owner string) error {
+	r.sweepLocked(r.now())
+	switch {
+	case r.closed:
+		return ErrClosed
+	case len(r.tasks) >= r.lim.Total:
+		return fmt.Errorf("%w: the gateway holds %d, its limit", ErrTooMany, r.lim.Total)
+	case r.countLocked(owner) >= r.lim.PerOwner:
+		return fmt.Errorf("%w: this caller holds %d, its limit; fetch or cancel one first", ErrTooMany, r.lim.PerOwner)
+	}
+	return nil
 }
 
 // finish records a call's outcome, unless the task was cancelled first.

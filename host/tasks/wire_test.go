@@ -3,6 +3,8 @@ package tasks
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestDecodeCall(t *testing.T) {
@@ -30,11 +32,11 @@ func TestDecodeRequest(t *testing.T) {
 	for in, want := range map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x"}}`: true,
 		`{"jsonrpc":"2.0","id":"a","method":"tasks/list"}`:                      true,
-		`{"jsonrpc":"2.0","method":"tasks/get"}`:                                 false,
-		`{"jsonrpc":"2.0","id":null,"method":"tasks/get"}`:                       false,
-		`{"jsonrpc":"2.0","id":{},"method":"tasks/get"}`:                         false,
-		`{"jsonrpc":"1.0","id":1,"method":"tasks/get"}`:                          false,
-		`[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]`:                        false,
+		`{"jsonrpc":"2.0","method":"tasks/get"}`:                                false,
+		`{"jsonrpc":"2.0","id":null,"method":"tasks/get"}`:                      false,
+		`{"jsonrpc":"2.0","id":{},"method":"tasks/get"}`:                        false,
+		`{"jsonrpc":"1.0","id":1,"method":"tasks/get"}`:                         false,
+		`[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]`:                       false,
 	} {
 		if _, err := DecodeRequest([]byte(in)); (err == nil) != want {
 			t.Errorf("DecodeRequest(%s): %v", in, err)
@@ -62,4 +64,23 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		_, _ = DecodeCursor(r.Params)
 	})
+}
+
+func TestWithCapability(t *testing.T) {
+	res := &mcp.InitializeResult{ProtocolVersion: Version, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, ServerInfo: &mcp.Implementation{Name: "x"}}
+	b, err := json.Marshal(WithCapability(res))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Capabilities map[string]json.RawMessage
+		ServerInfo   struct{ Name string }
+	}
+	if err := json.Unmarshal(b, &got); err != nil || string(got.Capabilities["tasks"]) != capability || got.Capabilities["tools"] == nil || got.ServerInfo.Name != "x" {
+		t.Errorf("%s", b)
+	}
+	old := &mcp.InitializeResult{ProtocolVersion: "2025-06-18"}
+	if WithCapability(old) != mcp.Result(old) {
+		t.Error("tasks offered at 2025-06-18")
+	}
 }
