@@ -96,10 +96,8 @@ func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args js
 	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
 }
 
-// admitted is call up to the upstream: resolve, quota, admit. A nil c
-// means the call ended there, with res or err; otherwise the caller
-// forwards c and releases ticket (nil without quotas) when it ends. A
-// call run as a task (tasks.go) is admitted before its task exists.
+// admitted is call up to the upstream (resolve, quota, admit): c is nil if
+// it ended there (res, err); else the caller forwards c, then releases ticket.
 func (h *Host) admitted(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (c *toolCall, ticket *quota.Ticket, res mcp.Result, err error) {
 	c, res, err = h.resolve(ctx, caller, name, args, tr)
 	if c == nil {

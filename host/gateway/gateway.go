@@ -234,9 +234,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
 			r.Capabilities = h.capabilities()
-			if transport == DownstreamHTTP {
-				return tasks.WithCapability(r), err
-			}
+			return tasks.WithCapability(r, transport == DownstreamHTTP), err
 		case *mcp.DiscoverResult:
 			r.Capabilities = h.capabilities()
 		}

@@ -48,11 +48,7 @@ type Options struct {
 	// the same answers, slower; it is there to tell a shortcut's fault from
 	// the rest.
 	NoShortcuts bool
-	// TaskLimits bound the tasks the host runs itself (host/tasks);
-	// zero fields get the defaults.
-	TaskLimits tasks.Limits
-	// TaskKey signs task ids; empty: a random key per process.
-	TaskKey []byte
+	Tasks       tasks.Limits // bound the tasks the host runs itself, and key their ids (host/tasks)
 	// Observer, if set, hears of every tools/call (package host/metrics is
 	// one).
 	Observer Observer
@@ -167,7 +163,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		quotaWindows: opts.QuotaWindows,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
-	h.tasks = &tasks.Service{IDs: tasks.NewIDs(opts.TaskKey), Runner: tasks.NewRunner(opts.TaskLimits), Sessions: taskSessions{h}, Log: log.Named("tasks")}
+	h.tasks = &tasks.Service{IDs: tasks.NewIDs(opts.Tasks.Key), Runner: tasks.NewRunner(opts.Tasks), Sessions: taskSessions{h}, Log: log.Named("tasks")}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
 		return nil, err

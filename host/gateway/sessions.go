@@ -122,18 +122,6 @@ func (t *sessionTable) ids() map[string]bool {
 	return out
 }
 
-// byID returns the tracked session whose Mcp-Session-Id is id, if any.
-func (t *sessionTable) byID(id string) (*mcp.ServerSession, *downstream) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for ss, d := range t.m {
-		if ss.ID() == id && !d.sessionless {
-			return ss, d
-		}
-	}
-	return nil, nil
-}
-
 // lookup returns the entry of a tracked session and its log level.
 func (t *sessionTable) lookup(ss *mcp.ServerSession) (*downstream, mcp.LoggingLevel) {
 	t.mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Limits bound the tasks a Runner keeps.
@@ -19,6 +21,9 @@ type Limits struct {
 	MaxTTL       time.Duration // the longest time to live a client may ask; 0: one hour
 	DefaultTTL   time.Duration // for a client that asks none; 0: 5 minutes (at most MaxTTL)
 	PollInterval time.Duration // suggested to clients; 0: one second
+	// Key signs task ids (IDs); empty: a random key per process, so that
+	// ids mean nothing to another process.
+	Key []byte
 }
 
 func (l Limits) withDefaults() Limits {
@@ -306,4 +311,17 @@ func newLocalID() string {
 		panic("tasks: no randomness: " + err.Error())
 	}
 	return hex.EncodeToString(b)
+}
+
+// OutcomeOf is the outcome of a call answered with result or rerr; a
+// result with isError set fails the task.
+func OutcomeOf(result json.RawMessage, rerr *jsonrpc.Error) Outcome {
+	if rerr != nil {
+		return Outcome{Err: rerr}
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return Outcome{Result: result, Failed: r.IsError}
 }

@@ -23,15 +23,44 @@ const MaxBody = 64 << 10
 
 // Sessions is what the Service needs of the gateway.
 type Sessions interface {
-	// Owner returns whose tasks the established streamable HTTP session
-	// sid may reach (the caller's identity, or the session itself), and
-	// whether it negotiated Version.
-	Owner(sid string) (owner string, ok bool)
-	// Admit admits a tools/call of session sid as the gateway admits any
-	// call. When the call ended there (unknown tool, refused, over quota)
-	// run is nil and res or rerr is its answer; otherwise run forwards it
-	// and returns its outcome (and must be called exactly once).
-	Admit(ctx context.Context, sid string, p *CallParams) (run func(context.Context) Outcome, res json.RawMessage, rerr *jsonrpc.Error)
+	// Owner returns the established streamable HTTP session sid (a
+	// handle passed back to Admit and Reach) and whose tasks it may reach
+	// (the caller's identity, or the session itself); owner is "" for a
+	// session that is not one of Version.
+	Owner(sid string) (session any, owner string)
+	// Admit admits a tools/call of the session as the gateway admits any
+	// call.
+	Admit(ctx context.Context, session any, p *CallParams) Admitted
+	// Reach finds the server of the exposed tool for the session's caller
+	// again, for a request about a task that server runs; nil if the
+	// caller cannot call the tool any more, or the server offers no tasks.
+	Reach(ctx context.Context, session any, tool string) (up Upstream, server string)
+}
+
+// Admitted is what admitting a call led to: its end (Result or Err: an
+// unknown tool, a refusal, a quota), a task mcphost runs (Run, which must
+// be called exactly once), or a task its server runs (Create).
+type Admitted struct {
+	Result json.RawMessage
+	Err    *jsonrpc.Error
+
+	Run func(context.Context) Outcome
+
+	// Upstream, when set, is the call's server (Server), which runs the
+	// task: the call goes to it with Tool, Arguments (as admitted) and Meta.
+	Upstream  Upstream
+	Server    string
+	Tool      string
+	Arguments json.RawMessage
+	Meta      map[string]any
+}
+
+// Upstream is the server of a task it runs, on its caller's session.
+type Upstream interface {
+	// Send sends a request and returns its result as sent.
+	Send(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Result runs the gateway's result policies on a tools/call result.
+	Result(ctx context.Context, raw json.RawMessage) Outcome
 }
 
 // Service answers the task requests of established sessions, ahead of
@@ -71,8 +100,8 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		owner, ok := s.Sessions.Owner(sid)
-		if !ok {
+		session, owner := s.Sessions.Owner(sid)
+		if owner == "" {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -89,9 +118,9 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 				rerr = invalidParams(err)
 				break
 			}
-			res, rerr = s.start(r.Context(), sid, owner, p)
+			res, rerr = s.start(r.Context(), session, owner, p)
 		case TaskMethod(req.Method):
-			res, rerr = s.method(r.Context(), owner, req)
+			res, rerr = s.method(r.Context(), session, owner, req)
 		default:
 			next.ServeHTTP(w, r)
 			return
@@ -106,13 +135,17 @@ func invalidParams(err error) *jsonrpc.Error {
 
 // start admits the call (a refusal is answered as for a plain call, with
 // no task) and runs the rest as a task.
-func (s *Service) start(ctx context.Context, sid, owner string, p *CallParams) (json.RawMessage, *jsonrpc.Error) {
+func (s *Service) start(ctx context.Context, session any, owner string, p *CallParams) (json.RawMessage, *jsonrpc.Error) {
 	if err := s.Runner.Room(owner); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	run, res, rerr := s.Sessions.Admit(ctx, sid, p)
+	a := s.Sessions.Admit(ctx, session, p)
+	if a.Upstream != nil {
+		return s.create(ctx, owner, p, a)
+	}
+	run := a.Run
 	if run == nil {
-		return res, rerr
+		return a.Result, a.Err
 	}
 	started := make(chan struct{})
 	t, err := s.Runner.Start(owner, p.Task.TTL, func(ctx context.Context) Outcome {
@@ -129,7 +162,7 @@ func (s *Service) start(ctx context.Context, sid, owner string, p *CallParams) (
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	close(started)
-	s.logger().Debug("call runs as a task", "tool", p.Name, "session", sid)
+	s.logger().Debug("call runs as a task", "tool", p.Name)
 	return encode(map[string]any{"task": s.public(owner, t)})
 }
 
@@ -147,7 +180,7 @@ func (s *Service) public(owner string, t Task) Task {
 }
 
 // method answers tasks/get, tasks/result, tasks/list and tasks/cancel.
-func (s *Service) method(ctx context.Context, owner string, req *Request) (json.RawMessage, *jsonrpc.Error) {
+func (s *Service) method(ctx context.Context, session any, owner string, req *Request) (json.RawMessage, *jsonrpc.Error) {
 	if req.Method == "tasks/list" {
 		if _, err := DecodeCursor(req.Params); err != nil {
 			return nil, invalidParams(err)
@@ -164,7 +197,7 @@ func (s *Service) method(ctx context.Context, owner string, req *Request) (json.
 	}
 	ref, err := s.IDs.Decode(owner, id)
 	if err == nil && ref.Server != "" {
-		err = ErrUnknownTask // not one of the Runner's
+		return s.forward(ctx, session, id, ref, req.Method)
 	}
 	var t Task
 	switch {
@@ -260,11 +293,12 @@ func writeResponse(w http.ResponseWriter, sid string, id, res json.RawMessage, r
 	_, _ = w.Write(b.Bytes())
 }
 
-// WithCapability offers tasks in an initialize result of Version (other
-// results are returned as they are): the go-sdk's capabilities type has
-// no member for them, so the result is one that encodes them.
-func WithCapability(res *mcp.InitializeResult) mcp.Result {
-	if res == nil || res.ProtocolVersion != Version {
+// WithCapability offers tasks in an initialize result of Version, when
+// offer (other results are returned as they are): the go-sdk's
+// capabilities type has no member for them, so the result is one that
+// encodes them.
+func WithCapability(res *mcp.InitializeResult, offer bool) mcp.Result {
+	if res == nil || !offer || res.ProtocolVersion != Version {
 		return res
 	}
 	return initializeResult{res}
@@ -293,4 +327,86 @@ func (r initializeResult) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(m)
+}
+
+// create has the call's server run it as a task, and gives the client the
+// task under an id of mcphost's. A server that answers with a result
+// instead (it runs that tool only at once) has it kept as a task that is
+// already done, through the result policies.
+func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Admitted) (json.RawMessage, *jsonrpc.Error) {
+	args := a.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	call := map[string]any{"name": a.Tool, "arguments": args, "task": p.Task}
+	if len(a.Meta) > 0 {
+		call["_meta"] = a.Meta
+	}
+	params, _ := json.Marshal(call)
+	raw, err := a.Upstream.Send(ctx, "tools/call", params)
+	if err != nil {
+		return nil, upstreamError(err)
+	}
+	var created struct {
+		Task map[string]json.RawMessage `json:"task"`
+	}
+	var upID string
+	if json.Unmarshal(raw, &created) != nil || created.Task == nil || json.Unmarshal(created.Task["taskId"], &upID) != nil || upID == "" {
+		out := a.Upstream.Result(ctx, raw)
+		t, err := s.Runner.Start(owner, p.Task.TTL, func(context.Context) Outcome { return out }, nil)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return encode(map[string]any{"task": s.public(owner, t)})
+	}
+	created.Task["taskId"], _ = json.Marshal(s.IDs.Encode(owner, Ref{Server: a.Server, ID: upID, Tool: p.Name}))
+	return encode(created)
+}
+
+// forward answers a request about a task its server runs, on the
+// caller's session with that server; the result goes through the result
+// policies and under mcphost's id.
+func (s *Service) forward(ctx context.Context, session any, id string, ref Ref, method string) (json.RawMessage, *jsonrpc.Error) {
+	up, server := s.Sessions.Reach(ctx, session, ref.Tool)
+	if up == nil || server != ref.Server || method == "tasks/list" {
+		return nil, errorOf(ErrUnknownTask)
+	}
+	params, _ := json.Marshal(map[string]string{"taskId": ref.ID})
+	raw, err := up.Send(ctx, method, params)
+	if err != nil {
+		return nil, upstreamError(err)
+	}
+	if method == "tasks/result" {
+		return resultOf(id, up.Result(ctx, raw))
+	}
+	var t map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &t); err != nil || t == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks: the server's answer to " + method + " is not an object"}
+	}
+	t["taskId"], _ = json.Marshal(id)
+	return encode(t)
+}
+
+// upstreamError is the JSON-RPC error of a server's failure: its own
+// JSON-RPC error as it is, anything else an internal error.
+func upstreamError(err error) *jsonrpc.Error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// UpstreamFuncs is an Upstream of two functions.
+type UpstreamFuncs struct {
+	SendFunc   func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	ResultFunc func(ctx context.Context, raw json.RawMessage) Outcome
+}
+
+func (u UpstreamFuncs) Send(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return u.SendFunc(ctx, method, params)
+}
+
+func (u UpstreamFuncs) Result(ctx context.Context, raw json.RawMessage) Outcome {
+	return u.ResultFunc(ctx, raw)
 }

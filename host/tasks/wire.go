@@ -92,6 +92,9 @@ type CallParams struct {
 	Meta      json.RawMessage `json:"_meta,omitempty"`
 	// Task is present when the client asks for a task.
 	Task *TaskParams `json:"task,omitempty"`
+	// MetaMap is Meta decoded, without the progress token (the request
+	// it names ends when the task is created).
+	MetaMap map[string]any `json:"-"`
 }
 
 // TaskParams is a request's task augmentation.
@@ -115,8 +118,11 @@ func DecodeCall(params json.RawMessage) (p *CallParams, ok bool, err error) {
 	if p.Task.TTL != nil && *p.Task.TTL < 0 {
 		return nil, false, errors.New("tasks: tools/call params: task.ttl is negative")
 	}
-	if m := bytes.TrimSpace(p.Meta); len(m) > 0 && m[0] != '{' && !bytes.Equal(m, []byte("null")) {
-		return nil, false, errors.New("tasks: tools/call params: _meta is not an object")
+	if len(p.Meta) > 0 {
+		if err := json.Unmarshal(p.Meta, &p.MetaMap); err != nil {
+			return nil, false, errors.New("tasks: tools/call params: _meta is not an object")
+		}
+		delete(p.MetaMap, "progressToken")
 	}
 	return p, true, nil
 }

@@ -68,7 +68,7 @@ func FuzzDecodeRequest(f *testing.F) {
 
 func TestWithCapability(t *testing.T) {
 	res := &mcp.InitializeResult{ProtocolVersion: Version, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}, ServerInfo: &mcp.Implementation{Name: "x"}}
-	b, err := json.Marshal(WithCapability(res))
+	b, err := json.Marshal(WithCapability(res, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestWithCapability(t *testing.T) {
 		t.Errorf("%s", b)
 	}
 	old := &mcp.InitializeResult{ProtocolVersion: "2025-06-18"}
-	if WithCapability(old) != mcp.Result(old) {
+	if WithCapability(old, true) != mcp.Result(old) {
 		t.Error("tasks offered at 2025-06-18")
 	}
 }
