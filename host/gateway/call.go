@@ -37,16 +37,30 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 	return typedResult(res)
 }
 
-// callTool is the whole call path: resolve, admit, forward, transform.
-// The result is a *mcp.CallToolResult, or a *rawToolResult for a
+// callTool is the whole call path: resolve, admit, forward, transform
+// (each may end the call with a result), told to the observer and the audit
+// log. The result is a *mcp.CallToolResult, or a *rawToolResult for a
 // downstream session that takes results as sent (rawResults).
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
-	if h.observer == nil && h.audit == nil {
-		return h.call(ctx, caller, name, args, meta, ss, nil)
+	tr := h.newTrace()
+	if tr != nil {
+		start := time.Now()
+		defer func() { h.observeCall(tr, start, caller, name, args, res, err) }()
 	}
-	start, tr := time.Now(), &callTrace{audit: h.audit != nil}
-	defer func() { h.observeCall(tr, start, caller, name, args, res, err) }()
-	return h.call(ctx, caller, name, args, meta, ss, tr)
+	c, ticket, res, err := h.admitted(ctx, caller, name, args, tr)
+	if c == nil {
+		return res, err
+	}
+	defer ticket.Release() // answered, failed, cancelled or timed out
+	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+}
+
+// newTrace is a trace for the observer and the audit log; nil without.
+func (h *Host) newTrace() *callTrace {
+	if h.observer == nil && h.audit == nil {
+		return nil
+	}
+	return &callTrace{audit: h.audit != nil}
 }
 
 // answerToolCall is a client's tools/call as the client is answered, on
@@ -82,18 +96,6 @@ type toolCall struct {
 	u           *upstream.Server
 	args        json.RawMessage
 	annotations *abi.Annotations
-}
-
-// call is callTool, step by step; tr, when not nil, collects what the
-// observer and the audit log are told. Each step returns a result when the
-// call ends there.
-func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
-	c, ticket, res, err := h.admitted(ctx, caller, name, args, tr)
-	if c == nil {
-		return res, err
-	}
-	defer ticket.Release() // answered, failed, cancelled or timed out
-	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
 }
 
 // admitted is call up to the upstream (resolve, quota, admit): c is nil if

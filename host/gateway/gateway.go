@@ -236,7 +236,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 			r.Capabilities = h.capabilities()
 			return tasks.WithCapability(r, transport == DownstreamHTTP), err
 		case *mcp.DiscoverResult:
-			r.Capabilities = h.capabilities()
+			r.Capabilities = tasks.WithExtension(h.capabilities(), transport == DownstreamHTTP)
 		}
 		return res, err
 	case "prompts/list", "resources/list", "resources/templates/list":

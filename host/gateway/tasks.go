@@ -4,32 +4,44 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/tasks"
 )
 
-// MCP tasks' seam (tasks.Sessions; the rest, and what each method does, is
-// in host/tasks).
+// MCP tasks' seam: tasks.Sessions (the rest, and the why, is host/tasks).
 type taskSessions struct{ h *Host }
 
-func (s taskSessions) Owner(sid string) (any, string) {
-	e := s.h.fastSessions.lookup(sid)
-	if e == nil || e.version != tasks.Version || !s.h.SessionLive(e.ss) {
+// Owner's handle is the session, or for protocol 2026-07-28, which has
+// none, the caller's identity (nil for anyone).
+func (s taskSessions) Owner(r *http.Request) (any, string) {
+	sid, id := r.Header.Get("Mcp-Session-Id"), auth.FromContext(r.Context())
+	if sid == "" {
+		return id, "id:" + id.Key()
+	}
+	e := s.h.fastSessions.lookup(sid) // forgotten when the session ends
+	if e == nil || e.version != tasks.Version {
 		return nil, ""
-	} else if id := s.h.Identity(e.ss); id != nil {
+	} else if id = s.h.Identity(e.ss); id != nil {
 		return e.ss, "id:" + id.Key()
 	}
 	return e.ss, "session:" + sid
 }
 
 func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParams) (a tasks.Admitted) {
-	h, ss, meta, start, tr := s.h, session.(*mcp.ServerSession), mcp.Meta(p.MetaMap), time.Now(), s.h.taskTrace()
+	h, meta, start, tr := s.h, mcp.Meta(p.MetaMap), time.Now(), s.h.newTrace()
+	ss, _ := session.(*mcp.ServerSession)
 	caller := h.sessionCaller(ss, DownstreamHTTP)
+	if id, ok := session.(*auth.Identity); ok {
+		id.Fill(&caller)
+	}
 	caller.Meta = requestMeta(meta)
 	c, ticket, res, err := h.admitted(ctx, caller, p.Name, p.Arguments, tr)
 	switch {
@@ -37,7 +49,7 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		a.Result, a.Err = h.taskAnswer(tr, start, caller, p.Name, p.Arguments, res, err)
 	case c.u.OffersTasks(): // the server runs it: admitted, it is under way
 		ticket.Release()
-		a.Upstream, a.Server, a.Tool, a.Arguments, a.Meta = h.taskUpstream(c, ss, nil), c.route.Server, c.route.Tool, c.args, meta
+		a.Upstream, a.Server, a.Tool, a.Arguments, a.Meta = h.taskUpstream(c, ss, tr, start), c.route.Server, c.route.Tool, c.args, meta
 	default:
 		a.Run = func(ctx context.Context) tasks.Outcome {
 			defer ticket.Release()
@@ -46,14 +58,6 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		}
 	}
 	return a
-}
-
-// taskTrace is a trace for the observer and the audit log; nil without.
-func (h *Host) taskTrace() *callTrace {
-	if h.observer == nil && h.audit == nil {
-		return nil
-	}
-	return &callTrace{audit: h.audit != nil}
 }
 
 // taskAnswer records a call's end, when traced, and encodes its answer.
@@ -68,18 +72,11 @@ func (h *Host) taskAnswer(tr *callTrace, start time.Time, caller abi.Caller, nam
 	return b, nil
 }
 
-// Reach resolves tool in the caller's view again; tr records the result.
-func (s taskSessions) Reach(ctx context.Context, session any, tool string) (tasks.Upstream, string) {
-	ss, tr := session.(*mcp.ServerSession), s.h.taskTrace()
-	if c, _, _ := s.h.resolve(ctx, s.h.sessionCaller(ss, DownstreamHTTP), tool, nil, tr); c != nil && c.u.OffersTasks() {
-		return s.h.taskUpstream(c, ss, tr), c.route.Server
-	}
-	return nil, ""
-}
-
 // taskUpstream is c's server on the caller's session: requests go the way
-// every request goes (forward), results through the result policies.
-func (h *Host) taskUpstream(c *toolCall, ss *mcp.ServerSession, tr *callTrace) tasks.Upstream {
+// every request goes (forward), results through the result policies; the
+// first result delivered ends the call for the observer and the audit log.
+func (h *Host) taskUpstream(c *toolCall, ss *mcp.ServerSession, tr *callTrace, start time.Time) tasks.Upstream {
+	var once sync.Once
 	return tasks.UpstreamFuncs{SendFunc: func(ctx context.Context, method string, params json.RawMessage) (raw json.RawMessage, err error) {
 		err = h.forward(ctx, ss, c.u, method, nil, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 			raw, err = c.u.TaskRequest(ctx, cs, method, params)
@@ -87,8 +84,9 @@ func (h *Host) taskUpstream(c *toolCall, ss *mcp.ServerSession, tr *callTrace) t
 		})
 		return raw, err
 	}, ResultFunc: func(ctx context.Context, raw json.RawMessage) tasks.Outcome {
-		start := time.Now()
-		res, err := h.transform(ctx, c, upstreamResult{raw: raw}, tr)
-		return tasks.OutcomeOf(h.taskAnswer(tr, start, c.caller, c.name, nil, res, err))
+		var trace *callTrace
+		once.Do(func() { trace = tr })
+		res, err := h.transform(ctx, c, upstreamResult{raw: raw}, trace)
+		return tasks.OutcomeOf(h.taskAnswer(trace, start, c.caller, c.name, c.args, res, err))
 	}}
 }

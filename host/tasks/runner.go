@@ -24,6 +24,9 @@ type Limits struct {
 	// Key signs task ids (IDs); empty: a random key per process, so that
 	// ids mean nothing to another process.
 	Key []byte
+	// After is how long a protocol 2026-07-28 call runs before it becomes
+	// a task (the client then polls it); 0: one second.
+	After time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
@@ -42,6 +45,9 @@ func (l Limits) withDefaults() Limits {
 	l.DefaultTTL = min(l.DefaultTTL, l.MaxTTL)
 	if l.PollInterval <= 0 {
 		l.PollInterval = time.Second
+	}
+	if l.After <= 0 {
+		l.After = time.Second
 	}
 	return l
 }
@@ -76,6 +82,7 @@ type local struct {
 	done    chan struct{} // closed when out is set
 	out     Outcome
 	notify  func(Task)
+	held    any // for a task its server runs (Hold): what reaches it; nil otherwise
 }
 
 // NewRunner returns a Runner bounded by l (zero fields get defaults).
@@ -148,6 +155,35 @@ func (r *Runner) roomLocked(owner string) error {
 	return nil
 }
 
+// Hold keeps a task that a server runs as a task of owner, for its time
+// to live, within the same limits: held(id), given the Runner's id of its
+// record, is what reaches it (Held).
+func (r *Runner) Hold(owner string, ttlMS *int64, held func(id string) any) (Task, error) {
+	now := r.now()
+	ms := r.TTL(ttlMS).Milliseconds()
+	l := &local{owner: owner, expires: now.Add(r.TTL(ttlMS)), cancel: func() {}, done: make(chan struct{})}
+	l.task = Task{TaskID: newLocalID(), Status: Working, CreatedAt: Stamp(now), LastUpdatedAt: Stamp(now), TTL: &ms}
+	l.held = held(l.task.TaskID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.roomLocked(owner); err != nil {
+		return Task{}, err
+	}
+	r.tasks[l.task.TaskID] = l
+	return l.task, nil
+}
+
+// Held returns what reaches owner's held task id.
+func (r *Runner) Held(owner, id string) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil || l.held == nil {
+		return nil, ErrUnknownTask
+	}
+	return l.held, nil
+}
+
 // finish records a call's outcome, unless the task was cancelled first.
 func (r *Runner) finish(l *local, out Outcome) {
 	r.mu.Lock()
@@ -209,8 +245,8 @@ func (r *Runner) Get(owner, id string) (Task, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l, err := r.lookupLocked(owner, id)
-	if err != nil {
-		return Task{}, err
+	if err != nil || l.held != nil {
+		return Task{}, ErrUnknownTask
 	}
 	return l.task, nil
 }
@@ -221,8 +257,8 @@ func (r *Runner) Result(ctx context.Context, owner, id string) (Task, Outcome, e
 	r.mu.Lock()
 	l, err := r.lookupLocked(owner, id)
 	r.mu.Unlock()
-	if err != nil {
-		return Task{}, Outcome{}, err
+	if err != nil || l.held != nil {
+		return Task{}, Outcome{}, ErrUnknownTask
 	}
 	select {
 	case <-l.done:
@@ -234,7 +270,35 @@ func (r *Runner) Result(ctx context.Context, owner, id string) (Task, Outcome, e
 	return l.task, l.out, nil
 }
 
-// List returns owner's tasks, oldest first.
+// Peek returns owner's task id and, once it ended, its outcome.
+func (r *Runner) Peek(owner, id string) (t Task, out Outcome, ended bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil || l.held != nil {
+		return Task{}, Outcome{}, false, ErrUnknownTask
+	}
+	select {
+	case <-l.done:
+		return l.task, l.out, true, nil
+	default:
+		return l.task, Outcome{}, false, nil
+	}
+}
+
+// Forget drops owner's task id (one whose outcome was delivered as it
+// ended, before it became the client's task).
+func (r *Runner) Forget(owner, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.tasks[id]; l != nil && l.owner == owner {
+		l.cancel()
+		delete(r.tasks, id)
+	}
+}
+
+// List returns owner's tasks, oldest first (held tasks as they were held:
+// their server knows their state).
 func (r *Runner) List(owner string) []Task {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -274,9 +338,9 @@ func compareStamps(a, b string) int {
 func (r *Runner) Cancel(owner, id string) (Task, error) {
 	r.mu.Lock()
 	l, err := r.lookupLocked(owner, id)
-	if err != nil {
+	if err != nil || l.held != nil {
 		r.mu.Unlock()
-		return Task{}, err
+		return Task{}, ErrUnknownTask
 	}
 	if Terminal(l.task.Status) {
 		r.mu.Unlock()

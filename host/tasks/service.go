@@ -23,18 +23,14 @@ const MaxBody = 64 << 10
 
 // Sessions is what the Service needs of the gateway.
 type Sessions interface {
-	// Owner returns the established streamable HTTP session sid (a
-	// handle passed back to Admit and Reach) and whose tasks it may reach
-	// (the caller's identity, or the session itself); owner is "" for a
-	// session that is not one of Version.
-	Owner(sid string) (session any, owner string)
+	// Owner returns the caller of r (a handle passed back to Admit) and whose tasks it may reach: the caller's identity, or for a
+	// caller the endpoint does not authenticate, the session (protocol
+	// Version) or no one (Version2026: the id alone is the capability).
+	// owner is "" for a session that is not one of Version.
+	Owner(r *http.Request) (session any, owner string)
 	// Admit admits a tools/call of the session as the gateway admits any
 	// call.
 	Admit(ctx context.Context, session any, p *CallParams) Admitted
-	// Reach finds the server of the exposed tool for the session's caller
-	// again, for a request about a task that server runs; nil if the
-	// caller cannot call the tool any more, or the server offers no tasks.
-	Reach(ctx context.Context, session any, tool string) (up Upstream, server string)
 }
 
 // Admitted is what admitting a call led to: its end (Result or Err: an
@@ -47,7 +43,9 @@ type Admitted struct {
 	Run func(context.Context) Outcome
 
 	// Upstream, when set, is the call's server (Server), which runs the
-	// task: the call goes to it with Tool, Arguments (as admitted) and Meta.
+	// task: the call goes to it with Tool, Arguments (as admitted) and
+	// Meta, and every later request about the task through Upstream (it is
+	// held with the task, so the caller reaches it as the call did).
 	Upstream  Upstream
 	Server    string
 	Tool      string
@@ -59,7 +57,8 @@ type Admitted struct {
 type Upstream interface {
 	// Send sends a request and returns its result as sent.
 	Send(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
-	// Result runs the gateway's result policies on a tools/call result.
+	// Result runs the gateway's result policies on a tools/call result,
+	// and records the call's end (the first time).
 	Result(ctx context.Context, raw json.RawMessage) Outcome
 }
 
@@ -100,7 +99,7 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		session, owner := s.Sessions.Owner(sid)
+		session, owner := s.Sessions.Owner(r)
 		if owner == "" {
 			next.ServeHTTP(w, r)
 			return
@@ -185,9 +184,17 @@ func (s *Service) method(ctx context.Context, session any, owner string, req *Re
 		if _, err := DecodeCursor(req.Params); err != nil {
 			return nil, invalidParams(err)
 		}
-		list := s.Runner.List(owner)
-		for i := range list {
-			list[i] = s.public(owner, list[i])
+		var list []json.RawMessage
+		for _, t := range s.Runner.List(owner) {
+			var b json.RawMessage
+			if v, err := s.Runner.Held(owner, t.TaskID); err == nil {
+				b, _ = s.forward(ctx, owner, v.(upstreamTask).public, Ref{ID: t.TaskID}, "tasks/get") // its server knows its state
+			} else {
+				b, _ = encode(s.public(owner, t))
+			}
+			if b != nil {
+				list = append(list, b)
+			}
 		}
 		return encode(map[string]any{"tasks": list})
 	}
@@ -197,7 +204,7 @@ func (s *Service) method(ctx context.Context, session any, owner string, req *Re
 	}
 	ref, err := s.IDs.Decode(owner, id)
 	if err == nil && ref.Server != "" {
-		return s.forward(ctx, session, id, ref, req.Method)
+		return s.forward(ctx, owner, id, ref, req.Method)
 	}
 	var t Task
 	switch {
@@ -334,16 +341,7 @@ func (r initializeResult) MarshalJSON() ([]byte, error) {
 // instead (it runs that tool only at once) has it kept as a task that is
 // already done, through the result policies.
 func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Admitted) (json.RawMessage, *jsonrpc.Error) {
-	args := a.Arguments
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	call := map[string]any{"name": a.Tool, "arguments": args, "task": p.Task}
-	if len(a.Meta) > 0 {
-		call["_meta"] = a.Meta
-	}
-	params, _ := json.Marshal(call)
-	raw, err := a.Upstream.Send(ctx, "tools/call", params)
+	raw, err := a.Upstream.Send(ctx, "tools/call", upstreamCall(a, p.Task))
 	if err != nil {
 		return nil, upstreamError(err)
 	}
@@ -359,25 +357,36 @@ func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Adm
 		}
 		return encode(map[string]any{"task": s.public(owner, t)})
 	}
-	created.Task["taskId"], _ = json.Marshal(s.IDs.Encode(owner, Ref{Server: a.Server, ID: upID, Tool: p.Name}))
+	var ttl *int64
+	_ = json.Unmarshal(created.Task["ttl"], &ttl)
+	var public string
+	_, err = s.Runner.Hold(owner, cmpOr(ttl, p.Task.TTL), func(id string) any {
+		public = s.IDs.Encode(owner, Ref{Server: a.Server, ID: id, Tool: p.Name})
+		return upstreamTask{a.Upstream, upID, public}
+	})
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	created.Task["taskId"], _ = json.Marshal(public)
 	return encode(created)
 }
 
 // forward answers a request about a task its server runs, on the
 // caller's session with that server; the result goes through the result
 // policies and under mcphost's id.
-func (s *Service) forward(ctx context.Context, session any, id string, ref Ref, method string) (json.RawMessage, *jsonrpc.Error) {
-	up, server := s.Sessions.Reach(ctx, session, ref.Tool)
-	if up == nil || server != ref.Server || method == "tasks/list" {
-		return nil, errorOf(ErrUnknownTask)
+func (s *Service) forward(ctx context.Context, owner, id string, ref Ref, method string) (json.RawMessage, *jsonrpc.Error) {
+	v, err := s.Runner.Held(owner, ref.ID)
+	if err != nil {
+		return nil, errorOf(err)
 	}
-	params, _ := json.Marshal(map[string]string{"taskId": ref.ID})
-	raw, err := up.Send(ctx, method, params)
+	up := v.(upstreamTask)
+	params, _ := json.Marshal(map[string]string{"taskId": up.id})
+	raw, err := up.up.Send(ctx, method, params)
 	if err != nil {
 		return nil, upstreamError(err)
 	}
 	if method == "tasks/result" {
-		return resultOf(id, up.Result(ctx, raw))
+		return resultOf(id, up.up.Result(ctx, raw))
 	}
 	var t map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &t); err != nil || t == nil {
@@ -409,4 +418,32 @@ func (u UpstreamFuncs) Send(ctx context.Context, method string, params json.RawM
 
 func (u UpstreamFuncs) Result(ctx context.Context, raw json.RawMessage) Outcome {
 	return u.ResultFunc(ctx, raw)
+}
+
+// upstreamTask is what a held task keeps: its server and its id there.
+type upstreamTask struct {
+	up     Upstream
+	id     string
+	public string // the client's id of it
+}
+
+func cmpOr(a, b *int64) *int64 {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// upstreamCall is the tools/call params that ask a's server for a task.
+func upstreamCall(a Admitted, task *TaskParams) json.RawMessage {
+	args := a.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	call := map[string]any{"name": a.Tool, "arguments": args, "task": task}
+	if len(a.Meta) > 0 {
+		call["_meta"] = a.Meta
+	}
+	params, _ := json.Marshal(call)
+	return params
 }

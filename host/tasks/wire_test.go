@@ -84,3 +84,28 @@ func TestWithCapability(t *testing.T) {
 		t.Error("tasks offered at 2025-06-18")
 	}
 }
+
+func TestDecodeExtensionCall(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"name":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`:   true,
+		`{"name":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{}}}}`:                                     false,
+		`{"name":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":null}}}}`: false,
+		`{"name":"a"}`: false,
+	} {
+		p, ok, err := DecodeExtensionCall(json.RawMessage(in))
+		if err != nil || ok != want || ok && (p.Task == nil || p.MetaMap == nil) {
+			t.Errorf("DecodeExtensionCall(%s) = %+v, %v, %v", in, p, ok, err)
+		}
+	}
+}
+
+func FuzzDecodeExtensionCall(f *testing.F) {
+	f.Add([]byte(`{"name":"a","arguments":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"progressToken":1}}`))
+	f.Add([]byte(`{"name":"a","_meta":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, ok, err := DecodeExtensionCall(b)
+		if ok && (err != nil || p.Name == "" || p.Task == nil || p.MetaMap["progressToken"] != nil) {
+			t.Fatalf("%q: %+v %v", b, p, err)
+		}
+	})
+}
