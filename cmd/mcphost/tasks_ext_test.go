@@ -175,8 +175,11 @@ plugin "redact" {
 		t.Errorf("server/discover does not offer the tasks extension: %v", disc)
 	}
 
-	// A short call is answered as any call.
-	if r := alice.result("tools/call", map[string]any{"name": "up__echo", "arguments": map[string]any{"text": "hi"}}); r["resultType"] != "complete" || !strings.Contains(mustJSON(r), `"hi"`) {
+	// A short call is answered as any call (unless this machine is so
+	// loaded that echo outlives the threshold: then it is a task).
+	if r := alice.result("tools/call", map[string]any{"name": "up__echo", "arguments": map[string]any{"text": "hi"}}); r["resultType"] == "task" {
+		t.Logf("echo outlived the threshold here: %v", r)
+	} else if r["resultType"] != "complete" || !strings.Contains(mustJSON(r), `"hi"`) {
 		t.Errorf("a short call: %v", r)
 	}
 
