@@ -8,6 +8,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -21,6 +22,7 @@ type Config struct {
 	// Quotas limit calls per identity (host/quota), checked in order;
 	// none costs a call nothing.
 	Quotas []quota.Quota
+	Tasks  tasks.Limits // the MCP tasks the host runs itself, and their ids' key (host/tasks); read at New
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.

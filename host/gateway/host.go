@@ -48,7 +48,6 @@ type Options struct {
 	// the same answers, slower; it is there to tell a shortcut's fault from
 	// the rest.
 	NoShortcuts bool
-	Tasks       tasks.Limits // bound the tasks the host runs itself, and key their ids (host/tasks)
 	// Observer, if set, hears of every tools/call (package host/metrics is
 	// one).
 	Observer Observer
@@ -163,7 +162,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		quotaWindows: opts.QuotaWindows,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
-	h.tasks = &tasks.Service{IDs: tasks.NewIDs(opts.Tasks.Key), Runner: tasks.NewRunner(opts.Tasks), Sessions: taskSessions{h}, Log: log.Named("tasks")}
+	h.tasks = &tasks.Service{IDs: tasks.NewIDs(cfg.Tasks.Key), Runner: tasks.NewRunner(cfg.Tasks), Sessions: taskSessions{h}, Log: log.Named("tasks")}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
 		return nil, err

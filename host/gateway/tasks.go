@@ -19,8 +19,7 @@ import (
 // MCP tasks' seam: tasks.Sessions (the rest, and the why, is host/tasks).
 type taskSessions struct{ h *Host }
 
-// Owner's handle is the session, or for protocol 2026-07-28, which has
-// none, the caller's identity (nil for anyone).
+// Owner's handle: the session; in protocol 2026-07-28 (none) the identity.
 func (s taskSessions) Owner(r *http.Request) (any, string) {
 	sid, id := r.Header.Get("Mcp-Session-Id"), auth.FromContext(r.Context())
 	if sid == "" {
