@@ -296,7 +296,9 @@ func writeResponse(w http.ResponseWriter, sid string, id, res json.RawMessage, r
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/json")
 	hdr.Set("Content-Length", strconv.Itoa(b.Len()))
-	hdr.Set("Mcp-Session-Id", sid)
+	if sid != "" {
+		hdr.Set("Mcp-Session-Id", sid)
+	}
 	_, _ = w.Write(b.Bytes())
 }
 

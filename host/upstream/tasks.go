@@ -123,13 +123,11 @@ func (u *Server) noteTasks(cs *mcp.ClientSession, spec dialSpec, c *initCapture,
 	}
 	u.taskConns.Store(cs, tc)
 	go func() { _ = cs.Wait(); u.taskConns.Delete(cs) }()
-	if tc.offers {
-		u.offersTasks.Store(true)
-	}
+	u.offersTasks.Store(tc.offers) // the latest connect says
 }
 
-// OffersTasks reports whether the server offered tools/call as a task when
-// it was last connected. (A server behind OAuth is not used so: the
+// OffersTasks reports whether the server offered tools/call as a task the
+// last time a session to it connected. (A server behind OAuth is not used so: the
 // requests mcphost sends itself do not carry its tokens.)
 func (u *Server) OffersTasks() bool { return u.offersTasks.Load() }
 
