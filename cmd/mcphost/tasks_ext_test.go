@@ -223,6 +223,10 @@ plugin "redact" {
 	gate2 := filepath.Join(dir, "gate2")
 	created = alice.result("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate2}})
 	id2, _ := created["taskId"].(string)
+	testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+		_, err := os.Stat(gate2 + ".started")
+		return err == nil
+	})
 	if r := alice.result("tasks/cancel", map[string]any{"taskId": id2}); r["resultType"] != "complete" {
 		t.Errorf("tasks/cancel: %v", r)
 	}

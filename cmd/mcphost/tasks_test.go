@@ -227,6 +227,10 @@ plugin "redact" {
 	gate2 := filepath.Join(dir, "gate2")
 	res = alice.must("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate2}, "task": map[string]any{}})
 	json.Unmarshal(res, &created)
+	testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+		_, err := os.Stat(gate2 + ".started")
+		return err == nil
+	})
 	json.Unmarshal(alice.must("tasks/cancel", map[string]any{"taskId": created.Task.TaskID}), &got)
 	if got.Status != "cancelled" {
 		t.Errorf("tasks/cancel: %+v", got)

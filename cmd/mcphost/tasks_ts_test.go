@@ -153,4 +153,24 @@ server "tasks" {
 			t.Errorf("%s: the client reports an error:\n%s", target.name, out)
 		}
 	}
+
+	// A 2026-07-28 client of the tasks extension, against this 2025-11-25
+	// task server: mcphost asks it for a task and waits on its result. The
+	// tool's question (elicitation) has no way to a 2026-07-28 client
+	// inside a task, so the server hears a refusal and the tool ends with
+	// its own error, which the client gets as the task's result.
+	ext := &extClient{t: t, url: "http://" + addr + "/mcp", ext: true}
+	r := ext.result("tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "x.txt"}})
+	if r["resultType"] == "task" {
+		id, _ := r["taskId"].(string)
+		testproc.WaitFor(t, "the task to end", 30*time.Second, func() bool {
+			r = ext.result("tasks/get", map[string]any{"taskId": id})
+			return r["status"] != "working" && r["status"] != "input_required"
+		})
+		r, _ = r["result"].(map[string]any)
+	}
+	t.Logf("2026-07-28 client, 2025-11-25 task server: %s", mustJSON(r))
+	if r == nil || r["isError"] != true || !strings.Contains(mustJSON(r), "Error") || strings.Contains(mustJSON(r), "related-task") {
+		t.Errorf("a 2026-07-28 client's call of a tool that asks: %v\nmcphost:\n%s\nserver:\n%s", r, logs.String(), serverLog.String())
+	}
 }

@@ -185,8 +185,29 @@ func upstreamRun(a Admitted) func(context.Context) Outcome {
 		if err != nil {
 			return Outcome{Err: upstreamError(err)}
 		}
-		return a.Upstream.Result(ctx, raw)
+		return a.Upstream.Result(ctx, dropRelatedTask(raw))
 	}
+}
+
+// dropRelatedTask removes the server's task id from a result's _meta:
+// the client knows the task by mcphost's id only.
+func dropRelatedTask(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || json.Unmarshal(m["_meta"], &meta) != nil || meta[RelatedTaskKey] == nil {
+		return raw
+	}
+	delete(meta, RelatedTaskKey)
+	if len(meta) == 0 {
+		delete(m, "_meta")
+	} else {
+		m["_meta"], _ = json.Marshal(meta)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // complete marks a result of protocol 2026-07-28 as a complete one.

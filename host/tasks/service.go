@@ -351,6 +351,7 @@ func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Adm
 		Task map[string]json.RawMessage `json:"task"`
 	}
 	var upID string
+	raw = dropRelatedTask(raw) // the client knows the task by mcphost's id only
 	if json.Unmarshal(raw, &created) != nil || created.Task == nil || json.Unmarshal(created.Task["taskId"], &upID) != nil || upID == "" {
 		out := a.Upstream.Result(ctx, raw)
 		t, err := s.Runner.Start(owner, p.Task.TTL, func(context.Context) Outcome { return out }, nil)
@@ -391,7 +392,7 @@ func (s *Service) forward(ctx context.Context, owner, id string, ref Ref, method
 		return resultOf(id, up.up.Result(ctx, raw))
 	}
 	var t map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &t); err != nil || t == nil {
+	if err := json.Unmarshal(dropRelatedTask(raw), &t); err != nil || t == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks: the server's answer to " + method + " is not an object"}
 	}
 	t["taskId"], _ = json.Marshal(id)

@@ -109,3 +109,16 @@ func FuzzDecodeExtensionCall(f *testing.F) {
 		}
 	})
 }
+
+func TestDropRelatedTask(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"content":[],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}`:       `{"content":[]}`,
+		`{"content":[],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-1"},"k":1}}`: `{"_meta":{"k":1},"content":[]}`,
+		`{"content":[]}`: `{"content":[]}`,
+		`not json`:       `not json`,
+	} {
+		if got := string(dropRelatedTask(json.RawMessage(in))); got != want {
+			t.Errorf("dropRelatedTask(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
