@@ -22,7 +22,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	var quotaRefs []quotaRef
 	for _, block := range content.Blocks {
 		switch block.Type {
-		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit", "traces":
+		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit", "traces", "tasks":
 			if first, dup := singletons[block.Type]; dup {
 				d.errorf(block.DefRange, fmt.Sprintf("Duplicate %s block", block.Type),
 					"Only one %s block is allowed and one is already declared at %s. Merge the two.",
@@ -50,6 +50,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			file.Audit = d.decodeAudit(block)
 		case "traces":
 			file.Traces = d.decodeTraces(block)
+		case "tasks":
+			file.Host.Tasks = d.decodeTasks(block)
 		case "server":
 			servers.add(d, block)
 			file.Host.Servers = append(file.Host.Servers, d.decodeServer(block))

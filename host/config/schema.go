@@ -20,6 +20,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "grants"},
 		{Type: "audit"},
 		{Type: "traces"},
+		{Type: "tasks"},
 		{Type: "quota", LabelNames: []string{"name"}},
 	},
 }

@@ -40,16 +40,33 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 	return typedResult(res)
 }
 
-// callTool is the whole call path: resolve, admit, forward, transform.
-// The result is a *mcp.CallToolResult, or a *rawToolResult for a
+// callTool is the whole call path: resolve, admit, forward, transform
+// (each may end the call with a result), told to the observer and the audit
+// log. The result is a *mcp.CallToolResult, or a *rawToolResult for a
 // downstream session that takes results as sent (rawResults).
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
-	if h.observer == nil && h.audit == nil {
-		return h.call(ctx, caller, name, args, meta, ss, nil)
+	tr := h.newTrace()
+	if tr != nil {
+		start := time.Now()
+		defer func() { h.observeCall(tr, start, caller, name, args, res, err) }()
 	}
-	start, tr := time.Now(), &callTrace{audit: h.audit != nil}
-	defer func() { h.observeCall(tr, start, caller, name, args, res, err) }()
-	return h.call(ctx, caller, name, args, meta, ss, tr)
+	if name == codemode.ToolName && h.Config().Tools.Exposure == catalog.ExposureCode && !h.closed.Load() {
+		return h.runCode(ctx, caller, args, ss) // codemode.go
+	}
+	c, ticket, res, err := h.admitted(ctx, caller, name, args, tr)
+	if c == nil {
+		return res, err
+	}
+	defer ticket.Release() // answered, failed, cancelled or timed out
+	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+}
+
+// newTrace is a trace for the observer and the audit log; nil without.
+func (h *Host) newTrace() *callTrace {
+	if h.observer == nil && h.audit == nil {
+		return nil
+	}
+	return &callTrace{audit: h.audit != nil}
 }
 
 // answerToolCall is a client's tools/call as the client is answered, on
@@ -90,30 +107,24 @@ type toolCall struct {
 	annotations *abi.Annotations
 }
 
-// call is callTool, step by step; tr, when not nil, collects what the
-// observer and the audit log are told. Each step returns a result when the
-// call ends there.
-func (h *Host) call(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession, tr *callTrace) (mcp.Result, error) {
-	if name == codemode.ToolName && h.Config().Tools.Exposure == catalog.ExposureCode && !h.closed.Load() {
-		return h.runCode(ctx, caller, args, ss) // codemode.go
-	}
-	c, res, err := h.resolve(ctx, caller, name, args, tr)
+// admitted is call up to the upstream (resolve, quota, admit): c is nil if
+// it ended there (res, err); else the caller forwards c, then releases ticket.
+func (h *Host) admitted(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, tr *callTrace) (c *toolCall, ticket *quota.Ticket, res mcp.Result, err error) {
+	c, res, err = h.resolve(ctx, caller, name, args, tr)
 	if c == nil {
-		return res, err
+		return nil, nil, res, err
 	}
-	var ticket *quota.Ticket
 	if l := h.quotas.Load(); l != nil { // nil without quotas: no lock, no allocation
-		var res mcp.Result
 		if ticket, res = h.takeQuota(ctx, l, c, tr); res != nil {
-			return res, nil
+			return nil, nil, res, nil
 		}
-		defer ticket.Release() // answered, failed, cancelled or timed out
 	}
 	if res, err := h.admitCall(ctx, c, tr); res != nil || err != nil {
 		ticket.Refund() // it went no further: it counts in no window
-		return res, err
+		ticket.Release()
+		return nil, nil, res, err
 	}
-	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+	return c, ticket, nil, nil
 }
 
 // resolve finds name in the caller's view: its server and tool. A name

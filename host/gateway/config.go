@@ -10,6 +10,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/search"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -25,7 +26,8 @@ type Config struct {
 	Quotas []quota.Quota
 	// Code limits the scripts of code mode (Tools.Exposure ==
 	// catalog.ExposureCode); zero fields take codemode's defaults.
-	Code codemode.Limits
+	Code  codemode.Limits
+	Tasks tasks.Limits // the MCP tasks the host runs itself, and their ids' key (host/tasks); read at New
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.

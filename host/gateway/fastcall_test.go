@@ -92,7 +92,7 @@ func TestFastCallLeavesTheRestToTheGoSDK(t *testing.T) {
 		{"the 2026-07-28 version key", call(`{"name":"a__echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`), false},
 		{"a null _meta", call(`{"name":"a__echo","_meta":null}`), true},
 		{"arguments that are not an object", call(`{"name":"a__echo","arguments":["x"]}`), true},
-		{"an unknown member of params", call(`{"name":"a__echo","task":{"ttl":1}}`), true},
+		{"an unknown member of params", call(`{"name":"a__echo","extra":{"ttl":1}}`), true},
 		{"a member of params in another case", call(`{"Name":"a__echo","name":"a__echo"}`), true},
 		{"a repeated name", call(`{"name":"a__echo","name":"a__pid"}`), true},
 		{"an empty name", call(`{"name":""}`), true},

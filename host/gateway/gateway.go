@@ -19,6 +19,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/sessionless"
+	"github.com/mcphost-project/mcphost/host/tasks"
 )
 
 // Downstream transports, as policies see them in Caller.Transport.
@@ -237,8 +238,9 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
 			r.Capabilities = h.capabilities()
+			return tasks.WithCapability(r, transport == DownstreamHTTP), err
 		case *mcp.DiscoverResult:
-			r.Capabilities = h.capabilities()
+			r.Capabilities = tasks.WithExtension(h.capabilities(), transport == DownstreamHTTP)
 		}
 		return res, err
 	case "prompts/list", "resources/list", "resources/templates/list":

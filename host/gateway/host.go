@@ -32,6 +32,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/sessionless"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/host/usersecrets"
@@ -150,6 +151,8 @@ type Host struct {
 	sendNext  atomic.Pointer[mcp.MethodHandler]   // the go-sdk's sending handler, to notify one session
 
 	code codemode.Engines // code mode's scripts (codemode.go)
+
+	tasks *tasks.Service // MCP tasks (tasks.go)
 }
 
 // New validates cfg and builds a host. It starts nothing: call Start.
@@ -183,6 +186,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		secrets:      opts.Secrets,
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
+	h.tasks = &tasks.Service{IDs: tasks.NewIDs(cfg.Tasks.Key), Runner: tasks.NewRunner(cfg.Tasks), Sessions: taskSessions{h}, Log: log.Named("tasks")}
 	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
 		return nil, err
@@ -355,6 +359,7 @@ func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.closed.Store(true)
 		h.rounds.CancelAll() // calls waiting for a client's next round
+		h.tasks.Runner.Close()
 		var wg sync.WaitGroup
 		for _, u := range h.upstreamList() {
 			wg.Add(1)

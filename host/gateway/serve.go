@@ -39,7 +39,7 @@ func (h *Host) Handler() http.Handler {
 	sse := mcp.NewSSEHandler(h.serverFor(h.MCPServer(DownstreamSSE)), nil)
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", refuseLargeBody(sessionless.ByProtocol(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes), stateless), h.cfg.Listen.MaxBodyBytes))
+	mux.Handle("/mcp", refuseLargeBody(sessionless.ByProtocol(h.tasks.Handler(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes)), h.tasks.Sessionless(stateless)), h.cfg.Listen.MaxBodyBytes))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		if !h.mayAdminister(w, r) {

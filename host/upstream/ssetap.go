@@ -25,10 +25,14 @@ type sseTap struct {
 	base  http.RoundTripper
 	u     *Server
 	bound *atomic.Pointer[mcp.ClientSession]
+	init  *initCapture // takes the initialize answer (tasks.go)
 }
 
 func (t sseTap) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(paramheader.Add(r)) // a tools/call's Mcp-Param-* headers
+	if err == nil && t.init != nil && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+		resp.Body = captureBody{resp.Body, t.init} // only initialize is sent before the session has an id
+	}
 	if err != nil || resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
 		return resp, err
 	}

@@ -26,6 +26,7 @@ type TapTransport struct {
 	U     *Server
 	Bound *atomic.Pointer[mcp.ClientSession] // set once Connect returns; logs need it to route
 	conn  *atomic.Pointer[TapConn]           // set to the connection made
+	init  *initCapture                       // takes the first answer's result (tasks.go)
 }
 
 func (t TapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -68,6 +69,9 @@ func (c *TapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case *jsonrpc.Response:
 			if c.Raw.deliver(m) {
 				continue
+			}
+			if c.T.init != nil {
+				c.T.init.first(m.Result)
 			}
 		}
 		return msg, nil

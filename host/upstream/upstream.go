@@ -110,6 +110,12 @@ type Server struct {
 	rawConns sync.Map // *mcp.ClientSession -> *tapConn
 	events   Events
 
+	// taskConns say what each live session needs for task requests
+	// (tasks.go); offersTasks whether the server offered them last.
+	taskConns   sync.Map // *mcp.ClientSession -> *taskConn
+	offersTasks atomic.Bool
+	taskIDs     atomic.Uint64
+
 	ctx    context.Context // ends when the upstream is closed
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // connect attempts and session watchers
@@ -383,7 +389,8 @@ func (u *Server) connectAs(ctx context.Context, client *mcp.Client, oauth sdkaut
 	}
 	var bound atomic.Pointer[mcp.ClientSession]
 	var conn atomic.Pointer[TapConn]
-	t, err := u.transport(spec, &bound, &conn, oauth)
+	init := &initCapture{}
+	t, err := u.transport(spec, &bound, &conn, oauth, init)
 	if err != nil {
 		return nil, err
 	}
@@ -398,6 +405,7 @@ func (u *Server) connectAs(ctx context.Context, client *mcp.Client, oauth sdkaut
 		return nil, err
 	}
 	bound.Store(cs)
+	u.noteTasks(cs, spec, init, oauth != nil)
 	if c := conn.Load(); c != nil {
 		u.rawConns.Store(cs, c)
 		if !c.alive() { // it went before bound was set, so gone could not forget it
@@ -411,19 +419,19 @@ func (u *Server) connectAs(ctx context.Context, client *mcp.Client, oauth sdkaut
 // when it is behind OAuth; bound is set to the session once connected (see
 // tapTransport and sseTap), conn to the wrapped connection where there is
 // one.
-func (u *Server) transport(spec dialSpec, bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[TapConn], oauth sdkauth.OAuthHandler) (mcp.Transport, error) {
+func (u *Server) transport(spec dialSpec, bound *atomic.Pointer[mcp.ClientSession], conn *atomic.Pointer[TapConn], oauth sdkauth.OAuthHandler, init *initCapture) (mcp.Transport, error) {
 	switch spec.cfg.Transport {
 	case TransportStdio:
-		return TapTransport{Transport: spec.stdio, U: u, Bound: bound, conn: conn}, nil
+		return TapTransport{Transport: spec.stdio, U: u, Bound: bound, conn: conn, init: init}, nil
 	case TransportSSE:
 		sse := &mcp.SSEClientTransport{Endpoint: spec.cfg.URL, HTTPClient: headerClient(spec.cfg.Headers)}
-		return TapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, U: u, Bound: bound, conn: conn}, nil
+		return TapTransport{Transport: detachedTransport{Transport: sse, life: u.ctx}, U: u, Bound: bound, conn: conn, init: init}, nil
 	case TransportStreamableHTTP:
 		var rt http.RoundTripper = http.DefaultTransport
 		if len(spec.cfg.Headers) > 0 {
 			rt = HeaderTransport{Base: rt, Headers: spec.cfg.Headers}
 		}
-		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound}}
+		client := &http.Client{Transport: sseTap{base: rt, u: u, bound: bound, init: init}}
 		return &mcp.StreamableClientTransport{Endpoint: spec.cfg.URL, HTTPClient: client, OAuthHandler: oauth}, nil
 	case TransportInternal:
 		var fast InternalTools
@@ -434,7 +442,7 @@ func (u *Server) transport(spec dialSpec, bound *atomic.Pointer[mcp.ClientSessio
 		if _, err := u.Config.Internal.Connect(u.ctx, st, nil); err != nil {
 			return nil, err
 		}
-		return TapTransport{Transport: ct, U: u, Bound: bound, conn: conn}, nil
+		return TapTransport{Transport: ct, U: u, Bound: bound, conn: conn, init: init}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", spec.cfg.Transport)
 }

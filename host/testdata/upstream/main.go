@@ -245,6 +245,21 @@ func main() {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2, Message: "done"})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "held"}}}, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait_file", Description: "Writes the file text+\".started\", waits until the file named by text exists, then returns what it holds; cancelling the call ends the wait and writes the file text+\".cancelled\"."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			_ = os.WriteFile(in.Text+".started", nil, 0o644)
+			for {
+				if b, err := os.ReadFile(in.Text); err == nil {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+				}
+				select {
+				case <-ctx.Done():
+					_ = os.WriteFile(in.Text+".cancelled", nil, 0o644)
+					return nil, nil, ctx.Err()
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress_spray", Description: "Sends progress \"injected\" for each comma-separated token in text, none of them its own: a hostile server's guesses."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in hostileIn) (*mcp.CallToolResult, any, error) {
 			for _, tok := range strings.Split(in.Text, ",") {

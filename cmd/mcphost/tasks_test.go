@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+// rpcClient is a 2025-11-25 streamable HTTP client written on net/http: the
+// go-sdk's client knows no tasks, and these tests must see the wire.
+type rpcClient struct {
+	t       *testing.T
+	url     string
+	key     string
+	session string
+	next    int
+}
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// post sends one message and returns the response to it (nil for a
+// notification), reading a JSON or an event-stream answer.
+func (c *rpcClient) post(method string, params any, notify bool) (json.RawMessage, *rpcError) {
+	c.t.Helper()
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if !notify {
+		c.next++
+		msg["id"] = c.next
+	}
+	body, _ := json.Marshal(msg)
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		c.session = s
+	}
+	if notify {
+		return nil, nil
+	}
+	var msgs [][]byte
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				msgs = append(msgs, []byte(d))
+			}
+		}
+	} else {
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		msgs = append(msgs, b.Bytes())
+	}
+	for _, m := range msgs {
+		var r struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *rpcError       `json:"error"`
+		}
+		if json.Unmarshal(m, &r) == nil && r.ID == c.next && (r.Result != nil || r.Error != nil) {
+			return r.Result, r.Error
+		}
+	}
+	c.t.Fatalf("%s: no response in %d %q", method, resp.StatusCode, msgs)
+	return nil, nil
+}
+
+// must is post for a request that must succeed.
+func (c *rpcClient) must(method string, params any) json.RawMessage {
+	c.t.Helper()
+	res, rerr := c.post(method, params, false)
+	if rerr != nil {
+		c.t.Fatalf("%s: %d %s", method, rerr.Code, rerr.Message)
+	}
+	return res
+}
+
+// taskClient opens a 2025-11-25 session with key and returns it with its
+// initialize result.
+func taskClient(t *testing.T, addr, key string) (*rpcClient, json.RawMessage) {
+	c := &rpcClient{t: t, url: "http://" + addr + "/mcp", key: key}
+	init := c.must("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "tasks-test", "version": "1"}})
+	c.post("notifications/initialized", nil, true)
+	return c, init
+}
+
+type wireTask struct {
+	TaskID string `json:"taskId"`
+	Status string `json:"status"`
+	TTL    *int64 `json:"ttl"`
+}
+
+// TestTasksRunByMcphost: a plain upstream's slow tool called as a task
+// (2025-11-25) through mcphost: the call outlives its request, its result
+// passes builtin:redact, cancel reaches the upstream call, and another
+// identity can neither see, fetch, list nor cancel the task.
+func TestTasksRunByMcphost(t *testing.T) {
+	cfg := writeConfig(t, `
+listen {
+  auth {
+    key "alice" {
+      value   = "`+aliceKey+`"
+      subject = "alice"
+    }
+    key "bob" {
+      value   = "`+bobKey+`"
+      subject = "bob"
+    }
+  }
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+plugin "redact" {
+  source = "builtin:redact"
+}
+`)
+	addr := testproc.FreeAddr(t)
+	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
+	logs := &testproc.Buffer{}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+
+	alice, init := taskClient(t, addr, aliceKey)
+	var ir struct {
+		Capabilities struct {
+			Tasks struct {
+				Requests struct {
+					Tools struct {
+						Call *struct{} `json:"call"`
+					} `json:"tools"`
+				} `json:"requests"`
+			} `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(init, &ir); err != nil || ir.Capabilities.Tasks.Requests.Tools.Call == nil {
+		t.Fatalf("initialize does not offer tasks for tools/call: %s", init)
+	}
+	bob, _ := taskClient(t, addr, bobKey)
+
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	var created struct{ Task wireTask }
+	res := alice.must("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate}, "task": map[string]any{"ttl": 60000}})
+	if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" || created.Task.Status != "working" || created.Task.TTL == nil || *created.Task.TTL != 60000 {
+		t.Fatalf("tools/call as a task: %s", res)
+	}
+	id := created.Task.TaskID
+	var got wireTask
+	json.Unmarshal(alice.must("tasks/get", map[string]any{"taskId": id}), &got)
+	if got.TaskID != id || got.Status != "working" {
+		t.Fatalf("tasks/get while the call waits: %+v", got)
+	}
+
+	// Bob holds the id, and it is worth nothing to him.
+	for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if _, rerr := bob.post(m, map[string]any{"taskId": id}, false); rerr == nil || rerr.Code != -32602 {
+			t.Errorf("bob's %s of alice's task: %+v, want -32602", m, rerr)
+		}
+	}
+	if l := bob.must("tasks/list", nil); strings.Contains(string(l), id) {
+		t.Errorf("bob's tasks/list shows alice's task: %s", l)
+	}
+
+	if err := os.WriteFile(gate, []byte("deploy token "+auditToken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := alice.must("tasks/result", map[string]any{"taskId": id})
+	if strings.Contains(string(out), auditToken) || !strings.Contains(string(out), "REDACTED") {
+		t.Errorf("the task's result did not pass builtin:redact: %s", out)
+	}
+	var meta struct {
+		Meta map[string]struct {
+			TaskID string `json:"taskId"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(out, &meta); meta.Meta["io.modelcontextprotocol/related-task"].TaskID != id {
+		t.Errorf("tasks/result's _meta does not name the task: %s", out)
+	}
+	json.Unmarshal(alice.must("tasks/get", map[string]any{"taskId": id}), &got)
+	if got.Status != "completed" {
+		t.Errorf("after the result, the task is %q", got.Status)
+	}
+	if l := alice.must("tasks/list", nil); !strings.Contains(string(l), id) {
+		t.Errorf("alice's tasks/list lacks her task: %s", l)
+	}
+
+	// Cancel reaches the upstream call.
+	gate2 := filepath.Join(dir, "gate2")
+	res = alice.must("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate2}, "task": map[string]any{}})
+	json.Unmarshal(res, &created)
+	testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+		_, err := os.Stat(gate2 + ".started")
+		return err == nil
+	})
+	json.Unmarshal(alice.must("tasks/cancel", map[string]any{"taskId": created.Task.TaskID}), &got)
+	if got.Status != "cancelled" {
+		t.Errorf("tasks/cancel: %+v", got)
+	}
+	testproc.WaitFor(t, "the upstream call to be cancelled", 10*time.Second, func() bool {
+		_, err := os.Stat(gate2 + ".cancelled")
+		return err == nil
+	})
+	if _, rerr := alice.post("tasks/cancel", map[string]any{"taskId": created.Task.TaskID}, false); rerr == nil || rerr.Code != -32602 {
+		t.Errorf("cancelling a cancelled task: %+v", rerr)
+	}
+	// An id mcphost did not make.
+	if _, rerr := alice.post("tasks/get", map[string]any{"taskId": fmt.Sprint(id, "x")}, false); rerr == nil || rerr.Code != -32602 {
+		t.Errorf("tasks/get of an altered id: %+v", rerr)
+	}
+}

@@ -1,0 +1,391 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Limits bound the tasks a Runner keeps.
+type Limits struct {
+	PerOwner     int           // tasks one caller may hold at once (running or kept); 0: 16
+	Total        int           // tasks in all; 0: 1024
+	MaxTTL       time.Duration // the longest time to live a client may ask; 0: one hour
+	DefaultTTL   time.Duration // for a client that asks none; 0: 5 minutes (at most MaxTTL)
+	PollInterval time.Duration // suggested to clients; 0: one second
+	// Key signs task ids (IDs); empty: a random key per process, so that
+	// ids mean nothing to another process.
+	Key []byte
+	// After is how long a protocol 2026-07-28 call runs before it becomes
+	// a task (the client then polls it); 0: one second.
+	After time.Duration
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.PerOwner <= 0 {
+		l.PerOwner = 16
+	}
+	if l.Total <= 0 {
+		l.Total = 1024
+	}
+	if l.MaxTTL <= 0 {
+		l.MaxTTL = time.Hour
+	}
+	if l.DefaultTTL <= 0 {
+		l.DefaultTTL = 5 * time.Minute
+	}
+	l.DefaultTTL = min(l.DefaultTTL, l.MaxTTL)
+	if l.PollInterval <= 0 {
+		l.PollInterval = time.Second
+	}
+	if l.After <= 0 {
+		l.After = time.Second
+	}
+	return l
+}
+
+// Outcome is how a task's call ended: its result as it goes to the
+// client, or the JSON-RPC error it is answered with; Failed marks a result
+// that reports the tool's failure (isError), which fails the task.
+type Outcome struct {
+	Result json.RawMessage
+	Err    error
+	Failed bool
+}
+
+// Runner runs the tasks mcphost runs itself: each call on a goroutine of
+// its own, with a context that ends when the task is cancelled, expires or
+// the Runner closes; the outcome is kept until the task's time to live
+// ends. It is safe for concurrent use.
+type Runner struct {
+	lim Limits
+	now func() time.Time
+
+	mu     sync.Mutex
+	tasks  map[string]*local
+	closed bool
+}
+
+type local struct {
+	owner   string
+	task    Task
+	expires time.Time
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when out is set
+	out     Outcome
+	notify  func(Task)
+	held    any // for a task its server runs (Hold): what reaches it; nil otherwise
+}
+
+// NewRunner returns a Runner bounded by l (zero fields get defaults).
+func NewRunner(l Limits) *Runner {
+	return &Runner{lim: l.withDefaults(), now: time.Now, tasks: map[string]*local{}}
+}
+
+// ErrTooMany says a caller, or the gateway, holds as many tasks as it may.
+var ErrTooMany = errors.New("tasks: too many tasks")
+
+// ErrTerminal says a task cannot be cancelled: it already ended.
+var ErrTerminal = errors.New("tasks: the task already ended")
+
+// ErrClosed says the Runner is closed.
+var ErrClosed = errors.New("tasks: shutting down")
+
+// TTL returns the time to live a task gets when its client asks ttlMS
+// (nil: none asked): the default, or what was asked within the maximum.
+func (r *Runner) TTL(ttlMS *int64) time.Duration {
+	if ttlMS == nil {
+		return r.lim.DefaultTTL
+	}
+	return min(time.Duration(*ttlMS)*time.Millisecond, r.lim.MaxTTL)
+}
+
+// Start runs fn as a task of owner and returns the task, working. notify,
+// if set, hears of each change of its status (not of the first).
+func (r *Runner) Start(owner string, ttlMS *int64, fn func(context.Context) Outcome, notify func(Task)) (Task, error) {
+	ttl := r.TTL(ttlMS)
+	now := r.now()
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &local{owner: owner, expires: now.Add(ttl), cancel: cancel, done: make(chan struct{}), notify: notify}
+	ms, poll := ttl.Milliseconds(), r.lim.PollInterval.Milliseconds()
+	l.task = Task{TaskID: newLocalID(), Status: Working, CreatedAt: Stamp(now), LastUpdatedAt: Stamp(now), TTL: &ms, PollInterval: &poll}
+
+	r.mu.Lock()
+	if err := r.roomLocked(owner); err != nil {
+		r.mu.Unlock()
+		cancel()
+		return Task{}, err
+	}
+	r.tasks[l.task.TaskID] = l
+	t := l.task
+	r.mu.Unlock()
+
+	go func() {
+		out := fn(ctx)
+		r.finish(l, out)
+	}()
+	return t, nil
+}
+
+// Room reports whether owner may start a task now (ErrTooMany, ErrClosed).
+func (r *Runner) Room(owner string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.roomLocked(owner)
+}
+
+func (r *Runner) roomLocked(owner string) error {
+	r.sweepLocked(r.now())
+	switch {
+	case r.closed:
+		return ErrClosed
+	case len(r.tasks) >= r.lim.Total:
+		return fmt.Errorf("%w: the gateway holds %d, its limit", ErrTooMany, r.lim.Total)
+	case r.countLocked(owner) >= r.lim.PerOwner:
+		return fmt.Errorf("%w: this caller holds %d, its limit; fetch or cancel one first", ErrTooMany, r.lim.PerOwner)
+	}
+	return nil
+}
+
+// Hold keeps a task that a server runs as a task of owner, for its time
+// to live, within the same limits: held(id), given the Runner's id of its
+// record, is what reaches it (Held).
+func (r *Runner) Hold(owner string, ttlMS *int64, held func(id string) any) (Task, error) {
+	now := r.now()
+	ms := r.TTL(ttlMS).Milliseconds()
+	l := &local{owner: owner, expires: now.Add(r.TTL(ttlMS)), cancel: func() {}, done: make(chan struct{})}
+	l.task = Task{TaskID: newLocalID(), Status: Working, CreatedAt: Stamp(now), LastUpdatedAt: Stamp(now), TTL: &ms}
+	l.held = held(l.task.TaskID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.roomLocked(owner); err != nil {
+		return Task{}, err
+	}
+	r.tasks[l.task.TaskID] = l
+	return l.task, nil
+}
+
+// Held returns what reaches owner's held task id.
+func (r *Runner) Held(owner, id string) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil || l.held == nil {
+		return nil, ErrUnknownTask
+	}
+	return l.held, nil
+}
+
+// finish records a call's outcome, unless the task was cancelled first.
+func (r *Runner) finish(l *local, out Outcome) {
+	r.mu.Lock()
+	if Terminal(l.task.Status) {
+		r.mu.Unlock()
+		return
+	}
+	l.out = out
+	l.task.Status = Completed
+	switch {
+	case out.Err != nil:
+		l.task.Status, l.task.StatusMessage = Failed, out.Err.Error()
+	case out.Failed:
+		l.task.Status = Failed
+	}
+	l.task.LastUpdatedAt = Stamp(r.now())
+	t := l.task
+	close(l.done)
+	l.cancel()
+	r.mu.Unlock()
+	if l.notify != nil {
+		l.notify(t)
+	}
+}
+
+func (r *Runner) countLocked(owner string) int {
+	n := 0
+	for _, l := range r.tasks {
+		if l.owner == owner {
+			n++
+		}
+	}
+	return n
+}
+
+// sweepLocked forgets the tasks whose time to live ended, cancelling any
+// still running.
+func (r *Runner) sweepLocked(now time.Time) {
+	for id, l := range r.tasks {
+		if now.After(l.expires) {
+			l.cancel()
+			delete(r.tasks, id)
+		}
+	}
+}
+
+// lookup returns owner's task id; another owner's is ErrUnknownTask.
+func (r *Runner) lookupLocked(owner, id string) (*local, error) {
+	r.sweepLocked(r.now())
+	l := r.tasks[id]
+	if l == nil || l.owner != owner {
+		return nil, ErrUnknownTask
+	}
+	return l, nil
+}
+
+// Get returns owner's task id.
+func (r *Runner) Get(owner, id string) (Task, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil || l.held != nil {
+		return Task{}, ErrUnknownTask
+	}
+	return l.task, nil
+}
+
+// Result waits until owner's task id ends (or ctx does) and returns its
+// outcome; a cancelled task's is an error saying so.
+func (r *Runner) Result(ctx context.Context, owner, id string) (Task, Outcome, error) {
+	r.mu.Lock()
+	l, err := r.lookupLocked(owner, id)
+	r.mu.Unlock()
+	if err != nil || l.held != nil {
+		return Task{}, Outcome{}, ErrUnknownTask
+	}
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		return Task{}, Outcome{}, ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return l.task, l.out, nil
+}
+
+// Peek returns owner's task id and, once it ended, its outcome.
+func (r *Runner) Peek(owner, id string) (t Task, out Outcome, ended bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil || l.held != nil {
+		return Task{}, Outcome{}, false, ErrUnknownTask
+	}
+	select {
+	case <-l.done:
+		return l.task, l.out, true, nil
+	default:
+		return l.task, Outcome{}, false, nil
+	}
+}
+
+// Forget drops owner's task id (one whose outcome was delivered as it
+// ended, before it became the client's task).
+func (r *Runner) Forget(owner, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l := r.tasks[id]; l != nil && l.owner == owner {
+		l.cancel()
+		delete(r.tasks, id)
+	}
+}
+
+// List returns owner's tasks, oldest first (held tasks as they were held:
+// their server knows their state).
+func (r *Runner) List(owner string) []Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked(r.now())
+	var out []Task
+	for _, l := range r.tasks {
+		if l.owner == owner {
+			out = append(out, l.task)
+		}
+	}
+	slices.SortFunc(out, func(a, b Task) int {
+		if a.CreatedAt != b.CreatedAt {
+			return compareStamps(a.CreatedAt, b.CreatedAt)
+		}
+		return compareStamps(a.TaskID, b.TaskID)
+	})
+	return out
+}
+
+func compareStamps(a, b string) int {
+	ta, ea := time.Parse(time.RFC3339Nano, a)
+	tb, eb := time.Parse(time.RFC3339Nano, b)
+	if ea == nil && eb == nil {
+		return ta.Compare(tb)
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Cancel cancels owner's task id: its call's context ends (which cancels
+// the upstream call) and it is cancelled at once.
+func (r *Runner) Cancel(owner, id string) (Task, error) {
+	r.mu.Lock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil || l.held != nil {
+		r.mu.Unlock()
+		return Task{}, ErrUnknownTask
+	}
+	if Terminal(l.task.Status) {
+		r.mu.Unlock()
+		return Task{}, fmt.Errorf("%w (%s)", ErrTerminal, l.task.Status)
+	}
+	l.task.Status, l.task.StatusMessage = Cancelled, "cancelled by the client"
+	l.task.LastUpdatedAt = Stamp(r.now())
+	l.out = Outcome{Err: errors.New("the task was cancelled")}
+	l.cancel()
+	close(l.done)
+	t := l.task
+	r.mu.Unlock()
+	if l.notify != nil {
+		l.notify(t)
+	}
+	return t, nil
+}
+
+// Close cancels every task and refuses new ones.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, l := range r.tasks {
+		l.cancel()
+	}
+}
+
+func newLocalID() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("tasks: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+// OutcomeOf is the outcome of a call answered with result or rerr; a
+// result with isError set fails the task.
+func OutcomeOf(result json.RawMessage, rerr *jsonrpc.Error) Outcome {
+	if rerr != nil {
+		return Outcome{Err: rerr}
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(result, &r)
+	return Outcome{Result: result, Failed: r.IsError}
+}
