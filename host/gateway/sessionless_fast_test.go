@@ -11,9 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // sessionlessMeta is the _meta of a go-sdk client of protocol 2026-07-28.
