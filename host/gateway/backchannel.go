@@ -40,7 +40,7 @@ type inflightCall struct {
 func (r *callRegistry) enter(cs *mcp.ClientSession, ss *mcp.ServerSession, ctx context.Context) func() {
 	c := &inflightCall{ss: ss, ctx: ctx, client: ss}
 	if ss == nil {
-		c.client = roundCallFrom(ctx)
+		c.client = sessionless.RoundFrom(ctx)
 	}
 	r.mu.Lock()
 	if r.m == nil {
@@ -92,11 +92,11 @@ func (r *callRegistry) caller(cs *mcp.ClientSession, only *mcp.ServerSession) (s
 // as a session of their own: when several run at once, which of them a
 // server's question is for cannot be told (the upstream's protocol does
 // not say), and any of them can take it to the same client.
-func (r *callRegistry) roundCaller(cs *mcp.ClientSession, skip *roundCall) (*mcp.ServerSession, context.Context, *roundCall) {
+func (r *callRegistry) roundCaller(cs *mcp.ClientSession, skip *sessionless.Round) (*mcp.ServerSession, context.Context, *sessionless.Round) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range r.m[cs] {
-		if rc := roundCallFrom(c.ctx); rc != nil && rc != skip && !rc.ended() {
+		if rc := sessionless.RoundFrom(c.ctx); rc != nil && rc != skip && !rc.Ended() {
 			return c.ss, c.ctx, rc
 		}
 	}
@@ -111,11 +111,11 @@ func (r *callRegistry) oneOwner(cs *mcp.ClientSession) bool {
 	defer r.mu.Unlock()
 	owner := ""
 	for _, c := range r.m[cs] {
-		rc := roundCallFrom(c.ctx)
-		if rc == nil || rc.owner == "" || (owner != "" && rc.owner != owner) {
+		rc := sessionless.RoundFrom(c.ctx)
+		if rc == nil || rc.Owner() == "" || (owner != "" && rc.Owner() != owner) {
 			return false
 		}
-		owner = rc.owner
+		owner = rc.Owner()
 	}
 	return owner != ""
 }
@@ -176,7 +176,7 @@ func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.Cl
 	// Protocol 2026-07-28 has no server-to-client requests: a tools/call,
 	// prompts/get or resources/read asks its client in rounds (rounds.go);
 	// nothing else can ask.
-	rc := roundCallFrom(callCtx)
+	rc := sessionless.RoundFrom(callCtx)
 	if ss == nil && rc == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("mcphost: server %q sent %s with no downstream request in flight to answer it", u.Config.Name, method)}
 	}
@@ -190,7 +190,7 @@ func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.Cl
 	// hands to its model, the message hook.
 	caller, server := h.sessionCaller(ss, h.transportOf(ss)), u.Config.Name
 	if rc != nil {
-		caller = rc.caller // ss may have ended with the round that began the call
+		caller = rc.Caller() // ss may have ended with the round that began the call
 	}
 	if err := h.admit(ctx, caller, method, server, "", req.GetParams(), nil); err != nil {
 		h.log.Info("server-to-client request refused by policy", "server", server, "method", method, "error", err)

@@ -77,7 +77,7 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream.S
 // sendOn is one attempt of forward: fn on cs, which done releases.
 func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream.Server, cs *mcp.ClientSession, done func(), fn func(context.Context, *mcp.ClientSession) error) error {
 	defer done()
-	if ss != nil || roundCallFrom(ctx) != nil {
+	if ss != nil || sessionless.RoundFrom(ctx) != nil {
 		defer h.calls.enter(cs, ss, ctx)()
 	}
 	err := fn(ctx, cs)

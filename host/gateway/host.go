@@ -123,10 +123,10 @@ type Host struct {
 	views             viewCache
 	progressRoutes    progressRouter
 	calls             callRegistry
-	rounds            sessionless.Parked[*roundCall] // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
-	sessionlessReader sessionless.Reader             // the 2026-07-28 shortcut's (sessionless.go)
-	roundWorkers      sessionless.Workers            // the goroutines of calls in rounds (rounds.go)
-	roundHolds        sessionless.Holds              // sessions of requests whose calls in rounds outlive them
+	rounds            sessionless.Parked[*sessionless.Round] // tools/calls of 2026-07-28 clients waiting for answers (rounds.go)
+	sessionlessReader sessionless.Reader                     // the 2026-07-28 shortcut's (sessionless.go)
+	roundWorkers      sessionless.Workers                    // the goroutines of calls in rounds (rounds.go)
+	roundHolds        sessionless.Holds                      // sessions of requests whose calls in rounds outlive them
 	sessions          sessionTable
 	fastSessions      fastListSessions
 	elicitations      elicitationRoutes

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -52,124 +50,6 @@ import (
 // answers.
 const roundTimeout = 5 * time.Minute
 
-// roundCall is a call of a 2026-07-28 client in rounds.
-type roundCall struct {
-	owner  string // identity key of the caller ("" for none)
-	what   string // the request: method and name or URI (roundKey)
-	args   any    // its arguments (their Digest goes in its states)
-	route  string // the balancer's name for this replica, from the latest round's request ("" for none)
-	caller abi.Caller
-	ctx    context.Context // the call's; done when it is cancelled
-	cancel context.CancelFunc
-
-	mu       sync.Mutex
-	next     int
-	unsent   map[string]*question // asked by the upstream, not yet sent to the client
-	sent     map[string]*question // sent in an input_required result, not yet answered
-	finished bool
-	res      mcp.Result
-	err      error
-	wake     chan struct{} // a question came or the call finished; buffered 1
-	// answered are the client's answers so far, which each state carries;
-	// known are those of them a call run again has not been asked yet,
-	// by question Digest.
-	answered []sessionless.Answer
-	known    map[string][]json.RawMessage
-}
-
-type question struct {
-	req    mcp.InputRequest
-	digest string                 // sessionless.Digest of req
-	answer chan mcp.InputResponse // buffered 1
-}
-
-type roundCallKey struct{}
-
-// roundCallFrom returns the call in rounds whose upstream request ctx
-// belongs to, or nil.
-func roundCallFrom(ctx context.Context) *roundCall {
-	rc, _ := ctx.Value(roundCallKey{}).(*roundCall)
-	return rc
-}
-
-func (rc *roundCall) poke() {
-	select {
-	case rc.wake <- struct{}{}:
-	default:
-	}
-}
-
-// ask puts a question of the upstream to the client and waits for its
-// answer, for ctx (the upstream's request) or the call to end.
-func (rc *roundCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
-	q := &question{req: req, digest: sessionless.Digest(fmt.Sprintf("%T", req), req), answer: make(chan mcp.InputResponse, 1)}
-	rc.mu.Lock()
-	if known := rc.known[q.digest]; len(known) > 0 {
-		// Asked again, in a call run again: answered as it was.
-		rc.known[q.digest] = known[1:]
-		rc.mu.Unlock()
-		return sessionless.DecodeAnswer(known[0])
-	}
-	rc.next++
-	id := fmt.Sprintf("mcphost-%d", rc.next)
-	rc.unsent[id] = q
-	rc.mu.Unlock()
-	rc.poke()
-	defer func() {
-		rc.mu.Lock()
-		delete(rc.unsent, id)
-		delete(rc.sent, id)
-		rc.mu.Unlock()
-	}()
-	select {
-	case a := <-q.answer:
-		return a, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-rc.ctx.Done():
-		if rc.ended() {
-			return nil, errRoundEnded
-		}
-		return nil, errors.New("the client did not come back with an answer in time")
-	}
-}
-
-// errRoundEnded is ask's error when the call it was put to ended before
-// its client answered.
-var errRoundEnded = errors.New("the call that took the question ended before its client answered")
-
-// ended reports whether the call has finished.
-func (rc *roundCall) ended() bool {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.finished
-}
-
-func (rc *roundCall) finish(res mcp.Result, err error) {
-	rc.mu.Lock()
-	rc.finished, rc.res, rc.err = true, res, err
-	rc.mu.Unlock()
-	rc.poke()
-}
-
-// answer hands the client's answers to the questions waiting for them; a
-// question it left unanswered is asked again in the next round.
-func (rc *roundCall) answer(answers mcp.InputResponseMap) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	for id, q := range rc.sent {
-		if a, ok := answers[id]; ok && a != nil {
-			if b, err := json.Marshal(a); err == nil {
-				rc.answered = append(rc.answered, sessionless.Answer{Question: q.digest, Response: b})
-			}
-			q.answer <- a
-		} else {
-			rc.unsent[id] = q
-		}
-		delete(rc.sent, id)
-	}
-}
-
 // inRounds answers a call of a 2026-07-28 client: a new one, which run
 // makes (on its own goroutine, with a context that outlives ctx), or, when
 // state is set, the retry of one waiting for the answers. args are the
@@ -181,7 +61,7 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 		st, err := h.rounds.Open(state)
 		if err == nil && (st.Owner != owner || st.What != what || st.Args != sessionless.Digest("args", args)) {
 			if rc := h.rounds.Take(st.Call); rc != nil {
-				rc.cancel() // a state is good only for its own request
+				rc.Cancel() // a state is good only for its own request
 			}
 			err = sessionless.ErrState
 		}
@@ -189,10 +69,8 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 			return nil, sessionless.StateError{RPC: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown or expired requestState (it is good for one retry of the same request, for %s)", what, roundTimeout)}}
 		}
 		if rc := h.rounds.Take(st.Call); rc != nil {
-			rc.mu.Lock()
-			rc.route = route
-			rc.mu.Unlock()
-			rc.answer(answers)
+			rc.SetRoute(route)
+			rc.Answer(answers)
 			return h.awaitRound(ctx, rc)
 		}
 		// Another replica holds the call (or did): it runs again here,
@@ -207,14 +85,7 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 	// The call outlives this request (it may wait for answers in a later
 	// one), keeping its values (identity, trace).
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rc := &roundCall{owner: owner, what: what, args: args, route: route, caller: caller, ctx: callCtx, cancel: cancel,
-		unsent: map[string]*question{}, sent: map[string]*question{}, wake: make(chan struct{}, 1), answered: known}
-	for _, a := range known {
-		if rc.known == nil {
-			rc.known = map[string][]json.RawMessage{}
-		}
-		rc.known[a.Question] = append(rc.known[a.Question], a.Response)
-	}
+	rc := sessionless.NewRound(callCtx, cancel, caller, owner, what, args, route, known)
 	// ss, the first request's session, ends with that request; the
 	// upstream sessions the call uses stay until the call ends.
 	release := h.roundHolds.Hold(ss)
@@ -228,65 +99,44 @@ func (h *Host) inRounds(ctx context.Context, ss *mcp.ServerSession, caller abi.C
 				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error handling " + what}
 			}
 			cancel()
-			rc.finish(res, err)
+			rc.Finish(res, err)
 		}()
-		res, err = run(context.WithValue(callCtx, roundCallKey{}, rc))
+		res, err = run(sessionless.WithRound(callCtx, rc))
 	})
 	return h.awaitRound(ctx, rc)
 }
 
-// awaitRound waits for rc to end or ask something, and answers the round.
-// The client going away ends the call.
-func (h *Host) awaitRound(ctx context.Context, rc *roundCall) (mcp.Result, error) {
-	for {
-		rc.mu.Lock()
-		if rc.finished {
-			res, err := rc.res, rc.err
-			rc.mu.Unlock()
-			return res, err
-		}
-		if len(rc.unsent) > 0 {
-			asked := make(mcp.InputRequestMap, len(rc.unsent))
-			st := &sessionless.State{Owner: rc.owner, What: rc.what, Args: sessionless.Digest("args", rc.args), Answers: slices.Clone(rc.answered), Asked: map[string]string{}}
-			for id, q := range rc.unsent {
-				asked[id], st.Asked[id] = q.req, q.digest
-				rc.sent[id] = q
-				delete(rc.unsent, id)
-			}
-			route := rc.route
-			rc.mu.Unlock()
-			state, err := h.rounds.Park(rc, rc.cancel, route, st)
-			if err != nil {
-				rc.cancel()
-				return nil, err
-			}
-			return &sessionless.InputRequired{ResultType: "input_required", InputRequests: asked, RequestState: state}, nil
-		}
-		rc.mu.Unlock()
-		select {
-		case <-rc.wake:
-		case <-ctx.Done():
-			rc.cancel()
-			return nil, ctx.Err()
-		}
+// awaitRound waits for rc to end or ask something, and answers the round:
+// its result, or input_required with the questions and a state naming the
+// call, parked here. The client going away ends the call.
+func (h *Host) awaitRound(ctx context.Context, rc *sessionless.Round) (mcp.Result, error) {
+	res, asked, st, route, err := rc.Wait(ctx)
+	if asked == nil {
+		return res, err
 	}
+	state, err := h.rounds.Park(rc, rc.Cancel, route, st)
+	if err != nil {
+		rc.Cancel()
+		return nil, err
+	}
+	return &sessionless.InputRequired{ResultType: "input_required", InputRequests: asked, RequestState: state}, nil
 }
 
 // askInRounds puts an upstream's sampling, elicitation or roots request
 // during a call in rounds to its client, and returns the client's answer
 // as the upstream's result.
-func (h *Host) askInRounds(ctx context.Context, cs *mcp.ClientSession, rc *roundCall, method string, req mcp.InputRequest) (mcp.Result, error) {
-	a, err := rc.ask(ctx, req)
+func (h *Host) askInRounds(ctx context.Context, cs *mcp.ClientSession, rc *sessionless.Round, method string, req mcp.InputRequest) (mcp.Result, error) {
+	a, err := rc.Ask(ctx, req)
 	// Put to another call of the same client's that is still running (a
 	// per-client session's calls, roundCaller), the question is asked
 	// again there when that call ended first.
-	for errors.Is(err, errRoundEnded) {
+	for errors.Is(err, sessionless.ErrRoundEnded) {
 		_, _, next := h.calls.roundCaller(cs, rc)
 		if next == nil {
 			break
 		}
 		rc = next
-		a, err = rc.ask(ctx, req)
+		a, err = rc.Ask(ctx, req)
 	}
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("downstream client: %v", err)}

@@ -79,8 +79,8 @@ func (h *Host) Handler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	l := h.cfg.Listen
-	var handler http.Handler = h.drainGate(h.limitSessions(mux, l.MaxSessions))
-	handler = h.authenticate(h.limitCallers(listener.BindSessions(handler, &h.owners, h.sessions.ids, h.log), l))
+	var handler http.Handler = h.drainGate(listener.LimitSessions(mux, l.MaxSessions, h.sessions.countNotSSE, h.log))
+	handler = h.authenticate(listener.LimitCallers(listener.BindSessions(handler, &h.owners, h.sessions.ids, h.log), l, h.sessions.countFor, h.log))
 	return listener.WithDeadlines(listener.CheckOrigin(l.AllowedOrigins, handler), l.ReadTimeout, l.WriteTimeout)
 }
 

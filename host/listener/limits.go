@@ -305,7 +305,7 @@ func CallerKey(r *http.Request) string {
 }
 
 // CallerKeyOf is the caller key of a request's context: the identity's,
-// or the one limitCallers put there.
+// or the one LimitCallers put there.
 func CallerKeyOf(ctx context.Context, id *auth.Identity) string {
 	if id != nil {
 		return "id:" + id.Key()

@@ -1,4 +1,4 @@
-package gateway
+package listener
 
 import (
 	"context"
@@ -8,10 +8,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcphost-project/mcphost/host/listener"
+	"github.com/hashicorp/go-hclog"
 )
 
-// limitSessions refuses requests that would open a new downstream session
+// The session and caller limits of listen, in front of MCP: the gateway
+// gives them its counts of sessions.
+
+// LimitSessions refuses requests that would open a new downstream session
 // (a POST to /mcp without Mcp-Session-Id, unless it is of protocol
 // 2026-07-28, which has no sessions; a GET of /sse) while max are
 // open. A legacy SSE session is counted by its stream, from the moment the
@@ -19,30 +22,31 @@ import (
 // message, which a client need never send), a streamable one from its
 // initialize on. Initializes that arrive together when one place is left
 // may all pass (the session is made inside the request): the cap can be
-// overshot by that many, which max_connections bounds.
-func (h *Host) limitSessions(next http.Handler, max int) http.Handler {
+// overshot by that many, which max_connections bounds. open counts the
+// sessions open but legacy SSE ones, which LimitSessions counts itself.
+func LimitSessions(next http.Handler, max int, open func() int, log hclog.Logger) http.Handler {
 	var sseStreams atomic.Int64
 	var full atomic.Bool // warned since a session last opened
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		opens, sse := listener.OpensSession(r)
+		opens, sse := OpensSession(r)
 		if !opens || max <= 0 {
 			next.ServeHTTP(w, r)
 			return
 		}
-		open := int64(h.sessions.countNotSSE())
+		n := int64(open())
 		if sse {
 			// Its place is taken before the total is read, so streams
 			// opened together cannot all slip under the cap.
-			open += sseStreams.Add(1)
+			n += sseStreams.Add(1)
 			defer sseStreams.Add(-1)
 		} else {
-			open += sseStreams.Load() + 1
+			n += sseStreams.Load() + 1
 		}
-		if open > int64(max) {
+		if n > int64(max) {
 			if !full.Swap(true) { // once per episode: refusals are what an attack makes many of
-				h.log.Warn("refusing new downstream sessions: the session limit is reached", "max_sessions", max)
+				log.Warn("refusing new downstream sessions: the session limit is reached", "max_sessions", max)
 			}
-			listener.WriteUnavailable(w, fmt.Sprintf("mcphost: too many sessions (listen.max_sessions = %d); retry later, or close idle sessions (they end after listen.session_timeout)", max))
+			WriteUnavailable(w, fmt.Sprintf("mcphost: too many sessions (listen.max_sessions = %d); retry later, or close idle sessions (they end after listen.session_timeout)", max))
 			return
 		}
 		full.Store(false)
@@ -50,25 +54,27 @@ func (h *Host) limitSessions(next http.Handler, max int) http.Handler {
 	})
 }
 
-// limitCallers applies the per-caller limits (l's, zero as above); it runs
-// after authentication.
-func (h *Host) limitCallers(next http.Handler, l listener.Config) http.Handler {
+// LimitCallers applies the per-caller limits of l (max_streams_per_caller,
+// max_sessions_per_caller; an identity's default to a quarter of the
+// totals). sessionsOf counts a caller key's sessions but legacy SSE ones,
+// which it counts itself. It runs after authentication.
+func LimitCallers(next http.Handler, l Config, sessionsOf func(key string) int, log hclog.Logger) http.Handler {
 	var mu sync.Mutex
 	inFlight := map[string]int{}
-	sseOpen := map[string]int{} // a legacy SSE session is its stream (limitSessions)
+	sseOpen := map[string]int{} // a legacy SSE session is its stream (LimitSessions)
 	var warned sync.Map         // caller -> struct{}: one warning per caller and episode
 	refuse := func(w http.ResponseWriter, key, msg string) {
 		if _, loaded := warned.LoadOrStore(key, struct{}{}); !loaded {
-			h.log.Warn("refusing a caller over its share", "caller", key, "reason", msg)
+			log.Warn("refusing a caller over its share", "caller", key, "reason", msg)
 		}
-		listener.WriteBusy(w, http.StatusTooManyRequests, msg)
+		WriteBusy(w, http.StatusTooManyRequests, msg)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := listener.CallerKey(r)
+		key := CallerKey(r)
 		maxStreams, maxSessions := l.MaxStreamsPerCaller, l.MaxSessionsPerCaller
 		if strings.HasPrefix(key, "id:") {
 			if maxStreams == 0 {
@@ -79,17 +85,17 @@ func (h *Host) limitCallers(next http.Handler, l listener.Config) http.Handler {
 			}
 		}
 		if maxStreams == 0 && maxSessions == 0 {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), listener.CallerCtxKey{}, key)))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), CallerCtxKey{}, key)))
 			return
 		}
-		opens, sse := listener.OpensSession(r)
+		opens, sse := OpensSession(r)
 		mu.Lock()
 		if maxStreams > 0 && inFlight[key] >= maxStreams {
 			mu.Unlock()
 			refuse(w, key, fmt.Sprintf("mcphost: this caller has %d requests open (listen.max_streams_per_caller = %d); close event streams it no longer reads, or raise the limit", maxStreams, maxStreams))
 			return
 		}
-		if opens && maxSessions > 0 && sseOpen[key]+h.sessions.countFor(key) >= maxSessions {
+		if opens && maxSessions > 0 && sseOpen[key]+sessionsOf(key) >= maxSessions {
 			mu.Unlock()
 			refuse(w, key, fmt.Sprintf("mcphost: this caller has %d sessions (listen.max_sessions_per_caller = %d); close sessions it no longer uses (idle ones end after listen.session_timeout)", maxSessions, maxSessions))
 			return
@@ -112,6 +118,6 @@ func (h *Host) limitCallers(next http.Handler, l listener.Config) http.Handler {
 			}
 			mu.Unlock()
 		}()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), listener.CallerCtxKey{}, key)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), CallerCtxKey{}, key)))
 	})
 }
