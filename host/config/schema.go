@@ -21,6 +21,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "audit"},
 		{Type: "traces"},
 		{Type: "quota", LabelNames: []string{"name"}},
+		{Type: "toolset", LabelNames: []string{"name"}},
 	},
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -21,6 +22,9 @@ type Config struct {
 	// Quotas limit calls per identity (host/quota), checked in order;
 	// none costs a call nothing.
 	Quotas []quota.Quota
+	// Toolsets are served each at its own endpoint, /mcp/NAME (and
+	// /sse/NAME): a subset of what /mcp serves (host/toolset).
+	Toolsets []toolset.Toolset
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.
@@ -43,6 +47,7 @@ func (c Config) WithDefaults() Config {
 		servers[i] = s.WithDefaults()
 	}
 	c.Servers = servers
+	c.Toolsets = toolset.WithDefaults(c.Toolsets)
 	return c
 }
 
@@ -83,6 +88,9 @@ func (c Config) Validate() error {
 		for _, p := range q.Check() {
 			errs = append(errs, fmt.Errorf("host: %s: %w", where, p))
 		}
+	}
+	for _, err := range toolset.CheckAll(c.Toolsets) {
+		errs = append(errs, fmt.Errorf("host: %w", err))
 	}
 	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {
 		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, catalog.PrefixAlways, catalog.PrefixNever))

@@ -28,6 +28,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/telemetry"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -114,6 +115,7 @@ type Host struct {
 	fastSessions   fastListSessions
 	elicitations   elicitationRoutes
 	servers        serverSet
+	toolsets       toolset.Endpoints // the toolsets' (toolsets.go)
 	closeOnce      sync.Once
 	closed         atomic.Bool
 	namingLog      catalog.ConditionLog // tool naming problems, said once

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -104,7 +105,8 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		}
 	}
 	h.upstreams, h.byName = next, byName
-	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas
+	toolsetsChanged := !reflect.DeepEqual(h.cfg.Toolsets, cfg.Toolsets)
+	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas, h.cfg.Toolsets = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas, cfg.Toolsets
 	// Counters of unchanged quotas carry over; calls in flight release
 	// their slots into the counters they took them from.
 	h.quotas.Store(h.newLimiter(cfg.Quotas, h.quotas.Load()))
@@ -128,5 +130,8 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	}
 	h.ToolsChanged("") // removed servers' tools go, renamed tools are renamed
 	h.FeaturesChanged("")
+	if toolsetsChanged {
+		h.servers.toolsChanged() // the toolsets' endpoints list other tools
+	}
 	return waits, nil
 }

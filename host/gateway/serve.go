@@ -40,6 +40,8 @@ func (h *Host) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", refuseLargeBody(byProtocol(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes), stateless), h.cfg.Listen.MaxBodyBytes))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
+	mux.Handle("/mcp/{toolset}", refuseLargeBody(h.toolsetHandler(DownstreamHTTP), h.cfg.Listen.MaxBodyBytes))
+	mux.Handle("/sse/{toolset}", limitBody(h.toolsetHandler(DownstreamSSE), h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		if !h.mayAdminister(w, r) {
 			return

@@ -12,6 +12,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/toolset"
 )
 
 // view is the catalog as one caller sees it after policies: the tools in
@@ -25,6 +26,12 @@ type view struct {
 	encOnce sync.Once // the encoded result, for the tools/list shortcut (fastlist.go)
 	enc     []byte
 	encErr  error
+
+	// exposure ("": toolset.ExposureAll) and always (exposed names) say
+	// how tools/list shows the view; a toolset's sets them (toolsets.go).
+	exposure string
+	always   []string
+	subsets  sync.Map // toolset name -> *subView, its part of this view (toolsets.go)
 }
 
 // answer is the tools/list result for req: a shallow copy of the cached
@@ -191,8 +198,17 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 	h.views.mu.Unlock()
 }
 
-// view returns the caller's view of the current catalog.
+// view returns the caller's view of the current catalog, or of its part
+// the toolset of ctx serves.
 func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
+	v, err := h.callerView(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	return v.in(toolset.FromContext(ctx)), nil
+}
+
+func (h *Host) callerView(ctx context.Context, caller abi.Caller) (*view, error) {
 	cat := h.cat.Load()
 	if !h.wants(abi.HookToolsList) {
 		return h.plainView(cat), nil

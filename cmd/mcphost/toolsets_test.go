@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/internal/testproc"
+)
+
+const (
+	tsAliceKey = "alice-key-0123456789abcdef0123"
+	tsBobKey   = "bob-key-0123456789abcdef012345"
+)
+
+// toolsetsConfig is two identities (bob an intern, whom a deny policy
+// keeps from up__echo), two real servers, and two toolsets.
+const toolsetsConfig = `
+listen {
+  http = "MCPADDR"
+  auth {
+    key "alice" {
+      value   = "` + tsAliceKey + `"
+      subject = "alice"
+      groups  = ["staff"]
+    }
+    key "bob" {
+      value   = "` + tsBobKey + `"
+      subject = "bob"
+      groups  = ["interns"]
+    }
+  }
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up", "-subscribable"]
+}
+server "clock" {
+  command = "CLOCK"
+}
+plugin "interns" {
+  source = "builtin:deny"
+  groups = ["interns"]
+  config = { tools = "up__echo" }
+}
+toolset "echoes" {
+  description = "echo and pid"
+  servers = ["up"]
+  tools   = ["echo", "pid", "nested"]
+  exclude = ["nested"]
+}
+toolset "clock" {
+  servers = ["clock"]
+}
+`
+
+// connectAt opens an MCP session to endpoint (a URL) with key as its
+// bearer credential, over streamable HTTP or, with sse, legacy SSE.
+func connectAt(t *testing.T, endpoint, key string, sse bool) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: bearer{key, http.DefaultTransport}}
+	var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}
+	if sse {
+		tr = &mcp.SSEClientTransport{Endpoint: endpoint, HTTPClient: hc}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: t.Name()}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func listedNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestToolsetEndpoints runs mcphost with two toolsets and two identities:
+// each toolset's endpoint (/mcp/NAME, and /sse/NAME) lists and calls only
+// its tools, and its servers' resources, under each caller's policies
+// (bob's deny), while /mcp serves the whole catalog.
+func TestToolsetEndpoints(t *testing.T) {
+	addr := testproc.FreeAddr(t)
+	cfg := writeConfig(t, strings.ReplaceAll(toolsetsConfig, "MCPADDR", addr))
+	proc := startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mcphost:\n%s", proc.logs)
+		}
+	})
+	base := "http://" + addr
+
+	alice := connectAt(t, base+"/mcp/echoes", tsAliceKey, false)
+	if got := listedNames(t, alice); !slices.Equal(got, []string{"up__echo", "up__pid"}) {
+		t.Errorf("alice on /mcp/echoes lists %q, want [up__echo up__pid]", got)
+	}
+	if got, isErr := callText(t, alice, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "hi"}}); isErr || !strings.Contains(got, "hi") {
+		t.Errorf("alice calling up__echo on /mcp/echoes: %q (error %v)", got, isErr)
+	}
+	// Outside the toolset: unknown there, though /mcp serves both.
+	for _, name := range []string{"clock__current_time", "up__nested"} {
+		_, err := alice.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		var rpcErr *jsonrpc.Error
+		if !errors.As(err, &rpcErr) || !strings.Contains(rpcErr.Message, "unknown tool") {
+			t.Errorf("alice calling %s on /mcp/echoes: %v, want unknown tool", name, err)
+		}
+	}
+	whole := connectAt(t, base+"/mcp", tsAliceKey, false)
+	if got := listedNames(t, whole); !slices.Contains(got, "clock__current_time") || !slices.Contains(got, "up__nested") {
+		t.Errorf("alice on /mcp lists %q, want the whole catalog", got)
+	}
+	if got, isErr := callText(t, whole, &mcp.CallToolParams{Name: "clock__current_time", Arguments: map[string]any{}}); isErr {
+		t.Errorf("alice calling clock__current_time on /mcp: %q", got)
+	}
+
+	// bob's policy applies on the toolset as on /mcp.
+	bob := connectAt(t, base+"/mcp/echoes", tsBobKey, false)
+	if got := listedNames(t, bob); slices.Contains(got, "up__nested") || !slices.Contains(got, "up__pid") {
+		t.Errorf("bob on /mcp/echoes lists %q", got)
+	}
+	if got, isErr := callText(t, bob, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "hi"}}); !isErr || !strings.Contains(got, `denied: policy "interns"`) {
+		t.Errorf("bob calling up__echo on /mcp/echoes: %q (error %v), want the policy's refusal", got, isErr)
+	}
+	if got, isErr := callText(t, bob, &mcp.CallToolParams{Name: "up__pid", Arguments: map[string]any{}}); isErr {
+		t.Errorf("bob calling up__pid on /mcp/echoes: %q", got)
+	}
+
+	// Resources follow their servers.
+	res, err := alice.ListResources(context.Background(), nil)
+	if err != nil || len(res.Resources) != 1 || res.Resources[0].URI != "test://ticker" {
+		t.Errorf("resources on /mcp/echoes: %v, %v; want up's test://ticker", res, err)
+	}
+	clock := connectAt(t, base+"/sse/clock", tsAliceKey, true)
+	if got := listedNames(t, clock); len(got) == 0 || slices.ContainsFunc(got, func(n string) bool { return !strings.HasPrefix(n, "clock__") }) {
+		t.Errorf("alice on /sse/clock lists %q, want the clock's tools alone", got)
+	}
+	if res, err := clock.ListResources(context.Background(), nil); err != nil || len(res.Resources) != 0 {
+		t.Errorf("resources on /sse/clock: %v, %v; want none", res, err)
+	}
+	if _, err := clock.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "test://ticker"}); err == nil {
+		t.Error("reading up's resource through /sse/clock succeeded")
+	}
+
+	// No such toolset.
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp/nope", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+tsAliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /mcp/nope: %d, want 404", resp.StatusCode)
+	}
+}
