@@ -42,6 +42,7 @@ Usage:
   mcphost audit tail [CONFIG] [--follow] [--file F | --admin URL]
   mcphost audit query [--server S --tool T --subject S --outcome O --since T --limit N] [--json]
   mcphost import [FILE...] [--admin URL]   (Claude Desktop, Claude Code, Cursor, VS Code, server.json)
+  mcphost toolsets list|get|set|delete [NAME] [--admin URL]
   mcphost version
 
 The servers of a running mcphost, through its admin API (flags --admin URL,
@@ -61,6 +62,12 @@ users" tells more):
   mcphost users add alice --group eng --attr team=core
   mcphost users key rotate alice KEY-ID
   mcphost users disable alice
+
+The toolsets of a running mcphost, each served at /mcp/NAME ("mcphost help
+toolsets" tells more):
+  mcphost toolsets list
+  mcphost toolsets set ide --server fs --tool 'read_*'
+  mcphost toolsets delete ide
 
 A plugin FILE may be builtin:NAME, a policy built into mcphost. Flags may
 come before or after CONFIG. Run "mcphost COMMAND -h" (or "mcphost help
@@ -103,6 +110,8 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runServers(ctx, rest, stdin, stdout, stderr)
 	case "users":
 		return runUsers(ctx, rest, stdout, stderr)
+	case "toolsets":
+		return runToolsets(ctx, rest, stdout, stderr)
 	case "audit":
 		return runAudit(ctx, rest, stdout, stderr)
 	case "auth":

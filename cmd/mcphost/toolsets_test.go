@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -168,5 +169,87 @@ func TestToolsetEndpoints(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("POST /mcp/nope: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestToolsetsThroughAdminAPI: a toolset added with `mcphost toolsets set`
+// is served at once at its endpoint, changes with the next set (its
+// client told of the change), lists beside the config's, and answers 404
+// once deleted; a config toolset cannot be changed.
+func TestToolsetsThroughAdminAPI(t *testing.T) {
+	addr, adminAddr := testproc.FreeAddr(t), testproc.FreeAddr(t)
+	const opsKey = "ops-key-0123456789abcdef0123"
+	cfgText := strings.ReplaceAll(toolsetsConfig, "MCPADDR", addr)
+	cfgText = strings.Replace(cfgText, "  auth {\n", "  auth {\n    admin_groups = [\"admins\"]\n    key \"ops\" {\n      value   = \""+opsKey+"\"\n      subject = \"ops\"\n      groups  = [\"admins\"]\n    }\n", 1)
+	cfgText += fmt.Sprintf("admin {\n  http = %q\n}\nstore {\n  sqlite = %q\n}\n", adminAddr, t.TempDir()+"/mcphost.db")
+	cfg := writeConfig(t, cfgText)
+	proc := startMcphost(t, "http://"+adminAddr+"/openapi.json", 30*time.Second, "run", cfg)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mcphost:\n%s", proc.logs)
+		}
+	})
+	cli := func(args ...string) string {
+		t.Helper()
+		out, errs, code := mcphost(t, append(args, "--admin", "http://"+adminAddr, "--key", opsKey)...)
+		if code != 0 {
+			t.Fatalf("mcphost %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+		return out
+	}
+	out := cli("toolsets", "set", "pids", "--server", "up", "--tool", "pid", "--description", "the pid alone")
+	if !strings.Contains(out, "toolset pids (store): served at /mcp/pids") || !strings.Contains(out, "the pid alone") {
+		t.Errorf("toolsets set printed:\n%s", out)
+	}
+	changed := make(chan struct{}, 1)
+	hc := &http.Client{Transport: bearer{tsAliceKey, http.DefaultTransport}}
+	c := mcp.NewClient(&mcp.Implementation{Name: t.Name()}, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp/pids", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if got := listedNames(t, cs); !slices.Equal(got, []string{"up__pid"}) {
+		t.Errorf("/mcp/pids lists %q, want [up__pid]", got)
+	}
+	cli("toolsets", "set", "pids", "--server", "up", "--tool", "pid", "--tool", "echo")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed on /mcp/pids after its toolset changed")
+	}
+	if got := listedNames(t, cs); !slices.Equal(got, []string{"up__echo", "up__pid"}) {
+		t.Errorf("/mcp/pids lists %q after the change, want [up__echo up__pid]", got)
+	}
+	list := cli("toolsets", "list")
+	for _, want := range []string{"echoes  config", "pids    store"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("toolsets list lacks %q:\n%s", want, list)
+		}
+	}
+	if out, errs, code := mcphost(t, "toolsets", "delete", "echoes", "--admin", "http://"+adminAddr, "--key", opsKey); code == 0 || !strings.Contains(out+errs, "config") {
+		t.Errorf("deleting a config toolset: exit %d\n%s%s", code, out, errs)
+	}
+	if out, errs, code := mcphost(t, "toolsets", "set", "bad", "--exposure", "most", "--admin", "http://"+adminAddr, "--key", opsKey); code == 0 || !strings.Contains(out+errs, "exposure") {
+		t.Errorf("a toolset of an unknown exposure: exit %d\n%s%s", code, out, errs)
+	}
+	cli("toolsets", "delete", "pids")
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp/pids", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+tsAliceKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("POST /mcp/pids after its deletion: %d, want 404", resp.StatusCode)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err == nil {
+		t.Error("a session of a deleted toolset still lists tools")
 	}
 }

@@ -121,6 +121,16 @@ INSERT INTO mcphost_revision (id, revision) VALUES (3, 0);`,
 	PRIMARY KEY (quota, k, win)
 );
 CREATE INDEX mcphost_quota_windows_expires ON mcphost_quota_windows (expires);`,
+	// 10: toolsets added through the admin API (toolsets.go), beside the
+	// config file's; their changes bump row 1 of mcphost_revision, as the
+	// servers' and quotas' do, so that replicas follow them by one poll.
+	10: `CREATE TABLE mcphost_toolsets (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own
