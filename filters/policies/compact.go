@@ -22,6 +22,8 @@ const (
 //	max_description       = 400   # a tool's description, cut at the end of a sentence when it can be
 //	max_param_description = 160   # each description inside the input and output schemas
 //	examples              = false # keep the schemas' examples and the descriptions' example paragraphs
+//	output_schemas        = true  # false drops outputSchema: models choose and call a tool by its
+//	                              # input schema, but clients stop checking structuredContent against it
 //
 // It always drops "$schema" from the schemas, a tool's title that only
 // repeats its name, and a schema property's title that only repeats the
@@ -29,6 +31,7 @@ const (
 type compact struct {
 	maxDesc, maxParam int
 	keepExamples      bool
+	dropOutput        bool
 }
 
 func newCompact() pdk.Policy {
@@ -50,7 +53,11 @@ func (c *compact) configure(cfg pdk.ConfigSource) error {
 	if c.maxParam, err = positiveInt(cfg, "max_param_description", DefaultCompactParamDescription); err != nil {
 		return err
 	}
-	c.keepExamples, err = boolean(cfg, "examples", false)
+	if c.keepExamples, err = boolean(cfg, "examples", false); err != nil {
+		return err
+	}
+	keepOutput, err := boolean(cfg, "output_schemas", true)
+	c.dropOutput = !keepOutput
 	return err
 }
 
@@ -88,6 +95,9 @@ func (c *compact) tool(t *abi.Tool) {
 		t.Annotations = &cp
 	}
 	t.Description = c.text(t.Description, c.maxDesc)
+	if c.dropOutput {
+		t.OutputSchema = nil
+	}
 	for _, s := range []*json.RawMessage{&t.InputSchema, &t.OutputSchema} {
 		if len(*s) == 0 {
 			continue
