@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -251,5 +252,67 @@ func TestToolsetsThroughAdminAPI(t *testing.T) {
 	}
 	if _, err := cs.ListTools(context.Background(), nil); err == nil {
 		t.Error("a session of a deleted toolset still lists tools")
+	}
+}
+
+// TestToolsStatsCompact: mcphost tools --stats measures a real catalog
+// (the clock example and the test upstream) before and after
+// builtin:compact, which logs what it saved; --toolset keeps to a
+// toolset's tools in the provider formats too.
+func TestToolsStatsCompact(t *testing.T) {
+	cfg := writeConfig(t, `
+server "clock" {
+  command = "CLOCK"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+plugin "compact" {
+  source = "builtin:compact"
+  config = { output_schemas = "false", max_description = "40" }
+}
+toolset "clock" {
+  servers = ["clock"]
+  tools   = ["current_time", "convert_time"]
+}
+`)
+	out, errs, code := mcphost(t, "tools", cfg, "--stats", "--json", "--log-level", "info")
+	if code != 0 {
+		t.Fatalf("tools --stats: exit %d\n%s%s", code, out, errs)
+	}
+	var r struct {
+		Encoding string
+		Servers  []struct {
+			Name          string
+			Before, After struct{ Tools, Bytes, Tokens int }
+		}
+		Toolsets []struct {
+			Name          string
+			Before, After struct{ Tools, Bytes, Tokens int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Encoding != "cl100k_base" || len(r.Servers) != 2 || r.Servers[0].Name != "clock" || len(r.Toolsets) != 1 {
+		t.Fatalf("stats: %+v", r)
+	}
+	clock := r.Servers[0]
+	if clock.Before.Tools != 4 || clock.After.Tools != 4 || clock.Before.Tokens == 0 || clock.After.Tokens*2 > clock.Before.Tokens || clock.After.Bytes >= clock.Before.Bytes {
+		t.Errorf("the clock's catalog under compact (no output schemas): %+v, want half the tokens or fewer", clock)
+	}
+	if ts := r.Toolsets[0]; ts.Before.Tools != 2 || ts.After.Tools != 2 || ts.After.Tokens >= ts.Before.Tokens {
+		t.Errorf("toolset clock: %+v", ts)
+	}
+	if !strings.Contains(errs, "compact: ") || !strings.Contains(errs, "bytes of titles, descriptions and schemas saved") {
+		t.Errorf("compact logged nothing of what it saved:\n%s", errs)
+	}
+	out, errs, code = mcphost(t, "tools", cfg, "--toolset", "clock", "--format", "openai")
+	if code != 0 || strings.Count(out, `"name": "clock__`) != 2 || strings.Contains(out, "up__") {
+		t.Errorf("tools --toolset clock --format openai: exit %d\n%s%s", code, out, errs)
+	}
+	if _, errs, code := mcphost(t, "tools", cfg, "--toolset", "clocks"); code == 0 || !strings.Contains(errs, `Did you mean "clock"?`) {
+		t.Errorf("tools --toolset clocks: exit %d\n%s", code, errs)
 	}
 }
