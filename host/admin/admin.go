@@ -88,6 +88,7 @@ func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	mux.HandleFunc("PUT /v1/toolsets/{name}", a.putToolset)
 	mux.HandleFunc("DELETE /v1/toolsets/{name}", a.deleteToolset)
 	mux.HandleFunc("GET /v1/tools", a.listTools)
+	mux.HandleFunc("GET /v1/tools:stats", a.toolStats)
 	mux.HandleFunc("GET /v1/plugins", a.listPlugins)
 	mux.HandleFunc("GET /v1/audit", a.listAudit)
 	// The Prometheus metrics, here as on the MCP listener: a scraper of an

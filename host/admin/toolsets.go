@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/host/store"
+	"github.com/mcphost-project/mcphost/host/tokens"
 )
 
 // The toolsets: the config file's (read-only) and the store's, which PUT
@@ -103,4 +105,24 @@ func toolsetProblem(w http.ResponseWriter, err error) {
 	default:
 		problemFor(w, err)
 	}
+}
+
+// toolStats is GET /v1/tools:stats: the catalog's size in bytes and
+// tokens, per server and toolset, before policies and after them for the
+// caller the query describes (as GET /v1/tools).
+func (a *api) toolStats(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	caller := abi.Caller{Transport: "http", Subject: q.Get("subject"), Identity: q.Get("subject"), Groups: q["group"]}
+	h := a.e.Host()
+	after, err := h.Tools(r.Context(), caller)
+	if err != nil {
+		writeProblem(w, http.StatusServiceUnavailable, "Policies failed", err.Error())
+		return
+	}
+	rep, err := tokens.Catalog(h.Catalog(), after, h.Config().Toolsets)
+	if err != nil {
+		problemFor(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
