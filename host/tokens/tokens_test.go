@@ -2,8 +2,11 @@ package tokens
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
+
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/toolset"
@@ -63,4 +66,36 @@ func TestCatalog(t *testing.T) {
 	if one, err = Measure(after[:1]); err != nil || one.Bytes == 0 || one.Bytes > len(b) {
 		t.Errorf("Measure = %+v, %v", one, err)
 	}
+}
+
+// TestVocabulary checks the embedded vocabulary against the copy in the
+// module go.mod pins, which internal/genvocab reads: a vocabulary that no
+// longer matches fails here (run go generate ./host/tokens).
+func TestVocabulary(t *testing.T) {
+	want, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("cl100k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := embeddedLoader{}.LoadTiktokenBpe("https://example.invalid/encodings/cl100k_base.tiktoken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("the embedded vocabulary has %d tokens, the module's %d, and they differ: run go generate ./host/tokens", len(got), len(want))
+	}
+	if _, err := (embeddedLoader{}).LoadTiktokenBpe("o200k_base.tiktoken"); err == nil {
+		t.Error("a vocabulary that is not embedded loaded")
+	}
+}
+
+// FuzzDecodeVocabulary: damaged input is an error, never a panic or a
+// huge allocation.
+func FuzzDecodeVocabulary(f *testing.F) {
+	f.Add(vocabulary[:64])
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, gz []byte) {
+		if ranks, err := decodeVocabulary(gz); err == nil && len(ranks) > len(gz)*1100 {
+			t.Fatalf("%d tokens from %d bytes", len(ranks), len(gz))
+		}
+	})
 }
