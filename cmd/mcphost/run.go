@@ -30,7 +30,7 @@ const usage = `mcphost serves the tools of many MCP servers as one, under Wasm p
 Usage:
   mcphost run CONFIG [--http ADDR] [--stdio] [--no-watch] [--log-level LEVEL] [--log-format json]
   mcphost validate CONFIG [--allow-missing-commands]
-  mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini] [--allow-failed]
+  mcphost tools CONFIG [SERVER...] [--toolset NAME] [--json | --format mcp|openai|anthropic|gemini | --stats] [--allow-failed]
   mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
   mcphost status URL [--token TOKEN] [--json]
   mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--rate N] [--duration D] [--json]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -238,6 +239,28 @@ func TestToolsetsThroughAdminAPI(t *testing.T) {
 	}
 	if out, errs, code := mcphost(t, "toolsets", "set", "bad", "--exposure", "most", "--admin", "http://"+adminAddr, "--key", opsKey); code == 0 || !strings.Contains(out+errs, "exposure") {
 		t.Errorf("a toolset of an unknown exposure: exit %d\n%s%s", code, out, errs)
+	}
+	// The provider formats, for an agent engine that calls a toolset's tools.
+	adminGet := func(path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+adminAddr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+opsKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if status, body := adminGet("/v1/tools?toolset=pids&format=openai"); status != http.StatusOK || !strings.Contains(body, `"up__pid"`) || !strings.Contains(body, `"up__echo"`) || strings.Contains(body, "clock__") || strings.Contains(body, "up__nested") {
+		t.Errorf("GET /v1/tools?toolset=pids&format=openai: %d\n%s", status, body)
+	}
+	if status, body := adminGet("/v1/tools?toolset=nope"); status != http.StatusNotFound {
+		t.Errorf("GET /v1/tools?toolset=nope: %d\n%s", status, body)
+	}
+	if status, body := adminGet("/v1/tools:stats"); status != http.StatusOK || !strings.Contains(body, `"encoding": "cl100k_base"`) || !strings.Contains(body, `"name": "pids"`) {
+		t.Errorf("GET /v1/tools:stats: %d\n%s", status, body)
 	}
 	cli("toolsets", "delete", "pids")
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp/pids", strings.NewReader(`{}`))

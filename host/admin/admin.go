@@ -399,6 +399,12 @@ func (a *api) listTools(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusServiceUnavailable, "Policies failed", err.Error())
 		return
 	}
+	if name := q.Get("toolset"); name != "" {
+		if tools, err = inToolset(a.e.Host().Config().Toolsets, name, tools); err != nil {
+			toolsetProblem(w, err)
+			return
+		}
+	}
 	if format == "" {
 		writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
 		return

@@ -10,6 +10,8 @@ import (
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/host/tokens"
+	"github.com/mcphost-project/mcphost/host/toolset"
+	"github.com/mcphost-project/mcphost/plugins"
 )
 
 // The toolsets: the config file's (read-only) and the store's, which PUT
@@ -125,4 +127,20 @@ func (a *api) toolStats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// inToolset keeps the tools of the toolset called name, as its endpoint
+// serves them (GET /v1/tools?toolset=NAME).
+func inToolset(list []toolset.Toolset, name string, tools []plugins.ExplainedTool) ([]plugins.ExplainedTool, error) {
+	ts := toolset.Named(list, name)
+	if ts == nil {
+		return nil, fmt.Errorf("%w: %q", store.ErrNoToolset, name)
+	}
+	out := make([]plugins.ExplainedTool, 0, len(tools))
+	for _, t := range tools {
+		if ts.Includes(t.Server, t.Tool.Tool) { // its server and name there, which policies keep
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
