@@ -74,12 +74,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 // holds says what a valid config holds: its servers, tool plugins (when
-// it has any: they serve tools as a server does, but are plugins) and
-// plugins.
+// it has any: they serve tools as a server does, but are plugins),
+// toolsets (when it has any) and plugins.
 func holds(file *config.File) string {
 	parts := []string{plural(len(file.Host.Servers), "server")}
 	if n := len(file.ToolPlugins); n > 0 {
 		parts = append(parts, plural(n, "tool plugin"))
+	}
+	if n := len(file.Host.Toolsets); n > 0 {
+		parts = append(parts, plural(n, "toolset"))
 	}
 	return strings.Join(append(parts, plural(len(file.Plugins), "plugin")), ", ")
 }
