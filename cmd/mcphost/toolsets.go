@@ -24,7 +24,7 @@ here. A change is in effect at once, on every replica within store.poll.
   list                          the toolsets and where each comes from
   get NAME                      one toolset
   set NAME [--server S ...] [--tool GLOB ...] [--exclude GLOB ...]
-           [--exposure all|search|code] [--always GLOB ...] [--description D]
+           [--exposure list|search|code] [--always NAME ...] [--description D]
                                 add or replace a toolset (globs match a tool's
                                 name at its server; * is any run of characters)
       mcphost toolsets set ide --server fs --tool 'read_*' --exclude read_media_file
@@ -39,7 +39,7 @@ Flags of every command:
 var toolsetsArgs = map[string]string{
 	"list":   " [--admin URL] [--key KEY] [--json]",
 	"get":    " NAME",
-	"set":    " NAME [--server S ...] [--tool GLOB ...] [--exclude GLOB ...] [--exposure E] [--always GLOB ...] [--description D]",
+	"set":    " NAME [--server S ...] [--tool GLOB ...] [--exclude GLOB ...] [--exposure E] [--always NAME ...] [--description D]",
 	"delete": " NAME",
 }
 
@@ -70,8 +70,8 @@ func runToolsets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.Var(&servers, "server", "a server whose tools it takes (repeatable; every server when none)")
 		fs.Var(&tools, "tool", "a glob over tool names at their server (repeatable; every tool when none)")
 		fs.Var(&exclude, "exclude", "a glob of tools to leave out (repeatable)")
-		fs.Var(&always, "always", "a glob of tools listed whatever the exposure (repeatable)")
-		fs.StringVar(&exposure, "exposure", "", "all (the default), search or code")
+		fs.Var(&always, "always", "an exposed name (or path.Match pattern) listed whatever the exposure (repeatable)")
+		fs.StringVar(&exposure, "exposure", "", "list (the default), search or code")
 		fs.StringVar(&description, "description", "", "what the toolset is for")
 	}
 	pos, err := fs.parse(rest)

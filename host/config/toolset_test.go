@@ -19,7 +19,7 @@ toolset "ide" {
   tools    = ["read_*", "list_*"]
   exclude  = ["read_media_file"]
   exposure = "search"
-  always   = ["read_text_file"]
+  always   = ["fs__read_text_file"]
 }
 toolset "all" {
 }
@@ -29,7 +29,7 @@ toolset "all" {
 		t.Fatal(diags)
 	}
 	want := []toolset.Toolset{
-		{Name: "ide", Description: "files, no writes", Servers: []string{"fs"}, Tools: []string{"read_*", "list_*"}, Exclude: []string{"read_media_file"}, Exposure: "search", Always: []string{"read_text_file"}},
+		{Name: "ide", Description: "files, no writes", Servers: []string{"fs"}, Tools: []string{"read_*", "list_*"}, Exclude: []string{"read_media_file"}, Exposure: "search", Always: []string{"fs__read_text_file"}},
 		{Name: "all"},
 	}
 	if !reflect.DeepEqual(file.Host.Toolsets, want) {
@@ -45,7 +45,7 @@ toolset "all" {
 func TestToolsetBlockProblems(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{`toolset "a/b" {}`, "Invalid toolset name"},
-		{`toolset "x" { exposure = "lots" }`, `exposure must be "all", "search" or "code"`},
+		{`toolset "x" { exposure = "lots" }`, `exposure must be "list", "search" or "code"`},
 		{`toolset "x" { always = ["a"] }`, "always names the tools listed beside"},
 		{`toolset "x" { tools = [""] }`, "empty string"},
 		{`toolset "x" { tool = ["a"] }`, `Did you mean "tools"?`},
@@ -84,12 +84,12 @@ func TestToolsetSpec(t *testing.T) {
 			t.Errorf("%s: %#v, want field %q with %q (syntax %v)", c.body, err, c.field, c.detail, c.syntax)
 		}
 	}
-	spec, err := DecodeToolsetSpec([]byte(`{"servers":["fs"],"tools":["read_*"],"exposure":"code","always":["read_file"]}`))
+	spec, err := DecodeToolsetSpec([]byte(`{"servers":["fs"],"tools":["read_*"],"exposure":"code","always":["fs__read_file"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := spec.Toolset("ide")
-	want := toolset.Toolset{Name: "ide", Servers: []string{"fs"}, Tools: []string{"read_*"}, Exposure: "code", Always: []string{"read_file"}}
+	want := toolset.Toolset{Name: "ide", Servers: []string{"fs"}, Tools: []string{"read_*"}, Exposure: "code", Always: []string{"fs__read_file"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v %v, want %+v", got, err, want)
 	}

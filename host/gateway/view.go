@@ -27,7 +27,7 @@ type view struct {
 	enc     []byte
 	encErr  error
 
-	// exposure ("": toolset.ExposureAll) and always (exposed names) say
+	// exposure ("": toolset.ExposureList) and always (exposed names) say
 	// how tools/list shows the view; a toolset's sets them (toolsets.go).
 	exposure string
 	always   []string

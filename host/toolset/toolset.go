@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"path"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,8 +24,9 @@ import (
 
 // Exposures: how an endpoint lists the tools it serves.
 const (
-	// ExposureAll lists every tool (the default).
-	ExposureAll = "all"
+	// ExposureList lists every tool (the default); the name is tools
+	// { exposure }'s.
+	ExposureList = "list"
 	// ExposureSearch lists a search tool and the Always tools; the others
 	// stay callable by name.
 	ExposureSearch = "search"
@@ -33,7 +35,7 @@ const (
 )
 
 // Exposures are the values Exposure takes, in the order the docs give them.
-var Exposures = []string{ExposureAll, ExposureSearch, ExposureCode}
+var Exposures = []string{ExposureList, ExposureSearch, ExposureCode}
 
 // Toolset is one toolset. Empty lists pick everything: a toolset with no
 // servers and no tools serves the whole catalog (under its own exposure).
@@ -52,10 +54,11 @@ type Toolset struct {
 	// Exclude are globs as Tools: a tool one matches is left out, even
 	// when Tools takes it.
 	Exclude []string
-	// Exposure is one of Exposures ("" reads as ExposureAll).
+	// Exposure is one of Exposures ("" reads as ExposureList).
 	Exposure string
-	// Always are globs as Tools over the tools listed whatever the
-	// exposure (the search or code tools then come with them).
+	// Always are the tools listed whatever the exposure (beside the
+	// search or code tools): exposed names, or path.Match patterns over
+	// them, as tools { always } takes.
 	Always []string
 }
 
@@ -89,7 +92,7 @@ func CheckName(name string) error {
 func (t Toolset) Check() []Problem {
 	var ps []Problem
 	if t.Exposure != "" && !slices.Contains(Exposures, t.Exposure) {
-		ps = append(ps, Problem{"exposure", fmt.Sprintf("exposure must be %q, %q or %q, not %q", ExposureAll, ExposureSearch, ExposureCode, t.Exposure)})
+		ps = append(ps, Problem{"exposure", fmt.Sprintf("exposure must be %q, %q or %q, not %q", ExposureList, ExposureSearch, ExposureCode, t.Exposure)})
 	}
 	for _, f := range []struct {
 		field string
@@ -99,8 +102,14 @@ func (t Toolset) Check() []Problem {
 			ps = append(ps, Problem{f.field, f.field + " holds an empty string, which matches nothing; remove it"})
 		}
 	}
-	if len(t.Always) > 0 && t.exposure() == ExposureAll {
-		ps = append(ps, Problem{"always", fmt.Sprintf("always names the tools listed beside the search or code tool; with exposure %q every tool is listed: set exposure, or remove always", ExposureAll)})
+	for _, p := range t.Always {
+		if _, err := path.Match(p, ""); err != nil {
+			ps = append(ps, Problem{"always", fmt.Sprintf("%q is not a pattern path.Match reads (write an exposed name, or * ? [a-z] around it)", p)})
+			break
+		}
+	}
+	if len(t.Always) > 0 && t.exposure() == ExposureList {
+		ps = append(ps, Problem{"always", fmt.Sprintf("always names the tools listed beside the search or code tool; with exposure %q every tool is listed: set exposure, or remove always", ExposureList)})
 	}
 	return ps
 }
@@ -113,7 +122,7 @@ func (t Toolset) WithDefaults() Toolset {
 
 func (t *Toolset) exposure() string {
 	if t.Exposure == "" {
-		return ExposureAll
+		return ExposureList
 	}
 	return t.Exposure
 }
@@ -133,10 +142,18 @@ func (t *Toolset) Includes(server, tool string) bool {
 	return !anyMatch(t.Exclude, tool)
 }
 
-// IsAlways reports whether t lists the tool named tool at its server
-// whatever its exposure.
-func (t *Toolset) IsAlways(tool string) bool {
-	return t != nil && anyMatch(t.Always, tool)
+// IsAlways reports whether t lists the tool of exposed name name whatever
+// its exposure.
+func (t *Toolset) IsAlways(name string) bool {
+	if t == nil {
+		return false
+	}
+	for _, p := range t.Always {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Serves returns the servers whose prompts and resources t serves: its
@@ -270,7 +287,7 @@ func (t *Toolset) Pick(tools []abi.Tool) (keep []int, always []string) {
 	for i, tool := range tools {
 		if t.Includes(tool.Server, tool.Tool) {
 			keep = append(keep, i)
-			if t.IsAlways(tool.Tool) {
+			if t.IsAlways(tool.Name) {
 				always = append(always, tool.Name)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcphost-project/mcphost/abi"
 )
 
 func TestIncludes(t *testing.T) {
@@ -53,7 +55,8 @@ func TestCheck(t *testing.T) {
 		{Toolset{Exposure: "search", Always: []string{"read_file"}}, nil},
 		{Toolset{Exposure: "everything"}, []string{"exposure"}},
 		{Toolset{Tools: []string{""}, Exclude: []string{""}}, []string{"tools", "exclude"}},
-		{Toolset{Always: []string{"x"}}, []string{"always"}}, // with exposure "all"
+		{Toolset{Always: []string{"x"}}, []string{"always"}}, // with exposure "list"
+		{Toolset{Exposure: "search", Always: []string{"fs__[a-"}}, []string{"always"}},
 	} {
 		var got []string
 		for _, p := range c.ts.Check() {
@@ -95,6 +98,18 @@ func TestServes(t *testing.T) {
 		if all != c.all || !slices.Equal(slices.Sorted(maps.Keys(servers)), c.want) {
 			t.Errorf("Serves(%+v) = %v, %v; want %q, %v", c.ts, servers, all, c.want, c.all)
 		}
+	}
+}
+
+func TestPick(t *testing.T) {
+	ts := &Toolset{Servers: []string{"fs"}, Exposure: ExposureSearch, Always: []string{"fs__read_*"}}
+	keep, always := ts.Pick([]abi.Tool{
+		{Name: "fs__read_file", Server: "fs", Tool: "read_file"},
+		{Name: "clock__now", Server: "clock", Tool: "now"},
+		{Name: "fs__write_file", Server: "fs", Tool: "write_file"},
+	})
+	if !slices.Equal(keep, []int{0, 2}) || !slices.Equal(always, []string{"fs__read_file"}) {
+		t.Errorf("Pick = %v, %q", keep, always)
 	}
 }
 

@@ -53,7 +53,7 @@ function toolsetRow(t, size, refresh) {
       t.description && h('div', {class: 'sub'}, t.description),
       t.problem && h('div', {class: 'error'}, t.problem)),
     h('td', {}, takes.length ? takes : h('span', {class: 'muted'}, 'every tool')),
-    h('td', {}, t.exposure || 'all', t.always && t.always.length && h('div', {class: 'sub mono'}, 'always ', t.always.join(', '))),
+    h('td', {}, t.exposure || 'list', t.always && t.always.length && h('div', {class: 'sub mono'}, 'always ', t.always.join(', '))),
     h('td', {class: 'num'}, size ? String(size.after.tools) : '–'),
     h('td', {class: 'num', dataset: {tokens: size ? size.after.tokens : ''}}, tokensOf(size)),
     h('td', {class: 'actions'}, stored && [
@@ -91,7 +91,7 @@ function toolsetForm(t, refresh) {
     const exclude = text('exclude', t && list(t.exclude));
     const always = text('always', t && list(t.always));
     const exposure = h('select', {id: 'ts-exposure', name: 'exposure'},
-      ['all', 'search', 'code'].map(e => h('option', {value: e, selected: (t ? t.exposure || 'all' : 'all') === e}, e)));
+      ['list', 'search', 'code'].map(e => h('option', {value: e, selected: (t ? t.exposure || 'list' : 'list') === e}, e)));
     const form = h('form', {method: 'dialog', novalidate: true},
       h('h2', {}, t ? 'Edit ' + t.name : 'Add a toolset'),
       h('div', {class: 'fields'},
@@ -100,8 +100,8 @@ function toolsetForm(t, refresh) {
         field('servers', 'Servers', servers, 'comma-separated; every server when empty'),
         field('tools', 'Tools', tools, 'globs over tool names at their server, such as read_*; every tool when empty'),
         field('exclude', 'Except', exclude, 'globs of tools to leave out'),
-        field('exposure', 'Exposure', exposure, 'all lists every tool; search and code list a search or code tool'),
-        field('always', 'Always listed', always, 'globs; with exposure search or code')),
+        field('exposure', 'Exposure', exposure, 'list lists every tool; search and code list a search or code tool'),
+        field('always', 'Always listed', always, 'exposed names or patterns; with exposure search or code')),
       status,
       h('div', {class: 'buttons'},
         h('span', {class: 'spacer'}),
