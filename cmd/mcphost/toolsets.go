@@ -80,7 +80,11 @@ func runToolsets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if want := strings.Count(toolsetsArgs[sub], " NAME"); len(pos) != want {
+	want := 1 // the toolset's name
+	if sub == "list" {
+		want = 0
+	}
+	if len(pos) != want {
 		fmt.Fprintf(stderr, "mcphost toolsets %s: takes %d argument(s): mcphost toolsets %s%s\nRun \"mcphost toolsets\" for usage.\n", sub, want, sub, toolsetsArgs[sub])
 		return exitError(2)
 	}
