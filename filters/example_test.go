@@ -17,5 +17,5 @@ func ExampleBuiltin() {
 	// Output:
 	// true true map[mcphost.builtin:titles]
 	// false
-	// [allow arguments deny describe json_results mentions modes pin redact titles truncate]
+	// [allow arguments compact deny describe json_results mentions modes pin redact titles truncate]
 }

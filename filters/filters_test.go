@@ -50,7 +50,7 @@ func spec(name string, config map[string]string) plugins.Spec {
 
 func TestBuiltin(t *testing.T) {
 	t.Parallel()
-	want := []string{"allow", "arguments", "deny", "describe", "json_results", "mentions", "modes", "pin", "redact", "titles", "truncate"}
+	want := []string{"allow", "arguments", "compact", "deny", "describe", "json_results", "mentions", "modes", "pin", "redact", "titles", "truncate"}
 	if got := filters.Names(); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

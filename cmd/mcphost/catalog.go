@@ -24,7 +24,9 @@ import (
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/engine"
 	"github.com/mcphost-project/mcphost/host/gateway"
+	"github.com/mcphost-project/mcphost/host/tokens"
 	"github.com/mcphost-project/mcphost/host/toolformat"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/suggest"
 	"github.com/mcphost-project/mcphost/plugins"
@@ -72,12 +74,15 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 // holds says what a valid config holds: its servers, tool plugins (when
-// it has any: they serve tools as a server does, but are plugins) and
-// plugins.
+// it has any: they serve tools as a server does, but are plugins),
+// toolsets (when it has any) and plugins.
 func holds(file *config.File) string {
 	parts := []string{plural(len(file.Host.Servers), "server")}
 	if n := len(file.ToolPlugins); n > 0 {
 		parts = append(parts, plural(n, "tool plugin"))
+	}
+	if n := len(file.Host.Toolsets); n > 0 {
+		parts = append(parts, plural(n, "toolset"))
 	}
 	return strings.Join(append(parts, plural(len(file.Plugins), "plugin")), ", ")
 }
@@ -285,7 +290,7 @@ func serversFor(file *config.File, name string) []string {
 
 // connectUsage is the usage of each command that connectOnce parses.
 var connectUsage = map[string]string{
-	"tools": "usage: mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini] [--allow-failed]\n\nExit status 1 when a server does not connect (the catalog of the others is still\nprinted), unless --allow-failed.",
+	"tools": "usage: mcphost tools CONFIG [SERVER...] [--toolset NAME] [--json | --format mcp|openai|anthropic|gemini | --stats] [--allow-failed]\n\n--toolset prints what the toolset's endpoint (/mcp/NAME) serves; --stats prints each\nserver's and toolset's catalog in bytes and tokens (" + tokens.Encoding + "), before\npolicies and after them. Exit status 1 when a server does not connect (the catalog\nof the others is still printed), unless --allow-failed.",
 	"call":  "usage: mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]",
 }
 
@@ -294,14 +299,22 @@ var connectUsage = map[string]string{
 var errMisuse = errors.New("misuse")
 
 func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	var asJSON, allowFailed bool
-	var format string
-	// Only the servers named, if any, are started.
+	var asJSON, allowFailed, stats bool
+	var format, tsName string
+	// Only the servers named, if any, are started; with a toolset and no
+	// server named, its servers.
 	e, _, err := connectOnce(ctx, "tools", args, stdout, stderr, func(fs *flagSetT) {
 		fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON")
 		fs.StringVar(&format, "format", "", "print the catalog as a model API's tool definitions: mcp, openai, anthropic or gemini")
 		fs.BoolVar(&allowFailed, "allow-failed", false, "exit 0 even when a server does not connect")
-	}, serversNamed)
+		fs.StringVar(&tsName, "toolset", "", "print what the toolset NAME serves at /mcp/NAME")
+		fs.BoolVar(&stats, "stats", false, "print each server's and toolset's size in bytes and tokens, before and after policies")
+	}, func(file *config.File, names []string) ([]string, error) {
+		if i := slices.IndexFunc(file.Host.Toolsets, func(t toolset.Toolset) bool { return t.Name == tsName }); i >= 0 && len(names) == 0 {
+			names = file.Host.Toolsets[i].Servers
+		}
+		return serversNamed(file, names)
+	})
 	if err != nil {
 		return err
 	}
@@ -322,9 +335,17 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 			err = exitError(1)
 		}
 	}()
+	if tsName != "" {
+		if ctx, err = toolsetContext(ctx, e, tsName); err != nil {
+			return err
+		}
+	}
 	tools, err := e.Host().Tools(ctx, cliCaller)
 	if err != nil {
 		return err
+	}
+	if stats {
+		return printStats(stdout, e, tools, tsName, asJSON)
 	}
 	if format != "" {
 		set, err := toolformat.Convert(toolformat.Provider(format), tools)

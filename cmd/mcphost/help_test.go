@@ -34,7 +34,7 @@ func TestHelp(t *testing.T) {
 		{"run"}, {"validate"}, {"tools"}, {"call"}, {"status"}, {"bench"},
 		{"plugin"}, {"plugin", "inspect"}, {"plugin", "test"}, {"plugin", "check"},
 		{"pins"}, {"pins", "list"}, {"auth"}, {"auth", "login"},
-		{"servers"}, {"servers", "add"}, {"users"}, {"users", "add"}, {"users", "key", "rotate"}, {"audit"}, {"audit", "tail"}, {"audit", "query"}, {"import"},
+		{"servers"}, {"servers", "add"}, {"users"}, {"users", "add"}, {"users", "key", "rotate"}, {"toolsets"}, {"toolsets", "set"}, {"audit"}, {"audit", "tail"}, {"audit", "query"}, {"import"},
 	} {
 		for _, h := range []string{"-h", "--help"} {
 			out, errs, code := runCLI(t, append(cmd, h)...)

@@ -30,7 +30,7 @@ const usage = `mcphost serves the tools of many MCP servers as one, under Wasm p
 Usage:
   mcphost run CONFIG [--http ADDR] [--stdio] [--no-watch] [--log-level LEVEL] [--log-format json]
   mcphost validate CONFIG [--allow-missing-commands]
-  mcphost tools CONFIG [SERVER...] [--json | --format mcp|openai|anthropic|gemini] [--allow-failed]
+  mcphost tools CONFIG [SERVER...] [--toolset NAME] [--json | --format mcp|openai|anthropic|gemini | --stats] [--allow-failed]
   mcphost call CONFIG NAME [JSON-ARGUMENTS] [--json]
   mcphost status URL [--token TOKEN] [--json]
   mcphost bench TARGET --tool NAME [--args JSON] [--calls N] [--concurrency C] [--rate N] [--duration D] [--json]
@@ -42,6 +42,7 @@ Usage:
   mcphost audit tail [CONFIG] [--follow] [--file F | --admin URL]
   mcphost audit query [--server S --tool T --subject S --outcome O --since T --limit N] [--json]
   mcphost import [FILE...] [--admin URL]   (Claude Desktop, Claude Code, Cursor, VS Code, server.json)
+  mcphost toolsets list|get|set|delete [NAME] [--admin URL]
   mcphost version
 
 The servers of a running mcphost, through its admin API (flags --admin URL,
@@ -61,6 +62,12 @@ users" tells more):
   mcphost users add alice --group eng --attr team=core
   mcphost users key rotate alice KEY-ID
   mcphost users disable alice
+
+The toolsets of a running mcphost, each served at /mcp/NAME ("mcphost help
+toolsets" tells more):
+  mcphost toolsets list
+  mcphost toolsets set ide --server fs --tool 'read_*'
+  mcphost toolsets delete ide
 
 A plugin FILE may be builtin:NAME, a policy built into mcphost. Flags may
 come before or after CONFIG. Run "mcphost COMMAND -h" (or "mcphost help
@@ -103,6 +110,8 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return runServers(ctx, rest, stdin, stdout, stderr)
 	case "users":
 		return runUsers(ctx, rest, stdin, stdout, stderr)
+	case "toolsets":
+		return runToolsets(ctx, rest, stdout, stderr)
 	case "audit":
 		return runAudit(ctx, rest, stdout, stderr)
 	case "auth":

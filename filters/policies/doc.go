@@ -36,6 +36,7 @@ var registry = map[string]func() pdk.Policy{
 	"redact":       newRedact,
 	"pin":          newPin,
 	"arguments":    newArguments,
+	"compact":      newCompact,
 }
 
 // Names returns the names of the built-in policies, sorted.

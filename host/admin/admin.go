@@ -86,7 +86,12 @@ func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	mux.HandleFunc("GET /v1/quotas/{name}", a.getQuota)
 	mux.HandleFunc("PUT /v1/quotas/{name}", a.putQuota)
 	mux.HandleFunc("DELETE /v1/quotas/{name}", a.deleteQuota)
+	mux.HandleFunc("GET /v1/toolsets", a.listToolsets)
+	mux.HandleFunc("GET /v1/toolsets/{name}", a.getToolset)
+	mux.HandleFunc("PUT /v1/toolsets/{name}", a.putToolset)
+	mux.HandleFunc("DELETE /v1/toolsets/{name}", a.deleteToolset)
 	mux.HandleFunc("GET /v1/tools", a.listTools)
+	mux.HandleFunc("GET /v1/tools:stats", a.toolStats)
 	mux.HandleFunc("GET /v1/plugins", a.listPlugins)
 	mux.HandleFunc("GET /v1/audit", a.listAudit)
 	// The Prometheus metrics, here as on the MCP listener: a scraper of an
@@ -396,6 +401,12 @@ func (a *api) listTools(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "Policies failed", err.Error())
 		return
+	}
+	if name := q.Get("toolset"); name != "" {
+		if tools, err = inToolset(a.e.Host().Config().Toolsets, name, tools); err != nil {
+			toolsetProblem(w, err)
+			return
+		}
 	}
 	if format == "" {
 		writeJSON(w, http.StatusOK, map[string]any{"tools": tools})

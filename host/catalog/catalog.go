@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sort"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -163,6 +164,18 @@ func (c *Catalog) Annotations(r Route) *abi.Annotations {
 		return c.Tools[i].Annotations
 	}
 	return nil
+}
+
+// ServerTools yields every tool of the catalog as its server and its name
+// at the server, in catalog order.
+func (c *Catalog) ServerTools() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, t := range c.Tools {
+			if !yield(t.Server, t.Tool) {
+				return
+			}
+		}
+	}
 }
 
 // toABITool converts an upstream tool to the form policies see, keeping

@@ -20,6 +20,8 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 	plugs := newNameSet("plugin")
 	quotas := newNameSet("quota")
 	var quotaRefs []quotaRef
+	toolsets := newNameSet("toolset")
+	var toolsetRefs []toolsetRef
 	for _, block := range content.Blocks {
 		switch block.Type {
 		case "listen", "tools", "runtime", "resources", "admin", "store", "grants", "audit", "traces", "tasks":
@@ -65,6 +67,11 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 			q, refs := d.decodeQuota(block)
 			file.Host.Quotas = append(file.Host.Quotas, q)
 			quotaRefs = append(quotaRefs, refs...)
+		case "toolset":
+			toolsets.add(d, block)
+			t, refs := d.decodeToolset(block)
+			file.Host.Toolsets = append(file.Host.Toolsets, t)
+			toolsetRefs = append(toolsetRefs, refs...)
 		case "plugin":
 			plugs.add(d, block)
 			spec, refs := d.decodePlugin(block)
@@ -82,6 +89,7 @@ func (d *decoder) decodeFile(body hcl.Body) *File {
 		}
 	}
 	d.checkQuotaServers(quotaRefs, servers)
+	d.checkToolsetServers(toolsetRefs, servers)
 	d.checkServersWithHost(file, serverBlocks, singletons["listen"])
 	d.checkCallerRefs(file.Host.Listen.Auth, file.Store)
 	d.checkAdmin(file, singletons["admin"])

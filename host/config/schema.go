@@ -22,6 +22,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "traces"},
 		{Type: "tasks"},
 		{Type: "quota", LabelNames: []string{"name"}},
+		{Type: "toolset", LabelNames: []string{"name"}},
 	},
 }
 

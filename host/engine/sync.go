@@ -63,6 +63,11 @@ func (e *Engine) mergedStore(ctx context.Context, file *config.File) (gateway.Co
 		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
 	cfg.Quotas = append(slices.Clip(file.Host.Quotas), qs...)
+	ts, err := e.storedToolsets(ctx, file)
+	if err != nil {
+		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
+	}
+	cfg.Toolsets = append(slices.Clip(file.Host.Toolsets), ts...)
 	return cfg, rev, nil
 }
 

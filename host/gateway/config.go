@@ -11,6 +11,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/quota"
 	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/tasks"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	// catalog.ExposureCode); zero fields take codemode's defaults.
 	Code  codemode.Limits
 	Tasks tasks.Limits // the MCP tasks the host runs itself, and their ids' key (host/tasks); read at New
+	// Toolsets are served each at its own endpoint, /mcp/NAME (and
+	// /sse/NAME): a subset of what /mcp serves (host/toolset).
+	Toolsets []toolset.Toolset
 }
 
 // WithDefaults returns a copy of c with every unset field given its default.
@@ -51,6 +55,7 @@ func (c Config) WithDefaults() Config {
 		servers[i] = s.WithDefaults()
 	}
 	c.Servers = servers
+	c.Toolsets = toolset.WithDefaults(c.Toolsets)
 	return c
 }
 
@@ -91,6 +96,9 @@ func (c Config) Validate() error {
 		for _, p := range q.Check() {
 			errs = append(errs, fmt.Errorf("host: %s: %w", where, p))
 		}
+	}
+	for _, err := range toolset.CheckAll(c.Toolsets) {
+		errs = append(errs, fmt.Errorf("host: %w", err))
 	}
 	if c.Tools.Prefix != catalog.PrefixAlways && c.Tools.Prefix != catalog.PrefixNever {
 		errs = append(errs, fmt.Errorf("host: tools: unknown prefix %q (want %q or %q)", c.Tools.Prefix, catalog.PrefixAlways, catalog.PrefixNever))

@@ -104,7 +104,7 @@ func (h *Host) Drain(ctx context.Context) error {
 func (h *Host) drainGate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
-			if h.Draining() && r.URL.Path == "/sse" {
+			if h.Draining() && listener.Endpoint(r.URL.Path) == "/sse" {
 				listener.WriteUnavailable(w, "mcphost: this replica is shutting down; open the session on another")
 				return
 			}
@@ -113,7 +113,7 @@ func (h *Host) drainGate(next http.Handler) http.Handler {
 		}
 		h.drain.inflight.Add(1)
 		defer h.drain.inflight.Add(-1)
-		if h.Draining() && r.URL.Path == "/mcp" && r.Header.Get("Mcp-Session-Id") == "" && !wire.Sessionless(r) {
+		if h.Draining() && listener.Endpoint(r.URL.Path) == "/mcp" && r.Header.Get("Mcp-Session-Id") == "" && !wire.Sessionless(r) {
 			// Without a session, a request before 2026-07-28 opens one
 			// (an initialize, alone or in a batch) or is refused by the
 			// go-sdk anyway: either way, another replica should have it.

@@ -20,6 +20,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/search"
 	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/tasks"
+	"github.com/mcphost-project/mcphost/host/toolset"
 )
 
 // Downstream transports, as policies see them in Caller.Transport.
@@ -158,7 +159,11 @@ func (h *Host) send() mcp.Middleware {
 // type that only encodes (rawcall.go), so middleware an embedder adds
 // around it should read results as JSON, or call Host.CallTool, which
 // always returns typed results.
-func (h *Host) MCPServer(transport string) *mcp.Server {
+func (h *Host) MCPServer(transport string) *mcp.Server { return h.newServer(transport, "") }
+
+// newServer is MCPServer for the endpoint of the toolset named ts ("":
+// /mcp).
+func (h *Host) newServer(transport, ts string) *mcp.Server {
 	srv := mcp.NewServer(serverImpl, &mcp.ServerOptions{
 		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		SubscribeHandler:   h.subscribe,
@@ -171,7 +176,7 @@ func (h *Host) MCPServer(transport string) *mcp.Server {
 	srv.AddTool(markerTool, noopTool)
 	srv.AddPrompt(markerPrompt, noopPrompt)
 	srv.AddResource(markerResource, noopResource)
-	srv.AddReceivingMiddleware(h.receive(transport))
+	srv.AddReceivingMiddleware(h.receive(transport, ts))
 	srv.AddSendingMiddleware(h.send())
 	h.servers.add(srv)
 	return srv
@@ -182,9 +187,14 @@ func (h *Host) MCPServer(transport string) *mcp.Server {
 // features snapshot and their routes; initialize gets the union of the
 // upstreams' capabilities; the rest goes to the go-sdk server, whose
 // handlers (subscribe, completion, roots) forward what needs forwarding.
-func (h *Host) receive(transport string) mcp.Middleware {
+func (h *Host) receive(transport, ts string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			if ts != "" {
+				if ctx, err = toolset.Enter(ctx, h.Config().Toolsets, ts); err != nil {
+					return nil, err
+				}
+			}
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			if h.tracer != nil {
 				// Ended last, so that it sees a recovered panic's error.
@@ -207,7 +217,7 @@ func (h *Host) receive(transport string) mcp.Middleware {
 				d = h.trackSession(ctx, ss, transport, h.identityOf(ctx, req, transport))
 				h.sessionlessLevel(ctx, d, ss, req)
 			}
-			if transport == DownstreamHTTP && ss != nil {
+			if transport == DownstreamHTTP && ss != nil && ts == "" {
 				h.fastSessions.seen(ss, method)
 				if method == "notifications/cancelled" {
 					h.cancelFastCall(ss, req)

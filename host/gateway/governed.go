@@ -35,6 +35,9 @@ const CodePolicyDenied = -32030
 // notFound, if not nil, is the answer to a denial that asks to stay hidden
 // (what a client is told when nothing serves name).
 func (h *Host) admit(ctx context.Context, caller abi.Caller, method, server, name string, params any, notFound error) (err error) {
+	if notFound != nil && !h.toolsetServes(ctx, server) {
+		return notFound // a toolset's endpoint serves its servers' alone
+	}
 	if h.audit != nil {
 		start, rec := time.Now(), &requestTrace{}
 		ctx = decision.WithRecorder(ctx, rec.note)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -31,6 +32,9 @@ func (h *Host) hiddenCall(ctx context.Context, caller abi.Caller, name string, a
 	r, ok := cat.Routes[name]
 	if !ok {
 		return h.notListedYet(ctx, caller, name, tr)
+	}
+	if !toolset.FromContext(ctx).Includes(r.Server, r.Tool) {
+		return nil, unknownTool(name) // whatever policies would say
 	}
 	if h.wants(abi.HookToolCall) {
 		in := &abi.ToolCallInput{Caller: caller, Name: name, Server: r.Server, Tool: r.Tool, Arguments: args, Annotations: cat.Annotations(r)}
@@ -109,6 +113,9 @@ func (h *Host) notListedYet(ctx context.Context, caller abi.Caller, name string,
 		return nil, unknownTool(name) // its tools are known, and name is not one; or an operator took them away
 	}
 	tool := abi.Tool{Name: name, Server: u.Config.Name, Tool: strings.TrimPrefix(name, u.Config.Name+sep)}
+	if !toolset.FromContext(ctx).Includes(tool.Server, tool.Tool) {
+		return nil, unknownTool(name)
+	}
 	if h.wants(abi.HookToolsList) {
 		shown, err := h.policy.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: []abi.Tool{tool}})
 		if err != nil || !slices.ContainsFunc(shown, func(t abi.Tool) bool { return t.Name == name }) {

@@ -34,6 +34,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/telemetry"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
@@ -131,6 +132,7 @@ type Host struct {
 	fastSessions      fastListSessions
 	elicitations      elicitationRoutes
 	servers           serverSet
+	toolsets          toolset.Endpoints // the toolsets' (toolsets.go)
 	closeOnce         sync.Once
 	closed            atomic.Bool
 	namingLog         catalog.ConditionLog // tool naming problems, said once

@@ -10,6 +10,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/extensions"
+	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -28,7 +29,7 @@ func (h *Host) listPrompts(ctx context.Context, caller abi.Caller) (*mcp.ListPro
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListPromptsResult{Prompts: prompts}, nil
+	return &mcp.ListPromptsResult{Prompts: toolset.Keep(toolset.FromContext(ctx), h.cat.Load().ServerTools(), prompts, func(p *mcp.Prompt) string { return f.PromptRoutes[p.Name].Server })}, nil
 }
 
 func (h *Host) getPrompt(ctx context.Context, caller abi.Caller, ss *mcp.ServerSession, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
@@ -71,7 +72,7 @@ func (h *Host) listResources(ctx context.Context, caller abi.Caller) (*mcp.ListR
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListResourcesResult{Resources: res}, nil
+	return &mcp.ListResourcesResult{Resources: toolset.Keep(toolset.FromContext(ctx), h.cat.Load().ServerTools(), res, func(r *mcp.Resource) string { return f.ByURI[r.URI] })}, nil
 }
 
 // listResourceTemplates is resources/templates/list, through the list hook.
@@ -84,7 +85,7 @@ func (h *Host) listResourceTemplates(ctx context.Context, caller abi.Caller) (*m
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts}, nil
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: toolset.Keep(toolset.FromContext(ctx), h.cat.Load().ServerTools(), ts, func(t *mcp.ResourceTemplate) string { return f.TemplateOwner[t.URITemplate] })}, nil
 }
 
 // resourceUpstream routes a URI to its server.

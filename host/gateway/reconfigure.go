@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"reflect"
 	"sync"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
@@ -105,7 +106,8 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	}
 	h.upstreams, h.byName = next, byName
 	codeChanged := h.cfg.Tools.Exposure != cfg.Tools.Exposure || h.cfg.Code != cfg.Code
-	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas, h.cfg.Code = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas, cfg.Code
+	toolsetsChanged := !reflect.DeepEqual(h.cfg.Toolsets, cfg.Toolsets)
+	h.cfg.Servers, h.cfg.Tools, h.cfg.Resources, h.cfg.Quotas, h.cfg.Code, h.cfg.Toolsets = cfg.Servers, cfg.Tools, cfg.Resources, cfg.Quotas, cfg.Code, cfg.Toolsets
 	exposed := h.exposeTools(cfg.Tools)
 	// Counters of unchanged quotas carry over; calls in flight release
 	// their slots into the counters they took them from.
@@ -138,5 +140,8 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 		h.servers.toolsChanged() // every session's listing is another
 	}
 	h.FeaturesChanged("")
+	if toolsetsChanged {
+		h.servers.toolsChanged() // the toolsets' endpoints list other tools
+	}
 	return waits, nil
 }

@@ -36,11 +36,14 @@ func (h *Host) Handler() http.Handler {
 	// Protocol 2026-07-28 goes to a stateless handler beside the
 	// stateful one, over the same server (sessionless.go).
 	streamable, stateless := h.streamableHandlers(h.MCPServer(DownstreamHTTP), h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes)
+	stateless = h.sessionlessShortcut(stateless, h.cfg.Listen.MaxBodyBytes)
 	sse := mcp.NewSSEHandler(h.serverFor(h.MCPServer(DownstreamSSE)), nil)
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", refuseLargeBody(sessionless.ByProtocol(h.tasks.Handler(h.shortcutHandler(streamable, h.cfg.Listen.SessionTimeout, h.cfg.Listen.MaxBodyBytes)), h.tasks.Sessionless(stateless)), h.cfg.Listen.MaxBodyBytes))
 	mux.Handle("/sse", limitBody(sse, h.cfg.Listen.MaxBodyBytes))
+	mux.Handle("/mcp/{toolset}", refuseLargeBody(h.toolsetHandler(DownstreamHTTP), h.cfg.Listen.MaxBodyBytes))
+	mux.Handle("/sse/{toolset}", limitBody(h.toolsetHandler(DownstreamSSE), h.cfg.Listen.MaxBodyBytes))
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		if !h.mayAdminister(w, r) {
 			return

@@ -29,7 +29,9 @@ var serverImpl = &mcp.Implementation{Name: "mcphost", Title: "mcphost gateway", 
 
 // streamableHandlers returns the go-sdk's streamable HTTP handlers of srv:
 // the stateful one, whose idle sessions end after sessionTimeout, and the
-// stateless one for protocol 2026-07-28 behind the shortcut. Both limit
+// stateless one for protocol 2026-07-28 (/mcp puts the shortcut in front
+// of it; a toolset's endpoint does not, as the shortcut answers from /mcp's
+// view). Both limit
 // request bodies to maxBody. A stateless request's handler ends when its
 // HTTP request does (the client went away: nothing can receive the
 // answer), which cancels its upstream call.
@@ -44,7 +46,7 @@ func (h *Host) streamableHandlers(srv *mcp.Server, sessionTimeout time.Duration,
 		MaxRequestBodyBytes:          maxBody,
 		PropagateRequestCancellation: true,
 	})
-	return stateful, h.sessionlessShortcut(stateless, maxBody)
+	return stateful, stateless
 }
 
 // sessionlessShortcut answers the requests sessionless.Read takes and hands

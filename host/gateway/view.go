@@ -14,6 +14,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/search"
+	"github.com/mcphost-project/mcphost/host/toolset"
 )
 
 // view is the catalog as one caller sees it after policies: the tools in
@@ -33,6 +34,12 @@ type view struct {
 	newOnce sync.Once // the same for protocol 2026-07-28 (sessionless.go)
 	newEnc  []byte
 	newErr  error
+
+	// exposure ("": toolset.ExposureList) and always (exposed names) say
+	// how tools/list shows the view; a toolset's sets them (toolsets.go).
+	exposure string
+	always   []string
+	subsets  sync.Map // toolset name -> *subView, its part of this view (toolsets.go)
 }
 
 // answer is the tools/list result for req: a shallow copy of the cached
@@ -199,8 +206,17 @@ func (h *Host) PrepareViews(ctx context.Context, next Policy) {
 	h.views.mu.Unlock()
 }
 
-// view returns the caller's view of the current catalog.
+// view returns the caller's view of the current catalog, or of its part
+// the toolset of ctx serves.
 func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
+	v, err := h.callerView(ctx, caller)
+	if err != nil {
+		return nil, err
+	}
+	return v.in(toolset.FromContext(ctx)), nil
+}
+
+func (h *Host) callerView(ctx context.Context, caller abi.Caller) (*view, error) {
 	cat := h.cat.Load()
 	if !h.wants(abi.HookToolsList) {
 		return h.plainView(cat), nil

@@ -133,12 +133,13 @@ func WriteBusy(w http.ResponseWriter, status int, msg string) {
 }
 
 // OpensSession reports whether r would open a downstream session: a POST
-// to /mcp without Mcp-Session-Id, unless it is of protocol 2026-07-28,
-// which has no sessions; or a GET of /sse (sse), whose stream is its
-// session.
+// to /mcp (or a toolset's /mcp/NAME) without Mcp-Session-Id, unless it is
+// of protocol 2026-07-28, which has no sessions; or a GET of /sse (or
+// /sse/NAME: sse), whose stream is its session.
 func OpensSession(r *http.Request) (opens, sse bool) {
-	sse = r.URL.Path == "/sse" && r.Method == http.MethodGet
-	return sse || (r.URL.Path == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !wire.Sessionless(r)), sse
+	endpoint := Endpoint(r.URL.Path)
+	sse = endpoint == "/sse" && r.Method == http.MethodGet
+	return sse || (endpoint == "/mcp" && r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !wire.Sessionless(r)), sse
 }
 
 const retryAfterSeconds = 5

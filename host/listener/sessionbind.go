@@ -67,7 +67,9 @@ func BindSessions(next http.Handler, owners *SessionOwners, live func() map[stri
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := auth.FromContext(r.Context())
 		var sid string
-		switch r.URL.Path {
+		// A toolset's endpoints (/mcp/NAME, /sse/NAME) are bound alike:
+		// session ids are unique across endpoints.
+		switch Endpoint(r.URL.Path) {
 		case "/mcp":
 			if v := r.Header.Get("Mcp-Session-Id"); v != "" {
 				sid = "mcp:" + v
@@ -102,6 +104,18 @@ func BindSessions(next http.Handler, owners *SessionOwners, live func() map[stri
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Endpoint is "/mcp" for /mcp and a toolset's /mcp/NAME, "/sse" for /sse
+// and /sse/NAME, and path itself otherwise: what the limits, the session
+// binding and the drain take alike.
+func Endpoint(path string) string {
+	for _, e := range []string{"/mcp", "/sse"} {
+		if path == e || strings.HasPrefix(path, e+"/") {
+			return e
+		}
+	}
+	return path
 }
 
 // ownerRecorder catches the id of the session a response opens: from a

@@ -16,3 +16,14 @@ func FuzzEndpointSessionID(f *testing.F) {
 		}
 	})
 }
+
+func TestEndpoint(t *testing.T) {
+	for path, want := range map[string]string{
+		"/mcp": "/mcp", "/mcp/ide": "/mcp", "/sse": "/sse", "/sse/ide": "/sse",
+		"/mcpx": "/mcpx", "/status": "/status", "/": "/",
+	} {
+		if got := Endpoint(path); got != want {
+			t.Errorf("Endpoint(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

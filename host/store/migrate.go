@@ -140,6 +140,16 @@ INSERT INTO mcphost_revision (id, revision) VALUES (4, 0);`,
 	value   TEXT NOT NULL,
 	created BIGINT NOT NULL
 );`,
+	// 12: toolsets added through the admin API (toolsets.go), beside the
+	// config file's; their changes bump row 1 of mcphost_revision, as the
+	// servers' and quotas' do, so that replicas follow them by one poll.
+	12: `CREATE TABLE mcphost_toolsets (
+	name    TEXT PRIMARY KEY,
+	spec    TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL
+);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own
