@@ -3,11 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,8 +58,8 @@ func (h *Host) auditCall(tr *callTrace, start time.Time, caller abi.Caller, name
 	e := &audit.Entry{
 		ID:           audit.NewID(start),
 		Time:         start.UTC(),
-		Caller:       auditCaller(caller),
-		Name:         auditName(name),
+		Caller:       audit.CallerOf(caller),
+		Name:         audit.BoundedName(name),
 		Server:       tr.server,
 		Tool:         tr.tool,
 		Decisions:    tr.decisions,
@@ -108,51 +105,14 @@ func (h *Host) auditRequest(start time.Time, caller abi.Caller, method, server, 
 		Time:       start.UTC(),
 		Kind:       audit.KindRequest,
 		Method:     method,
-		Caller:     auditCaller(caller),
-		Name:       auditName(name),
+		Caller:     audit.CallerOf(caller),
+		Name:       audit.BoundedName(name),
 		Server:     server,
 		Decisions:  decisions,
 		Outcome:    outcome,
 		DurationMs: took,
 		PolicyMs:   took,
 	})
-}
-
-func auditCaller(c abi.Caller) audit.Caller {
-	return audit.Caller{Subject: c.Subject, Groups: c.Groups, Method: c.AuthMethod, Session: c.SessionID, Client: c.ClientName}
-}
-
-// listingAudit remembers, per caller, the tools policies hid from the
-// last listing written to the audit log, so that a listing is written
-// only when that changes.
-type listingAudit struct {
-	mu   sync.Mutex
-	last map[string][32]byte // caller key -> digest of the decisions last written
-}
-
-// maxListingCallers bounds listingAudit's memory; past it, it starts
-// over (and the next listing that hides tools from each caller is written
-// again).
-const maxListingCallers = 10000
-
-// changed reports whether steps differ from what was last written for
-// caller (nothing hidden, for a caller not seen yet), and remembers them.
-func (l *listingAudit) changed(callerKey string, steps []decision.Decision) bool {
-	var sum [32]byte
-	if len(steps) > 0 {
-		b, _ := json.Marshal(steps)
-		sum = sha256.Sum256(b)
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.last[callerKey] == sum {
-		return false
-	}
-	if l.last == nil || len(l.last) >= maxListingCallers {
-		l.last = map[string][32]byte{}
-	}
-	l.last[callerKey] = sum
-	return true
 }
 
 // listTools runs policy's listing for caller; with an audit log that wants
@@ -166,12 +126,12 @@ func (h *Host) listTools(ctx context.Context, policy Policy, in *abi.ToolsListIn
 	}
 	start := time.Now()
 	var steps []decision.Decision
-	tools, err := policy.ToolsList(decision.WithRecorder(ctx, func(d decision.Decision) { steps = append(steps, maskDecision(d)) }), in)
+	tools, err := policy.ToolsList(decision.WithRecorder(ctx, func(d decision.Decision) { steps = append(steps, audit.MaskDecision(d)) }), in)
 	if err != nil {
 		return nil, err
 	}
 	key, err := json.Marshal(in.Caller)
-	if err != nil || !h.listings.changed(string(key), steps) {
+	if err != nil || !h.listings.Changed(string(key), steps) {
 		return tools, nil
 	}
 	outcome := CallOK
@@ -180,7 +140,7 @@ func (h *Host) listTools(ctx context.Context, policy Policy, in *abi.ToolsListIn
 	}
 	took := audit.Millis(time.Since(start))
 	h.audit.Log.Record(&audit.Entry{
-		ID: audit.NewID(start), Time: start.UTC(), Kind: audit.KindListing, Caller: auditCaller(in.Caller),
+		ID: audit.NewID(start), Time: start.UTC(), Kind: audit.KindListing, Caller: audit.CallerOf(in.Caller),
 		Name: "tools/list", Decisions: steps, Outcome: outcome, DurationMs: took, PolicyMs: took,
 	})
 	return tools, nil
@@ -201,12 +161,4 @@ func callOutcome(tr *callTrace, res mcp.Result, err error) string {
 		return CallToolError
 	}
 	return CallOK
-}
-
-// auditName keeps a name a client sent bounded in the log.
-func auditName(name string) string {
-	if len(name) > 256 {
-		name = name[:256]
-	}
-	return strings.ToValidUTF8(name, "\uFFFD")
 }

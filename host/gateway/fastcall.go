@@ -14,6 +14,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // A plain tools/call on an established streamable HTTP session is answered
@@ -96,7 +97,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	defer e.calls.remove(key)
 
 	caller := trackedCaller(d, e.ss, DownstreamHTTP)
-	caller.Meta = requestMeta(meta)
+	caller.Meta = sessionless.CallerMeta(meta)
 	res, err := h.fastCallResult(ctx, caller, &mcp.CallToolParamsRaw{Meta: meta, Name: p.Name, Arguments: p.Args}, e.ss)
 	// What the upstream sent during the call goes out first, as on the
 	// go-sdk path (on the standalone stream: see above).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // A cached tools/list answer is written straight from the encoded listing
@@ -271,7 +272,7 @@ func (v *view) encoded() ([]byte, error) {
 }
 
 // fastListMeta reads a tools/list request's _meta as the go-sdk's path
-// does (its decoder into mcp.Meta, then requestMeta), so that the shortcut
+// does (its decoder into mcp.Meta, then sessionless.CallerMeta), so that the shortcut
 // asks for the very view, and gets the very bytes, that the go-sdk's
 // handler would.
 func fastListMeta(raw json.RawMessage) (json.RawMessage, bool) {
@@ -279,5 +280,5 @@ func fastListMeta(raw json.RawMessage) (json.RawMessage, bool) {
 	if !ok {
 		return nil, false
 	}
-	return requestMeta(m), true
+	return sessionless.CallerMeta(m), true
 }

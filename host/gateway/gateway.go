@@ -344,7 +344,7 @@ func (h *Host) callerOf(req mcp.Request, transport string) abi.Caller {
 	c := h.sessionCaller(ss, transport)
 	// Params may be a typed nil (tools/list without params).
 	if p := req.GetParams(); !wire.IsNilParams(p) {
-		c.Meta = requestMeta(p.GetMeta())
+		c.Meta = sessionless.CallerMeta(p.GetMeta())
 	}
 	if c.Subject == "" {
 		// A session the host does not track: what the request says.
@@ -395,47 +395,4 @@ func trackedCaller(d *downstream, ss *mcp.ServerSession, transport string) abi.C
 		c.ClientVersion = ip.ClientInfo.Version
 	}
 	return c
-}
-
-// requestMeta keeps the parts of a request's _meta that describe the caller;
-// the progress token changes per request and would defeat view caching.
-// What protocol 2026-07-28 puts in every request's _meta instead of a
-// session's initialize (version, client info and capabilities, log level)
-// is left out too: the Caller has the client's name and version from it
-// (sessionCaller), so a policy sees one client alike at every version.
-func requestMeta(m map[string]any) json.RawMessage {
-	if len(m) == 0 {
-		return nil
-	}
-	drop := func(k string) bool { return k == "progressToken" || sessionless.PerRequestMeta(k) }
-	dropped := 0
-	for k := range m {
-		if drop(k) {
-			dropped++
-		}
-	}
-	if dropped == len(m) {
-		return nil // a 2026-07-28 request's usual _meta: nothing about the caller
-	}
-	for k := range m {
-		if !drop(k) {
-			continue
-		}
-		m2 := make(map[string]any, len(m))
-		for k, v := range m {
-			if !drop(k) {
-				m2[k] = v
-			}
-		}
-		m = m2
-		break
-	}
-	if len(m) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return b
 }

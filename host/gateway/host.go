@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/codemode"
@@ -103,9 +104,9 @@ type Host struct {
 	policy       Policy
 	noShortcuts  bool
 	observer     Observer
-	audit        *AuditOptions     // nil: no audit log
-	tracer       *telemetry.Tracer // nil: no traces
-	listings     listingAudit      // what the audit log last heard of each caller's listing
+	audit        *AuditOptions        // nil: no audit log
+	tracer       *telemetry.Tracer    // nil: no traces
+	listings     audit.ListingChanges // what the audit log last heard of each caller's listing
 	metrics      http.Handler
 	secrets      *usersecrets.Keeper
 	authn        atomic.Pointer[auth.Authenticator] // nil: the HTTP endpoint does not authenticate; replaced by Reconfigure
@@ -189,7 +190,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		byName:       make(map[string]*upstream.Server, len(cfg.Servers)),
 	}
 	h.tasks = &tasks.Service{IDs: tasks.NewIDs(cfg.Tasks.Key), Runner: tasks.NewRunner(cfg.Tasks), Sessions: taskSessions{h}, Log: log.Named("tasks")}
-	a, err := newAuthenticator(cfg.Listen, log.Named("auth"))
+	a, err := listener.NewAuthenticator(cfg.Listen, log.Named("auth"))
 	if err != nil {
 		return nil, err
 	}

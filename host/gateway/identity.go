@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/auth"
@@ -21,33 +20,8 @@ import (
 // session table keeps its identity, which every hook's Caller carries.
 
 // DefaultAdminGroup is the group whose keys may read /status when
-// listen.auth names no admin_groups (OAuth tokens then never may); the
-// auth_token shorthand's key is in it.
-const DefaultAdminGroup = "admins"
-
-// newAuthenticator builds the endpoint's authenticator from l.Auth and the
-// auth_token shorthand; nil when neither is set.
-func newAuthenticator(l listener.Config, log hclog.Logger) (*auth.Authenticator, error) {
-	var cfg auth.Config
-	if l.Auth != nil {
-		cfg = *l.Auth
-		cfg.Keys = append([]auth.Key(nil), cfg.Keys...)
-	}
-	if l.AuthToken != "" {
-		k := auth.KeyFromValue("auth_token", l.AuthToken)
-		k.Subject, k.Groups = "token", []string{DefaultAdminGroup}
-		cfg.Keys = append(cfg.Keys, k)
-	}
-	if !cfg.Enabled() {
-		return nil, nil
-	}
-	if len(cfg.AdminGroups) == 0 {
-		// The default group counts for keys only: an identity provider's
-		// groups claim could name "admins" for anyone.
-		cfg.AdminGroups, cfg.AdminKeysOnly = []string{DefaultAdminGroup}, true
-	}
-	return auth.New(cfg, log)
-}
+// listen.auth names no admin_groups (listener.DefaultAdminGroup).
+const DefaultAdminGroup = listener.DefaultAdminGroup
 
 // stdioIdentity is the identity listen.auth gives a stdio client.
 func (h *Host) stdioIdentity() *auth.Identity {

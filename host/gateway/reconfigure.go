@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
@@ -75,7 +76,7 @@ func (h *Host) apply(cfg Config, swapPolicy func()) ([]<-chan struct{}, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	authn, err := newAuthenticator(cfg.Listen, h.log.Named("auth"))
+	authn, err := listener.NewAuthenticator(cfg.Listen, h.log.Named("auth"))
 	if err != nil {
 		return nil, err
 	}

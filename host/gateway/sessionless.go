@@ -84,7 +84,7 @@ func (h *Host) answerSessionless(w http.ResponseWriter, r *http.Request, req *se
 	if req.Client != nil {
 		caller.ClientName, caller.ClientVersion = req.Client.Name, req.Client.Version
 	}
-	caller.Meta = requestMeta(req.Meta)
+	caller.Meta = sessionless.CallerMeta(req.Meta)
 	if req.Method == "tools/list" {
 		v, err := h.view(ctx, caller)
 		var listing []byte

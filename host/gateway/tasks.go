@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/auth"
+	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/tasks"
 )
 
@@ -41,7 +42,7 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 	if id, ok := session.(*auth.Identity); ok {
 		id.Fill(&caller)
 	}
-	caller.Meta = requestMeta(meta)
+	caller.Meta = sessionless.CallerMeta(meta)
 	c, ticket, res, err := h.admitted(ctx, caller, p.Name, p.Arguments, tr)
 	switch {
 	case c == nil:

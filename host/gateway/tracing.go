@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcphost-project/mcphost/abi/decision"
+	"github.com/mcphost-project/mcphost/host/audit"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 	"github.com/mcphost-project/mcphost/internal/secrets"
@@ -60,22 +61,6 @@ func endRequestSpan(span trace.Span, res mcp.Result, err error) {
 	span.End()
 }
 
-// maskDecision masks what a plugin's decision says (its reason, its error,
-// the paths it changed) as everything else that leaves the process is:
-// a reason may quote a credential, and a path name a key that a later
-// policy masks.
-func maskDecision(d decision.Decision) decision.Decision {
-	d.Reason, d.Error = secrets.MaskText(d.Reason), secrets.MaskText(d.Error)
-	if len(d.Paths) > 0 {
-		paths := make([]string, len(d.Paths))
-		for i, p := range d.Paths {
-			paths[i] = secrets.MaskText(p)
-		}
-		d.Paths = paths
-	}
-	return d
-}
-
 // hookSpan starts the span of one policy hook on a call; its note, given
 // each plugin's decision as the chain makes it, adds a span per plugin
 // (from the previous plugin's end to its own: the chain runs them one
@@ -85,14 +70,14 @@ func (h *Host) hookSpan(ctx context.Context, hook string, tr *callTrace) (contex
 	auditing := tr != nil && tr.audit
 	if h.tracer == nil {
 		if auditing {
-			return ctx, nil, func(d decision.Decision) { tr.note(maskDecision(d)) }
+			return ctx, nil, func(d decision.Decision) { tr.note(audit.MaskDecision(d)) }
 		}
 		return ctx, nil, nil
 	}
 	ctx, span := h.tracer.Start(ctx, "policy "+hook, trace.SpanKindInternal, attribute.String("mcphost.hook", hook))
 	last := time.Now()
 	note := func(d decision.Decision) {
-		d = maskDecision(d)
+		d = audit.MaskDecision(d)
 		now := time.Now()
 		attrs := []attribute.KeyValue{attribute.String("mcphost.plugin", d.Plugin), attribute.String("mcphost.action", d.Action)}
 		if d.Reason != "" {

@@ -28,6 +28,7 @@
 package sessionless
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -76,4 +77,47 @@ func PerRequestMeta(k string) bool {
 		return true
 	}
 	return false
+}
+
+// CallerMeta keeps the parts of a request's _meta that describe the caller;
+// the progress token changes per request and would defeat view caching.
+// What protocol 2026-07-28 puts in every request's _meta instead of a
+// session's initialize (version, client info and capabilities, log level)
+// is left out too: the Caller has the client's name and version from it
+// (the gateway's sessionCaller), so a policy sees one client alike at every version.
+func CallerMeta(m map[string]any) json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	drop := func(k string) bool { return k == "progressToken" || PerRequestMeta(k) }
+	dropped := 0
+	for k := range m {
+		if drop(k) {
+			dropped++
+		}
+	}
+	if dropped == len(m) {
+		return nil // a 2026-07-28 request's usual _meta: nothing about the caller
+	}
+	for k := range m {
+		if !drop(k) {
+			continue
+		}
+		m2 := make(map[string]any, len(m))
+		for k, v := range m {
+			if !drop(k) {
+				m2[k] = v
+			}
+		}
+		m = m2
+		break
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
 }
