@@ -50,7 +50,7 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 		start := time.Now()
 		defer func() { h.observeCall(tr, start, caller, name, args, res, err) }()
 	}
-	if name == codemode.ToolName && h.Config().Tools.Exposure == catalog.ExposureCode && !h.closed.Load() {
+	if name == codemode.ToolName && h.exposure(ctx).Exposure == catalog.ExposureCode && !h.closed.Load() {
 		return h.runCode(ctx, caller, args, ss) // codemode.go
 	}
 	c, ticket, res, err := h.admitted(ctx, caller, name, args, tr)

@@ -305,7 +305,7 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: wire.ErrorText(err)}
 		}
-		if x := h.searchExposure(ss); x != nil {
+		if x := h.searchExposure(ctx); x != nil {
 			found, _ := h.found(ss)
 			return catalog.ListAnswer(req, search.List(v.tools, x.Always, found), true), nil
 		}

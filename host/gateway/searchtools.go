@@ -11,14 +11,24 @@ import (
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/internal/outbox"
 	"github.com/mcphost-project/mcphost/host/search"
+	"github.com/mcphost-project/mcphost/host/toolset"
 )
 
 // The hooks of tools.exposure = "search"; host/search does the work, and
 // every name but the three search tools is called as always, listed or not.
 
-// searchExposure returns the tools config of a session's endpoint when it
-// exposes its tools by search, or nil when it lists them.
-func (h *Host) searchExposure(*mcp.ServerSession) *catalog.ToolsConfig { return h.searching.Load() }
+// searchExposure returns the tools config of the endpoint of ctx (a
+// toolset's, or /mcp's) when it exposes its tools by search, or nil when
+// it does not.
+func (h *Host) searchExposure(ctx context.Context) *catalog.ToolsConfig {
+	if toolset.FromContext(ctx) == nil {
+		return h.searching.Load()
+	}
+	if x := h.exposure(ctx); x.Exposure == catalog.ExposureSearch {
+		return &x
+	}
+	return nil
+}
 
 // exposeTools takes a new tools config (New, Reconfigure) and reports
 // whether sessions' listings change with it.
@@ -43,7 +53,7 @@ func (h *Host) found(ss *mcp.ServerSession) (*search.Found, *downstream) {
 // searchCall answers a call of one of the search tools under search
 // exposure; handled is false for any other call.
 func (h *Host) searchCall(ctx context.Context, caller abi.Caller, p *mcp.CallToolParamsRaw, ss *mcp.ServerSession) (res mcp.Result, handled bool, err error) {
-	x := h.searchExposure(ss)
+	x := h.searchExposure(ctx)
 	if x == nil || !search.IsMeta(p.Name) {
 		return nil, false, nil
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/toolset"
 	"github.com/mcphost-project/mcphost/host/upstream"
 )
@@ -124,5 +126,62 @@ func TestToolsetPromptsAndResourcesFollowServers(t *testing.T) {
 	}
 	if res, err := upCS.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "secret://note"}); err != nil || len(res.Contents) == 0 {
 		t.Errorf("/mcp/up reading its own resource: %v %v", res, err)
+	}
+}
+
+// TestToolsetExposures: a toolset's exposure is its endpoint's, whatever
+// /mcp's: search lists the search tools (and finds only the toolset's
+// tools), code lists run_code, and list lists the toolset's tools even
+// under code mode on /mcp.
+func TestToolsetExposures(t *testing.T) {
+	h := startHost(t, Config{
+		Servers: []upstream.ServerConfig{stdioServer("up")},
+		Tools:   catalog.ToolsConfig{Exposure: catalog.ExposureCode},
+		Toolsets: []toolset.Toolset{
+			{Name: "find", Tools: []string{"echo", "pid"}, Exposure: toolset.ExposureSearch},
+			{Name: "script", Tools: []string{"echo"}, Exposure: toolset.ExposureCode},
+			{Name: "plain", Tools: []string{"echo", "pid"}},
+		},
+	}, nil)
+	base := httptestServer(t, h)
+	list := func(name string) (*mcp.ClientSession, []string) {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: base + name}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("%s: tools/list: %v", name, err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		slices.Sort(names)
+		return cs, names
+	}
+	if _, got := list("/mcp"); !slices.Equal(got, []string{"run_code"}) {
+		t.Errorf("/mcp under code mode lists %v", got)
+	}
+	if _, got := list("/mcp/plain"); !slices.Equal(got, []string{"up__echo", "up__pid"}) {
+		t.Errorf("/mcp/plain lists %v, want its two tools", got)
+	}
+	if _, got := list("/mcp/script"); !slices.Equal(got, []string{"run_code"}) {
+		t.Errorf("/mcp/script lists %v, want run_code", got)
+	}
+	cs, got := list("/mcp/find")
+	if !slices.Equal(got, []string{"call_tool", "describe_tools", "search_tools"}) {
+		t.Fatalf("/mcp/find lists %v, want the search tools", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "process id", "limit": 10}})
+	if err != nil || res.IsError {
+		t.Fatalf("search_tools: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), "up__pid") || strings.Contains(string(b), "up__crash") {
+		t.Errorf("search at /mcp/find answered %s: want up__pid and nothing outside the toolset", b)
 	}
 }

@@ -23,7 +23,8 @@ import (
 type view struct {
 	tools  []abi.Tool
 	routes map[string]catalog.Route
-	result *mcp.ListToolsResult
+	result *mcp.ListToolsResult             // what tools/list answers (run_code alone under code mode)
+	all    []*mcp.Tool                      // every tool of the view, as listed, in the order of tools
 	params map[string][]paramheader.Binding // x-mcp-header bindings by name, as the caller sees the tool
 
 	scope search.ScopeCache // the view searchable (searchtools.go)
@@ -213,7 +214,7 @@ func (h *Host) view(ctx context.Context, caller abi.Caller) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.in(toolset.FromContext(ctx)), nil
+	return v.in(toolset.FromContext(ctx), h.Config().Code), nil
 }
 
 func (h *Host) callerView(ctx context.Context, caller abi.Caller) (*view, error) {
@@ -300,5 +301,6 @@ func newView(cat *catalog.Catalog, tools []abi.Tool) (*view, error) {
 			v.params[t.Name] = b
 		}
 	}
+	v.all = v.result.Tools
 	return v, nil
 }
