@@ -380,7 +380,7 @@ func upstreamErrorResult(server string, timeout time.Duration, err error) *mcp.C
 		return wire.ToolError("server %q: call timed out after %s", server, timeout)
 	case errors.Is(err, context.Canceled):
 		return wire.ToolError("server %q: call cancelled", server)
-	case closedUnder(err):
+	case upstream.ClosedUnder(err):
 		return wire.ToolError("server %q: connection closed during the call: %s", server, wire.ErrorText(err))
 	}
 	return wire.ToolError("server %q: %s", server, wire.ErrorText(err))

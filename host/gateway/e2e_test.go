@@ -193,12 +193,12 @@ func TestNeverSentReadsTheGoSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"}); err == nil || neverSent(err) {
-		t.Errorf("a call cut by a crash: %v; neverSent = %v, want false", err, neverSent(err))
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash"}); err == nil || upstream.NeverSent(err) {
+		t.Errorf("a call cut by a crash: %v; NeverSent = %v, want false", err, upstream.NeverSent(err))
 	}
 	cs.Close()
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"}); !neverSent(err) {
-		t.Errorf("a call on a closed connection: %v; neverSent = false, want true", err)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pid"}); !upstream.NeverSent(err) {
+		t.Errorf("a call on a closed connection: %v; NeverSent = false, want true", err)
 	}
 }
 

@@ -4,11 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"strings"
-	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,7 +49,7 @@ func (h *Host) forward(ctx context.Context, ss *mcp.ServerSession, u *upstream.S
 		return err
 	}
 	err = h.sendOn(ctx, ss, u, cs, done, fn)
-	if neverSent(err) && ctx.Err() == nil {
+	if upstream.NeverSent(err) && ctx.Err() == nil {
 		// The connection was found gone before the request was written
 		// (the server died since the last call): nothing reached the
 		// server, so the request goes once more, on the connection that
@@ -81,48 +76,10 @@ func (h *Host) sendOn(ctx context.Context, ss *mcp.ServerSession, u *upstream.Se
 		defer h.calls.enter(cs, ss, ctx)()
 	}
 	err := fn(ctx, cs)
-	if transportFailed(err) {
+	if upstream.TransportFailed(err) {
 		u.Lost(cs, err) // do not hand the dead session to the next call
 	}
 	return err
-}
-
-// neverSent reports whether err says that a request failed before it was
-// written to its connection: a raw call's (notSent), or the go-sdk's
-// refusal of a call on a connection that is shutting down (its jsonrpc2
-// ErrClientClosing, which it reports only for calls it did not send, and
-// passes on only as text).
-func neverSent(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ns upstream.NotSent
-	return errors.As(err, &ns) || errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), ": client is closing")
-}
-
-// transportFailed reports whether err says the connection to an upstream
-// is gone, rather than that the server answered with an error or the call
-// ran out of time: a closed connection (closedUnder), or, over HTTP, a
-// request that got no HTTP answer at all (refused, reset, cut: the go-sdk
-// wraps the HTTP client's *url.Error). An HTTP error status (502, 503,
-// 429) is not: the go-sdk calls those transient, and one must not cost a
-// shared session.
-func transportFailed(err error) bool {
-	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var op *net.OpError
-	var ue *url.Error
-	return closedUnder(err) || errors.As(err, &op) || errors.As(err, &ue) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// closedUnder reports whether err says the connection closed under a
-// request: the go-sdk's ErrConnectionClosed, or the end of a stdio
-// server's output when it died mid-call, which the go-sdk passes on as a
-// bare EOF.
-func closedUnder(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // upstreamMeta copies a request's _meta for the upstream, replacing a
