@@ -22,11 +22,24 @@ const plainKey = "plain:"
 // bytes, made by the first process that asks; when several ask at once,
 // the first write stays and all read it. With the store's key it is kept
 // sealed, bound to its name.
+//
+// A key that does not open with the store's key (which was changed) is
+// replaced by a new one sealed with it: what it sealed is short-lived (the requestStates of calls in
+// rounds, good for minutes), and a process that could not start over it
+// would be worse than those calls failing once.
 func (s *Store) SharedKey(ctx context.Context, name string) ([]byte, error) {
-	if k, ok, err := s.readKey(ctx, name); err != nil || ok {
+	k, ok, err := s.readKey(ctx, name)
+	var stale errStaleKey
+	if errors.As(err, &stale) && s.seal != nil {
+		if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM mcphost_keys WHERE name = ? AND value = ?`), name, stale.value); err != nil {
+			return nil, fmt.Errorf("store: shared key %q: replacing one that does not open: %w", name, err)
+		}
+		k, ok, err = s.readKey(ctx, name) // another process may have replaced it first
+	}
+	if err != nil || ok {
 		return k, err
 	}
-	k := make([]byte, SharedKeySize)
+	k = make([]byte, SharedKeySize)
 	if _, err := rand.Read(k); err != nil {
 		return nil, fmt.Errorf("store: shared key %q: %w", name, err)
 	}
@@ -41,7 +54,7 @@ func (s *Store) SharedKey(ctx context.Context, name string) ([]byte, error) {
 		name, v, time.Now().Unix()); err != nil {
 		return nil, fmt.Errorf("store: shared key %q: %w", name, err)
 	}
-	k, ok, err := s.readKey(ctx, name)
+	k, ok, err = s.readKey(ctx, name)
 	if err == nil && !ok {
 		err = fmt.Errorf("store: shared key %q: written, then not found", name)
 	}
@@ -67,7 +80,16 @@ func (s *Store) readKey(ctx context.Context, name string) ([]byte, bool, error) 
 		err = fmt.Errorf("it is %d bytes, not %d", len(k), SharedKeySize)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("store: shared key %q: %w", name, err)
+		return nil, false, fmt.Errorf("store: shared key %q: %w", name, errStaleKey{value: v, err: err})
 	}
 	return k, true, nil
 }
+
+// errStaleKey is a stored shared key that does not open (or is not one).
+type errStaleKey struct {
+	value string // as stored
+	err   error
+}
+
+func (e errStaleKey) Error() string { return e.err.Error() }
+func (e errStaleKey) Unwrap() error { return e.err }

@@ -46,6 +46,17 @@ func TestSharedKey(t *testing.T) {
 			if _, err := open(t, o2).SharedKey(ctx, "round-state"); err == nil {
 				t.Error("a store without the key read a sealed shared key")
 			}
+			// The store key changed: the old shared key is replaced, so
+			// that the process starts (what it sealed lived minutes).
+			o3 := o
+			o3.Key = bytes.Repeat([]byte{8}, len(testKey))
+			k3, err := open(t, o3).SharedKey(ctx, "round-state")
+			if err != nil || len(k3) != store.SharedKeySize || bytes.Equal(k3, ka) {
+				t.Errorf("with another store key: %x %v, want a new key", k3, err)
+			}
+			if k, err := open(t, o3).SharedKey(ctx, "round-state"); err != nil || !bytes.Equal(k, k3) {
+				t.Errorf("asked again with that key: %x %v, want %x", k, err, k3)
+			}
 		})
 	}
 }
