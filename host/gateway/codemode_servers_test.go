@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/host/catalog"
 	"github.com/mcphost-project/mcphost/host/codemode"
+	"github.com/mcphost-project/mcphost/host/tokens"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
@@ -24,10 +25,12 @@ import (
 // everything-server; the clock and notes examples): the listing, and a
 // task of three steps as plain calls and as one script: list a directory
 // of 20 files, make an entity of each in the memory graph, then say how
-// many entities the graph holds. Bytes are what the model reads (the
-// listing, each result's content) and writes (each call's name and
-// arguments); tokens are bytes/4, an estimate. docs/BENCHMARKS.md
-// records the figures. Skipped without npx, and under -short.
+// many entities the graph holds; and the same with search exposure, the
+// model finding each tool with search_tools first. What the model reads
+// (the listing, each result's content) and writes (each call's name and
+// arguments) is counted in bytes and in cl100k_base tokens (host/tokens).
+// docs/BENCHMARKS.md records the figures. Skipped without npx, and under
+// -short.
 func TestCodeModeSixServers(t *testing.T) {
 	if _, err := exec.LookPath("npx"); err != nil || testing.Short() {
 		t.Skip("npx is not installed, or -short")
@@ -58,20 +61,39 @@ func TestCodeModeSixServers(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	size := func(v any) int {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
+	// cost is what the model reads or writes: bytes and tokens.
+	type cost struct{ bytes, tokens int }
+	add := func(c *cost, parts ...any) {
+		t.Helper()
+		for _, v := range parts {
+			s, ok := v.(string)
+			if !ok {
+				b, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s = string(b)
+			}
+			n, err := tokens.Count(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.bytes, c.tokens = c.bytes+len(s), c.tokens+n
 		}
-		return len(b)
 	}
-	call := func(cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, int) {
+	size := func(v any) cost {
+		var c cost
+		add(&c, v)
+		return c
+	}
+	call := func(cs *mcp.ClientSession, task *cost, name string, args map[string]any) *mcp.CallToolResult {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v %s", name, err, res, text(t, res))
 		}
-		return res, len(name) + size(args) + size(res.Content)
+		add(task, name, args, res.Content)
+		return res
 	}
 
 	plain := connectHTTP(t, startHost(t, Config{Servers: servers()}, nil), nil)
@@ -80,21 +102,48 @@ func TestCodeModeSixServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	plainList, plainTools := size(list), len(list.Tools)
-	res, n1 := call(plain, "files__list_directory", map[string]any{"path": files})
+	var plainTask cost
+	res := call(plain, &plainTask, "files__list_directory", map[string]any{"path": files})
 	var entities []any
 	for _, line := range strings.Split(text(t, res), "\n") {
 		if name, ok := strings.CutPrefix(line, "[FILE] "); ok {
 			entities = append(entities, map[string]any{"name": name, "entityType": "file", "observations": []string{}})
 		}
 	}
-	_, n2 := call(plain, "memory__create_entities", map[string]any{"entities": entities})
-	res, n3 := call(plain, "memory__read_graph", map[string]any{})
+	call(plain, &plainTask, "memory__create_entities", map[string]any{"entities": entities})
+	res = call(plain, &plainTask, "memory__read_graph", map[string]any{})
 	var graph struct{ Entities []any }
 	json.Unmarshal([]byte(text(t, res)), &graph)
 	if len(entities) != 20 || len(graph.Entities) != 20 {
 		t.Fatalf("plain calls: %d files, %d entities", len(entities), len(graph.Entities))
 	}
-	plainTask := n1 + n2 + n3
+
+	// Search: each step's tool found first, then called by its name.
+	searching := connectHTTP(t, startHost(t, Config{Servers: servers(), Tools: catalog.ToolsConfig{Exposure: catalog.ExposureSearch}}, nil), nil)
+	list, err = searching.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	searchList := size(list)
+	var searchTask cost
+	for _, step := range []struct {
+		query, tool string
+		args        map[string]any
+	}{
+		{"list the files in a folder", "files__list_directory", map[string]any{"path": files}},
+		{"add entities to the knowledge graph", "memory__create_entities", map[string]any{"entities": entities}},
+		{"read the whole knowledge graph", "memory__read_graph", map[string]any{}},
+	} {
+		found := call(searching, &searchTask, "search_tools", map[string]any{"query": step.query, "limit": 5})
+		if !strings.Contains(text(t, found), step.tool) {
+			t.Fatalf("search_tools %q did not find %s:\n%s", step.query, step.tool, text(t, found))
+		}
+		res = call(searching, &searchTask, step.tool, step.args)
+	}
+	json.Unmarshal([]byte(text(t, res)), &graph)
+	if len(graph.Entities) != 20 {
+		t.Fatalf("with search: %d entities", len(graph.Entities))
+	}
 
 	code := connectHTTP(t, startHost(t, Config{Servers: servers(), Tools: catalog.ToolsConfig{Exposure: catalog.ExposureCode}}, nil), nil)
 	list, err = code.ListTools(ctx, nil)
@@ -108,10 +157,13 @@ func TestCodeModeSixServers(t *testing.T) {
 	script := `const names = tools.files__list_directory({path: ` + fmt.Sprintf("%q", files) + `}).content.split("\n").filter((l) => l.startsWith("[FILE] ")).map((l) => l.slice(7));
 tools.memory__create_entities({entities: names.map((name) => ({name, entityType: "file", observations: []}))});
 return tools.memory__read_graph({}).entities.length;`
-	res, codeTask := call(code, codemode.ToolName, map[string]any{"code": script})
+	var codeTask cost
+	res = call(code, &codeTask, codemode.ToolName, map[string]any{"code": script})
 	if got := text(t, res); got != "20" {
 		t.Fatalf("code mode answered %s", got)
 	}
-	t.Logf("listing: plain %d bytes ≈ %d tokens (%d tools); code mode %d bytes ≈ %d tokens (run_code declaring them)", plainList, plainList/4, plainTools, codeList, codeList/4)
-	t.Logf("task: plain calls %d bytes ≈ %d tokens in 3 round trips; code mode %d bytes ≈ %d tokens in 1", plainTask, plainTask/4, codeTask, codeTask/4)
+	t.Logf("listing (cl100k_base tokens): plain %d bytes, %d tokens (%d tools); search %d bytes, %d tokens; code mode %d bytes, %d tokens (run_code declaring them)",
+		plainList.bytes, plainList.tokens, plainTools, searchList.bytes, searchList.tokens, codeList.bytes, codeList.tokens)
+	t.Logf("task: plain calls %d bytes, %d tokens in 3 round trips; search %d bytes, %d tokens in 6; code mode %d bytes, %d tokens in 1",
+		plainTask.bytes, plainTask.tokens, searchTask.bytes, searchTask.tokens, codeTask.bytes, codeTask.tokens)
 }
