@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -290,30 +291,35 @@ func (rd *readme) env() []string {
 	if rd.node != "" {
 		path += ":" + rd.node
 	}
-	env := []string{
-		"PATH=" + path + ":" + os.Getenv("PATH"),
-		"HOME=" + rd.home,
-		"npm_config_yes=true", "npm_config_update_notifier=false", "npm_config_fund=false",
+	// The user's environment (proxies, CA bundles npm needs), with a
+	// home of the test's and the variables the commands read set here.
+	set := map[string]string{
+		"PATH": path + ":" + os.Getenv("PATH"),
+		"HOME": rd.home,
+		// npx installs the Inspector once, and need not ask the registry
+		// again for a version it has.
+		"npm_config_yes": "true", "npm_config_prefer_offline": "true",
+		"npm_config_update_notifier": "false", "npm_config_fund": "false",
 	}
 	if rd.npmDir != "" {
-		env = append(env, "npm_config_cache="+rd.npmDir)
+		set["npm_config_cache"] = rd.npmDir
 	}
-	for _, k := range []string{"GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS", "GOPROXY", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
+	for k, def := range map[string]func() string{
+		"GOCACHE": func() string { d, _ := os.UserCacheDir(); return filepath.Join(d, "go-build") },
+		"GOPATH":  func() string { h, _ := os.UserHomeDir(); return filepath.Join(h, "go") },
+	} {
+		if _, ok := os.LookupEnv(k); !ok {
+			set[k] = def()
 		}
 	}
-	if _, ok := os.LookupEnv("GOCACHE"); !ok {
-		if d, err := os.UserCacheDir(); err == nil {
-			env = append(env, "GOCACHE="+filepath.Join(d, "go-build"))
+	maps.Copy(set, rd.environ)
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); set[k] == "" && !strings.HasPrefix(k, "MCPHOST_") {
+			env = append(env, kv)
 		}
 	}
-	if _, ok := os.LookupEnv("GOPATH"); !ok {
-		if h, err := os.UserHomeDir(); err == nil {
-			env = append(env, "GOPATH="+filepath.Join(h, "go"))
-		}
-	}
-	for k, v := range rd.environ {
+	for k, v := range set {
 		env = append(env, k+"="+v)
 	}
 	return env
