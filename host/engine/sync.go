@@ -58,12 +58,12 @@ func (e *Engine) mergedStore(ctx context.Context, file *config.File) (gateway.Co
 		}
 		e.log.Warn("a stored server is not served: its definition is refused", "server", sv.Name, "error", err)
 	}
-	qs, err := e.storedQuotas(ctx, file)
+	qs, err := quotaKind.applied(ctx, e, file)
 	if err != nil {
 		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
 	cfg.Quotas = append(slices.Clip(file.Host.Quotas), qs...)
-	ts, err := e.storedToolsets(ctx, file)
+	ts, err := toolsetKind.applied(ctx, e, file)
 	if err != nil {
 		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
