@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcphost-project/mcphost/host/config"
@@ -99,10 +100,10 @@ func (e *Engine) startPolling(interval time.Duration) {
 	// Users apart, and more often: a revoked key must stop within a
 	// second on every replica, and the users revision is one row.
 	e.polling.Add(1)
-	go e.pollUsers(ctx, min(interval, UsersPoll))
+	go e.pollRevision(ctx, min(interval, UsersPoll), e.usersPoll())
 	if e.secrets != nil {
 		e.polling.Add(1)
-		go e.pollCallerSecrets(ctx, min(interval, UsersPoll))
+		go e.pollRevision(ctx, min(interval, UsersPoll), e.callerSecretsPoll())
 	}
 	e.polling.Add(1)
 	go func() {
@@ -162,3 +163,55 @@ func (e *Engine) pollOnce(ctx context.Context, interval time.Duration) error {
 
 // Store is the engine's store, nil without one.
 func (e *Engine) Store() *store.Store { return e.store }
+
+// revisionPoll is a revision of the store that the engine polls apart
+// from the servers', and more often (usersPoll, callerSecretsPoll).
+type revisionPoll struct {
+	revision func(context.Context) (int64, error)
+	mu       *sync.Mutex
+	seen     *int64 // the revision last synced, under mu
+	sync     func(context.Context) error
+	// lost is logged when the revision cannot be read, back when it can
+	// again.
+	lost, back string
+}
+
+// pollRevision looks at p's revision every interval and syncs when it
+// moved, until ctx ends.
+func (e *Engine) pollRevision(ctx context.Context, interval time.Duration, p revisionPoll) {
+	defer e.polling.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := p.once(ctx, interval)
+		switch {
+		case err != nil && !failing && ctx.Err() == nil:
+			e.log.Warn(p.lost, "error", err)
+		case err == nil && failing:
+			e.log.Info(p.back)
+		}
+		failing = err != nil
+	}
+}
+
+func (p revisionPoll) once(ctx context.Context, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
+	defer cancel()
+	rev, err := p.revision(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	seen := *p.seen
+	p.mu.Unlock()
+	if rev == seen {
+		return nil
+	}
+	return p.sync(ctx)
+}
