@@ -158,7 +158,7 @@ func (e *Engine) callerSecretsPoll() revisionPoll {
 	return revisionPoll{
 		revision: e.store.CallerSecretsRevision, mu: &e.secretsMu, seen: &e.secretsRev,
 		sync: func(ctx context.Context) error { return e.syncCallerSecrets(ctx, true) },
-		lost: "the store's callers' secrets cannot be read; their sessions are restarted once they can",
-		back: "the store's callers' secrets can be read again",
+		log: pollLog{lost: "the store's callers' secrets cannot be read; their sessions are restarted once they can",
+			back: "the store's callers' secrets can be read again"},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/store"
@@ -110,30 +111,17 @@ func (e *Engine) startPolling(interval time.Duration) {
 		defer e.polling.Done()
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		failing, pinsFailing := false, false
+		serversLog := pollLog{lost: "the store cannot be read; run-time servers stay as they are until it can", back: "the store can be read again"}
+		pinsLog := pollLog{lost: "pins cannot be shared through the store; this replica keeps its pin files until they can", back: "pins are shared through the store again"}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			err := e.pollOnce(ctx, interval)
-			switch {
-			case err != nil && !failing && ctx.Err() == nil:
-				e.log.Warn("the store cannot be read; run-time servers stay as they are until it can", "error", err)
-			case err == nil && failing:
-				e.log.Info("the store can be read again")
-			}
-			failing = err != nil
+			serversLog.report(ctx, e.log, e.pollOnce(ctx, interval))
 			if e.pins != nil {
-				err := e.pollPins(ctx, interval)
-				switch {
-				case err != nil && !pinsFailing && ctx.Err() == nil:
-					e.log.Warn("pins cannot be shared through the store; this replica keeps its pin files until they can", "error", err)
-				case err == nil && pinsFailing:
-					e.log.Info("pins are shared through the store again")
-				}
-				pinsFailing = err != nil
+				pinsLog.report(ctx, e.log, e.pollPins(ctx, interval))
 			}
 		}
 	}()
@@ -171,9 +159,7 @@ type revisionPoll struct {
 	mu       *sync.Mutex
 	seen     *int64 // the revision last synced, under mu
 	sync     func(context.Context) error
-	// lost is logged when the revision cannot be read, back when it can
-	// again.
-	lost, back string
+	log      pollLog
 }
 
 // pollRevision looks at p's revision every interval and syncs when it
@@ -182,21 +168,13 @@ func (e *Engine) pollRevision(ctx context.Context, interval time.Duration, p rev
 	defer e.polling.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		err := p.once(ctx, interval)
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			e.log.Warn(p.lost, "error", err)
-		case err == nil && failing:
-			e.log.Info(p.back)
-		}
-		failing = err != nil
+		p.log.report(ctx, e.log, p.once(ctx, interval))
 	}
 }
 
@@ -214,4 +192,21 @@ func (p revisionPoll) once(ctx context.Context, interval time.Duration) error {
 		return nil
 	}
 	return p.sync(ctx)
+}
+
+// pollLog logs the moment a poll starts failing (lost, with the error)
+// and the moment it works again (back), not every failed tick.
+type pollLog struct {
+	lost, back string
+	failing    bool
+}
+
+func (l *pollLog) report(ctx context.Context, log hclog.Logger, err error) {
+	switch {
+	case err != nil && !l.failing && ctx.Err() == nil:
+		log.Warn(l.lost, "error", err)
+	case err == nil && l.failing:
+		log.Info(l.back)
+	}
+	l.failing = err != nil
 }

@@ -301,8 +301,8 @@ func (e *Engine) usersPoll() revisionPoll {
 	return revisionPoll{
 		revision: e.store.UsersRevision, mu: &e.usersMu, seen: &e.usersRev,
 		sync: func(ctx context.Context) error { return e.syncUsers(ctx, e.File()) },
-		lost: "the store's users cannot be read; keys stay as they are until they can",
-		back: "the store's users can be read again",
+		log: pollLog{lost: "the store's users cannot be read; keys stay as they are until they can",
+			back: "the store's users can be read again"},
 	}
 }
 
