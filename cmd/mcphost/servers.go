@@ -21,6 +21,14 @@ import (
 // neither --admin nor $MCPHOST_ADMIN says: admin.http of docs/admin-api.md.
 const defaultAdminURL = "http://127.0.0.1:7701"
 
+// adminFlagsUsage ends the usage of the admin API's clients (servers,
+// users, toolsets): the flags that all their commands take (flags).
+const adminFlagsUsage = `Flags of every command:
+  --admin URL   the admin API (default $MCPHOST_ADMIN, else ` + defaultAdminURL + `)
+  --key KEY     a listen.auth key in an admin group (default $MCPHOST_ADMIN_KEY,
+                else $MCPHOST_TOKEN)
+  --json        print the API's JSON instead of text`
+
 const serversUsage = `usage: mcphost servers list|add|update|rm|test|reconnect|disconnect [NAME] [flags]
 
 Manages the servers of a running mcphost through its admin API (an admin
@@ -48,11 +56,7 @@ block in its config; see docs/admin-api.md).
                               (not remembered across restarts)
       mcphost servers disconnect files
 
-Flags of every command:
-  --admin URL   the admin API (default $MCPHOST_ADMIN, else ` + defaultAdminURL + `)
-  --key KEY     a listen.auth key in an admin group (default $MCPHOST_ADMIN_KEY,
-                else $MCPHOST_TOKEN)
-  --json        print the API's JSON instead of text
+` + adminFlagsUsage + `
 
 Definition flags (add, update, test):
   --url URL  --transport T  --env K=V ...  --header "K: V" ...  --cwd DIR
@@ -106,9 +110,7 @@ func runServers(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	fs := newFlagSet("servers "+sub, fmt.Sprintf("usage: mcphost servers %s%s\n\nRun \"mcphost servers help\" for more.", sub, serversArgs[sub]), stdout, stderr)
 	var o serversOptions
-	fs.StringVar(&o.admin, "admin", "", "admin API URL (default $MCPHOST_ADMIN, else "+defaultAdminURL+")")
-	fs.StringVar(&o.key, "key", "", "admin credential (default $MCPHOST_ADMIN_KEY, else $MCPHOST_TOKEN)")
-	fs.BoolVar(&o.asJSON, "json", false, "print the API's JSON")
+	o.flags(fs)
 	var d defFlags
 	var ifVersion int64
 	var local, remote, allowFailed bool
@@ -232,6 +234,14 @@ type serversOptions struct {
 	// resolved
 	base       string
 	adminGiven bool // by --admin or $MCPHOST_ADMIN
+}
+
+// flags declares the flags of every command of the admin API's clients
+// (adminFlagsUsage).
+func (o *serversOptions) flags(fs *cmdFlags) {
+	fs.StringVar(&o.admin, "admin", "", "admin API URL (default $MCPHOST_ADMIN, else "+defaultAdminURL+")")
+	fs.StringVar(&o.key, "key", "", "admin credential (default $MCPHOST_ADMIN_KEY, else $MCPHOST_TOKEN)")
+	fs.BoolVar(&o.asJSON, "json", false, "print the API's JSON")
 }
 
 func (o *serversOptions) resolve(adminFlag bool) {

@@ -30,11 +30,7 @@ here. A change is in effect at once, on every replica within store.poll.
       mcphost toolsets set ide --server fs --tool 'read_*' --exclude read_media_file
   delete NAME                   remove a toolset; its endpoint answers 404
 
-Flags of every command:
-  --admin URL   the admin API (default $MCPHOST_ADMIN, else ` + defaultAdminURL + `)
-  --key KEY     a listen.auth key in an admin group (default $MCPHOST_ADMIN_KEY,
-                else $MCPHOST_TOKEN)
-  --json        print the API's JSON instead of text`
+` + adminFlagsUsage
 
 var toolsetsArgs = map[string]string{
 	"list":   " [--admin URL] [--key KEY] [--json]",
@@ -61,9 +57,7 @@ func runToolsets(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fs := newFlagSet("toolsets "+sub, fmt.Sprintf("usage: mcphost toolsets %s%s\n\nRun \"mcphost toolsets help\" for more.", sub, toolsetsArgs[sub]), stdout, stderr)
 	var o serversOptions
-	fs.StringVar(&o.admin, "admin", "", "admin API URL (default $MCPHOST_ADMIN, else "+defaultAdminURL+")")
-	fs.StringVar(&o.key, "key", "", "admin credential (default $MCPHOST_ADMIN_KEY, else $MCPHOST_TOKEN)")
-	fs.BoolVar(&o.asJSON, "json", false, "print the API's JSON")
+	o.flags(fs)
 	var servers, tools, exclude, always listFlag
 	var exposure, description string
 	if sub == "set" {

@@ -49,11 +49,7 @@ opened are closed.
   secret list SUBJECT           the names of the caller's secrets (never values)
   secret delete SUBJECT NAME    remove a secret; the sessions that read it restart
 
-Flags of every command:
-  --admin URL   the admin API (default $MCPHOST_ADMIN, else ` + defaultAdminURL + `)
-  --key KEY     a listen.auth key in an admin group (default $MCPHOST_ADMIN_KEY,
-                else $MCPHOST_TOKEN)
-  --json        print the API's JSON instead of text`
+` + adminFlagsUsage
 
 // usersArgs are the arguments of each users command, for its usage.
 var usersArgs = map[string]string{
@@ -99,9 +95,7 @@ func runUsers(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	fs := newFlagSet("users "+sub, fmt.Sprintf("usage: mcphost users %s%s\n\nRun \"mcphost users help\" for more.", sub, usersArgs[sub]), stdout, stderr)
 	var o serversOptions
-	fs.StringVar(&o.admin, "admin", "", "admin API URL (default $MCPHOST_ADMIN, else "+defaultAdminURL+")")
-	fs.StringVar(&o.key, "key", "", "admin credential (default $MCPHOST_ADMIN_KEY, else $MCPHOST_TOKEN)")
-	fs.BoolVar(&o.asJSON, "json", false, "print the API's JSON")
+	o.flags(fs)
 	var groups, attrs listFlag
 	var keyName string
 	var disabled bool

@@ -82,14 +82,8 @@ func Handler(e *engine.Engine, log hclog.Logger) http.Handler {
 	mux.HandleFunc("GET /v1/users/{subject}/secrets", a.listUserSecrets)
 	mux.HandleFunc("PUT /v1/users/{subject}/secrets/{name}", a.putUserSecret)
 	mux.HandleFunc("DELETE /v1/users/{subject}/secrets/{name}", a.deleteUserSecret)
-	mux.HandleFunc("GET /v1/quotas", a.listQuotas)
-	mux.HandleFunc("GET /v1/quotas/{name}", a.getQuota)
-	mux.HandleFunc("PUT /v1/quotas/{name}", a.putQuota)
-	mux.HandleFunc("DELETE /v1/quotas/{name}", a.deleteQuota)
-	mux.HandleFunc("GET /v1/toolsets", a.listToolsets)
-	mux.HandleFunc("GET /v1/toolsets/{name}", a.getToolset)
-	mux.HandleFunc("PUT /v1/toolsets/{name}", a.putToolset)
-	mux.HandleFunc("DELETE /v1/toolsets/{name}", a.deleteToolset)
+	quotaAPI.routes(mux, a)
+	toolsetAPI.routes(mux, a)
 	mux.HandleFunc("GET /v1/tools", a.listTools)
 	mux.HandleFunc("GET /v1/tools:stats", a.toolStats)
 	mux.HandleFunc("GET /v1/plugins", a.listPlugins)
@@ -404,7 +398,7 @@ func (a *api) listTools(w http.ResponseWriter, r *http.Request) {
 	}
 	if name := q.Get("toolset"); name != "" {
 		if tools, err = inToolset(a.e.Host().Config().Toolsets, name, tools); err != nil {
-			toolsetProblem(w, err)
+			toolsetAPI.problem(w, err)
 			return
 		}
 	}

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,99 +13,13 @@ import (
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
-// The toolsets: the config file's (read-only) and the store's, which PUT
-// and DELETE change (host/engine/toolsets.go).
-
-func (a *api) listToolsets(w http.ResponseWriter, r *http.Request) {
-	list, err := a.e.Toolsets(r.Context())
-	if err != nil {
-		toolsetProblem(w, err)
-		return
-	}
-	if list == nil {
-		list = []engine.ToolsetInfo{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"toolsets": list})
-}
-
-func (a *api) getToolset(w http.ResponseWriter, r *http.Request) {
-	info, err := a.e.Toolset(r.Context(), r.PathValue("name"))
-	if err != nil {
-		toolsetProblem(w, err)
-		return
-	}
-	writeToolset(w, http.StatusOK, info)
-}
-
-func (a *api) putToolset(w http.ResponseWriter, r *http.Request) {
-	ver, ok := ifMatch(w, r)
-	if !ok {
-		return
-	}
-	body, err := readBody(r)
-	if err != nil {
-		bodyProblem(w, err)
-		return
-	}
-	spec, err := config.DecodeToolsetSpec(body)
-	if err != nil {
-		toolsetProblem(w, err)
-		return
-	}
-	name := r.PathValue("name")
-	info, created, err := a.e.PutToolset(r.Context(), name, spec, ver)
-	if err != nil {
-		toolsetProblem(w, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/toolsets/"+name)
-	}
-	a.log.Info("toolset stored", "toolset", name, "created", created)
-	writeToolset(w, status, info)
-}
-
-func (a *api) deleteToolset(w http.ResponseWriter, r *http.Request) {
-	ver, ok := ifMatch(w, r)
-	if !ok {
-		return
-	}
-	name := r.PathValue("name")
-	if err := a.e.DeleteToolset(r.Context(), name, ver); err != nil {
-		toolsetProblem(w, err)
-		return
-	}
-	a.log.Info("toolset removed", "toolset", name)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func writeToolset(w http.ResponseWriter, status int, info engine.ToolsetInfo) {
-	if info.Version != 0 {
-		w.Header().Set("ETag", fmt.Sprintf(`"v%d"`, info.Version))
-	}
-	writeJSON(w, status, info)
-}
-
-// toolsetProblem answers err with the status its kind calls for, in a
-// toolset's words.
-func toolsetProblem(w http.ResponseWriter, err error) {
-	var se *config.SpecError
-	switch {
-	case errors.As(err, &se) && se.Syntax:
-		writeProblem(w, http.StatusBadRequest, "Malformed toolset", se.Error(), se.Errors...)
-	case errors.As(err, &se):
-		writeProblem(w, http.StatusUnprocessableEntity, "Invalid toolset", se.Error(), se.Errors...)
-	case errors.Is(err, store.ErrNoToolset):
-		writeProblem(w, http.StatusNotFound, "No such toolset", err.Error())
-	case errors.Is(err, engine.ErrConfigToolset):
-		writeProblem(w, http.StatusConflict, "Config toolset", err.Error())
-	case errors.Is(err, store.ErrVersion):
-		writeProblem(w, http.StatusPreconditionFailed, "Toolset changed", "the toolset changed since that version; read it again (its ETag) and retry")
-	default:
-		problemFor(w, err)
-	}
+// toolsetAPI serves /v1/toolsets (namedspecs.go).
+var toolsetAPI = namedAPI[config.ToolsetSpec, engine.ToolsetInfo]{
+	noun: "toolset", title: "Toolset", plural: "toolsets",
+	none: store.ErrNoToolset, inConfig: engine.ErrConfigToolset,
+	decode:  config.DecodeToolsetSpec,
+	version: func(info engine.ToolsetInfo) int64 { return info.Version },
+	engine:  namedEngine[config.ToolsetSpec, engine.ToolsetInfo]{(*engine.Engine).Toolsets, (*engine.Engine).Toolset, (*engine.Engine).PutToolset, (*engine.Engine).DeleteToolset},
 }
 
 // toolStats is GET /v1/tools:stats: the catalog's size in bytes and

@@ -152,42 +152,13 @@ func (e *Engine) syncCallerSecrets(ctx context.Context, restart bool) error {
 	return nil
 }
 
-// pollCallerSecrets looks at the secrets revision every interval and
-// restarts the sessions of the secrets that changed when it moved.
-func (e *Engine) pollCallerSecrets(ctx context.Context, interval time.Duration) {
-	defer e.polling.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := e.pollCallerSecretsOnce(ctx, interval)
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			e.log.Warn("the store's callers' secrets cannot be read; their sessions are restarted once they can", "error", err)
-		case err == nil && failing:
-			e.log.Info("the store's callers' secrets can be read again")
-		}
-		failing = err != nil
+// callerSecretsPoll looks at the secrets revision and restarts the
+// sessions of the secrets that changed when it moved.
+func (e *Engine) callerSecretsPoll() revisionPoll {
+	return revisionPoll{
+		revision: e.store.CallerSecretsRevision, mu: &e.secretsMu, seen: &e.secretsRev,
+		sync: func(ctx context.Context) error { return e.syncCallerSecrets(ctx, true) },
+		log: pollLog{lost: "the store's callers' secrets cannot be read; their sessions are restarted once they can",
+			back: "the store's callers' secrets can be read again"},
 	}
-}
-
-func (e *Engine) pollCallerSecretsOnce(ctx context.Context, interval time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
-	defer cancel()
-	rev, err := e.store.CallerSecretsRevision(ctx)
-	if err != nil {
-		return err
-	}
-	e.secretsMu.Lock()
-	seen := e.secretsRev
-	e.secretsMu.Unlock()
-	if rev == seen {
-		return nil
-	}
-	return e.syncCallerSecrets(ctx, true)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/mcphost-project/mcphost/host/config"
 	"github.com/mcphost-project/mcphost/host/gateway"
 	"github.com/mcphost-project/mcphost/host/store"
@@ -58,12 +60,12 @@ func (e *Engine) mergedStore(ctx context.Context, file *config.File) (gateway.Co
 		}
 		e.log.Warn("a stored server is not served: its definition is refused", "server", sv.Name, "error", err)
 	}
-	qs, err := e.storedQuotas(ctx, file)
+	qs, err := quotaKind.applied(ctx, e, file)
 	if err != nil {
 		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
 	cfg.Quotas = append(slices.Clip(file.Host.Quotas), qs...)
-	ts, err := e.storedToolsets(ctx, file)
+	ts, err := toolsetKind.applied(ctx, e, file)
 	if err != nil {
 		return gateway.Config{}, 0, fmt.Errorf("reading the store: %w", err)
 	}
@@ -99,40 +101,27 @@ func (e *Engine) startPolling(interval time.Duration) {
 	// Users apart, and more often: a revoked key must stop within a
 	// second on every replica, and the users revision is one row.
 	e.polling.Add(1)
-	go e.pollUsers(ctx, min(interval, UsersPoll))
+	go e.pollRevision(ctx, min(interval, UsersPoll), e.usersPoll())
 	if e.secrets != nil {
 		e.polling.Add(1)
-		go e.pollCallerSecrets(ctx, min(interval, UsersPoll))
+		go e.pollRevision(ctx, min(interval, UsersPoll), e.callerSecretsPoll())
 	}
 	e.polling.Add(1)
 	go func() {
 		defer e.polling.Done()
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		failing, pinsFailing := false, false
+		serversLog := pollLog{lost: "the store cannot be read; run-time servers stay as they are until it can", back: "the store can be read again"}
+		pinsLog := pollLog{lost: "pins cannot be shared through the store; this replica keeps its pin files until they can", back: "pins are shared through the store again"}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			err := e.pollOnce(ctx, interval)
-			switch {
-			case err != nil && !failing && ctx.Err() == nil:
-				e.log.Warn("the store cannot be read; run-time servers stay as they are until it can", "error", err)
-			case err == nil && failing:
-				e.log.Info("the store can be read again")
-			}
-			failing = err != nil
+			serversLog.report(ctx, e.log, e.pollOnce(ctx, interval))
 			if e.pins != nil {
-				err := e.pollPins(ctx, interval)
-				switch {
-				case err != nil && !pinsFailing && ctx.Err() == nil:
-					e.log.Warn("pins cannot be shared through the store; this replica keeps its pin files until they can", "error", err)
-				case err == nil && pinsFailing:
-					e.log.Info("pins are shared through the store again")
-				}
-				pinsFailing = err != nil
+				pinsLog.report(ctx, e.log, e.pollPins(ctx, interval))
 			}
 		}
 	}()
@@ -162,3 +151,62 @@ func (e *Engine) pollOnce(ctx context.Context, interval time.Duration) error {
 
 // Store is the engine's store, nil without one.
 func (e *Engine) Store() *store.Store { return e.store }
+
+// revisionPoll is a revision of the store that the engine polls apart
+// from the servers', and more often (usersPoll, callerSecretsPoll).
+type revisionPoll struct {
+	revision func(context.Context) (int64, error)
+	mu       *sync.Mutex
+	seen     *int64 // the revision last synced, under mu
+	sync     func(context.Context) error
+	log      pollLog
+}
+
+// pollRevision looks at p's revision every interval and syncs when it
+// moved, until ctx ends.
+func (e *Engine) pollRevision(ctx context.Context, interval time.Duration, p revisionPoll) {
+	defer e.polling.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.log.report(ctx, e.log, p.once(ctx, interval))
+	}
+}
+
+func (p revisionPoll) once(ctx context.Context, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
+	defer cancel()
+	rev, err := p.revision(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	seen := *p.seen
+	p.mu.Unlock()
+	if rev == seen {
+		return nil
+	}
+	return p.sync(ctx)
+}
+
+// pollLog logs the moment a poll starts failing (lost, with the error)
+// and the moment it works again (back), not every failed tick.
+type pollLog struct {
+	lost, back string
+	failing    bool
+}
+
+func (l *pollLog) report(ctx context.Context, log hclog.Logger, err error) {
+	switch {
+	case err != nil && !l.failing && ctx.Err() == nil:
+		log.Warn(l.lost, "error", err)
+	case err == nil && l.failing:
+		log.Info(l.back)
+	}
+	l.failing = err != nil
+}

@@ -2,10 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mcphost-project/mcphost/host/config"
@@ -32,43 +29,30 @@ type ToolsetInfo struct {
 	Problem string `json:"problem,omitempty"`
 }
 
+// toolsetKind serves the toolsets through namedKind (namedspecs.go).
+var toolsetKind = namedKind[toolset.Toolset, config.ToolsetSpec, ToolsetInfo]{
+	noun: "toolset", inConfig: ErrConfigToolset, none: store.ErrNoToolset,
+	checkName:    toolset.CheckName,
+	file:         func(f *config.File) []toolset.Toolset { return f.Host.Toolsets },
+	name:         func(t toolset.Toolset) string { return t.Name },
+	withDefaults: toolset.Toolset.WithDefaults,
+	specOf:       config.ToolsetSpecOf,
+	build:        config.ToolsetSpec.Toolset,
+	decode:       config.DecodeToolsetSpec,
+	info: func(n namedInfo, spec config.ToolsetSpec) ToolsetInfo {
+		return ToolsetInfo{Name: n.Name, Source: n.Source, ToolsetSpec: spec, Version: n.Version, Created: n.Created, Updated: n.Updated, Problem: n.Problem}
+	},
+	store: namedTable{(*store.Store).Toolsets, (*store.Store).Toolset, (*store.Store).PutToolset, (*store.Store).DeleteToolset},
+}
+
 // Toolsets lists the config file's toolsets, then the store's, by name.
 func (e *Engine) Toolsets(ctx context.Context) ([]ToolsetInfo, error) {
-	file := e.File()
-	out := make([]ToolsetInfo, 0, len(file.Host.Toolsets))
-	for _, t := range file.Host.Toolsets {
-		out = append(out, ToolsetInfo{Name: t.Name, Source: "config", ToolsetSpec: config.ToolsetSpecOf(t.WithDefaults())})
-	}
-	if e.store == nil {
-		return out, nil
-	}
-	stored, err := e.store.Toolsets(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the store: %w", err)
-	}
-	for _, st := range stored {
-		out = append(out, storedToolsetInfo(st, file))
-	}
-	return out, nil
+	return toolsetKind.list(ctx, e)
 }
 
 // Toolset returns one toolset, from the file or the store.
 func (e *Engine) Toolset(ctx context.Context, name string) (ToolsetInfo, error) {
-	file := e.File()
-	if t, ok := configToolset(file, name); ok {
-		return ToolsetInfo{Name: t.Name, Source: "config", ToolsetSpec: config.ToolsetSpecOf(t.WithDefaults())}, nil
-	}
-	if e.store == nil {
-		return ToolsetInfo{}, noToolset(name)
-	}
-	st, err := e.store.Toolset(ctx, name)
-	if errors.Is(err, store.ErrNoToolset) {
-		return ToolsetInfo{}, noToolset(name)
-	}
-	if err != nil {
-		return ToolsetInfo{}, err
-	}
-	return storedToolsetInfo(st, file), nil
+	return toolsetKind.get(ctx, e, name)
 }
 
 // PutToolset creates or replaces a stored toolset and applies it: its
@@ -77,104 +61,11 @@ func (e *Engine) Toolset(ctx context.Context, name string) (ToolsetInfo, error) 
 // stored version (If-Match). The file's toolsets are
 // read-only here.
 func (e *Engine) PutToolset(ctx context.Context, name string, spec config.ToolsetSpec, ifVersion int64) (ToolsetInfo, bool, error) {
-	if e.store == nil {
-		return ToolsetInfo{}, false, ErrNoStore
-	}
-	if err := toolset.CheckName(name); err != nil {
-		return ToolsetInfo{}, false, &config.SpecError{Errors: []config.FieldError{{Field: "name", Detail: err.Error()}}}
-	}
-	file := e.File()
-	if _, ok := configToolset(file, name); ok {
-		return ToolsetInfo{}, false, configToolsetError(file, name)
-	}
-	t, err := spec.Toolset(name)
-	if err != nil {
-		return ToolsetInfo{}, false, err
-	}
-	b, err := json.Marshal(config.ToolsetSpecOf(t))
-	if err != nil {
-		return ToolsetInfo{}, false, err
-	}
-	saved, created, err := e.store.PutToolset(ctx, name, b, ifVersion)
-	if err != nil {
-		return ToolsetInfo{}, false, err
-	}
-	e.syncAfterWrite(ctx, name)
-	return storedToolsetInfo(saved, file), created, nil
+	return toolsetKind.put(ctx, e, name, spec, ifVersion)
 }
 
 // DeleteToolset removes a stored toolset; its endpoint answers 404 from
 // then on, to its open sessions too; calls in flight finish.
 func (e *Engine) DeleteToolset(ctx context.Context, name string, ifVersion int64) error {
-	if e.store == nil {
-		return ErrNoStore
-	}
-	file := e.File()
-	if _, ok := configToolset(file, name); ok {
-		return configToolsetError(file, name)
-	}
-	if err := e.store.DeleteToolset(ctx, name, ifVersion); err != nil {
-		if errors.Is(err, store.ErrNoToolset) {
-			return noToolset(name)
-		}
-		return err
-	}
-	e.syncAfterWrite(ctx, name)
-	return nil
-}
-
-// storedToolsets are the store's toolsets the host applies, after the file's:
-// those whose name the file does not take and that still decode.
-func (e *Engine) storedToolsets(ctx context.Context, file *config.File) ([]toolset.Toolset, error) {
-	stored, err := e.store.Toolsets(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []toolset.Toolset
-	for _, st := range stored {
-		t, problem := decodeStoredToolset(st, file)
-		if problem != "" {
-			e.log.Warn("a stored toolset is not applied", "toolset", st.Name, "reason", problem)
-			continue
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-func decodeStoredToolset(st store.Toolset, file *config.File) (toolset.Toolset, string) {
-	if _, taken := configToolset(file, st.Name); taken {
-		return toolset.Toolset{}, "the config file defines a toolset of the same name"
-	}
-	spec, err := config.DecodeToolsetSpec(st.Spec)
-	if err == nil {
-		var t toolset.Toolset
-		if t, err = spec.Toolset(st.Name); err == nil {
-			return t, ""
-		}
-	}
-	return toolset.Toolset{}, "its definition is refused: " + err.Error()
-}
-
-func storedToolsetInfo(st store.Toolset, file *config.File) ToolsetInfo {
-	info := ToolsetInfo{Name: st.Name, Source: "store", Version: st.Version, Created: st.Created, Updated: st.Updated}
-	_ = json.Unmarshal(st.Spec, &info.ToolsetSpec) // what is stored, as it is, even when it is not applied
-	_, info.Problem = decodeStoredToolset(st, file)
-	return info
-}
-
-func configToolset(file *config.File, name string) (toolset.Toolset, bool) {
-	i := slices.IndexFunc(file.Host.Toolsets, func(t toolset.Toolset) bool { return t.Name == name })
-	if i < 0 {
-		return toolset.Toolset{}, false
-	}
-	return file.Host.Toolsets[i], true
-}
-
-func configToolsetError(file *config.File, name string) error {
-	return fmt.Errorf("toolset %q is %w (%s); change it there, or add a toolset of another name", name, ErrConfigToolset, file.Path)
-}
-
-func noToolset(name string) error {
-	return fmt.Errorf("%w: %q is neither in the config file nor in the store", store.ErrNoToolset, name)
+	return toolsetKind.delete(ctx, e, name, ifVersion)
 }

@@ -295,44 +295,15 @@ func (e *Engine) syncUsers(ctx context.Context, file *config.File) error {
 	return nil
 }
 
-// pollUsers looks at the users revision every interval and syncs when it
-// moved (another replica, or this one, changed a user).
-func (e *Engine) pollUsers(ctx context.Context, interval time.Duration) {
-	defer e.polling.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		err := e.pollUsersOnce(ctx, interval)
-		switch {
-		case err != nil && !failing && ctx.Err() == nil:
-			e.log.Warn("the store's users cannot be read; keys stay as they are until they can", "error", err)
-		case err == nil && failing:
-			e.log.Info("the store's users can be read again")
-		}
-		failing = err != nil
+// usersPoll looks at the users revision and syncs when it moved (another
+// replica, or this one, changed a user).
+func (e *Engine) usersPoll() revisionPoll {
+	return revisionPoll{
+		revision: e.store.UsersRevision, mu: &e.usersMu, seen: &e.usersRev,
+		sync: func(ctx context.Context) error { return e.syncUsers(ctx, e.File()) },
+		log: pollLog{lost: "the store's users cannot be read; keys stay as they are until they can",
+			back: "the store's users can be read again"},
 	}
-}
-
-func (e *Engine) pollUsersOnce(ctx context.Context, interval time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, max(interval, 5*time.Second))
-	defer cancel()
-	rev, err := e.store.UsersRevision(ctx)
-	if err != nil {
-		return err
-	}
-	e.usersMu.Lock()
-	seen := e.usersRev
-	e.usersMu.Unlock()
-	if rev == seen {
-		return nil
-	}
-	return e.syncUsers(ctx, e.File())
 }
 
 // withUsers gives l's authentication the engine's stored users.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mcphost-project/mcphost/host/internal/glob"
 )
 
 // Who is the caller a Limiter counts: its identity as authentication
@@ -185,7 +187,7 @@ func (q *Quota) matches(who *Who, server, tool string) bool {
 	}
 	if len(q.Tools) > 0 {
 		for _, t := range q.Tools {
-			if match(t, tool) {
+			if glob.Match(t, tool) {
 				return true
 			}
 		}

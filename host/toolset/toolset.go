@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/host/internal/glob"
 )
 
 // Exposures: how an endpoint lists the tools it serves.
@@ -190,33 +191,8 @@ func anyMatch(patterns []string, s string) bool {
 }
 
 // Match reports whether the glob pattern, in which "*" matches any run of
-// characters, matches s (the globs of quotas read the same): the usual
-// two-pointer walk that goes back only to the last star, so it takes at
-// most len(pattern)*len(s) steps.
-func Match(pattern, s string) bool {
-	p, i := 0, 0
-	star, from := -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, from = p, i
-			p++
-		case p < len(pattern) && pattern[p] == s[i]:
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			from++
-			i = from
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
+// characters, matches s, as the globs of quotas do (host/internal/glob).
+func Match(pattern, s string) bool { return glob.Match(pattern, s) }
 
 type ctxKey struct{}
 
