@@ -62,6 +62,9 @@ type Outcome struct {
 	Result json.RawMessage
 	Err    error
 	Failed bool
+	// Message, for a failed task, is its status message (StoppedMessage
+	// for a call its replica cut short as it stopped).
+	Message string
 }
 
 // Runner runs the tasks mcphost runs itself: each call on a goroutine of
@@ -216,7 +219,7 @@ func (r *Runner) finish(l *local, out Outcome) {
 	case out.Err != nil:
 		l.task.Status, l.task.StatusMessage = Failed, out.Err.Error()
 	case out.Failed:
-		l.task.Status = Failed
+		l.task.Status, l.task.StatusMessage = Failed, out.Message
 	}
 	l.task.LastUpdatedAt = Stamp(r.now())
 	t := l.task

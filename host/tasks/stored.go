@@ -83,13 +83,14 @@ type outcomeDoc struct {
 		Code    int64  `json:"code"`
 		Message string `json:"message"`
 	} `json:"error,omitempty"`
-	Failed bool `json:"failed,omitempty"`
+	Failed  bool   `json:"failed,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // EncodeOutcome encodes out for the store: a JSON-RPC error keeps its code,
 // any other error is an internal error with its message.
 func EncodeOutcome(out Outcome) []byte {
-	d := outcomeDoc{Result: out.Result, Failed: out.Failed}
+	d := outcomeDoc{Result: out.Result, Failed: out.Failed, Message: out.Message}
 	if out.Err != nil {
 		e := errorOf(out.Err)
 		d.Error = &struct {
@@ -114,7 +115,7 @@ func DecodeOutcome(b []byte) (Outcome, error) {
 	if len(d.Result) == 0 || d.Result[0] != '{' {
 		return Outcome{}, errors.New("tasks: a stored outcome has neither a result object nor an error")
 	}
-	return Outcome{Result: d.Result, Failed: d.Failed}, nil
+	return Outcome{Result: d.Result, Failed: d.Failed, Message: d.Message}, nil
 }
 
 // storeTimeout bounds one store request the Runner makes.
