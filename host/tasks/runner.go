@@ -265,19 +265,8 @@ func (r *Runner) lookupLocked(owner, id string) (*local, error) {
 
 // Get returns owner's task id.
 func (r *Runner) Get(owner, id string) (Task, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l, err := r.lookupLocked(owner, id)
-	if errors.Is(err, ErrUnknownTask) && r.store != nil {
-		r.mu.Unlock()
-		t, _, _, err := r.stored(owner, id)
-		r.mu.Lock()
-		return t, err
-	}
-	if err != nil || l.held != nil {
-		return Task{}, ErrUnknownTask
-	}
-	return l.task, nil
+	t, _, _, err := r.Peek(owner, id)
+	return t, err
 }
 
 // Result waits until owner's task id ends (or ctx does) and returns its
@@ -303,24 +292,23 @@ func (r *Runner) Result(ctx context.Context, owner, id string) (Task, Outcome, e
 }
 
 // Peek returns owner's task id and, once it ended, its outcome.
-func (r *Runner) Peek(owner, id string) (t Task, out Outcome, ended bool, err error) {
+func (r *Runner) Peek(owner, id string) (Task, Outcome, bool, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	l, err := r.lookupLocked(owner, id)
-	if errors.Is(err, ErrUnknownTask) && r.store != nil {
-		r.mu.Unlock()
-		defer r.mu.Lock()
-		return r.stored(owner, id)
+	if err == nil && l.held == nil {
+		defer r.mu.Unlock()
+		select {
+		case <-l.done:
+			return l.task, l.out, true, nil
+		default:
+			return l.task, Outcome{}, false, nil
+		}
 	}
-	if err != nil || l.held != nil {
-		return Task{}, Outcome{}, false, ErrUnknownTask
+	r.mu.Unlock()
+	if err != nil && r.store != nil {
+		return r.stored(owner, id) // another process's, or one from before a restart
 	}
-	select {
-	case <-l.done:
-		return l.task, l.out, true, nil
-	default:
-		return l.task, Outcome{}, false, nil
-	}
+	return Task{}, Outcome{}, false, ErrUnknownTask
 }
 
 // Forget drops owner's task id (one whose outcome was delivered as it

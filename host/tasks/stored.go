@@ -152,13 +152,19 @@ func (r *Runner) end(t Task, out Outcome) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if l := r.tasks[t.TaskID]; l != nil {
-		if rec, err := r.store.Task(ctx, l.owner, t.TaskID, r.now()); err == nil && Terminal(rec.Task.Status) {
-			l.task = rec.Task
-			l.out, _ = r.outcomeOf(rec)
-		}
+	l := r.tasks[t.TaskID]
+	r.mu.Unlock()
+	if l == nil {
+		return
 	}
+	rec, err := r.store.Task(ctx, l.owner, t.TaskID, r.now())
+	if err != nil || !Terminal(rec.Task.Status) {
+		return
+	}
+	stored, _ := r.outcomeOf(rec)
+	r.mu.Lock()
+	l.task, l.out = rec.Task, stored
+	r.mu.Unlock()
 }
 
 // outcomeOf is the outcome of rec, a record of an ended task.
