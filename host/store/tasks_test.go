@@ -91,6 +91,21 @@ func TestTasksAcrossReplicas(t *testing.T) {
 				t.Fatalf("a task's outcome at rest: %q", sealed)
 			}
 
+			// Moved to bob's row, it does not open there.
+			bobs, err := a.Start(bob, nil, func(context.Context) tasks.Outcome {
+				return tasks.Outcome{Result: json.RawMessage(`{"content":[]}`)}
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitTask(t, b, bob, bobs.TaskID, tasks.Completed)
+			if _, err := rawDB(t, o).Exec(`UPDATE mcphost_tasks SET outcome = '` + sealed + `' WHERE id = '` + bobs.TaskID + `'`); err != nil {
+				t.Fatal(err)
+			}
+			if _, out, err := b.Result(context.Background(), bob, bobs.TaskID); err == nil || strings.Contains(string(out.Result), "42") {
+				t.Fatalf("alice's sealed outcome opened in bob's task: %s %v", out.Result, err)
+			}
+
 			// A third runner (a restart) still has the result.
 			c := tasks.NewRunner(tasks.Limits{Store: open(t, o)})
 			t.Cleanup(c.Close)
