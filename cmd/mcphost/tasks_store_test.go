@@ -110,6 +110,29 @@ func startWaitTask(t *testing.T, c *rpcClient, dir, name string) (string, string
 	return created.Task.TaskID, gate
 }
 
+// storeTaskClient is taskClient once mcphost answers the session's task
+// requests: it knows a session from the client's notifications/initialized,
+// which the go-sdk hands on after answering the POST that carried it.
+func storeTaskClient(t *testing.T, addr, key string) *rpcClient {
+	t.Helper()
+	c, _ := taskClient(t, addr, key)
+	testproc.WaitFor(t, "mcphost to know the session", 10*time.Second, func() bool {
+		req, _ := http.NewRequest(http.MethodPost, c.url, strings.NewReader(`{"jsonrpc":"2.0","id":"probe","method":"tasks/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return c
+}
+
 type storedTask struct {
 	TaskID        string `json:"taskId"`
 	Status        string `json:"status"`
@@ -143,11 +166,11 @@ func TestTasksInTheStore(t *testing.T) {
 		b := startTaskReplica(t, storeLine, "")
 		dir := t.TempDir()
 
-		aliceA, _ := taskClient(t, a.addr, aliceKey)
+		aliceA := storeTaskClient(t, a.addr, aliceKey)
 		id, gate := startWaitTask(t, aliceA, dir, "gate")
 
 		// Alice reconnects, to the other replica.
-		aliceB, _ := taskClient(t, b.addr, aliceKey)
+		aliceB := storeTaskClient(t, b.addr, aliceKey)
 		if aliceB.session == aliceA.session {
 			t.Fatal("the reconnect reused the session")
 		}
@@ -159,7 +182,7 @@ func TestTasksInTheStore(t *testing.T) {
 		if l := aliceB.must("tasks/list", nil); !strings.Contains(string(l), id) {
 			t.Fatalf("tasks/list on the other replica lacks the task: %s", l)
 		}
-		bobB, _ := taskClient(t, b.addr, bobKey)
+		bobB := storeTaskClient(t, b.addr, bobKey)
 		for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
 			if _, rerr := bobB.post(m, map[string]any{"taskId": id}, false); rerr == nil || rerr.Code != -32602 {
 				t.Errorf("bob's %s of alice's task: %+v, want -32602", m, rerr)
@@ -207,7 +230,7 @@ func TestTasksInTheStore(t *testing.T) {
 		dir := t.TempDir()
 		storeLine := fmt.Sprintf("sqlite = %q", filepath.Join(dir, "state.db"))
 		r := startTaskReplica(t, storeLine, "")
-		alice, _ := taskClient(t, r.addr, aliceKey)
+		alice := storeTaskClient(t, r.addr, aliceKey)
 		done, gate := startWaitTask(t, alice, dir, "gate")
 		if err := os.WriteFile(gate, []byte("finished before the restart"), 0o644); err != nil {
 			t.Fatal(err)
@@ -217,7 +240,7 @@ func TestTasksInTheStore(t *testing.T) {
 
 		r.stop(t, syscall.SIGTERM)
 		r = startTaskReplica(t, storeLine, r.addr)
-		alice, _ = taskClient(t, r.addr, aliceKey)
+		alice = storeTaskClient(t, r.addr, aliceKey)
 		if out := alice.must("tasks/result", map[string]any{"taskId": done}); !strings.Contains(string(out), "finished before the restart") {
 			t.Fatalf("tasks/result after a restart: %s", out)
 		}
