@@ -242,6 +242,12 @@ func Start(ctx context.Context, file *config.File, opts *Options) (_ *Engine, er
 		if roundKey, err = e.store.SharedKey(ctx, "round-state"); err != nil {
 			return nil, err
 		}
+		// The tasks mcphost runs are kept there too, under ids that
+		// verify on every replica (host/tasks, stored.go).
+		if cfg.Tasks.Key, err = e.store.SharedKey(ctx, "task-ids"); err != nil {
+			return nil, err
+		}
+		cfg.Tasks.Store = e.store
 	}
 	e.metrics = metrics.New()
 	e.host, err = gateway.New(cfg, &gateway.Options{RoundStateKey: roundKey, Grants: grantStore, WaitLogins: opts.WaitLogins, Announce: opts.Announce, Logins: opts.Logins, Logger: log,

@@ -54,7 +54,11 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		a.Run = func(ctx context.Context) tasks.Outcome {
 			defer ticket.Release()
 			res, err := h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
-			return tasks.OutcomeOf(h.taskAnswer(tr, start, caller, p.Name, p.Arguments, res, err))
+			out := tasks.OutcomeOf(h.taskAnswer(tr, start, caller, p.Name, p.Arguments, res, err))
+			if out.Failed && h.Draining() { // cut short by the drain (listen.drain_timeout)
+				out.Message = tasks.StoppedMessage
+			}
+			return out
 		}
 	}
 	return a

@@ -150,6 +150,27 @@ INSERT INTO mcphost_revision (id, revision) VALUES (4, 0);`,
 	created BIGINT NOT NULL,
 	updated BIGINT NOT NULL
 );`,
+	// 13: the MCP tasks mcphost runs itself (tasks.go), for every replica:
+	// times in Unix nanoseconds; outcome is '' until the task ends, then
+	// its outcome, sealed with the store key when there is one; runner
+	// and lease say which process runs it and until when it vouches.
+	13: `CREATE TABLE mcphost_tasks (
+	id      TEXT PRIMARY KEY,
+	owner   TEXT NOT NULL,
+	status  TEXT NOT NULL,
+	message TEXT NOT NULL,
+	created BIGINT NOT NULL,
+	updated BIGINT NOT NULL,
+	expires BIGINT NOT NULL,
+	ttl_ms  BIGINT NOT NULL,
+	poll_ms BIGINT NOT NULL,
+	runner  TEXT NOT NULL,
+	lease   BIGINT NOT NULL,
+	outcome TEXT NOT NULL
+);
+CREATE INDEX mcphost_tasks_owner ON mcphost_tasks (owner);
+CREATE INDEX mcphost_tasks_runner ON mcphost_tasks (runner, status);
+CREATE INDEX mcphost_tasks_expires ON mcphost_tasks (expires);`,
 }
 
 // migrate applies the migrations the database lacks, each in its own

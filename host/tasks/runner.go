@@ -27,6 +27,9 @@ type Limits struct {
 	// After is how long a protocol 2026-07-28 call runs before it becomes
 	// a task (the client then polls it); 0: one second.
 	After time.Duration
+	// Store, when set, keeps the tasks for every replica (stored.go); set
+	// by the assembly, not the config file.
+	Store Store
 }
 
 func (l Limits) withDefaults() Limits {
@@ -59,6 +62,9 @@ type Outcome struct {
 	Result json.RawMessage
 	Err    error
 	Failed bool
+	// Message, for a failed task, is its status message (StoppedMessage
+	// for a call its replica cut short as it stopped).
+	Message string
 }
 
 // Runner runs the tasks mcphost runs itself: each call on a goroutine of
@@ -72,6 +78,10 @@ type Runner struct {
 	mu     sync.Mutex
 	tasks  map[string]*local
 	closed bool
+
+	store Store         // nil: the tasks live here only
+	name  string        // this Runner's name in the store
+	stop  chan struct{} // closed by Close: ends the store loop
 }
 
 type local struct {
@@ -87,7 +97,12 @@ type local struct {
 
 // NewRunner returns a Runner bounded by l (zero fields get defaults).
 func NewRunner(l Limits) *Runner {
-	return &Runner{lim: l.withDefaults(), now: time.Now, tasks: map[string]*local{}}
+	r := &Runner{lim: l.withDefaults(), now: time.Now, tasks: map[string]*local{}, store: l.Store, stop: make(chan struct{})}
+	if r.store != nil {
+		r.name = newLocalID()
+		go r.storeLoop()
+	}
+	return r
 }
 
 // ErrTooMany says a caller, or the gateway, holds as many tasks as it may.
@@ -127,6 +142,13 @@ func (r *Runner) Start(owner string, ttlMS *int64, fn func(context.Context) Outc
 	r.tasks[l.task.TaskID] = l
 	t := l.task
 	r.mu.Unlock()
+	if err := r.put(owner, l); err != nil {
+		r.mu.Lock()
+		delete(r.tasks, t.TaskID)
+		r.mu.Unlock()
+		cancel()
+		return Task{}, err
+	}
 
 	go func() {
 		out := fn(ctx)
@@ -197,13 +219,14 @@ func (r *Runner) finish(l *local, out Outcome) {
 	case out.Err != nil:
 		l.task.Status, l.task.StatusMessage = Failed, out.Err.Error()
 	case out.Failed:
-		l.task.Status = Failed
+		l.task.Status, l.task.StatusMessage = Failed, out.Message
 	}
 	l.task.LastUpdatedAt = Stamp(r.now())
 	t := l.task
 	close(l.done)
 	l.cancel()
 	r.mu.Unlock()
+	r.end(t, out)
 	if l.notify != nil {
 		l.notify(t)
 	}
@@ -242,13 +265,8 @@ func (r *Runner) lookupLocked(owner, id string) (*local, error) {
 
 // Get returns owner's task id.
 func (r *Runner) Get(owner, id string) (Task, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l, err := r.lookupLocked(owner, id)
-	if err != nil || l.held != nil {
-		return Task{}, ErrUnknownTask
-	}
-	return l.task, nil
+	t, _, _, err := r.Peek(owner, id)
+	return t, err
 }
 
 // Result waits until owner's task id ends (or ctx does) and returns its
@@ -257,6 +275,9 @@ func (r *Runner) Result(ctx context.Context, owner, id string) (Task, Outcome, e
 	r.mu.Lock()
 	l, err := r.lookupLocked(owner, id)
 	r.mu.Unlock()
+	if errors.Is(err, ErrUnknownTask) && r.store != nil {
+		return r.storedResult(ctx, owner, id)
+	}
 	if err != nil || l.held != nil {
 		return Task{}, Outcome{}, ErrUnknownTask
 	}
@@ -271,29 +292,41 @@ func (r *Runner) Result(ctx context.Context, owner, id string) (Task, Outcome, e
 }
 
 // Peek returns owner's task id and, once it ended, its outcome.
-func (r *Runner) Peek(owner, id string) (t Task, out Outcome, ended bool, err error) {
+func (r *Runner) Peek(owner, id string) (Task, Outcome, bool, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	l, err := r.lookupLocked(owner, id)
-	if err != nil || l.held != nil {
-		return Task{}, Outcome{}, false, ErrUnknownTask
+	if err == nil && l.held == nil {
+		defer r.mu.Unlock()
+		select {
+		case <-l.done:
+			return l.task, l.out, true, nil
+		default:
+			return l.task, Outcome{}, false, nil
+		}
 	}
-	select {
-	case <-l.done:
-		return l.task, l.out, true, nil
-	default:
-		return l.task, Outcome{}, false, nil
+	r.mu.Unlock()
+	if err != nil && r.store != nil {
+		return r.stored(owner, id) // another process's, or one from before a restart
 	}
+	return Task{}, Outcome{}, false, ErrUnknownTask
 }
 
 // Forget drops owner's task id (one whose outcome was delivered as it
 // ended, before it became the client's task).
 func (r *Runner) Forget(owner, id string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if l := r.tasks[id]; l != nil && l.owner == owner {
-		l.cancel()
-		delete(r.tasks, id)
+	l := r.tasks[id]
+	if l == nil || l.owner != owner {
+		r.mu.Unlock()
+		return
+	}
+	l.cancel()
+	delete(r.tasks, id)
+	r.mu.Unlock()
+	if r.store != nil && l.held == nil {
+		ctx, cancel := storeCtx()
+		defer cancel()
+		_ = r.store.DeleteTask(ctx, owner, id)
 	}
 }
 
@@ -301,13 +334,16 @@ func (r *Runner) Forget(owner, id string) {
 // their server knows their state).
 func (r *Runner) List(owner string) []Task {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.sweepLocked(r.now())
 	var out []Task
 	for _, l := range r.tasks {
 		if l.owner == owner {
 			out = append(out, l.task)
 		}
+	}
+	r.mu.Unlock()
+	if r.store != nil {
+		out = r.withStored(owner, out)
 	}
 	slices.SortFunc(out, func(a, b Task) int {
 		if a.CreatedAt != b.CreatedAt {
@@ -338,6 +374,10 @@ func compareStamps(a, b string) int {
 func (r *Runner) Cancel(owner, id string) (Task, error) {
 	r.mu.Lock()
 	l, err := r.lookupLocked(owner, id)
+	if errors.Is(err, ErrUnknownTask) && r.store != nil {
+		r.mu.Unlock()
+		return r.storedCancel(owner, id)
+	}
 	if err != nil || l.held != nil {
 		r.mu.Unlock()
 		return Task{}, ErrUnknownTask
@@ -346,26 +386,51 @@ func (r *Runner) Cancel(owner, id string) (Task, error) {
 		r.mu.Unlock()
 		return Task{}, fmt.Errorf("%w (%s)", ErrTerminal, l.task.Status)
 	}
-	l.task.Status, l.task.StatusMessage = Cancelled, "cancelled by the client"
-	l.task.LastUpdatedAt = Stamp(r.now())
-	l.out = Outcome{Err: errors.New("the task was cancelled")}
-	l.cancel()
-	close(l.done)
-	t := l.task
+	t := r.cancelLocked(l, Cancelled, cancelledMessage, errCancelled)
 	r.mu.Unlock()
+	r.end(t, l.out)
 	if l.notify != nil {
 		l.notify(t)
 	}
 	return t, nil
 }
 
-// Close cancels every task and refuses new ones.
+// cancelledMessage is a cancelled task's status message.
+const cancelledMessage = "cancelled by the client"
+
+// errCancelled is a cancelled task's outcome.
+var errCancelled = errors.New("the task was cancelled")
+
+// cancelLocked ends l's call, which has not ended, with status.
+func (r *Runner) cancelLocked(l *local, status, msg string, err error) Task {
+	l.task.Status, l.task.StatusMessage = status, msg
+	l.task.LastUpdatedAt = Stamp(r.now())
+	l.out = Outcome{Err: err}
+	l.cancel()
+	close(l.done)
+	return l.task
+}
+
+// Close cancels every task and refuses new ones; with a store, the
+// tasks whose calls it ends are failed there (StoppedMessage).
 func (r *Runner) Close() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
 	r.closed = true
+	close(r.stop)
+	var stopped []Task
 	for _, l := range r.tasks {
+		if l.held == nil && !Terminal(l.task.Status) {
+			stopped = append(stopped, r.cancelLocked(l, Failed, StoppedMessage, errors.New("tasks: "+StoppedMessage)))
+		}
 		l.cancel()
+	}
+	r.mu.Unlock()
+	for _, t := range stopped {
+		r.end(t, Outcome{Err: errors.New("tasks: " + StoppedMessage)})
 	}
 }
 
