@@ -27,6 +27,13 @@ func (s taskSessions) Owner(r *http.Request) (any, string) {
 		return id, "id:" + id.Key()
 	}
 	e := s.h.fastSessions.lookup(sid) // forgotten when the session ends
+	// A session is known from its notifications/initialized, which the
+	// go-sdk hands on after answering it: a client's first task request
+	// may come first.
+	for wait := 0; e == nil && wait < 25 && r.Context().Err() == nil; wait++ {
+		time.Sleep(10 * time.Millisecond)
+		e = s.h.fastSessions.lookup(sid)
+	}
 	if e == nil || e.version != tasks.Version {
 		return nil, ""
 	} else if id = s.h.Identity(e.ss); id != nil {
