@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,42 +128,7 @@ func asRPCError(err error, target **jsonrpc.Error) bool {
 // reaches the upstream call; another identity cannot reach the task; a
 // client without the extension gets no task.
 func TestTasksExtension2026(t *testing.T) {
-	cfg := writeConfig(t, `
-listen {
-  auth {
-    key "alice" {
-      value   = "`+aliceKey+`"
-      subject = "alice"
-    }
-    key "bob" {
-      value   = "`+bobKey+`"
-      subject = "bob"
-    }
-  }
-}
-server "up" {
-  command = "UPSTREAM"
-  args    = ["-name", "up"]
-}
-plugin "redact" {
-  source = "builtin:redact"
-}
-`)
-	addr := testproc.FreeAddr(t)
-	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
-	logs := &testproc.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	addr := serveTasks(t)
 	url := "http://" + addr + "/mcp"
 	alice := &extClient{t: t, url: url, key: aliceKey, ext: true}
 	bob := &extClient{t: t, url: url, key: bobKey, ext: true}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,11 +116,10 @@ type wireTask struct {
 	TTL    *int64 `json:"ttl"`
 }
 
-// TestTasksRunByMcphost: a plain upstream's slow tool called as a task
-// (2025-11-25) through mcphost: the call outlives its request, its result
-// passes builtin:redact, cancel reaches the upstream call, and another
-// identity can neither see, fetch, list nor cancel the task.
-func TestTasksRunByMcphost(t *testing.T) {
+// serveTasks runs mcphost for the task tests: alice and bob with keys,
+// the test upstream, builtin:redact; it returns the listen address.
+func serveTasks(t *testing.T) string {
+	t.Helper()
 	cfg := writeConfig(t, `
 listen {
   auth {
@@ -144,20 +142,16 @@ plugin "redact" {
 }
 `)
 	addr := testproc.FreeAddr(t)
-	cmd := exec.Command(mcphostBin, "run", cfg, "--http", addr)
-	logs := &testproc.Buffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	testproc.WaitFor(t, "mcphost to serve", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == 200
-	})
+	startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr)
+	return addr
+}
+
+// TestTasksRunByMcphost: a plain upstream's slow tool called as a task
+// (2025-11-25) through mcphost: the call outlives its request, its result
+// passes builtin:redact, cancel reaches the upstream call, and another
+// identity can neither see, fetch, list nor cancel the task.
+func TestTasksRunByMcphost(t *testing.T) {
+	addr := serveTasks(t)
 
 	alice, init := taskClient(t, addr, aliceKey)
 	var ir struct {
