@@ -62,6 +62,7 @@ users" tells more):
   mcphost users add alice --group eng --attr team=core
   mcphost users key rotate alice KEY-ID
   mcphost users disable alice
+  mcphost users secret set alice GITHUB_TOKEN < token.txt
 
 The toolsets of a running mcphost, each served at /mcp/NAME ("mcphost help
 toolsets" tells more):
