@@ -97,6 +97,10 @@ func TestParamHeadersChecked(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// A call in task mode is admitted as any call: its headers too.
+	if status, body := call(false, `{"region":"us-west1"},"task":{"ttl":60000}`, map[string]string{"Mcp-Param-Region": "eu-west1"}); status != http.StatusBadRequest || !strings.Contains(body, `"code":-32020`) {
+		t.Errorf("a task-mode call with a mismatched header: status %d, %s; want refused", status, body)
+	}
 	for _, sessionless := range []bool{true, false} {
 		for _, tc := range []struct {
 			name    string

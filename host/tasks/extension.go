@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
 // Protocol 2026-07-28 has no sessions and no tasks of its own: tasks are
@@ -99,7 +101,7 @@ func (s *Service) Sessionless(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r) // the go-sdk answers as it answers any call it cannot read, or any call
 				return
 			}
-			res, rerr = s.startExtension(r.Context(), session, owner, p)
+			res, rerr = s.startExtension(paramheader.WithIncoming(r.Context(), r.Header), session, owner, p) // Mcp-Param-* checked at admission
 		case "tasks/get", "tasks/update", "tasks/cancel":
 			res, rerr = s.extensionMethod(owner, req)
 		default:

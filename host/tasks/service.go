@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
 // Version is the protocol version that defines the tasks methods.
@@ -117,7 +119,7 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 				rerr = invalidParams(err)
 				break
 			}
-			res, rerr = s.start(r.Context(), session, owner, p)
+			res, rerr = s.start(paramheader.WithIncoming(r.Context(), r.Header), session, owner, p) // Mcp-Param-* checked at admission
 		case TaskMethod(req.Method):
 			res, rerr = s.method(r.Context(), session, owner, req)
 		default:
@@ -298,6 +300,9 @@ func writeResponse(w http.ResponseWriter, sid string, id, res json.RawMessage, r
 	hdr.Set("Content-Length", strconv.Itoa(b.Len()))
 	if sid != "" {
 		hdr.Set("Mcp-Session-Id", sid)
+	}
+	if rerr != nil && rerr.Code == mcp.CodeHeaderMismatch {
+		w.WriteHeader(http.StatusBadRequest) // as the transport asks of a header mismatch
 	}
 	_, _ = w.Write(b.Bytes())
 }
