@@ -93,10 +93,9 @@ func sbom(bin, version string, date time.Time) (*cdx.BOM, error) {
 		switch {
 		case d.Replace != nil && d.Replace.Version == "":
 			// A directory of this repository (the plugin SDK module,
-			// ./abi, until its version is published): its code is this
-			// release's source, so it carries the release's version.
-			c.Version = "v" + version
-			c.Description = "built from " + d.Replace.Path + " in this release's source"
+			// ./abi, until its version is published): the version go.mod
+			// requires, and whose code it is.
+			c.Description = "built from " + d.Replace.Path + " in the source of mcphost v" + version
 		case d.Replace != nil:
 			// The code linked is the replacement's.
 			c.Name, c.Version = d.Replace.Path, d.Replace.Version
