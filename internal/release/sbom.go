@@ -91,7 +91,7 @@ func sbom(bin, version string, date time.Time) (*cdx.BOM, error) {
 			c.Properties = &[]cdx.Property{{Name: "go:module:sum", Value: d.Sum}}
 		}
 		switch {
-		case d.Replace != nil && d.Replace.Version == "":
+		case d.Replace != nil && (strings.HasPrefix(d.Replace.Path, "./") || strings.HasPrefix(d.Replace.Path, "../") || filepath.IsAbs(d.Replace.Path)):
 			// A directory of this repository (the plugin SDK module,
 			// ./abi, until its version is published): the version go.mod
 			// requires, and whose code it is.
