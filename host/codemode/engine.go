@@ -239,18 +239,18 @@ func (e *Engine) Run(ctx context.Context, script string, tools []string, call Ca
 	case status < 0:
 		out.Err, out.Stopped = "the script could not start: QuickJS ran out of memory", true
 		return out, nil
-	case st.status != 0 && ctx.Err() != nil:
+	case st.status != 0:
+		out.Err = limitText(string(st.report), min(e.lim.MaxOutput, maxErrText))
+	default:
+		if err := out.decodeReport(st.report, e.lim.MaxOutput); err != nil {
+			out.Err = err.Error()
+		}
+	}
+	if out.Err != "" && ctx.Err() != nil {
 		// The script failed as its time ran out: a tool call it was
 		// waiting on was cancelled, and it threw before the clock stopped
 		// the instance. The time limit is the cause to report.
 		out.Err, out.Stopped = stoppedText(ctx, e.lim), true
-		return out, nil
-	case st.status != 0:
-		out.Err = limitText(string(st.report), min(e.lim.MaxOutput, maxErrText))
-		return out, nil
-	}
-	if err := out.decodeReport(st.report, e.lim.MaxOutput); err != nil {
-		out.Err = err.Error()
 	}
 	return out, nil
 }
