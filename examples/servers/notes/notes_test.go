@@ -102,7 +102,7 @@ func wait[T any](t *testing.T, ch chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second): // generous: CI runs every package at once on two cores
 		t.Fatalf("no %s", what)
 		panic("unreachable")
 	}
