@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"net/http"
@@ -67,20 +66,7 @@ func (c *extClient) send(method string, params map[string]any) *jsonrpc.Response
 		c.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var msgs [][]byte
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				msgs = append(msgs, []byte(d))
-			}
-		}
-	} else {
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		msgs = append(msgs, b.Bytes())
-	}
+	msgs := responseMessages(resp)
 	for _, m := range msgs {
 		if msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(m)); err == nil {
 			if r, ok := msg.(*jsonrpc.Response); ok && r.ID == id {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -62,20 +63,7 @@ func (c *rpcClient) post(method string, params any, notify bool) (json.RawMessag
 	if notify {
 		return nil, nil
 	}
-	var msgs [][]byte
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				msgs = append(msgs, []byte(d))
-			}
-		}
-	} else {
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		msgs = append(msgs, b.Bytes())
-	}
+	msgs := responseMessages(resp)
 	for _, m := range msgs {
 		var r struct {
 			ID     int             `json:"id"`
@@ -240,4 +228,22 @@ func TestTasksRunByMcphost(t *testing.T) {
 	if _, rerr := alice.post("tasks/get", map[string]any{"taskId": fmt.Sprint(id, "x")}, false); rerr == nil || rerr.Code != -32602 {
 		t.Errorf("tasks/get of an altered id: %+v", rerr)
 	}
+}
+
+// responseMessages returns the JSON-RPC messages of a streamable HTTP
+// answer: each event's data of an event stream, or the JSON body.
+func responseMessages(resp *http.Response) [][]byte {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b, _ := io.ReadAll(resp.Body)
+		return [][]byte{b}
+	}
+	var msgs [][]byte
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			msgs = append(msgs, []byte(d))
+		}
+	}
+	return msgs
 }
