@@ -1,0 +1,214 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/filters"
+)
+
+// fusedChains are chains of built-ins that load as one group each.
+func fusedChains() map[string][]Spec {
+	return map[string][]Spec{
+		"quickstart": {
+			{Name: "no-delete", Source: "builtin:deny", Config: map[string]string{"tools": `["*__drop_*"]`}},
+			{Name: "titles", Source: "builtin:titles", Config: map[string]string{"overrides": `{"a__t1":"First"}`}},
+			{Name: "redact", Source: "builtin:redact"},
+			{Name: "truncate", Source: "builtin:truncate", Config: map[string]string{"max_chars": "300"}},
+			{Name: "json-results", Source: "builtin:json_results"},
+		},
+		// The second and third policies deny: the chain stops at the
+		// first that does, and the rest see nothing.
+		"deny mid-chain": {
+			{Name: "titles", Source: "builtin:titles"},
+			{Name: "deny-drop", Source: "builtin:deny", Config: map[string]string{"tools": `["*__drop_*"]`}},
+			{Name: "deny-b", Source: "builtin:deny", Config: map[string]string{"servers": `["b"]`}},
+			{Name: "redact", Source: "builtin:redact"},
+		},
+		// Truncate cuts before redact masks, and a second redact with
+		// patterns of its own: the same policy twice, configured apart.
+		"truncate then redact twice": {
+			{Name: "truncate", Source: "builtin:truncate", Config: map[string]string{"max_chars": "40"}},
+			{Name: "redact", Source: "builtin:redact", Config: map[string]string{"mask": "<gone>"}},
+			{Name: "redact-x", Source: "builtin:redact", Config: map[string]string{"patterns": `["x{5}"]`, "builtins": "false"}},
+			{Name: "json", Source: "builtin:json_results", Config: map[string]string{"errors": "true"}},
+		},
+		"hinted": hintedSpecs(),
+	}
+}
+
+// TestFusedDifferential runs the same listings, calls and results through
+// each chain of fusedChains loaded as one group (one pool, the default)
+// and as separate plugins (RuntimeOptions.SeparateBuiltins): answers,
+// errors and every plugin's statistics must be equal.
+func TestFusedDifferential(t *testing.T) {
+	t.Parallel()
+	fusedRT := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin})
+	sepRT := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, SeparateBuiltins: true})
+	for name, specs := range fusedChains() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fused, sep := newChain(t, fusedRT, specs...), newChain(t, sepRT, specs...)
+			checkGrouped(t, fused, true)
+			checkGrouped(t, sep, false)
+			differential(t, fused, sep)
+		})
+	}
+}
+
+// checkGrouped checks that c's plugins share one pool (grouped) or each
+// have their own.
+func checkGrouped(t *testing.T, c *Chain, grouped bool) {
+	t.Helper()
+	for _, p := range c.plugins {
+		if (p.pool != nil) != grouped || (grouped && p.pool != c.plugins[0].pool) {
+			t.Fatalf("plugin %s: pool %p (first plugin's %p), want grouped %v", p.Name(), p.pool, c.plugins[0].pool, grouped)
+		}
+	}
+}
+
+func differential(t *testing.T, fused, sep *Chain) {
+	t.Helper()
+	ctx := context.Background()
+	callers := []abi.Caller{{ClientName: "one"}, {ClientName: "two", Meta: json.RawMessage(`{"mode":"plan"}`)}}
+	same := func(what string, got, want any, gotErr, wantErr error) {
+		t.Helper()
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("%s: error fused %v, separate %v", what, gotErr, wantErr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: fused\n%s\nseparate\n%s", what, mustMarshal(t, got), mustMarshal(t, want))
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for version := range 4 {
+		tools := randomCatalog(r, 30, version)
+		for _, caller := range callers {
+			got, gotErr := fused.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: tools})
+			want, wantErr := sep.ToolsList(ctx, &abi.ToolsListInput{Caller: caller, Tools: tools})
+			same("tools/list", got, want, gotErr, wantErr)
+			for i := range 12 {
+				tool := tools[r.IntN(len(tools))]
+				call := &abi.ToolCallInput{Caller: caller, Name: tool.Name, Server: tool.Server, Tool: tool.Tool,
+					Arguments: json.RawMessage(fmt.Sprintf(`{"limit":%d}`, i)), Annotations: tool.Annotations}
+				gotD, gotErr := fused.ToolCall(ctx, call)
+				wantD, wantErr := sep.ToolCall(ctx, call)
+				same("call "+tool.Name, gotD, wantD, gotErr, wantErr)
+				result := mustMarshal(t, fusedResult(r))
+				res := func() *abi.ToolResultInput {
+					var cp abi.CallToolResult
+					if err := json.Unmarshal([]byte(result), &cp); err != nil {
+						t.Fatal(err)
+					}
+					return &abi.ToolResultInput{Caller: caller, Name: tool.Name, Server: tool.Server, Tool: tool.Tool,
+						Arguments: call.Arguments, Result: &cp}
+				}
+				gotR, gotErr := fused.ToolResult(ctx, res())
+				wantR, wantErr := sep.ToolResult(ctx, res())
+				same("result of "+tool.Name+" "+result, gotR, wantR, gotErr, wantErr)
+			}
+		}
+	}
+	// Per plugin: the same guest calls, reuses and failures, hook by hook.
+	strip := func(c *Chain) []string {
+		var out []string
+		for _, st := range c.Status() {
+			out = append(out, fmt.Sprintf("%s calls=%d reused=%d failures=%d crashes=%d", st.Name, st.Calls, st.Reused, st.Failures, st.Crashes))
+		}
+		for _, h := range c.HookStats() {
+			out = append(out, fmt.Sprintf("%s %s calls=%d failures=%d", h.Plugin, h.Hook, h.Calls, h.Failures))
+		}
+		slices.Sort(out) // HookStats' order within a plugin is a map's
+		return out
+	}
+	if got, want := strip(fused), strip(sep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("statistics: fused\n%s\nseparate\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// fusedResult is randomResult with long text that has a secret across
+// truncate's cut and a JSON text for json_results.
+func fusedResult(r *rand.Rand) *abi.CallToolResult {
+	text := func(s string) []abi.Content { return []abi.Content{{Type: "text", Text: s}} }
+	switch r.IntN(4) {
+	case 0:
+		return &abi.CallToolResult{Content: text(strings.Repeat("y", 30) + " ghp_" + strings.Repeat("e", 36) + " xxxxxxx tail")}
+	case 1:
+		return &abi.CallToolResult{Content: text(`{"items":[1,2,3],"xxxxx":"ghp_` + strings.Repeat("f", 36) + `"}`), IsError: r.IntN(2) == 0}
+	default:
+		return randomResult(r)
+	}
+}
+
+// TestFusedConfigError checks that a bad configuration of one plugin of a
+// group is refused as that plugin's, with the message it gets alone.
+func TestFusedConfigError(t *testing.T) {
+	t.Parallel()
+	specs := []Spec{
+		{Name: "redact", Source: "builtin:redact"},
+		{Name: "truncate", Source: "builtin:truncate", Config: map[string]string{"max_chars": "-3"}},
+		{Name: "json", Source: "builtin:json_results"},
+	}
+	ctx := context.Background()
+	_, fusedErr := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin}).NewChain(ctx, specs)
+	_, sepErr := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, SeparateBuiltins: true}).NewChain(ctx, specs)
+	var le *LoadError
+	if !errors.As(fusedErr, &le) || le.Name != "truncate" {
+		t.Fatalf("fused: %v, want the LoadError of truncate", fusedErr)
+	}
+	if fusedErr.Error() != sepErr.Error() {
+		t.Fatalf("fused: %v\nseparate: %v", fusedErr, sepErr)
+	}
+}
+
+// TestFusedReload checks that a reload changing one plugin of a group
+// loads the group afresh while the old chain still serves, and that a
+// reload changing nothing reuses it.
+func TestFusedReload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rt := newRuntime(t, RuntimeOptions{Builtin: filters.Builtin})
+	specs := fusedChains()["quickstart"]
+	old := newChain(t, rt, specs...)
+	same, err := rt.newChain(ctx, specs, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer same.Close(ctx)
+	for i, p := range same.plugins {
+		if p != old.plugins[i] {
+			t.Fatalf("unchanged reload: plugin %s was loaded again", p.Name())
+		}
+	}
+	changed := append([]Spec(nil), specs...)
+	changed[1].Config = map[string]string{"overrides": `{"a__t1":"Second"}`}
+	next, err := rt.newChain(ctx, changed, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close(ctx)
+	checkGrouped(t, next, true)
+	if next.plugins[0].pool == old.plugins[0].pool {
+		t.Fatal("a changed group kept its pool")
+	}
+	// The old generation still answers, with its own configuration.
+	tools := []abi.Tool{{Name: "a__t1", Server: "a", Tool: "t1"}}
+	for c, want := range map[*Chain]string{old: "First", next: "Second"} {
+		got, err := c.ToolsList(ctx, &abi.ToolsListInput{Tools: tools})
+		if err != nil || len(got) != 1 || got[0].Title != want {
+			t.Fatalf("generation %d: %+v, %v; want title %q", c.Generation(), got, err, want)
+		}
+	}
+	old.Close(ctx)
+	if got, err := next.ToolsList(ctx, &abi.ToolsListInput{Tools: tools}); err != nil || got[0].Title != "Second" {
+		t.Fatalf("after the old chain closed: %+v, %v", got, err)
+	}
+}
