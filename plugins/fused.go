@@ -22,10 +22,11 @@ import (
 // the plugin whose call crashed it, as before; its replacement configures
 // each policy again at that policy's next call.
 //
-// A reload reuses a group only whole: when any plugin of it changes, the
-// group is loaded afresh (a new pool, the plugins with new Load numbers),
-// off to the side like any reload, and the old group serves the calls in
-// flight until its chain is drained.
+// A reload keeps every plugin whose spec and configuration are unchanged,
+// with its pool, its Load number and its statistics, as for any plugin;
+// the plugins it loads afresh (a hot swap of one built-in, say) share a new
+// pool, off to the side like any reload, while the old generation serves
+// the calls in flight. The old pool closes when its last plugin does.
 
 // Keys of the built-in module's configuration (filters/policies), which
 // package plugins cannot import.
@@ -69,7 +70,8 @@ func (rt *Runtime) fuseGroups(specs []Spec) [][]int {
 }
 
 // loadGroup loads specs (with defaults, fusable, same memory cap) as one
-// group, or reuses prev's group of the same plugins unchanged. errs holds
+// group: it reuses prev's plugins that are unchanged, and loads the others
+// into one new pool. errs holds
 // a *LoadError per spec that failed; on any error the plugins loaded are
 // released and none is returned.
 func (rt *Runtime) loadGroup(ctx context.Context, specs []Spec, prev *Chain) (ps []*Plugin, errs []error) {
@@ -91,31 +93,42 @@ func (rt *Runtime) loadGroup(ctx context.Context, specs []Spec, prev *Chain) (ps
 	if failed {
 		return nil, errs
 	}
-	if ps := prev.sameGroup(specs, srcs); ps != nil {
+	ps = make([]*Plugin, len(specs))
+	var fresh []int // the specs not reused from prev
+	for i := range specs {
+		if ps[i] = prev.reusable(specs[i], srcs[i]); ps[i] == nil {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) == 0 {
 		return ps, errs
 	}
-	pool, err := rt.newPool(ctx, specs, srcs[0])
-	if err != nil {
-		for i, s := range specs {
-			errs[i] = &LoadError{Name: s.Name, Source: s.Source, Err: err}
-		}
-		return nil, errs
+	freshSpecs := make([]Spec, len(fresh))
+	for j, i := range fresh {
+		freshSpecs[j] = specs[i]
 	}
-	defer pool.releaseRef(context.WithoutCancel(ctx)) // the loader's reference
-	ps = make([]*Plugin, len(specs))
-	// One after the other: they describe on the same warm instance.
-	for i, s := range specs {
-		if !pool.retain() {
-			errs[i], failed = &LoadError{Name: s.Name, Source: s.Source, Err: fmt.Errorf("%w: the group's pool", ErrClosed)}, true
-			continue
+	pool, err := rt.newPool(ctx, freshSpecs, srcs[fresh[0]])
+	if err != nil {
+		for _, i := range fresh {
+			errs[i], failed = &LoadError{Name: specs[i].Name, Source: specs[i].Source, Err: err}, true
 		}
-		p, err := rt.loadSourceIn(ctx, s, srcs[i], pool)
-		if err != nil {
-			_ = pool.releaseRef(ctx)
-			errs[i], failed = &LoadError{Name: s.Name, Source: s.Source, Err: err}, true
-			continue
+	} else {
+		// One after the other: they describe on the same warm instance.
+		for _, i := range fresh {
+			s := specs[i]
+			if !pool.retain() {
+				errs[i], failed = &LoadError{Name: s.Name, Source: s.Source, Err: fmt.Errorf("%w: the group's pool", ErrClosed)}, true
+				continue
+			}
+			p, err := rt.loadSourceIn(ctx, s, srcs[i], pool)
+			if err != nil {
+				_ = pool.releaseRef(ctx)
+				errs[i], failed = &LoadError{Name: s.Name, Source: s.Source, Err: err}, true
+				continue
+			}
+			ps[i] = p
 		}
-		ps[i] = p
+		_ = pool.releaseRef(context.WithoutCancel(ctx)) // the loader's reference
 	}
 	if failed {
 		for _, p := range ps {
@@ -128,39 +141,18 @@ func (rt *Runtime) loadGroup(ctx context.Context, specs []Spec, prev *Chain) (ps
 	return ps, errs
 }
 
-// sameGroup returns c's group of plugins with exactly specs and srcs, in
-// order, retained; nil if c has none (or c is nil).
-func (c *Chain) sameGroup(specs []Spec, srcs []source) []*Plugin {
+// reusable returns c's plugin of the same spec, module and configuration,
+// retained; nil if none (or c is nil). A plugin of a group keeps the
+// group's pool.
+func (c *Chain) reusable(spec Spec, src source) *Plugin {
 	if c == nil {
 		return nil
 	}
-	groups := map[*Plugin][]*Plugin{}
 	for _, p := range c.plugins {
-		if p.pool != nil {
-			groups[p.pool] = append(groups[p.pool], p)
+		if p.src.sha == src.sha && reflect.DeepEqual(p.spec, spec) &&
+			reflect.DeepEqual(p.src.config, src.config) && p.retain() {
+			return p
 		}
-	}
-	for _, members := range groups {
-		if len(members) != len(specs) {
-			continue
-		}
-		same := true
-		for i, p := range members {
-			same = same && p.src.sha == srcs[i].sha && reflect.DeepEqual(p.spec, specs[i]) &&
-				reflect.DeepEqual(p.src.config, srcs[i].config)
-		}
-		if !same {
-			continue
-		}
-		for i, p := range members {
-			if !p.retain() {
-				for _, q := range members[:i] {
-					_ = q.releaseRef(context.Background())
-				}
-				return nil
-			}
-		}
-		return members
 	}
 	return nil
 }
