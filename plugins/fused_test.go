@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/filters"
@@ -215,5 +216,53 @@ func TestFusedReload(t *testing.T) {
 	old.Close(ctx)
 	if got, err := next.ToolsList(ctx, &abi.ToolsListInput{Tools: tools}); err != nil || got[0].Title != "Second" {
 		t.Fatalf("after the old chain closed: %+v, %v", got, err)
+	}
+}
+
+// TestFusedCrash checks that an instance lost in one plugin's call (here
+// to its timeout) is charged to that plugin alone, as when each had its
+// own pool, and that the group's other plugins go on working. The
+// plugin's timeout of a microsecond ends every call on a 2 MB result.
+func TestFusedCrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	specs := []Spec{
+		{Name: "titles", Source: "builtin:titles", Config: map[string]string{"overrides": `{"a__t1":"First"}`}},
+		{Name: "slow-redact", Source: "builtin:redact", Timeout: time.Microsecond, OnError: OnErrorSkip},
+		{Name: "deny", Source: "builtin:deny", Config: map[string]string{"tools": `["x"]`}},
+	}
+	state := func(c *Chain) []string {
+		var out []string
+		for _, st := range c.Status() {
+			out = append(out, fmt.Sprintf("%s state=%s calls=%d failures=%d crashes=%d consecutive=%d", st.Name, st.State, st.Calls, st.Failures, st.Crashes, st.ConsecutiveCrashes))
+		}
+		return out
+	}
+	var want []string
+	for _, separate := range []bool{true, false} {
+		c := newChain(t, newRuntime(t, RuntimeOptions{Builtin: filters.Builtin, SeparateBuiltins: separate}), specs...)
+		checkGrouped(t, c, !separate)
+		big := strings.Repeat("ghp_"+strings.Repeat("a", 36)+" ", 50000)
+		for i := range CrashLimit + 2 {
+			name := fmt.Sprintf("a__t%d", i)
+			in := &abi.ToolResultInput{Name: name, Server: "a", Tool: name[3:],
+				Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: big}}}}
+			if _, err := c.ToolResult(ctx, in); err != nil {
+				t.Fatalf("result %d: %v (slow-redact is skipped on error)", i, err)
+			}
+		}
+		got, err := c.ToolsList(ctx, &abi.ToolsListInput{Tools: []abi.Tool{{Name: "a__t1", Server: "a", Tool: "t1"}, {Name: "x", Server: "a", Tool: "x"}}})
+		if err != nil || len(got) != 1 || got[0].Title != "First" {
+			t.Fatalf("separate %v: titles after slow-redact's crashes: %+v, %v", separate, got, err)
+		}
+		st := state(c)
+		if !strings.Contains(st[1], "state=failed") || !strings.Contains(st[0], "crashes=0") || !strings.Contains(st[2], "crashes=0") {
+			t.Fatalf("separate %v:\n%s", separate, strings.Join(st, "\n"))
+		}
+		if want == nil {
+			want = st
+		} else if !reflect.DeepEqual(st, want) {
+			t.Fatalf("fused\n%s\nseparate\n%s", strings.Join(st, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }
