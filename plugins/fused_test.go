@@ -266,3 +266,51 @@ func TestFusedCrash(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFusedDifferential feeds arbitrary tool names, arguments and result
+// text through the quickstart chain as one group and as separate plugins:
+// the group's instances read each plugin's configuration per call, so any
+// input that one policy's state could leak into another's shows as a
+// difference.
+func FuzzFusedDifferential(f *testing.F) {
+	ctx := context.Background()
+	specs := fusedChains()["truncate then redact twice"]
+	specs = append(specs, fusedChains()["quickstart"]...)
+	for i := range specs[4:] {
+		specs[4+i].Name += "-2"
+	}
+	chain := func(separate bool) *Chain {
+		c, err := newRuntime(f, RuntimeOptions{Builtin: filters.Builtin, SeparateBuiltins: separate}).NewChain(ctx, specs)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Cleanup(func() { c.Close(ctx) })
+		return c
+	}
+	fused, sep := chain(false), chain(true)
+	f.Add("a__drop_1", `{"q":1}`, "ghp_"+strings.Repeat("a", 36), false)
+	f.Add("b__t2", `{}`, `{"items":[1,2],"xxxxx":"y"}`, true)
+	f.Add("a__t1", `{"k":"AKIA`+strings.Repeat("B", 16)+`"}`, strings.Repeat("z", 500), false)
+	f.Fuzz(func(t *testing.T, name, args, text string, isError bool) {
+		server, tool, _ := strings.Cut(name, "__")
+		raw := json.RawMessage(args)
+		if !json.Valid(raw) {
+			raw = nil
+		}
+		call := &abi.ToolCallInput{Name: name, Server: server, Tool: tool, Arguments: raw}
+		gotD, gotErr := fused.ToolCall(ctx, call)
+		wantD, wantErr := sep.ToolCall(ctx, call)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(gotD, wantD) {
+			t.Fatalf("call: fused %+v, %v; separate %+v, %v", gotD, gotErr, wantD, wantErr)
+		}
+		res := func() *abi.ToolResultInput {
+			return &abi.ToolResultInput{Name: name, Server: server, Tool: tool, Arguments: raw,
+				Result: &abi.CallToolResult{Content: []abi.Content{{Type: "text", Text: text}}, IsError: isError}}
+		}
+		gotR, gotErr := fused.ToolResult(ctx, res())
+		wantR, wantErr := sep.ToolResult(ctx, res())
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(gotR, wantR) {
+			t.Fatalf("result: fused %s, %v; separate %s, %v", mustMarshal(t, gotR), gotErr, mustMarshal(t, wantR), wantErr)
+		}
+	})
+}

@@ -113,8 +113,10 @@ type Status struct {
 	Failures           uint64   `json:"failures"` // calls that returned an error, of any kind
 	Crashes            uint64   `json:"crashes"`  // instances thrown away (trap, timeout, exit)
 	ConsecutiveCrashes int      `json:"consecutiveCrashes"`
-	// IdleInstances are warm instances waiting for a call; BusyInstances
-	// the slots taken by calls (running, or making their instance).
+	// IdleInstances are warm instances waiting for a call (for a plugin
+	// of a group of built-ins, the group's, which all its plugins share:
+	// fused.go); BusyInstances the slots taken by the plugin's calls
+	// (running, or making their instance).
 	IdleInstances int       `json:"idleInstances"`
 	BusyInstances int       `json:"busyInstances"`
 	LastError     string    `json:"lastError,omitempty"`
