@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/filters"
@@ -280,7 +283,11 @@ func FuzzFusedDifferential(f *testing.F) {
 		specs[4+i].Name += "-2"
 	}
 	chain := func(separate bool) *Chain {
-		c, err := newRuntime(f, RuntimeOptions{Builtin: filters.Builtin, SeparateBuiltins: separate}).NewChain(ctx, specs)
+		// The runtime's log goes to stderr: testLogger's f.Log may not be
+		// called inside the fuzz target.
+		log := hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})
+		rt := newRuntime(f, RuntimeOptions{Builtin: filters.Builtin, SeparateBuiltins: separate, Logger: log})
+		c, err := rt.NewChain(ctx, specs)
 		if err != nil {
 			f.Fatal(err)
 		}
