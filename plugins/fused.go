@@ -28,8 +28,9 @@ import (
 // pool, off to the side like any reload, while the old generation serves
 // the calls in flight. The old pool closes when its last plugin does.
 
-// Keys of the built-in module's configuration (filters/policies), which
-// package plugins cannot import.
+// Keys of the built-in module's configuration (filters/policies, the
+// guest's code, which the host does not import; TestFusedKeys holds them
+// equal).
 const (
 	slotKey  = "mcphost.builtin.slot" // policies.SlotKey
 	poolSlot = "-"                    // policies.PoolSlot

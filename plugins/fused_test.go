@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/filters"
+	"github.com/mcphost-project/mcphost/filters/policies"
 )
 
 // fusedChains are chains of built-ins that load as one group each.
@@ -320,4 +321,12 @@ func FuzzFusedDifferential(f *testing.F) {
 			t.Fatalf("result: fused %s, %v; separate %s, %v", mustMarshal(t, gotR), gotErr, mustMarshal(t, wantR), wantErr)
 		}
 	})
+}
+
+// TestFusedKeys checks that the host and the built-in module agree on the
+// keys of a group.
+func TestFusedKeys(t *testing.T) {
+	if slotKey != policies.SlotKey || poolSlot != policies.PoolSlot {
+		t.Fatalf("host %q %q, guest %q %q", slotKey, poolSlot, policies.SlotKey, policies.PoolSlot)
+	}
 }
