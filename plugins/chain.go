@@ -56,7 +56,32 @@ func (rt *Runtime) newChain(ctx context.Context, specs []Spec, prev *Chain) (*Ch
 	c := &Chain{rt: rt, plugins: make([]*Plugin, len(specs)), log: rt.log, closed: make(chan struct{})}
 	errs := make([]error, len(specs))
 	var wg sync.WaitGroup
+	withDefaults := make([]Spec, len(specs))
 	for i, s := range specs {
+		withDefaults[i] = s.WithDefaults()
+	}
+	grouped := map[int]bool{}
+	for _, g := range rt.fuseGroups(withDefaults) {
+		gs := make([]Spec, len(g))
+		for j, i := range g {
+			gs[j], grouped[i] = withDefaults[i], true
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ps, es := rt.loadGroup(ctx, gs, prev)
+			for j, i := range g {
+				errs[i] = es[j]
+				if ps != nil {
+					c.plugins[i] = ps[j]
+				}
+			}
+		}()
+	}
+	for i, s := range specs {
+		if grouped[i] {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

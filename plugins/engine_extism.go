@@ -57,6 +57,13 @@ func (in *instance) close() {
 	_ = in.p.Close(context.Background())
 }
 
+// fusesBuiltins: the go-sdk binds an instance's configuration when it
+// makes the instance, so each built-in keeps a pool of its own.
+const fusesBuiltins = false
+
+// useEnv is never called under this engine (fusesBuiltins).
+func (in *instance) useEnv(*extismhost.Env) {}
+
 func (in *instance) exports() map[string]bool {
 	m := map[string]bool{}
 	for name := range in.p.Module().ExportedFunctions() {

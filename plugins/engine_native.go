@@ -101,6 +101,13 @@ func (in *instance) close() {
 	_ = in.mod.Close(context.Background())
 }
 
+// fusesBuiltins: this engine can run a group of built-ins on one pool,
+// switching the kernel's environment per call (fused.go).
+const fusesBuiltins = true
+
+// useEnv makes the instance's host functions read env from its next call.
+func (in *instance) useEnv(env *extismhost.Env) { in.k.SetEnv(env) }
+
 func (in *instance) exports() map[string]bool {
 	m := map[string]bool{}
 	for name := range in.mod.ExportedFunctionDefinitions() {

@@ -67,6 +67,11 @@ type Plugin struct {
 
 	env *extismhost.Env // what the host functions read: config, logger, allowed_hosts
 
+	// pool, when set, is the pool of instances the plugin shares with the
+	// other built-ins of its group (fused.go): get, put and discard go to
+	// it, and sem only counts the plugin's own calls in flight.
+	pool *Plugin
+
 	sem  chan struct{}  // one token per instance slot
 	idle chan *instance // warm instances
 	done chan struct{}  // closed by Close
@@ -108,8 +113,10 @@ type Status struct {
 	Failures           uint64   `json:"failures"` // calls that returned an error, of any kind
 	Crashes            uint64   `json:"crashes"`  // instances thrown away (trap, timeout, exit)
 	ConsecutiveCrashes int      `json:"consecutiveCrashes"`
-	// IdleInstances are warm instances waiting for a call; BusyInstances
-	// the slots taken by calls (running, or making their instance).
+	// IdleInstances are warm instances waiting for a call (for a plugin
+	// of a group of built-ins, the group's, which all its plugins share:
+	// fused.go); BusyInstances the slots taken by the plugin's calls
+	// (running, or making their instance).
 	IdleInstances int       `json:"idleInstances"`
 	BusyInstances int       `json:"busyInstances"`
 	LastError     string    `json:"lastError,omitempty"`
@@ -151,6 +158,12 @@ func (rt *Runtime) load(ctx context.Context, spec Spec) (*Plugin, error) {
 }
 
 func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plugin, error) {
+	return rt.loadSourceIn(ctx, spec, src, nil)
+}
+
+// loadSourceIn is loadSource for a plugin whose instances come from pool,
+// when not nil (fused.go).
+func (rt *Runtime) loadSourceIn(ctx context.Context, spec Spec, src source, pool *Plugin) (*Plugin, error) {
 	// Grants first: a bad one is refused before any compiling.
 	httpGate, err := extismhost.NewHTTP(spec.AllowedHosts)
 	if err != nil {
@@ -180,6 +193,7 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 		env: &extismhost.Env{Config: src.config, Log: log, LogLevel: rt.guestLevel, HTTP: httpGate,
 			Progress: spec.Progress, ClientLog: spec.ClientLog},
 		grants: gs,
+		pool:   pool,
 		sem:    make(chan struct{}, spec.Instances),
 		idle:   make(chan *instance, spec.Instances),
 		done:   make(chan struct{}),
@@ -196,14 +210,25 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 
 	var first *instance // nil once gone
 	fail := func(err error) (*Plugin, error) {
-		if first != nil {
+		switch {
+		case pool == nil && first != nil:
 			first.close()
+		case pool != nil && first != nil:
+			pool.put(first)
+		case pool != nil:
+			pool.discard()
 		}
 		p.closeRoots()
 		rt.release(mod)
 		return nil, err
 	}
-	if first, err = p.newInstance(ctx); err != nil {
+	if pool != nil {
+		if first, err = pool.get(ctx); err != nil {
+			first = nil
+			pool = nil // no slot of the pool taken
+			return fail(err)
+		}
+	} else if first, err = p.newInstance(ctx); err != nil {
 		return fail(err)
 	}
 	exports := first.exports()
@@ -272,7 +297,11 @@ func (rt *Runtime) loadSource(ctx context.Context, spec Spec, src source) (*Plug
 	// to spec.Instances: each warm Go instance holds 3 to 6 MB of linear
 	// memory, and most plugins of a chain never see two calls at once. It
 	// shrinks when idle (Runtime.sweepIdle).
-	p.idle <- first
+	if pool != nil {
+		pool.put(first)
+	} else {
+		p.idle <- first
+	}
 	if !rt.register(p) {
 		_ = p.Close(ctx)
 		return nil, fmt.Errorf("%w: the runtime was halted", ErrClosed)
@@ -387,6 +416,9 @@ func (p *Plugin) Status() Status {
 	s.ConsecutiveCrashes = p.crashN
 	s.BackedOffCallers = p.backedOffLocked(time.Now())
 	s.IdleInstances, s.BusyInstances = len(p.idle), len(p.sem)
+	if p.pool != nil {
+		s.IdleInstances = len(p.pool.idle) // shared with its group
+	}
 	switch {
 	case p.closed:
 		s.State = StateClosed
@@ -452,6 +484,9 @@ func (p *Plugin) callInstance(ctx context.Context, in *instance, hook, export st
 		cancel()
 	}
 	defer p.untrack(in)
+	if p.pool != nil {
+		in.useEnv(p.env) // the instance is the group's: read this plugin's config
+	}
 	in.lim.refused.Store(false)
 	in.stderr.reset()
 	rc, out, errMsg, exited, err := in.invoke(cctx, export, input)
@@ -576,6 +611,13 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 	case <-p.done:
 		return nil, fmt.Errorf("%w: plugin %s", ErrClosed, p.spec.Name)
 	}
+	if p.pool != nil {
+		in, err := p.pool.get(ctx)
+		if err != nil {
+			<-p.sem
+		}
+		return in, err
+	}
 	select {
 	case in := <-p.idle:
 		return in, nil
@@ -594,6 +636,11 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 
 // put returns an instance to the pool.
 func (p *Plugin) put(in *instance) {
+	if p.pool != nil {
+		p.pool.put(in)
+		<-p.sem
+		return
+	}
 	in.usedAt = time.Now()
 	p.mu.Lock()
 	if p.closed {
@@ -653,6 +700,10 @@ func (p *Plugin) shrinkIdle(cutoff time.Time) (closed int) {
 // replacement in the background unless the plugin is crash looping.
 func (p *Plugin) discard() {
 	<-p.sem
+	if p.pool != nil {
+		p.pool.discard()
+		return
+	}
 	go p.refill()
 }
 
@@ -804,6 +855,9 @@ wait:
 	p.closeRoots()
 	p.env.HTTP.Close()
 	p.rt.release(p.mod)
+	if p.pool != nil {
+		_ = p.pool.releaseRef(ctx)
+	}
 	return nil
 }
 

@@ -51,6 +51,10 @@ type RuntimeOptions struct {
 	// whatever the plugins' describe hints allow (abi.Hints). For
 	// comparison and for debugging a plugin suspected of breaking one.
 	IgnoreHints bool
+	// SeparateBuiltins gives every built-in plugin of a chain a pool of
+	// instances of its own, as before groups (fused.go), instead of one
+	// pool for the chain's built-ins. For comparison and tests.
+	SeparateBuiltins bool
 	// IdleTimeout is how long a warm instance may serve no call before it
 	// is closed and its memory given back; the plugin's next call makes a
 	// new one (a built-in: some 3 ms). Zero means DefaultIdleTimeout;
@@ -90,6 +94,8 @@ type Runtime struct {
 	// guestLevel is what get_log_level tells guests: the Extism level
 	// (0 trace .. 4 error) of the lowest message the logger records.
 	guestLevel int32
+	// separateBuiltins is RuntimeOptions.SeparateBuiltins.
+	separateBuiltins bool
 
 	mu      sync.Mutex
 	modules map[string]*module // by sha256
@@ -190,6 +196,7 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 		modules:     map[string]*module{},
 	}
 	rt.plugins = map[*Plugin]struct{}{}
+	rt.separateBuiltins = opts.SeparateBuiltins
 	rt.initEngine()
 	idle := opts.IdleTimeout
 	if idle == 0 {

@@ -13,6 +13,9 @@ import (
 var (
 	registered  *Guest
 	registerErr error
+	// selectGuest, when set (RegisterSelect), chooses the Guest of each
+	// export call instead of registered.
+	selectGuest func() (*Guest, error)
 )
 
 // Register makes p the plugin's policy. Call it once, from an init function
@@ -26,7 +29,7 @@ func Register(p Policy) {
 	switch {
 	case registerErr != nil:
 		return
-	case registered != nil:
+	case registered != nil || selectGuest != nil:
 		registerErr = errors.New("pdk: Register called more than once")
 		return
 	}
@@ -35,6 +38,23 @@ func Register(p Policy) {
 		return
 	}
 	registered = NewGuest(p, Config)
+}
+
+// RegisterSelect makes sel choose, at every export call, the Guest that
+// answers it, so that one instance can hold several configured policies.
+// It is for mcphost's built-in module, whose host gives each policy of a
+// group its own configuration and picks it per call (the key
+// "mcphost.builtin.slot"); a plugin of its own needs Register only. Call it
+// once, from an init function, instead of Register.
+func RegisterSelect(sel func() (*Guest, error)) {
+	switch {
+	case registerErr != nil:
+		return
+	case registered != nil || selectGuest != nil:
+		registerErr = errors.New("pdk: Register or RegisterSelect called more than once")
+		return
+	}
+	selectGuest = sel
 }
 
 // Config returns the value of key in the plugin's configuration. Note that
@@ -80,6 +100,11 @@ func run(export string) int32 {
 	switch {
 	case registerErr != nil:
 		err = registerErr
+	case selectGuest != nil:
+		var g *Guest
+		if g, err = selectGuest(); err == nil {
+			out, err = g.Call(export, extism.Input())
+		}
 	case registered == nil:
 		err = errors.New("pdk: no policy registered; call pdk.Register from an init function of package main")
 	default:

@@ -21,6 +21,18 @@ import (
 // built-in module; filters.Builtin sets it.
 const SelectKey = "mcphost.builtin"
 
+// SlotKey, when the host sets it, makes an instance hold several
+// configured policies: the host runs a group of built-in plugins on one
+// pool of instances and gives each plugin of the group its own value (its
+// name) with its own configuration, SelectKey included; the guest keeps a
+// policy per value and runs the one of the call's. The value PoolSlot is
+// the pool's own, which warms an instance up and runs no policy. This is
+// between mcphost and its built-in module only (docs/ARCHITECTURE.md).
+const SlotKey = "mcphost.builtin.slot"
+
+// PoolSlot is SlotKey's value for the pool's own calls.
+const PoolSlot = "-"
+
 // Version is the version every built-in policy reports in describe.
 const Version = "1.0.0"
 

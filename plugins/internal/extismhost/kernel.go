@@ -75,6 +75,11 @@ func NewKernel(env *Env, budget Budget, files *rootfs.OpenFiles) *Kernel {
 	return k
 }
 
+// SetEnv makes k read env from its next host call on: the configuration,
+// logger and grants of another plugin that shares the instance (a group of
+// built-ins, package plugins' fused.go). Call it between calls only.
+func (k *Kernel) SetEnv(env *Env) { k.env = env }
+
 // WithKernel returns ctx carrying k, through which the host functions find
 // the calling instance's kernel.
 func WithKernel(ctx context.Context, k *Kernel) context.Context {
