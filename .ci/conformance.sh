@@ -49,6 +49,9 @@
 #   CONFORMANCE_STRICT_XPASS   1: an expected failure that passes fails the run
 #   CONFORMANCE_TIMEOUT        seconds one CLI run may take (default 300)
 #   CONFORMANCE_VERBOSE        1: copy the CLI's own output to stderr
+#   CONFORMANCE_PACKAGE        the directory of the package.json and lock to install
+#                              (default .ci/conformance; another, DIR, installs into
+#                              $CONFORMANCE_CACHE/conformance-$(basename DIR))
 #   CONFORMANCE_CACHE          install cache (default .ci/.cache, gitignored)
 #   CONFORMANCE_RESULTS        logs and checks.json files (default $CONFORMANCE_CACHE/results)
 #   EVERYTHING_SERVER_VERSION  go-sdk version of the everything-server (default v1.8.0)
@@ -69,7 +72,10 @@ conformance_setup() {
 	local start=$SECONDS
 	CONFORMANCE_NODE=$(bash "$_conf_repo/.ci/install-node.sh") || return 1
 
-	local src=$_conf_repo/.ci/conformance dir=$CONFORMANCE_CACHE/conformance
+	local src=${CONFORMANCE_PACKAGE:-$_conf_repo/.ci/conformance} dir=$CONFORMANCE_CACHE/conformance
+	if [[ $src != "$_conf_repo/.ci/conformance" ]]; then
+		dir=$CONFORMANCE_CACHE/conformance-$(basename "$src")
+	fi
 	CONFORMANCE_CLI=$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js
 	if [[ ! -f $CONFORMANCE_CLI ]] || ! cmp -s "$src/package-lock.json" "$dir/.installed-lock"; then
 		conformance_log "installing the conformance CLI from $src/package-lock.json"

@@ -224,6 +224,7 @@ func (h *Host) receive(transport, ts string) mcp.Middleware {
 				}
 			}
 			res, err = h.route(ctx, transport, method, req, ss, next)
+			res = sessionless.Complete(method, req, res)
 			if d != nil {
 				// What the upstream sent during the call goes out first.
 				d.out.Flush(ctx)

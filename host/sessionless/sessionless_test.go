@@ -216,10 +216,10 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-// TestEncodeResult: the server info goes into a result's _meta as the
-// go-sdk puts it there, whether the result is the upstream's bytes (with
-// or without a _meta of their own, a key the upstream set staying) or
-// typed.
+// TestEncodeResult: the server info goes into a result's _meta, and
+// resultType "complete" beside it, as the go-sdk puts them there, whether
+// the result is the upstream's bytes (with or without a _meta or a
+// resultType of their own, what the upstream set staying) or typed.
 func TestEncodeResult(t *testing.T) {
 	impl := &mcp.Implementation{Name: "gw", Version: "1"}
 	info := map[string]any{"name": "gw", "version": "1"}
@@ -228,6 +228,8 @@ func TestEncodeResult(t *testing.T) {
 		`{"_meta":{"trace":"t"},"content":[]}`,
 		`{"\u005fmeta":{"trace":"t"},"content":[]}`,
 		`{"_meta":{"io.modelcontextprotocol/serverInfo":"upstream's"},"content":[]}`,
+		`{"resultType":"input_required","content":[]}`,
+		`{"_meta":{"trace":"t"},"resultType":"complete","content":[]}`,
 	} {
 		var typed mcp.CallToolResult
 		if err := json.Unmarshal([]byte(raw), &typed); err != nil {
@@ -250,6 +252,9 @@ func TestEncodeResult(t *testing.T) {
 			meta[mcp.MetaKeyServerInfo] = info
 		}
 		want["_meta"] = meta
+		if want["resultType"] == nil {
+			want["resultType"] = "complete"
+		}
 		if !reflect.DeepEqual(v, want) {
 			t.Errorf("%s: encoded %s, want %v", raw, got, want)
 		}

@@ -55,13 +55,8 @@ func DecodeExtensionCall(params json.RawMessage) (p *CallParams, ok bool, err er
 	if p.Name == "" {
 		return nil, false, errors.New("tasks: tools/call params: name is missing")
 	}
-	var meta struct {
-		Caps *struct {
-			Extensions map[string]json.RawMessage `json:"extensions"`
-		} `json:"io.modelcontextprotocol/clientCapabilities"`
-	}
-	if len(p.Meta) == 0 || json.Unmarshal(p.Meta, &meta) != nil || meta.Caps == nil || !bytes.HasPrefix(bytes.TrimSpace(meta.Caps.Extensions[Extension]), []byte("{")) {
-		return p, false, nil // an extension's settings are an object
+	if !declares(p.Meta) {
+		return p, false, nil
 	}
 	if err := json.Unmarshal(p.Meta, &p.MetaMap); err != nil {
 		return nil, false, err
@@ -69,6 +64,45 @@ func DecodeExtensionCall(params json.RawMessage) (p *CallParams, ok bool, err er
 	delete(p.MetaMap, "progressToken")
 	p.Task = &TaskParams{}
 	return p, true, nil
+}
+
+// declares reports whether a request's _meta declares the extension in its
+// per-request client capabilities (an extension's settings are an object).
+func declares(meta json.RawMessage) bool {
+	var m struct {
+		Caps *struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"io.modelcontextprotocol/clientCapabilities"`
+	}
+	return len(meta) > 0 && json.Unmarshal(meta, &m) == nil && m.Caps != nil &&
+		bytes.HasPrefix(bytes.TrimSpace(m.Caps.Extensions[Extension]), []byte("{"))
+}
+
+// missingExtension refuses a tasks method to a request that does not
+// declare the extension, as SEP-2575 has a server refuse a request that
+// needs a client capability the request does not declare.
+func missingExtension(method string) *jsonrpc.Error {
+	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{
+		Extensions: map[string]any{Extension: map[string]any{}}}})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: method + " needs the client capability extensions[\"" + Extension + "\"] in the request's _meta"}
+}
+
+// checkHeaders checks, as the go-sdk checks the requests it serves
+// (SEP-2243), that a request of protocol 2026-07-28 repeats its method in
+// Mcp-Method and its name in Mcp-Name: the tool's for tools/call, the task
+// id for the tasks methods (SEP-2663's routing header).
+func checkHeaders(h http.Header, method, name string) *jsonrpc.Error {
+	if v := h.Get("Mcp-Protocol-Version"); v == "" || v < "2026-07-28" {
+		return nil
+	}
+	switch {
+	case h.Get("Mcp-Method") != method:
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("header mismatch: Mcp-Method %q does not match the body's method %q", h.Get("Mcp-Method"), method)}
+	case h.Get("Mcp-Name") != name:
+		return &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("header mismatch: Mcp-Name %q does not match the body's %q", h.Get("Mcp-Name"), name)}
+	}
+	return nil
 }
 
 // Sessionless serves the extension's requests of protocol 2026-07-28 and
@@ -101,9 +135,19 @@ func (s *Service) Sessionless(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r) // the go-sdk answers as it answers any call it cannot read, or any call
 				return
 			}
-			res, rerr = s.startExtension(paramheader.WithIncoming(r.Context(), r.Header), session, owner, p) // Mcp-Param-* checked at admission
+			if rerr = checkHeaders(r.Header, req.Method, p.Name); rerr == nil {
+				res, rerr = s.startExtension(paramheader.WithIncoming(r.Context(), r.Header), session, owner, p) // Mcp-Param-* checked at admission
+			}
 		case "tasks/get", "tasks/update", "tasks/cancel":
-			res, rerr = s.extensionMethod(owner, req)
+			var p struct {
+				Meta   json.RawMessage `json:"_meta"`
+				TaskID string          `json:"taskId"`
+			}
+			if json.Unmarshal(req.Params, &p) != nil || !declares(p.Meta) {
+				rerr = missingExtension(req.Method)
+			} else if rerr = checkHeaders(r.Header, req.Method, p.TaskID); rerr == nil {
+				res, rerr = s.extensionMethod(owner, req)
+			}
 		default:
 			next.ServeHTTP(w, r)
 			return

@@ -287,7 +287,11 @@ func writeResponse(w http.ResponseWriter, sid string, id, res json.RawMessage, r
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
 	b.Write(id)
 	if rerr != nil {
-		e, _ := encode(map[string]any{"code": rerr.Code, "message": rerr.Message})
+		doc := map[string]any{"code": rerr.Code, "message": rerr.Message}
+		if len(rerr.Data) > 0 {
+			doc["data"] = rerr.Data
+		}
+		e, _ := encode(doc)
 		b.WriteString(`,"error":`)
 		b.Write(e)
 	} else {
