@@ -18,7 +18,12 @@ import (
 	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
-var idleHeapProfile = flag.String("idle.heapprofile", "", "BenchmarkIdleSession writes a heap profile to this file while its sessions are open")
+var (
+	idleHeapProfile = flag.String("idle.heapprofile", "", "BenchmarkIdleSession writes a heap profile to this file while its sessions are open")
+	idleAddr        = flag.String("idle.addr", "", "BenchmarkIdleSession opens its sessions at this address (an `mcphost run`) instead of in the test process")
+	idleSSE         = flag.Bool("idle.sse", false, "BenchmarkIdleSession opens legacy SSE sessions (GET /sse, protocol 2024-11-05) instead of streamable ones")
+	idlePID         = flag.Int("idle.pid", 0, "with -idle.addr: the process whose /proc/PID/status BenchmarkIdleSession reads (VmRSS, RssAnon)")
+)
 
 // rawExchange writes one HTTP/1.1 request on c and reads its whole
 // response.
@@ -84,6 +89,52 @@ func openIdleSession(tb testing.TB, addr string) (post, stream net.Conn) {
 	return post, stream
 }
 
+// openIdleSSESession opens a legacy SSE session (protocol 2024-11-05) as
+// the SDK clients do: the stream (GET /sse), left open, and the keep-alive
+// connection its POSTs came on (initialize, initialized, tools/list),
+// left idle. The answers come on the stream, read through a small buffer
+// dropped afterwards.
+func openIdleSSESession(tb testing.TB, addr string) (post, stream net.Conn) {
+	tb.Helper()
+	var err error
+	if post, err = net.Dial("tcp", addr); err != nil {
+		tb.Fatal(err)
+	}
+	if stream, err = net.Dial("tcp", addr); err != nil {
+		tb.Fatal(err)
+	}
+	resp, _, err := rawExchange(stream, "GET", "/sse", map[string]string{"Accept": "text/event-stream"}, "")
+	if err != nil || resp.StatusCode != 200 {
+		tb.Fatalf("GET /sse: %v %v", resp, err)
+	}
+	stream.SetDeadline(time.Now().Add(20 * time.Second))
+	defer stream.SetDeadline(time.Time{})
+	events := bufio.NewReaderSize(resp.Body, 16)
+	until := func(prefix string) string {
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				tb.Fatalf("reading the SSE stream for %q: %v", prefix, err)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return strings.TrimSpace(line)
+			}
+		}
+	}
+	endpoint := strings.TrimPrefix(until("data: /sse?sessionid="), "data: ")
+	for _, m := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"idle","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	} {
+		if resp, body, err := rawExchange(post, "POST", endpoint, nil, m); err != nil || resp.StatusCode/100 != 2 {
+			tb.Fatalf("POST %s: %v %v %s", m, resp, err, body)
+		}
+	}
+	until(`data: {"jsonrpc":"2.0","id":2,"result":{"tools"`)
+	return post, stream
+}
+
 // idleSessionCost opens n idle sessions (openIdleSession) against a host
 // served on loopback as `mcphost run` serves it, and returns the
 // goroutines, the bytes of live heap and the bytes of goroutine stacks
@@ -98,12 +149,16 @@ func idleSessionCost(tb testing.TB, n int, settleAt float64, profile string) (go
 			c.Close()
 		}
 	})
-	p, s := openIdleSession(tb, addr) // warm up
+	open := openIdleSession
+	if *idleSSE {
+		open = openIdleSSESession
+	}
+	p, s := open(tb, addr) // warm up
 	conns = append(conns, p, s)
 	g0 := runtime.NumGoroutine()
 	h0, s0 := heapStacks()
 	for range n {
-		p, s := openIdleSession(tb, addr)
+		p, s := open(tb, addr)
 		conns = append(conns, p, s)
 	}
 	perSession := func() float64 { return float64(runtime.NumGoroutine()-g0) / float64(n) }
@@ -144,7 +199,18 @@ func heapStacks() (heap, stacks int64) {
 // the gateway: goroutines and bytes (live heap and goroutine stacks) a
 // session, with b.N sessions open at once (run it with -benchtime 500x).
 // -idle.heapprofile writes a heap profile with them open.
+//
+// With -idle.addr and -idle.pid it measures an `mcphost run` instead: the
+// growth of its VmRSS and RssAnon a session, read 3 s after the last
+// session opened against a warm-up one.
 func BenchmarkIdleSession(b *testing.B) {
+	if *idleAddr != "" {
+		rss, anon := idleSessionRSS(b, *idleAddr, *idlePID, b.N)
+		b.ReportMetric(float64(rss), "rss-B/session")
+		b.ReportMetric(float64(anon), "anon-B/session")
+		b.ReportMetric(0, "ns/op")
+		return
+	}
 	goroutines, heap, stacks := idleSessionCost(b, b.N, 0, *idleHeapProfile)
 	b.ReportMetric(goroutines, "goroutines/session")
 	b.ReportMetric(float64(heap), "heap-B/session")
@@ -162,4 +228,47 @@ func TestIdleSessionGoroutines(t *testing.T) {
 	const n, want = 50, 5
 	goroutines, _, _ := idleSessionCost(t, n, want, "")
 	t.Logf("%d idle sessions: %.2f goroutines each", n, goroutines)
+}
+
+// idleSessionRSS opens n idle sessions at addr and returns the growth of
+// pid's VmRSS and RssAnon a session.
+func idleSessionRSS(tb testing.TB, addr string, pid, n int) (rss, anon int64) {
+	var conns []net.Conn
+	tb.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	open := openIdleSession
+	if *idleSSE {
+		open = openIdleSSESession
+	}
+	p, s := open(tb, addr) // warm up
+	conns = append(conns, p, s)
+	time.Sleep(3 * time.Second)
+	rss0, anon0 := procStatus(tb, pid)
+	for range n {
+		p, s := open(tb, addr)
+		conns = append(conns, p, s)
+	}
+	time.Sleep(3 * time.Second) // as the earlier runs in docs/BENCHMARKS.md
+	rss1, anon1 := procStatus(tb, pid)
+	return (rss1 - rss0) / int64(n), (anon1 - anon0) / int64(n)
+}
+
+// procStatus reads VmRSS and RssAnon of pid, in bytes.
+func procStatus(tb testing.TB, pid int) (rss, anon int64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			rss = kb << 10
+		} else if _, err := fmt.Sscanf(line, "RssAnon: %d kB", &kb); err == nil {
+			anon = kb << 10
+		}
+	}
+	return rss, anon
 }
