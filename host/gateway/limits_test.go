@@ -238,7 +238,7 @@ func TestSSESessionCap(t *testing.T) {
 
 // listenLoopback serves h's listener (with its limits) on a free loopback
 // port until the test ends, and returns the address.
-func listenLoopback(t *testing.T, h *Host) string {
+func listenLoopback(t testing.TB, h *Host) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan error, 1)
