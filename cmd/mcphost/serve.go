@@ -20,6 +20,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/listener"
 	"github.com/mcphost-project/mcphost/host/store"
 	"github.com/mcphost-project/mcphost/internal/gctune"
+	"github.com/mcphost-project/mcphost/internal/startpages"
 )
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -149,6 +150,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	if *stdio {
 		log.Info("serving on stdio", "ready_in", time.Since(started).Round(time.Millisecond))
+		releaseStartPages(log)
 		in, out := readCloser(stdin), writeCloser(stdout)
 		return e.Host().ServeStdio(ctx, in, out)
 	}
@@ -159,11 +161,25 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		log.Info("serving", "mcp", fmt.Sprintf("%s://%s/mcp", scheme, a), "sse", fmt.Sprintf("%s://%s/sse", scheme, a),
 			"auth", authSummary(file.Host.Listen), "ready_in", time.Since(started).Round(time.Millisecond))
+		releaseStartPages(log)
 	})
 	if err != nil {
 		return fmt.Errorf("serving HTTP on %s: %w", addr, err)
 	}
 	return nil
+}
+
+// releaseStartPages unmaps the binary's pages that the start-up mapped
+// (internal/startpages): those serving uses come back as it uses them.
+func releaseStartPages(log hclog.Logger) {
+	n, err := startpages.Release()
+	if err != nil {
+		log.Warn("could not release the start-up's pages of the binary", "error", err)
+		return
+	}
+	if n > 0 {
+		log.Debug("released the start-up's pages of the binary", "mapped_bytes", n)
+	}
 }
 
 // adminShutdown bounds the wait for the admin API to stop (admin.Serve

@@ -2,6 +2,7 @@ package search
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -66,8 +67,10 @@ var synonyms = []string{
 // expandWeight is how much a synonym counts next to the query's own word.
 const expandWeight = 0.5
 
-// expansions maps a stemmed word to the stemmed words of its groups.
-var expansions = buildExpansions(synonyms)
+// expansions maps a stemmed word to the stemmed words of its groups. It
+// is built on the first search, not at start-up: stemming the groups
+// allocates some 100 KB that a config without search never needs.
+var expansions = sync.OnceValue(func() map[string][]string { return buildExpansions(synonyms) })
 
 func buildExpansions(groups []string) map[string][]string {
 	m := map[string][]string{}

@@ -313,7 +313,7 @@ func queryTerms(query string) []qterm {
 	}
 	if expandQueries {
 		for _, t := range own {
-			for _, e := range expansions[t] {
+			for _, e := range expansions()[t] {
 				add(e, expandWeight)
 			}
 		}

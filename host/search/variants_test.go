@@ -22,7 +22,7 @@ func TestRankingVariants(t *testing.T) {
 	}{fieldWeight, fieldB, splitCase, stemming, expandQueries}
 	defer func() {
 		fieldWeight, fieldB, splitCase, stemming, expandQueries = shipped.w, shipped.b, shipped.split, shipped.stem, shipped.expand
-		expansions = buildExpansions(synonyms)
+		expansions = builtExpansions()
 	}()
 	flat := [numFields]float64{1, 1, 1, 1, 1, 1}
 	flatB := [numFields]float64{0.75, 0.75, 0.75, 0.75, 0.75, 0.75}
@@ -40,7 +40,7 @@ func TestRankingVariants(t *testing.T) {
 	}
 	for _, st := range steps {
 		fieldWeight, fieldB, splitCase, stemming, expandQueries = st.w, st.b, st.split, st.stem, st.expand
-		expansions = buildExpansions(synonyms)
+		expansions = builtExpansions()
 		s := NewScope(new(Indexer).For(1, tools), tools)
 		sets := map[string]*accuracy{"all": {}}
 		for _, q := range queries {
@@ -67,4 +67,11 @@ func TestRankingVariants(t *testing.T) {
 		}
 		t.Logf("%s%s", st.name, b.String())
 	}
+}
+
+// builtExpansions builds the synonym table anew, under the current
+// splitting and stemming switches, for expansions to return.
+func builtExpansions() func() map[string][]string {
+	m := buildExpansions(synonyms)
+	return func() map[string][]string { return m }
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"sync"
 
 	"github.com/mcphost-project/mcphost/abi"
 )
@@ -51,8 +52,12 @@ const maxProviderName = 64
 
 // providerName matches the names all three accept: OpenAI and Anthropic
 // take ^[a-zA-Z0-9_-]{1,64}$; Gemini also wants a letter or '_' first,
-// which every exposed name has (abi.ValidToolName).
-var providerName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+// which every exposed name has (abi.ValidToolName). Compiled on first
+// use: its program (the repeat unrolled 63 times) is some 60 KB that a
+// config without tool formats never needs.
+var providerName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+})
 
 // Set is a catalog converted for one provider.
 type Set struct {
@@ -143,7 +148,7 @@ type mcpTool struct {
 // providerSafe returns name if every provider takes it, else a cut of it
 // with a stable hash of the whole: 55 characters, '_', 8 hex digits.
 func providerSafe(name string) string {
-	if providerName.MatchString(name) {
+	if providerName().MatchString(name) {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))

@@ -31,7 +31,7 @@ func TestConvert(t *testing.T) {
 			}
 			long := catalog()[1].Name
 			for name, exposed := range s.names {
-				if p != MCP && (len(name) > maxProviderName || !providerName.MatchString(name)) {
+				if p != MCP && (len(name) > maxProviderName || !providerName().MatchString(name)) {
 					t.Errorf("%q is not a name %s takes", name, p)
 				}
 				if got, ok := s.Exposed(name); !ok || got != exposed {
