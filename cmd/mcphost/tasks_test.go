@@ -247,3 +247,93 @@ func responseMessages(resp *http.Response) [][]byte {
 	}
 	return msgs
 }
+
+// openEvents opens c's standalone event stream (GET /mcp) and returns the
+// messages read from it, as they come; the stream closes with the test.
+func (c *rpcClient) openEvents(sid string) (<-chan json.RawMessage, int) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	msgs := make(chan json.RawMessage, 16)
+	if resp.StatusCode != http.StatusOK {
+		close(msgs)
+		return msgs, resp.StatusCode
+	}
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				msgs <- json.RawMessage(data)
+			}
+		}
+	}()
+	return msgs, resp.StatusCode
+}
+
+// nextStatus returns the next notifications/tasks/status read from msgs.
+func nextStatus(t *testing.T, msgs <-chan json.RawMessage) wireTask {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatal("the event stream closed")
+			}
+			var n struct {
+				Method string   `json:"method"`
+				Params wireTask `json:"params"`
+			}
+			if json.Unmarshal(m, &n) == nil && n.Method == "notifications/tasks/status" {
+				return n.Params
+			}
+		case <-timeout:
+			t.Fatal("no notifications/tasks/status in 20 s")
+		}
+	}
+}
+
+// TestTaskStatusNotifications: a task mcphost runs tells its session's
+// event stream of each change of its status, under the id the client
+// knows: completed, and cancelled.
+func TestTaskStatusNotifications(t *testing.T) {
+	addr := serveTasks(t)
+	alice, _ := taskClient(t, addr, aliceKey)
+	events, code := alice.openEvents(alice.session)
+	if code != http.StatusOK {
+		t.Fatalf("GET /mcp: HTTP %d", code)
+	}
+	dir := t.TempDir()
+	var created struct{ Task wireTask }
+	for _, end := range []string{"completed", "cancelled"} {
+		gate := filepath.Join(dir, end)
+		res := alice.must("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate}, "task": map[string]any{}})
+		if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" {
+			t.Fatalf("tools/call as a task: %s", res)
+		}
+		testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+			_, err := os.Stat(gate + ".started")
+			return err == nil
+		})
+		if end == "completed" {
+			if err := os.WriteFile(gate, []byte("done"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			alice.must("tasks/cancel", map[string]any{"taskId": created.Task.TaskID})
+		}
+		if got := nextStatus(t, events); got.TaskID != created.Task.TaskID || got.Status != end {
+			t.Errorf("status notification: %+v, want %s of %s", got, end, created.Task.TaskID)
+		}
+	}
+}

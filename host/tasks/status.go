@@ -1,0 +1,171 @@
+package tasks
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"sync"
+)
+
+// Status notifications (2025-11-25: "receivers MAY send
+// notifications/tasks/status when a task's status changes"; the params
+// are the task). The go-sdk's server session sends only the notifications
+// it knows, and this is not one of them, so the Service writes them itself
+// into the session's standalone event stream (GET /mcp), which it serves
+// through a writer it shares with the go-sdk: one event at a time, each
+// written whole. A session with no stream open at the time misses the
+// notification; the client still polls, as the specification asks of it.
+//
+// A notification goes only to the session that created the task: the
+// stream is found by the session id the task was created under, and the
+// go-sdk's handler decides whether a GET may open that session's stream
+// (mcphost binds a session to its identity); nothing is written into a
+// stream it refused.
+//
+// Protocol 2026-07-28's tasks extension defines no status notification
+// (a client polls tasks/get), so none is sent there.
+
+// StatusMethod is the method of a task's status notification.
+const StatusMethod = "notifications/tasks/status"
+
+// streams are the open standalone event streams, by session id.
+type streams struct {
+	mu sync.Mutex
+	by map[string]map[*eventStream]struct{}
+}
+
+func (s *streams) add(sid string, es *eventStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string]map[*eventStream]struct{}{}
+	}
+	if s.by[sid] == nil {
+		s.by[sid] = map[*eventStream]struct{}{}
+	}
+	s.by[sid][es] = struct{}{}
+}
+
+func (s *streams) remove(sid string, es *eventStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.by[sid], es)
+	if len(s.by[sid]) == 0 {
+		delete(s.by, sid)
+	}
+}
+
+// send writes event to every open stream of session sid and reports how
+// many took it.
+func (s *streams) send(sid string, event []byte) int {
+	s.mu.Lock()
+	open := make([]*eventStream, 0, len(s.by[sid]))
+	for es := range s.by[sid] {
+		open = append(open, es)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, es := range open {
+		if es.inject(event) {
+			n++
+		}
+	}
+	return n
+}
+
+// eventStream is the writer of a GET /mcp that the go-sdk answers; the
+// go-sdk writes each event whole in one Write, so another event may go in
+// between two of its Writes.
+type eventStream struct {
+	w      http.ResponseWriter
+	mu     sync.Mutex
+	status int  // 0 until the go-sdk answers
+	done   bool // the handler returned: the writer is not to be used
+}
+
+func (e *eventStream) Header() http.Header { return e.w.Header() }
+
+func (e *eventStream) WriteHeader(code int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.status == 0 {
+		e.status = code
+	}
+	e.w.WriteHeader(code)
+}
+
+func (e *eventStream) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.status == 0 {
+		e.status = http.StatusOK
+	}
+	return e.w.Write(p)
+}
+
+func (e *eventStream) Flush() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.status == 0 {
+		e.status = http.StatusOK
+	}
+	_ = http.NewResponseController(e.w).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (e *eventStream) Unwrap() http.ResponseWriter { return e.w }
+
+// inject writes event, when the go-sdk opened the stream (200, an event
+// stream) and has not closed it.
+func (e *eventStream) inject(event []byte) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done || e.status != http.StatusOK || !isEventStream(e.w.Header().Get("Content-Type")) {
+		return false
+	}
+	if _, err := e.w.Write(event); err != nil {
+		return false
+	}
+	_ = http.NewResponseController(e.w).Flush()
+	return true
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
+}
+
+// serveStream hands a GET of session sid to next, keeping its stream open
+// to status notifications while next serves it.
+func (s *Service) serveStream(next http.Handler, w http.ResponseWriter, r *http.Request, sid string) {
+	es := &eventStream{w: w}
+	s.streams.add(sid, es)
+	defer func() {
+		s.streams.remove(sid, es)
+		es.mu.Lock()
+		es.done = true
+		es.mu.Unlock()
+	}()
+	next.ServeHTTP(es, r)
+}
+
+// statusNotifier returns what tells session sid of each change of
+// owner's task (a Runner's notify): a status notification with the task
+// under the client's id of it.
+func (s *Service) statusNotifier(sid, owner string) func(Task) {
+	if sid == "" {
+		return nil
+	}
+	return func(t Task) {
+		body, rerr := encode(map[string]any{"jsonrpc": "2.0", "method": StatusMethod, "params": s.public(owner, t)})
+		if rerr != nil {
+			return
+		}
+		var event bytes.Buffer
+		event.WriteString("event: message\ndata: ")
+		event.Write(body)
+		event.WriteString("\n\n")
+		n := s.streams.send(sid, event.Bytes())
+		s.logger().Trace("task status sent", "status", t.Status, "streams", n)
+	}
+}
