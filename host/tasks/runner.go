@@ -206,6 +206,20 @@ func (r *Runner) Held(owner, id string) (any, error) {
 	return l.held, nil
 }
 
+// heldWhere returns what reaches the held tasks that match accepts.
+func (r *Runner) heldWhere(match func(held any) bool) []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked(r.now())
+	var out []any
+	for _, l := range r.tasks {
+		if l.held != nil && match(l.held) {
+			out = append(out, l.held)
+		}
+	}
+	return out
+}
+
 // finish records a call's outcome, unless the task was cancelled first.
 func (r *Runner) finish(l *local, out Outcome) {
 	r.mu.Lock()

@@ -62,6 +62,9 @@ type Upstream interface {
 	// Result runs the gateway's result policies on a tools/call result,
 	// and records the call's end (the first time).
 	Result(ctx context.Context, raw json.RawMessage) Outcome
+	// Conn is the connection to the server Send used last (nil before the
+	// first): the server's status notifications of the task come on it.
+	Conn() any
 }
 
 // Service answers the task requests of established sessions, ahead of
@@ -376,7 +379,7 @@ func (s *Service) create(ctx context.Context, owner, sid string, p *CallParams, 
 	var public string
 	_, err = s.Runner.Hold(owner, cmpOr(ttl, p.Task.TTL), func(id string) any {
 		public = s.IDs.Encode(owner, Ref{Server: a.Server, ID: id, Tool: p.Name})
-		return upstreamTask{a.Upstream, upID, public}
+		return upstreamTask{up: a.Upstream, id: upID, public: public, server: a.Server, owner: owner, sid: sid}
 	})
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -420,10 +423,11 @@ func upstreamError(err error) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// UpstreamFuncs is an Upstream of two functions.
+// UpstreamFuncs is an Upstream of functions.
 type UpstreamFuncs struct {
 	SendFunc   func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	ResultFunc func(ctx context.Context, raw json.RawMessage) Outcome
+	ConnFunc   func() any
 }
 
 func (u UpstreamFuncs) Send(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -434,11 +438,16 @@ func (u UpstreamFuncs) Result(ctx context.Context, raw json.RawMessage) Outcome 
 	return u.ResultFunc(ctx, raw)
 }
 
+func (u UpstreamFuncs) Conn() any { return u.ConnFunc() }
+
 // upstreamTask is what a held task keeps: its server and its id there.
 type upstreamTask struct {
 	up     Upstream
 	id     string
 	public string // the client's id of it
+	server string // its server's name
+	owner  string
+	sid    string // the session that created it, told of its status
 }
 
 func cmpOr(a, b *int64) *int64 {

@@ -2,6 +2,9 @@ package tasks
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"sync"
@@ -156,16 +159,61 @@ func (s *Service) statusNotifier(sid, owner string) func(Task) {
 	if sid == "" {
 		return nil
 	}
-	return func(t Task) {
-		body, rerr := encode(map[string]any{"jsonrpc": "2.0", "method": StatusMethod, "params": s.public(owner, t)})
-		if rerr != nil {
-			return
-		}
-		var event bytes.Buffer
-		event.WriteString("event: message\ndata: ")
-		event.Write(body)
-		event.WriteString("\n\n")
-		n := s.streams.send(sid, event.Bytes())
-		s.logger().Trace("task status sent", "status", t.Status, "streams", n)
+	return func(t Task) { s.sendStatus(sid, s.public(owner, t)) }
+}
+
+// sendStatus writes a status notification of params to session sid's
+// event streams.
+func (s *Service) sendStatus(sid string, params any) {
+	body, rerr := encode(map[string]any{"jsonrpc": "2.0", "method": StatusMethod, "params": params})
+	if rerr != nil {
+		return
 	}
+	var event bytes.Buffer
+	event.WriteString("event: message\ndata: ")
+	event.Write(body)
+	event.WriteString("\n\n")
+	n := s.streams.send(sid, event.Bytes())
+	s.logger().Trace("task status sent", "streams", n)
+}
+
+// UpstreamStatus forwards a server's notifications/tasks/status (params
+// as sent, read on conn) to the session that created the task it names,
+// under mcphost's id of it: only for a task held for that server and
+// asked of it on that connection, and only when exactly one is (a server
+// may number its tasks per connection).
+func (s *Service) UpstreamStatus(server string, conn any, params json.RawMessage) {
+	t, upID, err := DecodeStatus(params)
+	if err != nil {
+		s.logger().Debug("a server's task status notification is not one", "server", server, "error", err)
+		return
+	}
+	found := s.Runner.heldWhere(func(v any) bool {
+		u, ok := v.(upstreamTask)
+		return ok && u.server == server && u.id == upID && u.up.Conn() == conn
+	})
+	if len(found) != 1 {
+		return // not a task of mcphost's client (or not one only)
+	}
+	u := found[0].(upstreamTask)
+	if u.sid == "" {
+		return
+	}
+	t["taskId"], _ = json.Marshal(u.public)
+	s.sendStatus(u.sid, t)
+}
+
+// DecodeStatus reads a server's notifications/tasks/status params: the
+// task's members, without the server's own tie to the task in _meta, and
+// its id there.
+func DecodeStatus(params json.RawMessage) (map[string]json.RawMessage, string, error) {
+	var t map[string]json.RawMessage
+	if err := json.Unmarshal(dropRelatedTask(params), &t); err != nil {
+		return nil, "", fmt.Errorf("tasks: status params: %w", err)
+	}
+	var id string
+	if err := json.Unmarshal(t["taskId"], &id); err != nil || id == "" {
+		return nil, "", errors.New("tasks: status params: taskId is missing or not a string")
+	}
+	return t, id, nil
 }
