@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -335,5 +336,68 @@ func TestTaskStatusNotifications(t *testing.T) {
 		if got := nextStatus(t, events); got.TaskID != created.Task.TaskID || got.Status != end {
 			t.Errorf("status notification: %+v, want %s of %s", got, end, created.Task.TaskID)
 		}
+	}
+}
+
+// taskOutcome waits on c's task id and returns its result's text.
+func taskOutcome(t *testing.T, c *rpcClient, res json.RawMessage) string {
+	t.Helper()
+	var created struct{ Task wireTask }
+	if err := json.Unmarshal(res, &created); err != nil || !strings.HasPrefix(created.Task.TaskID, "mcpt1.") {
+		t.Fatalf("a task-mode call: %s", res)
+	}
+	var out struct {
+		Content []struct{ Text string }
+		IsError bool
+	}
+	raw := c.must("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	if err := json.Unmarshal(raw, &out); err != nil || len(out.Content) == 0 || out.IsError {
+		t.Fatalf("tasks/result: %s", raw)
+	}
+	return out.Content[0].Text
+}
+
+// TestTasksOfExposedTools: under tools.exposure = "search", call_tool in
+// task mode runs the tool it names as a task (the call outlives its
+// request), and search_tools runs as one; under "code", run_code runs
+// its script as a task.
+func TestTasksOfExposedTools(t *testing.T) {
+	for _, exposure := range []string{"search", "code"} {
+		t.Run(exposure, func(t *testing.T) {
+			cfg := writeConfig(t, `
+tools {
+  exposure = "`+exposure+`"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+`)
+			addr := testproc.FreeAddr(t)
+			startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr)
+			c, _ := taskClient(t, addr, "")
+			gate := filepath.Join(t.TempDir(), "gate")
+			call := map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate}}, "task": map[string]any{}}
+			if exposure == "code" {
+				call = map[string]any{"name": "run_code", "arguments": map[string]any{"code": `return tools.up__wait_file({text: ` + strconv.Quote(gate) + `})`}, "task": map[string]any{}}
+			}
+			res := c.must("tools/call", call) // answered while the tool waits
+			testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+				_, err := os.Stat(gate + ".started")
+				return err == nil
+			})
+			if err := os.WriteFile(gate, []byte("through "+exposure), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := taskOutcome(t, c, res); !strings.Contains(got, "through "+exposure) {
+				t.Errorf("the task's result: %q", got)
+			}
+			if exposure == "search" {
+				res = c.must("tools/call", map[string]any{"name": "search_tools", "arguments": map[string]any{"query": "wait until a file exists"}, "task": map[string]any{}})
+				if got := taskOutcome(t, c, res); !strings.Contains(got, "up__wait_file") {
+					t.Errorf("search_tools as a task: %q", got)
+				}
+			}
+		})
 	}
 }

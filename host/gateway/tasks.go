@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,7 +15,6 @@ import (
 	"github.com/mcphost-project/mcphost/host/auth"
 	"github.com/mcphost-project/mcphost/host/sessionless"
 	"github.com/mcphost-project/mcphost/host/tasks"
-	"github.com/mcphost-project/mcphost/host/upstream"
 )
 
 // MCP tasks' seam: tasks.Sessions (the rest, and the why, is host/tasks).
@@ -52,6 +50,13 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		id.Fill(&caller)
 	}
 	caller.Meta = sessionless.CallerMeta(meta)
+	if p.Unwrap(h.exposure(ctx).Exposure) { // search exposure's and code mode's own tools run whole, as a plain call runs them
+		a.Run = func(ctx context.Context) tasks.Outcome {
+			res, err := h.answerToolCall(ctx, caller, &mcp.CallToolParamsRaw{Name: p.Name, Arguments: p.Arguments, Meta: meta}, ss)
+			return tasks.OutcomeOf(h.taskAnswer(nil, start, caller, p.Name, p.Arguments, res, err))
+		}
+		return a
+	}
 	c, ticket, res, err := h.admitted(ctx, caller, p.Name, p.Arguments, tr)
 	switch {
 	case c == nil:
@@ -90,10 +95,9 @@ func (h *Host) taskAnswer(tr *callTrace, start time.Time, caller abi.Caller, nam
 // first result delivered ends the call for the observer and the audit log.
 func (h *Host) taskUpstream(c *toolCall, ss *mcp.ServerSession, tr *callTrace, start time.Time) tasks.Upstream {
 	var once sync.Once
-	var conn atomic.Pointer[mcp.ClientSession] // the task's status comes on it (TaskStatus)
 	return tasks.UpstreamFuncs{SendFunc: func(ctx context.Context, method string, params json.RawMessage) (raw json.RawMessage, err error) {
 		err = h.forward(ctx, ss, c.u, method, nil, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
-			conn.Store(cs)
+			tasks.NoteConn(ctx, cs) // the task's status notifications come on it
 			raw, err = c.u.TaskRequest(ctx, cs, method, params)
 			return err
 		})
@@ -103,10 +107,5 @@ func (h *Host) taskUpstream(c *toolCall, ss *mcp.ServerSession, tr *callTrace, s
 		once.Do(func() { trace = tr })
 		res, err := h.transform(ctx, c, upstreamResult{raw: raw}, trace)
 		return tasks.OutcomeOf(h.taskAnswer(trace, start, c.caller, c.name, c.args, res, err))
-	}, ConnFunc: func() any { return conn.Load() }}
-}
-
-// TaskStatus forwards a server's task status to the task's session (upstream.Events).
-func (h *Host) TaskStatus(u *upstream.Server, cs *mcp.ClientSession, params json.RawMessage) {
-	h.tasks.UpstreamStatus(u.Config.Name, cs, params)
+	}}
 }

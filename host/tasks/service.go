@@ -62,9 +62,6 @@ type Upstream interface {
 	// Result runs the gateway's result policies on a tools/call result,
 	// and records the call's end (the first time).
 	Result(ctx context.Context, raw json.RawMessage) Outcome
-	// Conn is the connection to the server Send used last (nil before the
-	// first): the server's status notifications of the task come on it.
-	Conn() any
 }
 
 // Service answers the task requests of established sessions, ahead of
@@ -357,7 +354,8 @@ func (r initializeResult) MarshalJSON() ([]byte, error) {
 // instead (it runs that tool only at once) has it kept as a task that is
 // already done, through the result policies.
 func (s *Service) create(ctx context.Context, owner, sid string, p *CallParams, a Admitted) (json.RawMessage, *jsonrpc.Error) {
-	raw, err := a.Upstream.Send(ctx, "tools/call", upstreamCall(a, p.Task))
+	var conn connSlot
+	raw, err := a.Upstream.Send(context.WithValue(ctx, connKey{}, &conn), "tools/call", upstreamCall(a, p.Task))
 	if err != nil {
 		return nil, upstreamError(err)
 	}
@@ -379,7 +377,7 @@ func (s *Service) create(ctx context.Context, owner, sid string, p *CallParams, 
 	var public string
 	_, err = s.Runner.Hold(owner, cmpOr(ttl, p.Task.TTL), func(id string) any {
 		public = s.IDs.Encode(owner, Ref{Server: a.Server, ID: id, Tool: p.Name})
-		return upstreamTask{up: a.Upstream, id: upID, public: public, server: a.Server, owner: owner, sid: sid}
+		return upstreamTask{up: a.Upstream, id: upID, public: public, server: a.Server, conn: conn.get(), sid: sid}
 	})
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -423,11 +421,10 @@ func upstreamError(err error) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
-// UpstreamFuncs is an Upstream of functions.
+// UpstreamFuncs is an Upstream of two functions.
 type UpstreamFuncs struct {
 	SendFunc   func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	ResultFunc func(ctx context.Context, raw json.RawMessage) Outcome
-	ConnFunc   func() any
 }
 
 func (u UpstreamFuncs) Send(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -438,15 +435,13 @@ func (u UpstreamFuncs) Result(ctx context.Context, raw json.RawMessage) Outcome 
 	return u.ResultFunc(ctx, raw)
 }
 
-func (u UpstreamFuncs) Conn() any { return u.ConnFunc() }
-
 // upstreamTask is what a held task keeps: its server and its id there.
 type upstreamTask struct {
 	up     Upstream
 	id     string
 	public string // the client's id of it
 	server string // its server's name
-	owner  string
+	conn   any    // the connection to it the task was created on (NoteConn)
 	sid    string // the session that created it, told of its status
 }
 

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +191,7 @@ func (s *Service) UpstreamStatus(server string, conn any, params json.RawMessage
 	}
 	found := s.Runner.heldWhere(func(v any) bool {
 		u, ok := v.(upstreamTask)
-		return ok && u.server == server && u.id == upID && u.up.Conn() == conn
+		return ok && u.server == server && u.id == upID && u.conn != nil && u.conn == conn
 	})
 	if len(found) != 1 {
 		return // not a task of mcphost's client (or not one only)
@@ -201,6 +202,31 @@ func (s *Service) UpstreamStatus(server string, conn any, params json.RawMessage
 	}
 	t["taskId"], _ = json.Marshal(u.public)
 	s.sendStatus(u.sid, t)
+}
+
+// NoteConn records, for a task request's Upstream.Send, the connection
+// to the server it went on (the server's status notifications of the task
+// come on it); ctx is the one Send was given.
+func NoteConn(ctx context.Context, conn any) {
+	if slot, ok := ctx.Value(connKey{}).(*connSlot); ok {
+		slot.mu.Lock()
+		slot.conn = conn
+		slot.mu.Unlock()
+	}
+}
+
+type connKey struct{}
+
+// connSlot takes the connection a Send went on (NoteConn).
+type connSlot struct {
+	mu   sync.Mutex
+	conn any
+}
+
+func (s *connSlot) get() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
 }
 
 // DecodeStatus reads a server's notifications/tasks/status params: the
