@@ -84,7 +84,16 @@ type eventStream struct {
 	w      http.ResponseWriter
 	mu     sync.Mutex
 	status int  // 0 until the go-sdk answers
+	events bool // its answer is an event stream
 	done   bool // the handler returned: the writer is not to be used
+}
+
+// answered notes the go-sdk's answer as it starts; under e.mu.
+func (e *eventStream) answered(code int) {
+	if e.status == 0 {
+		e.status = code
+		e.events = isEventStream(e.w.Header().Get("Content-Type"))
+	}
 }
 
 func (e *eventStream) Header() http.Header { return e.w.Header() }
@@ -92,27 +101,21 @@ func (e *eventStream) Header() http.Header { return e.w.Header() }
 func (e *eventStream) WriteHeader(code int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.status == 0 {
-		e.status = code
-	}
+	e.answered(code)
 	e.w.WriteHeader(code)
 }
 
 func (e *eventStream) Write(p []byte) (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.status == 0 {
-		e.status = http.StatusOK
-	}
+	e.answered(http.StatusOK)
 	return e.w.Write(p)
 }
 
 func (e *eventStream) Flush() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.status == 0 {
-		e.status = http.StatusOK
-	}
+	e.answered(http.StatusOK)
 	_ = http.NewResponseController(e.w).Flush()
 }
 
@@ -124,7 +127,7 @@ func (e *eventStream) Unwrap() http.ResponseWriter { return e.w }
 func (e *eventStream) inject(event []byte) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.done || e.status != http.StatusOK || !isEventStream(e.w.Header().Get("Content-Type")) {
+	if e.done || e.status != http.StatusOK || !e.events {
 		return false
 	}
 	if _, err := e.w.Write(event); err != nil {
