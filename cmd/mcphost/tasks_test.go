@@ -401,3 +401,76 @@ server "up" {
 		})
 	}
 }
+
+// TestTaskInputRequired: while the call of a task mcphost runs asks the
+// client something (here sampling, which reaches the client on its event
+// stream), the task is input_required, and its session is told so; once
+// answered it works again, then completes with the answer.
+func TestTaskInputRequired(t *testing.T) {
+	addr := serveTasks(t)
+	c := &rpcClient{t: t, url: "http://" + addr + "/mcp", key: aliceKey}
+	c.must("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"sampling": map[string]any{}},
+		"clientInfo": map[string]any{"name": "tasks-test", "version": "1"}})
+	c.post("notifications/initialized", nil, true)
+	events, code := c.openEvents(c.session)
+	if code != http.StatusOK {
+		t.Fatalf("GET /mcp: HTTP %d", code)
+	}
+	var created struct{ Task wireTask }
+	json.Unmarshal(c.must("tools/call", map[string]any{"name": "up__sample", "arguments": map[string]any{"text": "a question"}, "task": map[string]any{}}), &created)
+	id := created.Task.TaskID
+	var asked struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	var statuses []string
+	timeout := time.After(20 * time.Second)
+	for asked.Method != "sampling/createMessage" || len(statuses) == 0 {
+		select {
+		case m := <-events:
+			var n struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params wireTask        `json:"params"`
+			}
+			json.Unmarshal(m, &n)
+			switch n.Method {
+			case "sampling/createMessage":
+				asked.ID, asked.Method = n.ID, n.Method
+			case "notifications/tasks/status":
+				if n.Params.TaskID != id {
+					t.Fatalf("a status of another task: %s", m)
+				}
+				statuses = append(statuses, n.Params.Status)
+			}
+		case <-timeout:
+			t.Fatalf("no question and input_required in 20 s (statuses %v)", statuses)
+		}
+	}
+	var got wireTask
+	json.Unmarshal(c.must("tasks/get", map[string]any{"taskId": id}), &got)
+	if statuses[0] != "input_required" || got.Status != "input_required" {
+		t.Fatalf("while the client is asked: notified %v, tasks/get %q", statuses, got.Status)
+	}
+	answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": asked.ID,
+		"result": map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "the answer"}}})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(answer))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Mcp-Session-Id", c.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, want := range []string{"working", "completed"} {
+		if got := nextStatus(t, events); got.TaskID != id || got.Status != want {
+			t.Errorf("after the answer: %+v, want %s", got, want)
+		}
+	}
+	if out := c.must("tasks/result", map[string]any{"taskId": id}); !strings.Contains(string(out), "the answer") {
+		t.Errorf("tasks/result: %s", out)
+	}
+}

@@ -136,6 +136,10 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// Asking is Runner.Asking: a task's call asks its client something
+// (ctx is the call's), until done.
+func (s *Service) Asking(ctx context.Context) (done func()) { return s.Runner.Asking(ctx) }
+
 func invalidParams(err error) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 }
