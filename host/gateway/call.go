@@ -61,6 +61,11 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
 }
 
+// TaskStatus forwards a server's task status to the task's session (host/tasks).
+func (h *Host) TaskStatus(u *upstream.Server, cs *mcp.ClientSession, params json.RawMessage) {
+	h.tasks.UpstreamStatus(u.Config.Name, cs, params)
+}
+
 // newTrace is a trace for the observer and the audit log; nil without.
 func (h *Host) newTrace() *callTrace {
 	if h.observer == nil && h.audit == nil {
