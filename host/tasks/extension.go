@@ -118,7 +118,7 @@ func (s *Service) startExtension(ctx context.Context, session any, owner string,
 	if err := s.Runner.Room(owner); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	a := s.Sessions.Admit(ctx, session, p)
+	a := s.Sessions.Admit(AsTask(ctx), session, p)
 	run := a.Run
 	if a.Upstream != nil {
 		run = upstreamRun(a)
