@@ -1,0 +1,46 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+func TestExecution(t *testing.T) {
+	required := json.RawMessage(`{"taskSupport":"required"}`)
+	for _, c := range []struct {
+		name     string
+		offers   bool
+		upstream json.RawMessage
+		want     string
+	}{
+		{"a server that runs tasks: its word", true, required, `{"taskSupport":"required"}`},
+		{"a server that runs tasks and says nothing: forbidden", true, nil, ``},
+		{"mcphost runs them", false, nil, `{"taskSupport":"optional"}`},
+		{"mcphost runs them, whatever the server says", false, required, `{"taskSupport":"optional"}`},
+	} {
+		if got := Execution(c.offers, c.upstream); string(got) != c.want {
+			t.Errorf("%s: Execution = %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPlain(t *testing.T) {
+	ctx := context.Background()
+	for _, e := range []string{``, `{}`, `{"taskSupport":"optional"}`, `{"taskSupport":"forbidden"}`, `"required"`, `{"taskSupport":1}`} {
+		if err := Plain(ctx, "t", json.RawMessage(e)); err != nil {
+			t.Errorf("a plain call with execution %s: %v", e, err)
+		}
+	}
+	required := json.RawMessage(`{"taskSupport":"required"}`)
+	var werr *jsonrpc.Error
+	if err := Plain(ctx, "t", required); !errors.As(err, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("a plain call of a required tool: %v, want -32601", err)
+	}
+	if err := Plain(AsTask(ctx), "t", required); err != nil {
+		t.Errorf("a task call of a required tool: %v", err)
+	}
+}
