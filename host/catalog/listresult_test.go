@@ -56,7 +56,9 @@ func TestToolsAnswerExecution(t *testing.T) {
 // objects, and "optional" for every tool of a server whose tasks mcphost
 // runs.
 func TestBuildExecution(t *testing.T) {
-	tool := func(name string) *mcp.Tool { return &mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)} }
+	tool := func(name string) *mcp.Tool {
+		return &mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}
+	}
 	c := Build(1, ToolsConfig{}, []ServerTools{
 		{Server: "tasks", Tools: []*mcp.Tool{tool("req"), tool("none")}, OffersTasks: true,
 			Executions: map[string]json.RawMessage{"req": json.RawMessage(`{"taskSupport":"required"}`)}},

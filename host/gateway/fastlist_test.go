@@ -175,7 +175,9 @@ func TestFastListAnswersAsTheGoSDKDoes(t *testing.T) {
 			results[name] = fast.Result
 			// Both list each tool's execution, which the go-sdk's types
 			// lack: "optional", as mcphost runs these servers' tasks.
-			var l struct{ Tools []struct{ Name, Execution json.RawMessage } }
+			var l struct {
+				Tools []struct{ Name, Execution json.RawMessage }
+			}
 			if err := json.Unmarshal(fast.Result, &l); err != nil || len(l.Tools) == 0 {
 				t.Fatalf("%s: %s, %v", name, fast.Result, err)
 			}
