@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
 func TestExecution(t *testing.T) {
@@ -42,5 +46,14 @@ func TestPlain(t *testing.T) {
 	}
 	if err := Plain(AsTask(ctx), "t", required); err != nil {
 		t.Errorf("a task call of a required tool: %v", err)
+	}
+	// A 2026-07-28 request is from a client without the tasks extension.
+	newer := paramheader.WithIncoming(ctx, http.Header{"Mcp-Protocol-Version": {"2026-07-28"}})
+	if err := Plain(newer, "t", required); !errors.As(err, &werr) || werr.Code != CodeMissingCapability || !strings.Contains(string(werr.Data), Extension) {
+		t.Errorf("a 2026-07-28 plain call of a required tool: %v, want -32021 naming the extension", err)
+	}
+	older := paramheader.WithIncoming(ctx, http.Header{"Mcp-Protocol-Version": {"2025-11-25"}})
+	if err := Plain(older, "t", required); !errors.As(err, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("a 2025-11-25 plain call over HTTP of a required tool: %v, want -32601", err)
 	}
 }
