@@ -40,15 +40,14 @@ func Execution(offers bool, upstream json.RawMessage) json.RawMessage {
 	return optional
 }
 
-// Required reports whether execution says "required".
+// Required reports whether execution says "required". Member names match
+// exactly, as clients read them (the last of a repeated one counts, as in
+// JavaScript).
 func Required(execution json.RawMessage) bool {
-	if len(execution) == 0 {
-		return false
-	}
-	var e struct {
-		TaskSupport string `json:"taskSupport"`
-	}
-	return json.Unmarshal(execution, &e) == nil && e.TaskSupport == "required"
+	var e map[string]json.RawMessage
+	var support string
+	return len(execution) > 0 && json.Unmarshal(execution, &e) == nil &&
+		json.Unmarshal(e["taskSupport"], &support) == nil && support == "required"
 }
 
 // asTask marks the context of a call made as a task.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // A tool's execution object (MCP 2025-11-25: {"taskSupport": "forbidden" |
@@ -53,21 +54,20 @@ func (u *Server) listExecutions(ctx context.Context, cs *mcp.ClientSession) map[
 
 // DecodeExecutions reads a tools/list result, adding each tool's execution
 // object (an object; anything else is left out) to into by tool name, and
-// returns the result's nextCursor.
+// returns the result's nextCursor. Member names match exactly, as clients
+// read them.
 func DecodeExecutions(result json.RawMessage, into map[string]json.RawMessage) (nextCursor string, err error) {
 	var res struct {
-		Tools []struct {
-			Name      string          `json:"name"`
-			Execution json.RawMessage `json:"execution"`
-		} `json:"tools"`
-		NextCursor string `json:"nextCursor"`
+		Tools      []map[string]json.RawMessage `json:"tools"`
+		NextCursor string                       `json:"nextCursor"`
 	}
-	if err := json.Unmarshal(result, &res); err != nil {
+	if _, err := segjson.Parse(result, &res, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return "", fmt.Errorf("tools/list result: %w", err)
 	}
 	for _, t := range res.Tools {
-		if e := bytes.TrimSpace(t.Execution); len(e) > 0 && e[0] == '{' && t.Name != "" {
-			into[t.Name] = append(json.RawMessage(nil), e...)
+		var name string
+		if e := bytes.TrimSpace(t["execution"]); len(e) > 0 && e[0] == '{' && json.Unmarshal(t["name"], &name) == nil && name != "" {
+			into[name] = append(json.RawMessage(nil), e...)
 		}
 	}
 	return res.NextCursor, nil

@@ -13,7 +13,9 @@ func TestDecodeExecutions(t *testing.T) {
 		{"name":"c"},
 		{"name":"d","execution":"required"},
 		{"name":"e","execution":null},
-		{"name":"","execution":{}}
+		{"name":"","execution":{}},
+		{"name":"f","Execution":{"taskSupport":"required"}},
+		{"Name":"g","execution":{"taskSupport":"required"}}
 	],"nextCursor":"p2"}`), got)
 	if err != nil || next != "p2" {
 		t.Fatalf("DecodeExecutions: %q, %v", next, err)
