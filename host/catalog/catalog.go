@@ -11,6 +11,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
+	"github.com/mcphost-project/mcphost/host/tasks"
 )
 
 // Route is where an exposed name leads: the only way back from a name to the
@@ -44,6 +45,13 @@ type Problem struct {
 type ServerTools struct {
 	Server string
 	Tools  []*mcp.Tool
+	// OffersTasks says that mcphost sends the server's tools' task
+	// requests to it (upstream.Server.OffersTasks), and Executions are
+	// the tools' execution objects as it listed them, by tool name
+	// (upstream.Server.CachedExecutions): host/tasks.Execution makes of
+	// both what the catalog lists.
+	OffersTasks bool
+	Executions  map[string]json.RawMessage
 }
 
 // Build names every tool and builds the routing table. Servers come
@@ -86,7 +94,9 @@ func Build(version uint64, cfg ToolsConfig, upstreams []ServerTools) *Catalog {
 			}
 			c.servers[st.Server] = append(c.servers[st.Server], len(c.Tools))
 			c.index[Route{Server: st.Server, Tool: t.Name}] = len(c.Tools)
-			c.Tools = append(c.Tools, toABITool(name, st.Server, t))
+			tool := toABITool(name, st.Server, t)
+			tool.Execution = tasks.Execution(st.OffersTasks, st.Executions[t.Name])
+			c.Tools = append(c.Tools, tool)
 		}
 	}
 	return c
@@ -162,6 +172,16 @@ func (c *Catalog) ParamHeaders(r Route) []paramheader.Binding { return c.params[
 func (c *Catalog) Annotations(r Route) *abi.Annotations {
 	if i, ok := c.index[r]; ok {
 		return c.Tools[i].Annotations
+	}
+	return nil
+}
+
+// Execution returns the execution object the catalog lists for a tool
+// (host/tasks.Execution), whatever tools_list made of it: a call made
+// without a task is refused by it (tasks.Plain).
+func (c *Catalog) Execution(r Route) json.RawMessage {
+	if i, ok := c.index[r]; ok {
+		return c.Tools[i].Execution
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
@@ -156,6 +157,9 @@ func (h *Host) resolve(ctx context.Context, caller abi.Caller, name string, args
 	}
 	if tr != nil {
 		tr.server, tr.tool = r.Server, r.Tool
+	}
+	if err := tasks.Plain(ctx, name, h.cat.Load().Execution(r)); err != nil {
+		return nil, nil, err // "required" by its server, which would refuse it too
 	}
 	return &toolCall{caller: caller, name: name, route: r, u: u, args: args, annotations: h.cat.Load().Annotations(r)}, nil, nil
 }

@@ -308,7 +308,8 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		if x := h.searchExposure(ctx); x != nil {
 			found, _ := h.found(ss)
-			return catalog.ListAnswer(req, search.List(v.tools, x.Always, found), true), nil
+			res, exec := search.List(v.tools, x.Always, found)
+			return catalog.ToolsAnswer(req, res, exec, true), nil
 		}
 		return v.answer(req, h.wants(abi.HookToolsList)), nil
 	case "tools/call":

@@ -24,6 +24,7 @@ type view struct {
 	tools  []abi.Tool
 	routes map[string]catalog.Route
 	result *mcp.ListToolsResult             // what tools/list answers (run_code alone under code mode)
+	exec   wire.Executions                  // the execution objects of all's tools
 	all    []*mcp.Tool                      // every tool of the view, as listed, in the order of tools
 	params map[string][]paramheader.Binding // x-mcp-header bindings by name, as the caller sees the tool
 
@@ -50,7 +51,7 @@ type view struct {
 // (listresult.go). private says the view depends on the caller.
 func (v *view) answer(req mcp.Request, private bool) mcp.Result {
 	cp := *v.result
-	return catalog.ListAnswer(req, &cp, private)
+	return catalog.ToolsAnswer(req, &cp, v.exec, private)
 }
 
 // maxViews bounds the per-caller cache; past it the cache starts over, which
@@ -293,7 +294,7 @@ func newView(cat *catalog.Catalog, tools []abi.Tool) (*view, error) {
 			return nil, fmt.Errorf("tool name %q is used twice", t.Name)
 		}
 		v.routes[t.Name] = r
-		v.result.Tools = append(v.result.Tools, wire.MCPTool(t))
+		v.result.Tools = append(v.result.Tools, v.exec.Add(wire.MCPTool(t), t.Execution))
 		if b, err := paramheader.Bindings(t.InputSchema); err == nil && b != nil {
 			if v.params == nil {
 				v.params = map[string][]paramheader.Binding{}

@@ -140,7 +140,7 @@ func (s *Service) start(ctx context.Context, session any, owner string, p *CallP
 	if err := s.Runner.Room(owner); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	a := s.Sessions.Admit(ctx, session, p)
+	a := s.Sessions.Admit(AsTask(ctx), session, p)
 	if a.Upstream != nil {
 		return s.create(ctx, owner, p, a)
 	}
