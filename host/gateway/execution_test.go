@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
 // TestExecutionOfAStdioTaskServer: a stdio server that offers tasks lists
@@ -77,5 +79,37 @@ func TestExecutionOfAStdioTaskServer(t *testing.T) {
 		if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "called "+name[4:] {
 			t.Errorf("a plain call of %s: %+v, %v", name, res, err)
 		}
+	}
+}
+
+// TestExecutionOnlyWhereTasksAreOffered: a plain server's tools list
+// execution "optional" to a streamable HTTP session, which is offered tasks
+// (mcphost runs them), and no execution to a session over another
+// transport, which is not.
+func TestExecutionOnlyWhereTasksAreOffered(t *testing.T) {
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{stdioServer("local")}}, nil)
+	_, s := connectAs(t, httptestServer(t, h)+"/mcp", "c")
+	res, _ := message(t, s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil))
+	if !strings.Contains(string(res.Result), `"execution":{"taskSupport":"optional"}`) {
+		t.Errorf("streamable HTTP: tools/list without execution: %.300s", res.Result)
+	}
+
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := h.MCPServer(DownstreamEmbedded).Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	var log testproc.Buffer
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "embedded"}, nil).Connect(context.Background(), &mcp.LoggingTransport{Transport: ct, Writer: &log}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if tools, err := cs.ListTools(context.Background(), nil); err != nil || len(tools.Tools) == 0 {
+		t.Fatalf("embedded tools/list: %v, %v", tools, err)
+	}
+	if strings.Contains(log.String(), `"execution"`) {
+		t.Errorf("embedded session (no tasks capability) was listed execution: %.500s", log.String())
 	}
 }

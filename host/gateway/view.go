@@ -48,10 +48,21 @@ type view struct {
 // one, because the go-sdk annotates results of newer-protocol sessions
 // (result type, server info in _meta) after the handler returns, and
 // sessions share the cached view; in the form req's protocol defines
-// (listresult.go). private says the view depends on the caller.
-func (v *view) answer(req mcp.Request, private bool) mcp.Result {
+// (listresult.go). private says the view depends on the caller; the
+// tools' execution objects go only where tasks are offered.
+func (v *view) answer(req mcp.Request, private bool, transport string) mcp.Result {
 	cp := *v.result
-	return catalog.ToolsAnswer(req, &cp, v.exec, private)
+	return catalog.ToolsAnswer(req, &cp, tasksOffered(transport, v.exec), private)
+}
+
+// tasksOffered is exec on the transport whose sessions are offered tasks
+// (streamable HTTP), and nothing on the others: execution.taskSupport
+// speaks of a capability that stdio and SSE sessions do not have.
+func tasksOffered(transport string, exec wire.Executions) wire.Executions {
+	if transport != DownstreamHTTP {
+		return nil
+	}
+	return exec
 }
 
 // maxViews bounds the per-caller cache; past it the cache starts over, which
