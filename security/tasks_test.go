@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // taskSession is a 2025-11-25 streamable HTTP session on net/http, to send
@@ -137,4 +138,93 @@ plugin "no-echo-for-bob" {
 	if res, e := alice.call("tasks/result", map[string]any{"taskId": id}); e != nil || !strings.Contains(string(res), "alice's") {
 		t.Errorf("alice's result after bob's attempts: %s %+v", res, e)
 	}
+}
+
+// events opens a standalone event stream (GET /mcp) of session sid with
+// key and returns its HTTP status and the messages read from it.
+func taskEvents(t *testing.T, url, key, sid string) (int, <-chan string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	msgs := make(chan string, 16)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				msgs <- data
+			}
+		}
+	}()
+	return resp.StatusCode, msgs
+}
+
+// firstStatus returns the first notifications/tasks/status read from msgs.
+func firstStatus(t *testing.T, msgs <-chan string) string {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				return ""
+			}
+			if strings.Contains(m, `"notifications/tasks/status"`) {
+				return m
+			}
+		case <-timeout:
+			t.Fatal("no notifications/tasks/status in 20 s")
+		}
+	}
+}
+
+// TestTaskStatusReachesOnlyItsSession: the status notifications of
+// alice's task reach her session's event stream only: not bob's session,
+// and not bob opening alice's session's stream with his own key (refused).
+// Bob's stream is read until his own task's notification, so had alice's
+// been sent there, it would have come first.
+func TestTaskStatusReachesOnlyItsSession(t *testing.T) {
+	srv := startServer(t, writeConfig(t, "", twoKeys("")))
+	alice, bob := openTaskSession(t, srv.URL, callerAliceKey), openTaskSession(t, srv.URL, callerBobKey)
+	code, aliceEvents := taskEvents(t, alice.url, alice.key, alice.sid)
+	if code != http.StatusOK {
+		t.Fatalf("alice's GET /mcp: HTTP %d", code)
+	}
+	_, bobEvents := taskEvents(t, bob.url, bob.key, bob.sid)
+	if code, stolen := taskEvents(t, bob.url, bob.key, alice.sid); code == http.StatusOK {
+		t.Errorf("bob opened alice's session's event stream with his key")
+		go func() {
+			for m := range stolen {
+				if strings.Contains(m, "tasks/status") {
+					t.Errorf("bob read alice's task status: %s", m)
+				}
+			}
+		}()
+	}
+
+	dir := t.TempDir()
+	run := func(s *taskSession, events <-chan string, who string) {
+		gate := filepath.Join(dir, who)
+		res, e := s.call("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate}, "task": map[string]any{}})
+		var created struct{ Task struct{ TaskID string } }
+		if json.Unmarshal(res, &created); e != nil || created.Task.TaskID == "" {
+			t.Fatalf("%s's task: %s %+v", who, res, e)
+		}
+		if err := os.WriteFile(gate, []byte(who), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := firstStatus(t, events); !strings.Contains(got, created.Task.TaskID) || !strings.Contains(got, `"completed"`) {
+			t.Errorf("%s's first status notification: %s, want his own task's (%s) completion", who, got, created.Task.TaskID)
+		}
+	}
+	run(alice, aliceEvents, "alice")
+	run(bob, bobEvents, "bob")
 }

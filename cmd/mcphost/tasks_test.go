@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -279,4 +280,230 @@ func responseMessages(resp *http.Response) [][]byte {
 		}
 	}
 	return msgs
+}
+
+// openEvents opens c's standalone event stream (GET /mcp) and returns the
+// messages read from it, as they come; the stream closes with the test.
+func (c *rpcClient) openEvents(sid string) (<-chan json.RawMessage, int) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	msgs := make(chan json.RawMessage, 16)
+	if resp.StatusCode != http.StatusOK {
+		close(msgs)
+		return msgs, resp.StatusCode
+	}
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				msgs <- json.RawMessage(data)
+			}
+		}
+	}()
+	return msgs, resp.StatusCode
+}
+
+// nextStatus returns the next notifications/tasks/status read from msgs.
+func nextStatus(t *testing.T, msgs <-chan json.RawMessage) wireTask {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatal("the event stream closed")
+			}
+			var n struct {
+				Method string   `json:"method"`
+				Params wireTask `json:"params"`
+			}
+			if json.Unmarshal(m, &n) == nil && n.Method == "notifications/tasks/status" {
+				return n.Params
+			}
+		case <-timeout:
+			t.Fatal("no notifications/tasks/status in 20 s")
+		}
+	}
+}
+
+// TestTaskStatusNotifications: a task mcphost runs tells its session's
+// event stream of each change of its status, under the id the client
+// knows: completed, and cancelled.
+func TestTaskStatusNotifications(t *testing.T) {
+	addr := serveTasks(t)
+	alice, _ := taskClient(t, addr, aliceKey)
+	events, code := alice.openEvents(alice.session)
+	if code != http.StatusOK {
+		t.Fatalf("GET /mcp: HTTP %d", code)
+	}
+	dir := t.TempDir()
+	var created struct{ Task wireTask }
+	for _, end := range []string{"completed", "cancelled"} {
+		gate := filepath.Join(dir, end)
+		res := alice.must("tools/call", map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate}, "task": map[string]any{}})
+		if err := json.Unmarshal(res, &created); err != nil || created.Task.TaskID == "" {
+			t.Fatalf("tools/call as a task: %s", res)
+		}
+		testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+			_, err := os.Stat(gate + ".started")
+			return err == nil
+		})
+		if end == "completed" {
+			if err := os.WriteFile(gate, []byte("done"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			alice.must("tasks/cancel", map[string]any{"taskId": created.Task.TaskID})
+		}
+		if got := nextStatus(t, events); got.TaskID != created.Task.TaskID || got.Status != end {
+			t.Errorf("status notification: %+v, want %s of %s", got, end, created.Task.TaskID)
+		}
+	}
+}
+
+// taskOutcome waits on c's task id and returns its result's text.
+func taskOutcome(t *testing.T, c *rpcClient, res json.RawMessage) string {
+	t.Helper()
+	var created struct{ Task wireTask }
+	if err := json.Unmarshal(res, &created); err != nil || !strings.HasPrefix(created.Task.TaskID, "mcpt1.") {
+		t.Fatalf("a task-mode call: %s", res)
+	}
+	var out struct {
+		Content []struct{ Text string }
+		IsError bool
+	}
+	raw := c.must("tasks/result", map[string]any{"taskId": created.Task.TaskID})
+	if err := json.Unmarshal(raw, &out); err != nil || len(out.Content) == 0 || out.IsError {
+		t.Fatalf("tasks/result: %s", raw)
+	}
+	return out.Content[0].Text
+}
+
+// TestTasksOfExposedTools: under tools.exposure = "search", call_tool in
+// task mode runs the tool it names as a task (the call outlives its
+// request), and search_tools runs as one; under "code", run_code runs
+// its script as a task.
+func TestTasksOfExposedTools(t *testing.T) {
+	for _, exposure := range []string{"search", "code"} {
+		t.Run(exposure, func(t *testing.T) {
+			cfg := writeConfig(t, `
+tools {
+  exposure = "`+exposure+`"
+}
+server "up" {
+  command = "UPSTREAM"
+  args    = ["-name", "up"]
+}
+`)
+			addr := testproc.FreeAddr(t)
+			startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr)
+			c, _ := taskClient(t, addr, "")
+			gate := filepath.Join(t.TempDir(), "gate")
+			call := map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "up__wait_file", "arguments": map[string]any{"text": gate}}, "task": map[string]any{}}
+			if exposure == "code" {
+				call = map[string]any{"name": "run_code", "arguments": map[string]any{"code": `return tools.up__wait_file({text: ` + strconv.Quote(gate) + `})`}, "task": map[string]any{}}
+			}
+			res := c.must("tools/call", call) // answered while the tool waits
+			testproc.WaitFor(t, "the upstream call to start", 10*time.Second, func() bool {
+				_, err := os.Stat(gate + ".started")
+				return err == nil
+			})
+			if err := os.WriteFile(gate, []byte("through "+exposure), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := taskOutcome(t, c, res); !strings.Contains(got, "through "+exposure) {
+				t.Errorf("the task's result: %q", got)
+			}
+			if exposure == "search" {
+				res = c.must("tools/call", map[string]any{"name": "search_tools", "arguments": map[string]any{"query": "wait until a file exists"}, "task": map[string]any{}})
+				if got := taskOutcome(t, c, res); !strings.Contains(got, "up__wait_file") {
+					t.Errorf("search_tools as a task: %q", got)
+				}
+			}
+		})
+	}
+}
+
+// TestTaskInputRequired: while the call of a task mcphost runs asks the
+// client something (here sampling, which reaches the client on its event
+// stream), the task is input_required, and its session is told so; once
+// answered it works again, then completes with the answer.
+func TestTaskInputRequired(t *testing.T) {
+	addr := serveTasks(t)
+	c := &rpcClient{t: t, url: "http://" + addr + "/mcp", key: aliceKey}
+	c.must("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"sampling": map[string]any{}},
+		"clientInfo": map[string]any{"name": "tasks-test", "version": "1"}})
+	c.post("notifications/initialized", nil, true)
+	events, code := c.openEvents(c.session)
+	if code != http.StatusOK {
+		t.Fatalf("GET /mcp: HTTP %d", code)
+	}
+	var created struct{ Task wireTask }
+	json.Unmarshal(c.must("tools/call", map[string]any{"name": "up__sample", "arguments": map[string]any{"text": "a question"}, "task": map[string]any{}}), &created)
+	id := created.Task.TaskID
+	var asked struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	var statuses []string
+	timeout := time.After(20 * time.Second)
+	for asked.Method != "sampling/createMessage" || len(statuses) == 0 {
+		select {
+		case m := <-events:
+			var n struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params wireTask        `json:"params"`
+			}
+			json.Unmarshal(m, &n)
+			switch n.Method {
+			case "sampling/createMessage":
+				asked.ID, asked.Method = n.ID, n.Method
+			case "notifications/tasks/status":
+				if n.Params.TaskID != id {
+					t.Fatalf("a status of another task: %s", m)
+				}
+				statuses = append(statuses, n.Params.Status)
+			}
+		case <-timeout:
+			t.Fatalf("no question and input_required in 20 s (statuses %v)", statuses)
+		}
+	}
+	var got wireTask
+	json.Unmarshal(c.must("tasks/get", map[string]any{"taskId": id}), &got)
+	if statuses[0] != "input_required" || got.Status != "input_required" {
+		t.Fatalf("while the client is asked: notified %v, tasks/get %q", statuses, got.Status)
+	}
+	answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": asked.ID,
+		"result": map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "the answer"}}})
+	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(answer))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Mcp-Session-Id", c.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, want := range []string{"working", "completed"} {
+		if got := nextStatus(t, events); got.TaskID != id || got.Status != want {
+			t.Errorf("after the answer: %+v, want %s", got, want)
+		}
+	}
+	if out := c.must("tasks/result", map[string]any{"taskId": id}); !strings.Contains(string(out), "the answer") {
+		t.Errorf("tasks/result: %s", out)
+	}
 }

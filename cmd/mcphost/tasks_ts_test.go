@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,5 +201,75 @@ server "tasks" {
 	t.Logf("2026-07-28 client, 2025-11-25 task server: %s", mustJSON(r))
 	if r == nil || r["isError"] != true || !strings.Contains(mustJSON(r), "Error") || strings.Contains(mustJSON(r), "related-task") {
 		t.Errorf("a 2026-07-28 client's call of a tool that asks: %v\nmcphost:\n%s\nserver:\n%s", r, logs.String(), serverLog.String())
+	}
+}
+
+// TestTaskStatusFromUpstream: the TypeScript SDK's example server
+// (simpleStreamableHttp: its delay tool runs as a task, and the SDK sends
+// notifications/tasks/status as the task's store changes) behind mcphost:
+// the server's status notification reaches the session whose task it is,
+// under mcphost's id of the task, and not another identity's session.
+// Bob's stream is read until his own task's notification, so had alice's
+// been sent there, it would have come first.
+func TestTaskStatusFromUpstream(t *testing.T) {
+	examples := installTSSDK(t)
+	upAddr := testproc.FreeAddr(t)
+	_, port, _ := net.SplitHostPort(upAddr)
+	server := exec.Command("node", filepath.Join(examples, "server", "simpleStreamableHttp.js"))
+	server.Env = append(os.Environ(), "MCP_PORT="+port)
+	serverLog := &testproc.Buffer{}
+	server.Stdout, server.Stderr = serverLog, serverLog
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
+	testproc.WaitFor(t, "the example server to listen", 30*time.Second, func() bool {
+		c, err := net.Dial("tcp", upAddr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	cfg := writeConfig(t, `
+listen {
+  auth {
+    key "alice" {
+      value   = "`+aliceKey+`"
+      subject = "alice"
+    }
+    key "bob" {
+      value   = "`+bobKey+`"
+      subject = "bob"
+    }
+  }
+}
+server "ts" {
+  transport = "streamable-http"
+  url       = "http://`+upAddr+`/mcp"
+}
+`)
+	addr := testproc.FreeAddr(t)
+	startMcphost(t, "http://"+addr+"/healthz", 30*time.Second, "run", cfg, "--http", addr)
+
+	alice, _ := taskClient(t, addr, aliceKey)
+	bob, _ := taskClient(t, addr, bobKey)
+	aliceEvents, code := alice.openEvents(alice.session)
+	if code != http.StatusOK {
+		t.Fatalf("alice's GET /mcp: HTTP %d", code)
+	}
+	bobEvents, _ := bob.openEvents(bob.session)
+	for _, c := range []struct {
+		who    *rpcClient
+		events <-chan json.RawMessage
+	}{{alice, aliceEvents}, {bob, bobEvents}} {
+		var created struct{ Task wireTask }
+		res := c.who.must("tools/call", map[string]any{"name": "ts__delay", "arguments": map[string]any{"duration": 200}, "task": map[string]any{}})
+		if err := json.Unmarshal(res, &created); err != nil || !strings.HasPrefix(created.Task.TaskID, "mcpt1.") {
+			t.Fatalf("tools/call of delay as a task: %s", res)
+		}
+		got := nextStatus(t, c.events)
+		if got.TaskID != created.Task.TaskID || got.Status != "completed" {
+			t.Errorf("%s's first status notification: %+v, want the completion of %s\nserver:\n%s", c.who.key[:4], got, created.Task.TaskID, serverLog.String())
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/extensions"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
-	"github.com/mcphost-project/mcphost/host/tasks"
 )
 
 // Route is where an exposed name leads: the only way back from a name to the
@@ -48,7 +47,7 @@ type ServerTools struct {
 	// OffersTasks says that mcphost sends the server's tools' task
 	// requests to it (upstream.Server.OffersTasks), and Executions are
 	// the tools' execution objects as it listed them, by tool name
-	// (upstream.Server.CachedExecutions): host/tasks.Execution makes of
+	// (upstream.Server.CachedExecutions): Execution makes of
 	// both what the catalog lists.
 	OffersTasks bool
 	Executions  map[string]json.RawMessage
@@ -95,7 +94,7 @@ func Build(version uint64, cfg ToolsConfig, upstreams []ServerTools) *Catalog {
 			c.servers[st.Server] = append(c.servers[st.Server], len(c.Tools))
 			c.index[Route{Server: st.Server, Tool: t.Name}] = len(c.Tools)
 			tool := toABITool(name, st.Server, t)
-			tool.Execution = tasks.Execution(st.OffersTasks, st.Executions[t.Name])
+			tool.Execution = Execution(st.OffersTasks, st.Executions[t.Name])
 			c.Tools = append(c.Tools, tool)
 		}
 	}
@@ -177,7 +176,7 @@ func (c *Catalog) Annotations(r Route) *abi.Annotations {
 }
 
 // Execution returns the execution object the catalog lists for a tool
-// (host/tasks.Execution), whatever tools_list made of it: a call made
+// (Execution), whatever tools_list made of it: a call made
 // without a task is refused by it (tasks.Plain).
 func (c *Catalog) Execution(r Route) json.RawMessage {
 	if i, ok := c.index[r]; ok {

@@ -196,6 +196,7 @@ func (h *Host) ServerRequest(ctx context.Context, u *upstream.Server, cs *mcp.Cl
 		h.log.Info("server-to-client request refused by policy", "server", server, "method", method, "error", err)
 		return nil, err
 	}
+	defer h.tasks.Asking(callCtx)() // inside a task mcphost runs, it is input_required meanwhile
 	// The downstream request ends when the upstream cancels its request too.
 	dctx, cancel := context.WithCancel(callCtx)
 	defer cancel()

@@ -38,12 +38,12 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 	if err != nil {
 		return nil, err
 	}
-	return typedResult(res)
+	return wire.TypedResult(res)
 }
 
 // callTool is the whole call path: resolve, admit, forward, transform
 // (each may end the call with a result), told to the observer and the audit
-// log. The result is a *mcp.CallToolResult, or a *rawToolResult for a
+// log. The result is a *mcp.CallToolResult, or a *wire.RawToolResult for a
 // downstream session that takes results as sent (rawResults).
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
 	tr := h.newTrace()
@@ -60,6 +60,11 @@ func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, arg
 	}
 	defer ticket.Release() // answered, failed, cancelled or timed out
 	return h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+}
+
+// TaskStatus forwards a server's task status to the task's session (host/tasks).
+func (h *Host) TaskStatus(u *upstream.Server, cs *mcp.ClientSession, params json.RawMessage) {
+	h.tasks.UpstreamStatus(u.Config.Name, cs, params)
 }
 
 // newTrace is a trace for the observer and the audit log; nil without.
@@ -262,7 +267,7 @@ func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *
 	if len(args) == 0 {
 		params.Arguments = nil
 	}
-	takesRaw := !h.noShortcuts && (rawResults(ss) || ctx.Value(rawResultsKey{}) != nil)
+	takesRaw := !h.noShortcuts && (wire.RawResults(ss) || ctx.Value(rawResultsKey{}) != nil)
 	var out upstreamResult
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		conn := u.RawConn(cs)
@@ -332,7 +337,7 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 	}
 	if !wantsResult {
 		if asSent {
-			return &rawToolResult{raw: up.raw}, nil
+			return &wire.RawToolResult{Raw: up.raw}, nil
 		}
 		return up.typed, nil
 	}
@@ -356,7 +361,7 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 		return wire.ToolError("result of %s withheld by policy: %s", c.name, wire.PolicyMessage(err)), nil
 	}
 	if asSent && out == in.Result {
-		return &rawToolResult{raw: up.raw}, nil // unchanged (Policy.ToolResult)
+		return &wire.RawToolResult{Raw: up.raw}, nil // unchanged (Policy.ToolResult)
 	}
 	return wire.FromABIResult(out)
 }

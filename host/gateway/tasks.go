@@ -50,6 +50,13 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		id.Fill(&caller)
 	}
 	caller.Meta = sessionless.CallerMeta(meta)
+	if p.Unwrap(h.exposure(ctx).Exposure) { // search exposure's and code mode's own tools run whole, as a plain call runs them
+		a.Run = func(ctx context.Context) tasks.Outcome {
+			res, err := h.answerToolCall(ctx, caller, &mcp.CallToolParamsRaw{Name: p.Name, Arguments: p.Arguments, Meta: meta}, ss)
+			return tasks.OutcomeOf(h.taskAnswer(nil, start, caller, p.Name, p.Arguments, res, err))
+		}
+		return a
+	}
 	c, ticket, res, err := h.admitted(ctx, caller, p.Name, p.Arguments, tr)
 	switch {
 	case c == nil:
@@ -90,6 +97,7 @@ func (h *Host) taskUpstream(c *toolCall, ss *mcp.ServerSession, tr *callTrace, s
 	var once sync.Once
 	return tasks.UpstreamFuncs{SendFunc: func(ctx context.Context, method string, params json.RawMessage) (raw json.RawMessage, err error) {
 		err = h.forward(ctx, ss, c.u, method, nil, func(ctx context.Context, cs *mcp.ClientSession) (err error) {
+			tasks.NoteConn(ctx, cs) // the task's status notifications come on it
 			raw, err = c.u.TaskRequest(ctx, cs, method, params)
 			return err
 		})

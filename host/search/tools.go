@@ -47,6 +47,23 @@ func IsMeta(name string) bool {
 	return name == SearchToolName || name == DescribeToolName || name == CallToolName
 }
 
+// TaskCall is how a task-mode tools/call of name runs under search
+// exposure: call_tool of a catalog tool is that tool's own call (which its
+// server may run as a task); the search tools, and call_tool of one or
+// with input it refuses, run whole, as their plain call does (whole).
+// Any other name is returned as it is.
+func TaskCall(name string, args json.RawMessage) (string, json.RawMessage, bool) {
+	if !IsMeta(name) {
+		return name, args, false
+	}
+	if name == CallToolName {
+		if in, err := DecodeCall(args); err == nil && !IsMeta(in.Name) {
+			return in.Name, in.Arguments, false
+		}
+	}
+	return name, args, true
+}
+
 // The definitions are written for models: what the tool is for, what to
 // put in the query (the task in plain words, not a name or a pattern), and
 // what to do with what it returns. Users of other gateways report that

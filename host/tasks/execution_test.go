@@ -13,25 +13,6 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
-func TestExecution(t *testing.T) {
-	required := json.RawMessage(`{"taskSupport":"required"}`)
-	for _, c := range []struct {
-		name     string
-		offers   bool
-		upstream json.RawMessage
-		want     string
-	}{
-		{"a server that runs tasks: its word", true, required, `{"taskSupport":"required"}`},
-		{"a server that runs tasks and says nothing: forbidden", true, nil, ``},
-		{"mcphost runs them", false, nil, `{"taskSupport":"optional"}`},
-		{"mcphost runs them, whatever the server says", false, required, `{"taskSupport":"optional"}`},
-	} {
-		if got := Execution(c.offers, c.upstream); string(got) != c.want {
-			t.Errorf("%s: Execution = %s, want %s", c.name, got, c.want)
-		}
-	}
-}
-
 func TestPlain(t *testing.T) {
 	ctx := context.Background()
 	for _, e := range []string{``, `{}`, `{"taskSupport":"optional"}`, `{"taskSupport":"forbidden"}`, `"required"`, `{"taskSupport":1}`, `{"TaskSupport":"required"}`} {

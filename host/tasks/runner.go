@@ -93,6 +93,7 @@ type local struct {
 	out     Outcome
 	notify  func(Task)
 	held    any // for a task its server runs (Hold): what reaches it; nil otherwise
+	asking  int // the questions its call has put to the client, unanswered (Asking)
 }
 
 // NewRunner returns a Runner bounded by l (zero fields get defaults).
@@ -130,6 +131,7 @@ func (r *Runner) Start(owner string, ttlMS *int64, fn func(context.Context) Outc
 	now := r.now()
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &local{owner: owner, expires: now.Add(ttl), cancel: cancel, done: make(chan struct{}), notify: notify}
+	ctx = context.WithValue(ctx, askingKey{}, asker{r, l})
 	ms, poll := ttl.Milliseconds(), r.lim.PollInterval.Milliseconds()
 	l.task = Task{TaskID: newLocalID(), Status: Working, CreatedAt: Stamp(now), LastUpdatedAt: Stamp(now), TTL: &ms, PollInterval: &poll}
 
@@ -204,6 +206,64 @@ func (r *Runner) Held(owner, id string) (any, error) {
 		return nil, ErrUnknownTask
 	}
 	return l.held, nil
+}
+
+type askingKey struct{}
+
+type asker struct {
+	r *Runner
+	l *local
+}
+
+// Asking tells the task whose call ctx is (one r runs; for any other ctx
+// it does nothing) that its call put a question to the client
+// (elicitation, sampling): the task is input_required until every such
+// question is answered (done), and working again after. Its session
+// hears of each change (notify). The status is this process's: a task
+// record in the store stays working.
+func (r *Runner) Asking(ctx context.Context) (done func()) {
+	a, ok := ctx.Value(askingKey{}).(asker)
+	if !ok || a.r != r {
+		return func() {}
+	}
+	a.r.ask(a.l, 1)
+	var once sync.Once
+	return func() { once.Do(func() { a.r.ask(a.l, -1) }) }
+}
+
+// ask counts a question put (+1) or answered (-1) and moves the task
+// between working and input_required accordingly.
+func (r *Runner) ask(l *local, delta int) {
+	r.mu.Lock()
+	l.asking += delta
+	status := Working
+	if l.asking > 0 {
+		status = InputRequired
+	}
+	if Terminal(l.task.Status) || l.task.Status == status {
+		r.mu.Unlock()
+		return
+	}
+	l.task.Status, l.task.LastUpdatedAt = status, Stamp(r.now())
+	t := l.task
+	r.mu.Unlock()
+	if l.notify != nil {
+		l.notify(t)
+	}
+}
+
+// heldWhere returns what reaches the held tasks that match accepts.
+func (r *Runner) heldWhere(match func(held any) bool) []any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked(r.now())
+	var out []any
+	for _, l := range r.tasks {
+		if l.held != nil && match(l.held) {
+			out = append(out, l.held)
+		}
+	}
+	return out
 }
 
 // finish records a call's outcome, unless the task was cancelled first.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -110,5 +111,49 @@ func TestRunnerCancelAndResult(t *testing.T) {
 	}
 	if l := r.List("a"); len(l) != 2 || r.List("b") != nil {
 		t.Errorf("List: %+v", l)
+	}
+}
+
+// TestRunnerAsking: a task is input_required while any question of its
+// call is unanswered, working after, and a question of a call that is not
+// the Runner's task changes nothing.
+func TestRunnerAsking(t *testing.T) {
+	r := NewRunner(Limits{})
+	defer r.Close()
+	var mu sync.Mutex
+	var seen []string
+	ctxs := make(chan context.Context, 1)
+	release := make(chan struct{})
+	task, err := r.Start("a", nil, func(ctx context.Context) Outcome {
+		ctxs <- ctx
+		<-release
+		return Outcome{Result: json.RawMessage(`{"content":[]}`)}
+	}, func(t Task) { mu.Lock(); seen = append(seen, t.Status); mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := <-ctxs
+	status := func() string { got, _ := r.Get("a", task.TaskID); return got.Status }
+	one, two := r.Asking(ctx), r.Asking(ctx)
+	if s := status(); s != InputRequired {
+		t.Errorf("asking: %s", s)
+	}
+	one()
+	one() // done twice counts once
+	if s := status(); s != InputRequired {
+		t.Errorf("one of two answered: %s", s)
+	}
+	two()
+	if s := status(); s != Working {
+		t.Errorf("both answered: %s", s)
+	}
+	NewRunner(Limits{}).Asking(ctx)() // another Runner's: nothing
+	r.Asking(context.Background())()
+	close(release)
+	r.Result(context.Background(), "a", task.TaskID)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := fmt.Sprint(seen); got != "[input_required working completed]" {
+		t.Errorf("notified %s", got)
 	}
 }

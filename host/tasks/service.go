@@ -72,12 +72,18 @@ type Service struct {
 	Runner   *Runner
 	Sessions Sessions
 	Log      hclog.Logger // nil discards
+
+	streams streams // the sessions' standalone event streams (status.go)
 }
 
 // Handler serves task requests and hands every other request to next.
 func (s *Service) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get("Mcp-Session-Id")
+		if r.Method == http.MethodGet && sid != "" {
+			s.serveStream(next, w, r, sid)
+			return
+		}
 		if r.Method != http.MethodPost || sid == "" || r.Body == nil || r.ContentLength <= 0 || r.ContentLength > MaxBody {
 			next.ServeHTTP(w, r)
 			return
@@ -119,7 +125,7 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 				rerr = invalidParams(err)
 				break
 			}
-			res, rerr = s.start(paramheader.WithIncoming(r.Context(), r.Header), session, owner, p) // Mcp-Param-* checked at admission
+			res, rerr = s.start(paramheader.WithIncoming(r.Context(), r.Header), session, owner, sid, p) // Mcp-Param-* checked at admission
 		case TaskMethod(req.Method):
 			res, rerr = s.method(r.Context(), session, owner, req)
 		default:
@@ -130,19 +136,23 @@ func (s *Service) Handler(next http.Handler) http.Handler {
 	})
 }
 
+// Asking is Runner.Asking: a task's call asks its client something
+// (ctx is the call's), until done.
+func (s *Service) Asking(ctx context.Context) (done func()) { return s.Runner.Asking(ctx) }
+
 func invalidParams(err error) *jsonrpc.Error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 }
 
 // start admits the call (a refusal is answered as for a plain call, with
 // no task) and runs the rest as a task.
-func (s *Service) start(ctx context.Context, session any, owner string, p *CallParams) (json.RawMessage, *jsonrpc.Error) {
+func (s *Service) start(ctx context.Context, session any, owner, sid string, p *CallParams) (json.RawMessage, *jsonrpc.Error) {
 	if err := s.Runner.Room(owner); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	a := s.Sessions.Admit(AsTask(ctx), session, p)
 	if a.Upstream != nil {
-		return s.create(ctx, owner, p, a)
+		return s.create(ctx, owner, sid, p, a)
 	}
 	run := a.Run
 	if run == nil {
@@ -152,7 +162,7 @@ func (s *Service) start(ctx context.Context, session any, owner string, p *CallP
 	t, err := s.Runner.Start(owner, p.Task.TTL, func(ctx context.Context) Outcome {
 		<-started
 		return run(ctx)
-	}, nil)
+	}, s.statusNotifier(sid, owner))
 	if err != nil {
 		// Room said yes, and another task took the place since (rare):
 		// run must still be called once, to release what the admission
@@ -351,8 +361,9 @@ func (r initializeResult) MarshalJSON() ([]byte, error) {
 // task under an id of mcphost's. A server that answers with a result
 // instead (it runs that tool only at once) has it kept as a task that is
 // already done, through the result policies.
-func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Admitted) (json.RawMessage, *jsonrpc.Error) {
-	raw, err := a.Upstream.Send(ctx, "tools/call", upstreamCall(a, p.Task))
+func (s *Service) create(ctx context.Context, owner, sid string, p *CallParams, a Admitted) (json.RawMessage, *jsonrpc.Error) {
+	var conn connSlot
+	raw, err := a.Upstream.Send(context.WithValue(ctx, connKey{}, &conn), "tools/call", upstreamCall(a, p.Task))
 	if err != nil {
 		return nil, upstreamError(err)
 	}
@@ -363,7 +374,7 @@ func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Adm
 	raw = dropRelatedTask(raw) // the client knows the task by mcphost's id only
 	if json.Unmarshal(raw, &created) != nil || created.Task == nil || json.Unmarshal(created.Task["taskId"], &upID) != nil || upID == "" {
 		out := a.Upstream.Result(ctx, raw)
-		t, err := s.Runner.Start(owner, p.Task.TTL, func(context.Context) Outcome { return out }, nil)
+		t, err := s.Runner.Start(owner, p.Task.TTL, func(context.Context) Outcome { return out }, s.statusNotifier(sid, owner))
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 		}
@@ -374,7 +385,7 @@ func (s *Service) create(ctx context.Context, owner string, p *CallParams, a Adm
 	var public string
 	_, err = s.Runner.Hold(owner, cmpOr(ttl, p.Task.TTL), func(id string) any {
 		public = s.IDs.Encode(owner, Ref{Server: a.Server, ID: id, Tool: p.Name})
-		return upstreamTask{a.Upstream, upID, public}
+		return upstreamTask{up: a.Upstream, id: upID, public: public, server: a.Server, conn: conn.get(), sid: sid}
 	})
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
@@ -437,6 +448,9 @@ type upstreamTask struct {
 	up     Upstream
 	id     string
 	public string // the client's id of it
+	server string // its server's name
+	conn   any    // the connection to it the task was created on (NoteConn)
+	sid    string // the session that created it, told of its status
 }
 
 func cmpOr(a, b *int64) *int64 {

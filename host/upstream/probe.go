@@ -3,6 +3,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -288,6 +289,8 @@ func (probeEvents) Progress(context.Context, *Server, *mcp.ProgressNotificationP
 func (probeEvents) LogMessage(*Server, *mcp.ClientSession, *mcp.LoggingMessageParams) {}
 func (probeEvents) ResourceUpdated(*Server, *mcp.ClientSession, *mcp.ResourceUpdatedNotificationParams) {
 }
+func (probeEvents) TaskStatus(*Server, *mcp.ClientSession, json.RawMessage) {}
+
 func (probeEvents) ElicitationComplete(*Server, *mcp.ClientSession, *mcp.ElicitationCompleteParams) {
 }
 

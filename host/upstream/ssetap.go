@@ -176,5 +176,6 @@ func (b *SSETapBody) endEvent(out, event []byte) []byte {
 // isTappable is a cheap look for the notifications tap takes, so that
 // results are not decoded twice.
 func isTappable(data []byte) bool {
-	return bytes.Contains(data, []byte(`"notifications/progress"`)) || bytes.Contains(data, []byte(`"notifications/message"`))
+	return bytes.Contains(data, []byte(`"notifications/progress"`)) || bytes.Contains(data, []byte(`"notifications/message"`)) ||
+		bytes.Contains(data, []byte(`"notifications/tasks/status"`))
 }

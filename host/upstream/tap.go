@@ -91,8 +91,9 @@ func (c *TapConn) gone(err error) {
 	}
 }
 
-// tap forwards a progress or log notification and reports whether it did;
-// anything else (or anything it cannot decode) goes on to the go-sdk.
+// tap forwards a progress, log or task status notification and reports
+// whether it did; anything else (or anything it cannot decode) goes on to
+// the go-sdk, which drops a task status notification (it knows no tasks).
 func (u *Server) tap(cs *mcp.ClientSession, method string, params json.RawMessage) bool {
 	switch method {
 	case "notifications/progress":
@@ -112,6 +113,11 @@ func (u *Server) tap(cs *mcp.ClientSession, method string, params json.RawMessag
 		}
 		u.logUpstreamLog(&p)
 		u.events.LogMessage(u, cs, &p)
+		return true
+	case "notifications/tasks/status":
+		if cs != nil {
+			u.events.TaskStatus(u, cs, params)
+		}
 		return true
 	}
 	return false

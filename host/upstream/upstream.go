@@ -163,6 +163,9 @@ type Events interface {
 	LogMessage(u *Server, cs *mcp.ClientSession, p *mcp.LoggingMessageParams)
 	ResourceUpdated(u *Server, cs *mcp.ClientSession, p *mcp.ResourceUpdatedNotificationParams)
 	ElicitationComplete(u *Server, cs *mcp.ClientSession, p *mcp.ElicitationCompleteParams)
+	// TaskStatus forwards notifications/tasks/status (params as sent) to
+	// the client whose task it is (2025-11-25 tasks, host/tasks).
+	TaskStatus(u *Server, cs *mcp.ClientSession, params json.RawMessage)
 	// ServerRequest answers sampling/createMessage, elicitation/create and
 	// roots/list from the server by asking the downstream client they belong to.
 	ServerRequest(ctx context.Context, u *Server, cs *mcp.ClientSession, method string, req mcp.Request) (mcp.Result, error)
