@@ -242,7 +242,13 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
-	Meta         json.RawMessage `json:"_meta,omitempty"`
+	// Execution is MCP's execution object of the tool (protocol
+	// 2025-11-25: {"taskSupport": "forbidden"|"optional"|"required"}),
+	// as mcphost lists it: whether a client may, or must, call the tool
+	// as a task (SPEC.md section 5.3). Absent from a tools_list output
+	// entry, the host keeps the input entry's.
+	Execution json.RawMessage `json:"execution,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Annotations are MCP tool annotations (hints, not guarantees).

@@ -17,14 +17,24 @@ package filters
 
 import (
 	_ "embed"
+	"unsafe"
 
 	"github.com/mcphost-project/mcphost/filters/policies"
 )
 
 //go:generate go run ./internal/genwasm
 
+// moduleText is embedded as a string, not a []byte, so that it is
+// read-only data of the executable: its pages are the file's, which the
+// plugin runtime lets go once it has compiled the module (plugins.evict),
+// and a write to them faults instead of changing the module under its
+// digest.
+//
 //go:embed builtin.wasm
-var module []byte
+var moduleText string
+
+// module is moduleText's bytes, not a copy. Nothing may write to it.
+var module = unsafe.Slice(unsafe.StringData(moduleText), len(moduleText))
 
 // Builtin resolves a built-in policy by name, as plugins.RuntimeOptions
 // wants: the shared module and the configuration that selects the policy
@@ -41,4 +51,5 @@ func Builtin(name string) (wasm []byte, config map[string]string, ok bool) {
 func Names() []string { return policies.Names() }
 
 // Module returns the embedded module, which holds every built-in policy.
+// It is read-only memory: a write to it faults.
 func Module() []byte { return module }

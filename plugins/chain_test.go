@@ -257,3 +257,36 @@ func TestChainLoadFailureClosesTheRest(t *testing.T) {
 	}
 	testproc.WaitFor(t, "the compiled modules to be released", 10*time.Second, func() bool { return rt.Modules() == 0 })
 }
+
+// TestChainToolsListExecution: a real guest sees each tool's execution,
+// may change it, and cannot drop it: an entry without it (as from a guest
+// built before the field) keeps the input's.
+func TestChainToolsListExecution(t *testing.T) {
+	t.Parallel()
+	rt := newRuntime(t, RuntimeOptions{})
+	in := catalog()
+	for i := range in {
+		in[i].Execution = json.RawMessage(`{"taskSupport":"optional"}`)
+	}
+	in[4].Execution = json.RawMessage(`{"taskSupport":"required","x":1}`)
+	got, err := newChain(t, rt, policy(t, "p", "mode.tools_list", "execution")).ToolsList(context.Background(), &abi.ToolsListInput{Tools: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"a__one": `{"taskSupport":"optional"}`, "a__two": `{"taskSupport":"forbidden"}`,
+		"b__one": `{"taskSupport":"optional"}`, "b__two": `{"taskSupport":"forbidden"}`,
+		"c__one": `{"taskSupport":"required","x":1}`,
+	}
+	for i, tool := range got {
+		if string(tool.Execution) != want[tool.Name] {
+			t.Errorf("%s: execution %s, want %s", tool.Name, tool.Execution, want[tool.Name])
+		}
+		if tool.Description != string(in[i].Execution) {
+			t.Errorf("%s: the guest saw execution %q, want %s", tool.Name, tool.Description, in[i].Execution)
+		}
+	}
+	if len(got) != len(in) {
+		t.Fatalf("got %d tools, want %d", len(got), len(in))
+	}
+}

@@ -128,15 +128,25 @@ func decodeToolsList(data []byte, input []abi.Tool, reserved map[string]bool) ([
 	if out.Tools == nil {
 		return nil, fmt.Errorf("%w: no \"tools\" array", ErrInvalidOutput)
 	}
-	known := make(map[toolKey]bool, len(input))
-	for _, t := range input {
-		known[toolKey{t.Server, t.Tool}] = true
+	known := make(map[toolKey]*abi.Tool, len(input))
+	for i := range input {
+		known[toolKey{input[i].Server, input[i].Tool}] = &input[i]
 	}
 	names := make(map[string]bool, len(*out.Tools))
-	for i, t := range *out.Tools {
+	for i := range *out.Tools {
+		t := &(*out.Tools)[i]
+		in := known[toolKey{t.Server, t.Tool}]
 		switch {
-		case !known[toolKey{t.Server, t.Tool}]:
+		case in == nil:
 			return nil, fmt.Errorf("%w: tools[%d] %q: server %q tool %q was not in the input", ErrInvalidOutput, i, t.Name, t.Server, t.Tool)
+		case t.Execution == nil || bytes.Equal(bytes.TrimSpace(t.Execution), []byte("null")):
+			// A guest changes execution but cannot drop it: one built
+			// before the field existed does not know to copy it.
+			t.Execution = in.Execution
+		case !isObject(t.Execution):
+			return nil, fmt.Errorf("%w: tools[%d] %q: execution is not an object", ErrInvalidOutput, i, t.Name)
+		}
+		switch {
 		case !abi.ValidToolName(t.Name):
 			return nil, fmt.Errorf("%w: tools[%d]: invalid name %q (want 1..%d of [A-Za-z0-9_-], starting with a letter or _)", ErrInvalidOutput, i, t.Name, abi.MaxToolNameLength)
 		case names[t.Name] || reserved[t.Name]:

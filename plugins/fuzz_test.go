@@ -51,6 +51,7 @@ func FuzzDecodeDescribe(f *testing.F) {
 
 func FuzzDecodeToolsList(f *testing.F) {
 	in := catalog()
+	in[0].Execution = json.RawMessage(`{"taskSupport":"required"}`)
 	good, _ := json.Marshal(abi.ToolsListOutput{Tools: in})
 	f.Add(good)
 	for _, s := range []string{
@@ -58,6 +59,9 @@ func FuzzDecodeToolsList(f *testing.F) {
 		`{"tools":[{"name":"x","server":"a","tool":"one"},{"name":"x","server":"a","tool":"two"}]}`,
 		`{"tools":[{"name":"1x","server":"a","tool":"one"}]}`, `{"tools":[{"name":"reserved","server":"a","tool":"one"}]}`,
 		`{"tools":[{"name":"y","server":"z","tool":"one"}]}`, `{"tools":{}}`, `[]`,
+		`{"tools":[{"name":"x","server":"a","tool":"one","execution":{"taskSupport":"optional"}}]}`,
+		`{"tools":[{"name":"x","server":"a","tool":"one","execution":null}]}`,
+		`{"tools":[{"name":"x","server":"a","tool":"two","execution":"required"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -78,6 +82,12 @@ func FuzzDecodeToolsList(f *testing.F) {
 		for _, tool := range tools {
 			if !abi.ValidToolName(tool.Name) || names[tool.Name] || reserved[tool.Name] || !known[toolKey{tool.Server, tool.Tool}] {
 				t.Fatalf("accepted %+v", tool)
+			}
+			if tool.Execution != nil && !isObject(tool.Execution) {
+				t.Fatalf("accepted execution %s", tool.Execution)
+			}
+			if tool.Server == "a" && tool.Tool == "one" && tool.Execution == nil {
+				t.Fatalf("dropped the input's execution: %+v", tool)
 			}
 			names[tool.Name] = true
 		}

@@ -407,11 +407,15 @@ func (rt *Runtime) acquire(ctx context.Context, wasm []byte, sha string) (*modul
 	start := time.Now()
 	// Bound what the module may allocate before wazero reads it, and cap
 	// its tables (internal/wasmrewrite).
+	src := wasm
 	wasm, err := wasmrewrite.Check(wasm)
 	var cm *compiled
 	if err == nil {
 		cm, err = rt.compile(ctx, wasm)
 	}
+	// wazero keeps copies of what it needs: an embedded module's pages
+	// can go (evict).
+	evict(src)
 	m.compileTime = time.Since(start)
 	if err != nil {
 		m.err = fmt.Errorf("%w: %w", ErrCompile, err)

@@ -48,7 +48,9 @@ func (c *rpcClient) post(method string, params any, notify bool) (json.RawMessag
 	req, _ := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+c.key)
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
@@ -158,6 +160,13 @@ func TestTasksRunByMcphost(t *testing.T) {
 		t.Fatalf("initialize does not offer tasks for tools/call: %s", init)
 	}
 	bob, _ := taskClient(t, addr, bobKey)
+	// The plain upstream has no tasks: mcphost runs them, so every tool
+	// may be called either way, and its listing says so.
+	for name, e := range listedExecutions(t, alice.must("tools/list", nil)) {
+		if e != `{"taskSupport":"optional"}` {
+			t.Errorf("tool %s lists execution %q, want optional", name, e)
+		}
+	}
 
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
@@ -229,6 +238,30 @@ func TestTasksRunByMcphost(t *testing.T) {
 	if _, rerr := alice.post("tasks/get", map[string]any{"taskId": fmt.Sprint(id, "x")}, false); rerr == nil || rerr.Code != -32602 {
 		t.Errorf("tasks/get of an altered id: %+v", rerr)
 	}
+}
+
+// listedExecutions returns each tool's execution object (as compact
+// JSON; "" for none) of a tools/list result.
+func listedExecutions(t *testing.T, res json.RawMessage) map[string]string {
+	t.Helper()
+	var l struct {
+		Tools []struct {
+			Name      string          `json:"name"`
+			Execution json.RawMessage `json:"execution"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(res, &l); err != nil || len(l.Tools) == 0 {
+		t.Fatalf("tools/list: %s, %v", res, err)
+	}
+	out := map[string]string{}
+	for _, tool := range l.Tools {
+		var b bytes.Buffer
+		if len(tool.Execution) > 0 {
+			json.Compact(&b, tool.Execution)
+		}
+		out[tool.Name] = b.String()
+	}
+	return out
 }
 
 // responseMessages returns the JSON-RPC messages of a streamable HTTP

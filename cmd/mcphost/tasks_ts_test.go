@@ -156,6 +156,33 @@ server "tasks" {
 		}
 	}
 
+	// The server's tools say they run only as tasks (execution.taskSupport
+	// "required"); mcphost lists that as the server does, and answers a
+	// call made without a task with the error MCP asks of the server,
+	// -32601, not a result.
+	for _, target := range []string{upAddr, addr} {
+		c, _ := taskClient(t, target, "")
+		got := listedExecutions(t, c.must("tools/list", nil))
+		for _, name := range []string{"confirm_delete", "write_haiku"} {
+			if got[name] != `{"taskSupport":"required"}` {
+				t.Errorf("%s: tool %s lists execution %q, want required (%v)", target, name, got[name], got)
+			}
+		}
+	}
+	plain, _ := taskClient(t, addr, "")
+	if res, rerr := plain.post("tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "x.txt"}}, false); rerr == nil || rerr.Code != -32601 {
+		t.Errorf("a call without a task of a tool that requires one: %s, %+v; want error -32601", res, rerr)
+	}
+	// Protocol 2026-07-28 has no such member; a client without the tasks
+	// extension is told, by the extension's error, that it needs it.
+	noExt := &extClient{t: t, url: "http://" + addr + "/mcp"}
+	if l := noExt.result("tools/list", nil); strings.Contains(mustJSON(l), "execution") {
+		t.Errorf("a 2026-07-28 listing with execution: %s", mustJSON(l))
+	}
+	if r := noExt.send("tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "x.txt"}}); rpcCode(r) != -32021 || !strings.Contains(mustJSON(r.Error), "io.modelcontextprotocol/tasks") {
+		t.Errorf("a 2026-07-28 call without the extension of a tool that requires tasks: %s, %s", r.Result, mustJSON(r.Error))
+	}
+
 	// A 2026-07-28 client of the tasks extension, against this 2025-11-25
 	// task server: mcphost asks it for a task and waits on its result. The
 	// tool's question (elicitation) has no way to a 2026-07-28 client

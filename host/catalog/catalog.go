@@ -44,6 +44,13 @@ type Problem struct {
 type ServerTools struct {
 	Server string
 	Tools  []*mcp.Tool
+	// OffersTasks says that mcphost sends the server's tools' task
+	// requests to it (upstream.Server.OffersTasks), and Executions are
+	// the tools' execution objects as it listed them, by tool name
+	// (upstream.Server.CachedExecutions): Execution makes of
+	// both what the catalog lists.
+	OffersTasks bool
+	Executions  map[string]json.RawMessage
 }
 
 // Build names every tool and builds the routing table. Servers come
@@ -86,7 +93,9 @@ func Build(version uint64, cfg ToolsConfig, upstreams []ServerTools) *Catalog {
 			}
 			c.servers[st.Server] = append(c.servers[st.Server], len(c.Tools))
 			c.index[Route{Server: st.Server, Tool: t.Name}] = len(c.Tools)
-			c.Tools = append(c.Tools, toABITool(name, st.Server, t))
+			tool := toABITool(name, st.Server, t)
+			tool.Execution = Execution(st.OffersTasks, st.Executions[t.Name])
+			c.Tools = append(c.Tools, tool)
 		}
 	}
 	return c
@@ -162,6 +171,16 @@ func (c *Catalog) ParamHeaders(r Route) []paramheader.Binding { return c.params[
 func (c *Catalog) Annotations(r Route) *abi.Annotations {
 	if i, ok := c.index[r]; ok {
 		return c.Tools[i].Annotations
+	}
+	return nil
+}
+
+// Execution returns the execution object the catalog lists for a tool
+// (Execution), whatever tools_list made of it: a call made
+// without a task is refused by it (tasks.Plain).
+func (c *Catalog) Execution(r Route) json.RawMessage {
+	if i, ok := c.index[r]; ok {
+		return c.Tools[i].Execution
 	}
 	return nil
 }

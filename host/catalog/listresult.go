@@ -54,6 +54,19 @@ func ListAnswer(req mcp.Request, res mcp.Result, private bool) mcp.Result {
 	return res
 }
 
+// ToolsAnswer is ListAnswer for a tools/list result, whose tools'
+// execution objects (exec) the answer carries to protocols before
+// 2026-07-28: MCP 2025-11-25 defines Tool.execution; 2026-07-28 has
+// none (its tasks extension leaves the choice to the server), so its
+// answer has none either.
+func ToolsAnswer(req mcp.Request, res *mcp.ListToolsResult, exec wire.Executions, private bool) mcp.Result {
+	a := ListAnswer(req, res, private)
+	if p, ok := a.(*PriorListTools); ok {
+		p.Execution = exec
+	}
+	return a
+}
+
 // noCacheHints shadows the members of mcp.Cacheable: encoding/json prefers
 // the shallower of two members with one name, and these are always nil, so
 // a result embedding the go-sdk's type next to this encodes without
@@ -69,6 +82,7 @@ type (
 	PriorListTools struct {
 		*mcp.ListToolsResult
 		noCacheHints
+		Execution wire.Executions `json:"-"` // of Tools (MarshalJSON)
 	}
 	priorListPrompts struct {
 		*mcp.ListPromptsResult
@@ -83,6 +97,25 @@ type (
 		noCacheHints
 	}
 )
+
+// MarshalJSON encodes r as its fields say, with each tool's execution
+// object, if it has one, after its other members: the go-sdk's mcp.Tool
+// has no such member, so the tools are written as wire.ListedTool. The
+// text is not HTML-escaped (an encoder that escapes does so on top).
+func (r *PriorListTools) MarshalJSON() ([]byte, error) {
+	type fields PriorListTools // without this method
+	if len(r.Execution) == 0 || r.ListToolsResult == nil || r.Tools == nil {
+		return wire.EncodeJSON((*fields)(r))
+	}
+	tools := make([]wire.ListedTool, len(r.Tools))
+	for i, t := range r.Tools {
+		tools[i] = wire.ListedTool{Tool: t, Execution: r.Execution[t]}
+	}
+	return wire.EncodeJSON(struct {
+		*fields
+		Tools []wire.ListedTool `json:"tools"` // shadows ListToolsResult's
+	}{(*fields)(r), tools})
+}
 
 var (
 	_ mcp.Result = (*PriorListTools)(nil)

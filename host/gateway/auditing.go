@@ -12,6 +12,7 @@ import (
 	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/abi/decision"
 	"github.com/mcphost-project/mcphost/host/audit"
+	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/telemetry"
 )
 
@@ -71,7 +72,7 @@ func (h *Host) auditCall(tr *callTrace, start time.Time, caller abi.Caller, name
 		RequestBytes: len(args),
 	}
 	if err == nil && res != nil {
-		out, shared := resultBytes(res)
+		out, shared := wire.ResultBytes(res)
 		if shared && h.audit.Results {
 			// The log writes it later, from another goroutine: its own copy.
 			out = bytes.Clone(out)
@@ -157,7 +158,7 @@ func callOutcome(tr *callTrace, res mcp.Result, err error) string {
 		return CallUnknown
 	case err != nil:
 		return CallInvalid
-	case resultIsError(res):
+	case wire.ResultIsError(res):
 		return CallToolError
 	}
 	return CallOK

@@ -17,6 +17,7 @@ import (
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 	"github.com/mcphost-project/mcphost/host/internal/wire"
 	"github.com/mcphost-project/mcphost/host/quota"
+	"github.com/mcphost-project/mcphost/host/tasks"
 	"github.com/mcphost-project/mcphost/host/upstream"
 	"github.com/mcphost-project/mcphost/host/usersecrets"
 )
@@ -37,12 +38,12 @@ func (h *Host) CallTool(ctx context.Context, caller abi.Caller, name string, arg
 	if err != nil {
 		return nil, err
 	}
-	return typedResult(res)
+	return wire.TypedResult(res)
 }
 
 // callTool is the whole call path: resolve, admit, forward, transform
 // (each may end the call with a result), told to the observer and the audit
-// log. The result is a *mcp.CallToolResult, or a *rawToolResult for a
+// log. The result is a *mcp.CallToolResult, or a *wire.RawToolResult for a
 // downstream session that takes results as sent (rawResults).
 func (h *Host) callTool(ctx context.Context, caller abi.Caller, name string, args json.RawMessage, meta mcp.Meta, ss *mcp.ServerSession) (res mcp.Result, err error) {
 	tr := h.newTrace()
@@ -162,6 +163,9 @@ func (h *Host) resolve(ctx context.Context, caller abi.Caller, name string, args
 	if tr != nil {
 		tr.server, tr.tool = r.Server, r.Tool
 	}
+	if err := tasks.Plain(ctx, name, h.cat.Load().Execution(r)); err != nil {
+		return nil, nil, err // "required" by its server, which would refuse it too
+	}
 	return &toolCall{caller: caller, name: name, route: r, u: u, args: args, annotations: h.cat.Load().Annotations(r)}, nil, nil
 }
 
@@ -263,7 +267,7 @@ func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *
 	if len(args) == 0 {
 		params.Arguments = nil
 	}
-	takesRaw := !h.noShortcuts && (rawResults(ss) || ctx.Value(rawResultsKey{}) != nil)
+	takesRaw := !h.noShortcuts && (wire.RawResults(ss) || ctx.Value(rawResultsKey{}) != nil)
 	var out upstreamResult
 	send := func(ctx context.Context, cs *mcp.ClientSession) (err error) {
 		conn := u.RawConn(cs)
@@ -333,7 +337,7 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 	}
 	if !wantsResult {
 		if asSent {
-			return &rawToolResult{raw: up.raw}, nil
+			return &wire.RawToolResult{Raw: up.raw}, nil
 		}
 		return up.typed, nil
 	}
@@ -357,7 +361,7 @@ func (h *Host) transform(ctx context.Context, c *toolCall, up upstreamResult, tr
 		return wire.ToolError("result of %s withheld by policy: %s", c.name, wire.PolicyMessage(err)), nil
 	}
 	if asSent && out == in.Result {
-		return &rawToolResult{raw: up.raw}, nil // unchanged (Policy.ToolResult)
+		return &wire.RawToolResult{Raw: up.raw}, nil // unchanged (Policy.ToolResult)
 	}
 	return wire.FromABIResult(out)
 }

@@ -104,7 +104,7 @@ func (h *Host) fastCall(w http.ResponseWriter, r *http.Request, e *fastListSessi
 	d.out.Flush(ctx)
 
 	msg := &jsonrpc.Response{ID: id}
-	if raw, ok := asSent(res); ok && err == nil {
+	if raw, ok := wire.AsSent(res); ok && err == nil {
 		// The upstream's bytes: EncodeMessage compacts them as encoding
 		// them first would, so that pass is spared.
 		msg.Result = raw

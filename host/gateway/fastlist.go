@@ -267,7 +267,7 @@ func (v *view) encoded() ([]byte, error) {
 	v.encOnce.Do(func() {
 		// The shortcut serves protocols before 2026-07-28 only, which do
 		// not define the cache hints.
-		v.enc, v.encErr = wire.EncodeJSON(&catalog.PriorListTools{ListToolsResult: v.result})
+		v.enc, v.encErr = wire.EncodeJSON(&catalog.PriorListTools{ListToolsResult: v.result, Execution: v.exec})
 	})
 	return v.enc, v.encErr
 }

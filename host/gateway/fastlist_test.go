@@ -173,6 +173,19 @@ func TestFastListAnswersAsTheGoSDKDoes(t *testing.T) {
 				t.Fatalf("%s: the shortcut answered\n%s\nthe go-sdk\n%s", name, fast.Result, slow.Result)
 			}
 			results[name] = fast.Result
+			// Both list each tool's execution, which the go-sdk's types
+			// lack: "optional", as mcphost runs these servers' tasks.
+			var l struct {
+				Tools []struct{ Name, Execution json.RawMessage }
+			}
+			if err := json.Unmarshal(fast.Result, &l); err != nil || len(l.Tools) == 0 {
+				t.Fatalf("%s: %s, %v", name, fast.Result, err)
+			}
+			for _, tool := range l.Tools {
+				if string(tool.Execution) != `{"taskSupport":"optional"}` {
+					t.Errorf("%s: tool %s lists execution %s", name, tool.Name, tool.Execution)
+				}
+			}
 		}
 		// And a go-sdk client reads it like any answer.
 		res, err := cs.ListTools(context.Background(), nil)

@@ -308,9 +308,10 @@ func (h *Host) route(ctx context.Context, transport, method string, req mcp.Requ
 		}
 		if x := h.searchExposure(ctx); x != nil {
 			found, _ := h.found(ss)
-			return catalog.ListAnswer(req, search.List(v.tools, x.Always, found), true), nil
+			res, exec := search.List(v.tools, x.Always, found)
+			return catalog.ToolsAnswer(req, res, tasksOffered(transport, exec), true), nil
 		}
-		return v.answer(req, h.wants(abi.HookToolsList)), nil
+		return v.answer(req, h.wants(abi.HookToolsList), transport), nil
 	case "tools/call":
 		r, ok := req.(*mcp.CallToolRequest)
 		if !ok || r.Params == nil {

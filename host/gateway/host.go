@@ -296,7 +296,7 @@ func (h *Host) ToolsChanged(string) {
 	h.upMu.RUnlock()
 	sts := make([]catalog.ServerTools, len(ups))
 	for i, u := range ups {
-		sts[i] = catalog.ServerTools{Server: u.Config.Name, Tools: u.CachedTools()}
+		sts[i] = catalog.ServerTools{Server: u.Config.Name, Tools: u.CachedTools(), OffersTasks: u.OffersTasks(), Executions: u.CachedExecutions()}
 	}
 	old := h.cat.Load()
 	next := catalog.Build(old.Version+1, toolsCfg, sts)

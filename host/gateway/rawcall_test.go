@@ -208,7 +208,7 @@ func FuzzCheckToolResult(f *testing.F) {
 // _meta (its server info, for 2026-07-28) joins the upstream's own, which
 // keeps the keys it set, as in a typed result.
 func TestRawToolResultMergesMeta(t *testing.T) {
-	r := &rawToolResult{raw: json.RawMessage(`{"content":[] ,"_meta":{"old":1}}`)}
+	r := &wire.RawToolResult{Raw: json.RawMessage(`{"content":[] ,"_meta":{"old":1}}`)}
 	if b, _ := json.Marshal(r); string(b) != `{"content":[],"_meta":{"old":1}}` {
 		t.Errorf("without _meta set: %s", b)
 	}
@@ -217,7 +217,7 @@ func TestRawToolResultMergesMeta(t *testing.T) {
 	if err != nil || string(b) != `{"_meta":{"new":3,"old":1},"content":[]}` {
 		t.Errorf("with _meta set: %s %v", b, err)
 	}
-	r = &rawToolResult{raw: json.RawMessage(`{"content":[],"_meta":null}`)}
+	r = &wire.RawToolResult{Raw: json.RawMessage(`{"content":[],"_meta":null}`)}
 	r.SetMeta(map[string]any{"new": 3})
 	if b, err := json.Marshal(r); err != nil || string(b) != `{"_meta":{"new":3},"content":[]}` {
 		t.Errorf("over a null _meta: %s %v", b, err)

@@ -129,7 +129,7 @@ type rawResultsKey struct{}
 // sessionlessResult encodes res as the go-sdk encodes a result of protocol
 // 2026-07-28 (sessionless.EncodeResult).
 func sessionlessResult(res mcp.Result) (json.RawMessage, error) {
-	raw, _ := asSent(res)
+	raw, _ := wire.AsSent(res)
 	return sessionless.EncodeResult(res, raw, serverImpl)
 }
 

@@ -97,6 +97,10 @@ func TestSessionlessShortcut(t *testing.T) {
 		if fast.status != sdk.status || !reflect.DeepEqual(fast.msg, sdk.msg) {
 			t.Errorf("%s:\nshortcut %d %v\ngo-sdk   %d %v", tc.name, fast.status, fast.msg, sdk.status, sdk.msg)
 		}
+		// Protocol 2026-07-28 has no Tool.execution (catalog.ToolsAnswer).
+		if b, _ := json.Marshal(fast.msg); tc.method == "tools/list" && bytes.Contains(b, []byte(`"execution"`)) {
+			t.Errorf("%s: a 2026-07-28 listing with execution: %s", tc.name, b)
+		}
 	}
 }
 

@@ -561,7 +561,7 @@ func TestRoundsOnPerRequestUpstreams(t *testing.T) {
 }
 
 // TestSessionlessResultsAsSent: a 2026-07-28 tools/call result goes out as
-// the upstream's bytes (rawToolResult) with the go-sdk's one annotation,
+// the upstream's bytes (wire.RawToolResult) with the go-sdk's one annotation,
 // its server info merged into the upstream's _meta: the same JSON values
 // as the go-sdk's typed path gives (shortcuts off).
 func TestSessionlessResultsAsSent(t *testing.T) {

@@ -38,7 +38,7 @@ func (v *view) in(ts *toolset.Toolset, code codemode.Limits) *view {
 		return e.(*subView).v
 	}
 	keep, always := ts.Pick(v.tools)
-	sv := &view{routes: map[string]catalog.Route{}, result: &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, exposure: ts.Exposure, always: always}
+	sv := &view{routes: map[string]catalog.Route{}, result: &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, exec: v.exec, exposure: ts.Exposure, always: always}
 	for _, i := range keep {
 		t := v.tools[i]
 		sv.tools, sv.routes[t.Name], sv.result.Tools = append(sv.tools, t), v.routes[t.Name], append(sv.result.Tools, v.all[i])

@@ -54,7 +54,7 @@ func endRequestSpan(span trace.Span, res mcp.Result, err error) {
 	switch {
 	case err != nil:
 		telemetry.Error(span, err)
-	case resultIsError(res):
+	case wire.ResultIsError(res):
 		span.SetAttributes(attribute.String("error.type", "tool_error"))
 		span.SetStatus(codes.Error, "the tool answered with an error")
 	}

@@ -24,6 +24,7 @@ type view struct {
 	tools  []abi.Tool
 	routes map[string]catalog.Route
 	result *mcp.ListToolsResult             // what tools/list answers (run_code alone under code mode)
+	exec   wire.Executions                  // the execution objects of all's tools
 	all    []*mcp.Tool                      // every tool of the view, as listed, in the order of tools
 	params map[string][]paramheader.Binding // x-mcp-header bindings by name, as the caller sees the tool
 
@@ -47,10 +48,21 @@ type view struct {
 // one, because the go-sdk annotates results of newer-protocol sessions
 // (result type, server info in _meta) after the handler returns, and
 // sessions share the cached view; in the form req's protocol defines
-// (listresult.go). private says the view depends on the caller.
-func (v *view) answer(req mcp.Request, private bool) mcp.Result {
+// (listresult.go). private says the view depends on the caller; the
+// tools' execution objects go only where tasks are offered.
+func (v *view) answer(req mcp.Request, private bool, transport string) mcp.Result {
 	cp := *v.result
-	return catalog.ListAnswer(req, &cp, private)
+	return catalog.ToolsAnswer(req, &cp, tasksOffered(transport, v.exec), private)
+}
+
+// tasksOffered is exec on the transport whose sessions are offered tasks
+// (streamable HTTP), and nothing on the others: execution.taskSupport
+// speaks of a capability that stdio and SSE sessions do not have.
+func tasksOffered(transport string, exec wire.Executions) wire.Executions {
+	if transport != DownstreamHTTP {
+		return nil
+	}
+	return exec
 }
 
 // maxViews bounds the per-caller cache; past it the cache starts over, which
@@ -293,7 +305,7 @@ func newView(cat *catalog.Catalog, tools []abi.Tool) (*view, error) {
 			return nil, fmt.Errorf("tool name %q is used twice", t.Name)
 		}
 		v.routes[t.Name] = r
-		v.result.Tools = append(v.result.Tools, wire.MCPTool(t))
+		v.result.Tools = append(v.result.Tools, v.exec.Add(wire.MCPTool(t), t.Execution))
 		if b, err := paramheader.Bindings(t.InputSchema); err == nil && b != nil {
 			if v.params == nil {
 				v.params = map[string][]paramheader.Binding{}

@@ -205,7 +205,7 @@ func TestSessionHandle(t *testing.T) {
 	if changed != 1 || found.Has("clock__now") {
 		t.Errorf("a tool always listed grew the listing")
 	}
-	list := List(view, s.Always, &found)
+	list, _ := List(view, s.Always, &found)
 	var listed []string
 	for _, lt := range list.Tools {
 		listed = append(listed, lt.Name)

@@ -146,19 +146,20 @@ func CheckAlways(always []string) error {
 
 // List is the tools/list answer of a session in search exposure: the
 // three tools of search, then, in the view's order, the view's tools that
-// always names or the session found (found may be nil).
-func List(view []abi.Tool, always []string, found *Found) *mcp.ListToolsResult {
-	res := &mcp.ListToolsResult{Tools: append(make([]*mcp.Tool, 0, len(metaTools)+len(always)), metaTools...)}
+// always names or the session found (found may be nil); and the execution
+// objects of those tools.
+func List(view []abi.Tool, always []string, found *Found) (res *mcp.ListToolsResult, exec wire.Executions) {
+	res = &mcp.ListToolsResult{Tools: append(make([]*mcp.Tool, 0, len(metaTools)+len(always)), metaTools...)}
 	for i := range view {
 		t := &view[i]
 		if IsMeta(t.Name) {
 			continue // the search tool of that name stands in for it
 		}
 		if Always(always, t.Name) || found.Has(t.Name) {
-			res.Tools = append(res.Tools, wire.MCPTool(t))
+			res.Tools = append(res.Tools, exec.Add(wire.MCPTool(t), t.Execution))
 		}
 	}
-	return res
+	return res, exec
 }
 
 // Found is the tools a session's searches returned, which its listing

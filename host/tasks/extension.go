@@ -82,11 +82,13 @@ func declares(meta json.RawMessage) bool {
 // declare the extension, as SEP-2575 has a server refuse a request that
 // needs a client capability the request does not declare.
 func missingExtension(method string) *jsonrpc.Error {
-	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{
-		Extensions: map[string]any{Extension: map[string]any{}}}})
-	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+	return &jsonrpc.Error{Code: CodeMissingCapability, Data: missingExtensionData,
 		Message: method + " needs the client capability extensions[\"" + Extension + "\"] in the request's _meta"}
 }
+
+// missingExtensionData is a -32021's data naming the extension
+// (mcp.MissingRequiredClientCapabilityData as JSON).
+var missingExtensionData = json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + Extension + `":{}}}}`)
 
 // checkHeaders checks, as the go-sdk checks the requests it serves
 // (SEP-2243), that a request of protocol 2026-07-28 repeats its method in
@@ -162,7 +164,7 @@ func (s *Service) startExtension(ctx context.Context, session any, owner string,
 	if err := s.Runner.Room(owner); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	a := s.Sessions.Admit(ctx, session, p)
+	a := s.Sessions.Admit(AsTask(ctx), session, p)
 	run := a.Run
 	if a.Upstream != nil {
 		run = upstreamRun(a)

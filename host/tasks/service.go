@@ -150,7 +150,7 @@ func (s *Service) start(ctx context.Context, session any, owner, sid string, p *
 	if err := s.Runner.Room(owner); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
-	a := s.Sessions.Admit(ctx, session, p)
+	a := s.Sessions.Admit(AsTask(ctx), session, p)
 	if a.Upstream != nil {
 		return s.create(ctx, owner, sid, p, a)
 	}

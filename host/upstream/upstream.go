@@ -144,6 +144,9 @@ type Server struct {
 	// held is an upstream an operator disconnected (Host.Disconnect): it
 	// never connects, and calls to it fail with errHeld, until replaced.
 	held bool
+	// execs are the tools' execution objects, by tool name, for a server
+	// that offers tasks (execution.go), listed with tools.
+	execs map[string]json.RawMessage
 }
 
 // Events is the seam between the upstream side and the serving core
@@ -503,7 +506,7 @@ func (u *Server) connect(done chan struct{}) {
 	slow := time.AfterFunc(slowConnect, func() {
 		u.log.Info("still connecting", "waited", slowConnect.String(), "connect_timeout", u.Config.ConnectTimeout.String(), "waiting_for", u.waitingFor())
 	})
-	cs, tools, feats, err := u.dial(ctx)
+	cs, tools, execs, feats, err := u.dial(ctx)
 	slow.Stop()
 	if errors.Is(err, context.DeadlineExceeded) && u.ctx.Err() == nil {
 		err = fmt.Errorf("no answer within connect_timeout (%s) from %s: %w", u.Config.ConnectTimeout, u.waitingFor(), err)
@@ -532,7 +535,7 @@ func (u *Server) connect(done chan struct{}) {
 		u.reconnects++
 		u.wasLost = false
 	}
-	u.tools = tools
+	u.tools, u.execs = tools, execs
 	if feats != nil {
 		u.feats = *feats
 	}
@@ -577,24 +580,25 @@ func (u *Server) restore(cs *mcp.ClientSession) {
 
 // dial connects and lists tools, prompts and resources: a session is only
 // usable once its tools are known.
-func (u *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, *ServerFeatures, error) {
+func (u *Server) dial(ctx context.Context) (*mcp.ClientSession, []*mcp.Tool, map[string]json.RawMessage, *ServerFeatures, error) {
 	cs, err := u.connectWith(ctx, u.client, u.oauth)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("connecting: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("connecting: %w", err)
 	}
 	tools, err := listTools(ctx, cs)
 	if err != nil {
 		cs.Close()
-		return nil, nil, nil, fmt.Errorf("listing tools: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("listing tools: %w", err)
 	}
+	execs := u.listExecutions(ctx, cs)
 	feats, err := listFeatures(ctx, u.Config.Name, cs)
 	if err != nil {
 		// Tools still work; the last known prompts and resources stay
 		// listed until the next list_changed or reconnect.
 		u.log.Warn("listing prompts and resources failed", "error", u.MaskMarked(err))
-		return cs, tools, nil, nil
+		return cs, tools, execs, nil, nil
 	}
-	return cs, tools, &feats, nil
+	return cs, tools, execs, &feats, nil
 }
 
 // listFeatures lists the prompts, resources and resource templates a
@@ -840,8 +844,9 @@ func (u *Server) refreshTools() {
 		u.log.Warn("refreshing tools failed", "error", u.MaskMarked(err))
 		return
 	}
+	execs := u.listExecutions(ctx, cs)
 	u.mu.Lock()
-	u.tools = tools
+	u.tools, u.execs = tools, execs
 	u.mu.Unlock()
 	u.events.ToolsChanged(u.Config.Name)
 }

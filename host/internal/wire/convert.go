@@ -117,3 +117,26 @@ func EncodeJSON(v any) ([]byte, error) {
 func ToolError(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
 }
+
+// Executions are the execution objects (MCP 2025-11-25's Tool.execution)
+// of listed tools, by the tool they belong to: the go-sdk's mcp.Tool has
+// no such member. catalog.PriorListTools writes them.
+type Executions map[*mcp.Tool]json.RawMessage
+
+// Add records execution (if any) as tool's and returns tool.
+func (e *Executions) Add(tool *mcp.Tool, execution json.RawMessage) *mcp.Tool {
+	if len(execution) > 0 {
+		if *e == nil {
+			*e = Executions{}
+		}
+		(*e)[tool] = execution
+	}
+	return tool
+}
+
+// ListedTool is a tool as tools/list writes it: the go-sdk's members,
+// then execution.
+type ListedTool struct {
+	*mcp.Tool
+	Execution json.RawMessage `json:"execution,omitempty"`
+}

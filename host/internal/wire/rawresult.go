@@ -1,4 +1,4 @@
-package gateway
+package wire
 
 import (
 	"bytes"
@@ -6,31 +6,29 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcphost-project/mcphost/host/internal/wire"
 )
 
 // A tools/call result reaches the client in one of two forms: typed (a
 // *mcp.CallToolResult, encoded by the go-sdk or the shortcut) or raw (a
-// *rawToolResult: the upstream's own bytes, passed on). This file is the
-// only one that tells them apart.
+// *RawToolResult: the upstream's own bytes, passed on). This file is the
+// only one that tells them apart (for host/gateway's call path).
 
-// rawToolResult is a tools/call result that encodes as the bytes an
+// RawToolResult is a tools/call result that encodes as the bytes an
 // upstream sent. For protocol 2026-07-28 and later the go-sdk puts its
 // server info in a result's _meta (GetMeta/SetMeta): it is merged into the
 // upstream's _meta as into a typed result's, a key the upstream set
 // staying.
-type rawToolResult struct {
+type RawToolResult struct {
 	mcp.ResultBase
-	raw json.RawMessage
+	Raw json.RawMessage
 }
 
-func (r *rawToolResult) MarshalJSON() ([]byte, error) {
+func (r *RawToolResult) MarshalJSON() ([]byte, error) {
 	if len(r.Meta) == 0 {
-		return r.raw, nil
+		return r.Raw, nil
 	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(r.raw, &m); err != nil {
+	if err := json.Unmarshal(r.Raw, &m); err != nil {
 		return nil, err
 	}
 	meta := map[string]any{}
@@ -52,68 +50,68 @@ func (r *rawToolResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// typed decodes the result for callers that want Go values.
-func (r *rawToolResult) typed() (*mcp.CallToolResult, error) {
+// Typed decodes the result for callers that want Go values.
+func (r *RawToolResult) Typed() (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
-	if err := json.Unmarshal(r.raw, &res); err != nil {
+	if err := json.Unmarshal(r.Raw, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// rawResults reports whether ss takes tools/call results as the
-// upstream's bytes (rawToolResult): the protocols up to 2025-11-25, which
+// RawResults reports whether ss takes tools/call results as the
+// upstream's bytes (RawToolResult): the protocols up to 2025-11-25, which
 // the go-sdk sends exactly as a handler returns them (plainVersions), and
 // 2026-07-28 and later, whose one annotation of a tools/call result (its
-// server info in _meta) rawToolResult merges in.
-func rawResults(ss *mcp.ServerSession) bool {
+// server info in _meta) RawToolResult merges in.
+func RawResults(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
-	v := wire.ProtocolOf(ss)
-	return wire.PlainVersions[v] || v >= wire.NewProtocolVersion
+	v := ProtocolOf(ss)
+	return PlainVersions[v] || v >= NewProtocolVersion
 }
 
-// typedResult is res, a tools/call result of either form, as Go values.
-func typedResult(res mcp.Result) (*mcp.CallToolResult, error) {
+// TypedResult is res, a tools/call result of either form, as Go values.
+func TypedResult(res mcp.Result) (*mcp.CallToolResult, error) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		return r, nil
-	case *rawToolResult:
-		return r.typed()
+	case *RawToolResult:
+		return r.Typed()
 	}
 	return nil, fmt.Errorf("unexpected result type %T", res)
 }
 
-// resultBytes is res as it goes out, and whether those bytes are the
+// ResultBytes is res as it goes out, and whether those bytes are the
 // upstream's (shared: a caller that keeps them past the call copies them).
-func resultBytes(res mcp.Result) (b []byte, shared bool) {
-	if r, ok := res.(*rawToolResult); ok {
-		return r.raw, true
+func ResultBytes(res mcp.Result) (b []byte, shared bool) {
+	if r, ok := res.(*RawToolResult); ok {
+		return r.Raw, true
 	}
 	b, _ = json.Marshal(res)
 	return b, false
 }
 
-// asSent is the upstream's bytes of res when they are the whole result
+// AsSent is the upstream's bytes of res when they are the whole result
 // as the client gets it (no _meta of the go-sdk's to merge in).
-func asSent(res mcp.Result) (json.RawMessage, bool) {
-	r, ok := res.(*rawToolResult)
+func AsSent(res mcp.Result) (json.RawMessage, bool) {
+	r, ok := res.(*RawToolResult)
 	if !ok || len(r.Meta) > 0 {
 		return nil, false
 	}
-	return r.raw, true
+	return r.Raw, true
 }
 
-// resultIsError reports a result's isError. For a result passed on as the
+// ResultIsError reports a result's isError. For a result passed on as the
 // upstream's bytes it looks for the field as encoders write it, without
 // decoding the result.
-func resultIsError(res mcp.Result) bool {
+func ResultIsError(res mcp.Result) bool {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		return r.IsError
-	case *rawToolResult:
-		return bytes.Contains(r.raw, []byte(`"isError":true`)) || bytes.Contains(r.raw, []byte(`"isError": true`))
+	case *RawToolResult:
+		return bytes.Contains(r.Raw, []byte(`"isError":true`)) || bytes.Contains(r.Raw, []byte(`"isError": true`))
 	}
 	return false
 }
