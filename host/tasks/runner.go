@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -513,4 +514,35 @@ func OutcomeOf(result json.RawMessage, rerr *jsonrpc.Error) Outcome {
 	}
 	_ = json.Unmarshal(result, &r)
 	return Outcome{Result: result, Failed: r.IsError}
+}
+
+// FailedWith is the outcome of a call the upstream answered with a JSON-RPC
+// error of code, which out is the error result of, as the result policies
+// left it: the task fails with that code and the result's text as the
+// message (both specifications: an error of the underlying request fails
+// the task, where a tool's own failure, isError, completes it).
+func FailedWith(code int64, out Outcome) Outcome {
+	if out.Err != nil {
+		return out
+	}
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(out.Result, &r)
+	var msg []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			msg = append(msg, c.Text)
+		}
+	}
+	if len(msg) == 0 {
+		msg = append(msg, "the server answered the call with an error")
+	}
+	if code == 0 { // as the go-sdk's server answers a handler's plain error: no code of JSON-RPC's
+		code = jsonrpc.CodeInternalError
+	}
+	return Outcome{Err: &jsonrpc.Error{Code: code, Message: strings.Join(msg, "\n")}, Message: out.Message}
 }

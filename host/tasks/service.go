@@ -277,6 +277,9 @@ func errorOf(err error) *jsonrpc.Error {
 	case errors.Is(err, ErrTerminal):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Cannot cancel task: " + err.Error()}
 	}
+	if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+		return je // the call's own (FailedWith): its code kept
+	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
 
