@@ -50,6 +50,7 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		id.Fill(&caller)
 	}
 	caller.Meta = sessionless.CallerMeta(meta)
+	a.Caller = caller
 	if p.Unwrap(h.exposure(ctx).Exposure) { // search exposure's and code mode's own tools run whole, as a plain call runs them
 		a.Run = func(ctx context.Context) tasks.Outcome {
 			res, err := h.answerToolCall(ctx, caller, &mcp.CallToolParamsRaw{Name: p.Name, Arguments: p.Arguments, Meta: meta}, ss)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // Limits bound the tasks a Runner keeps.
@@ -93,8 +95,9 @@ type local struct {
 	done    chan struct{} // closed when out is set
 	out     Outcome
 	notify  func(Task)
-	held    any // for a task its server runs (Hold): what reaches it; nil otherwise
-	asking  int // the questions its call has put to the client, unanswered (Asking)
+	held    any                // for a task its server runs (Hold): what reaches it; nil otherwise
+	asking  int                // the questions its call has put to the client, unanswered (Asking)
+	round   *sessionless.Round // a task of the extension's: its questions (input.go)
 }
 
 // NewRunner returns a Runner bounded by l (zero fields get defaults).
@@ -322,6 +325,27 @@ func (r *Runner) lookupLocked(owner, id string) (*local, error) {
 		return nil, ErrUnknownTask
 	}
 	return l, nil
+}
+
+// setRound records the Round of owner's task id's call (input.go).
+func (r *Runner) setRound(owner, id string, rc *sessionless.Round) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, err := r.lookupLocked(owner, id); err == nil {
+		l.round = rc
+	}
+}
+
+// round returns the Round of owner's task id's call, nil for none, and
+// whether this Runner runs the task (false: another replica does).
+func (r *Runner) round(owner, id string) (*sessionless.Round, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil {
+		return nil, false
+	}
+	return l.round, true
 }
 
 // Get returns owner's task id.

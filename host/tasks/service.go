@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
@@ -53,6 +54,10 @@ type Admitted struct {
 	Tool      string
 	Arguments json.RawMessage
 	Meta      map[string]any
+
+	// Caller is who called: what the server asks inside a task of the
+	// extension passes the policies as theirs.
+	Caller abi.Caller
 }
 
 // Upstream is the server of a task it runs, on its caller's session.
