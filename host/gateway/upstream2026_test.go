@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -13,19 +14,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcphost-project/mcphost/host/upstream"
+	"github.com/mcphost-project/mcphost/internal/testproc"
 )
 
-// TestUpstream2026InputRequestReachesTheCaller: a go-sdk server's tool
-// written the 2026-07-28 way (an input_required result with an elicitation,
-// then the retry with the answer) behind mcphost at protocol_version
-// "2026-07-28". The go-sdk client runs the round trips itself, asking
-// mcphost's elicitation handler, so a 2025-11-25 downstream client is asked
-// on its call's stream and its answer reaches the upstream.
-func TestUpstream2026InputRequestReachesTheCaller(t *testing.T) {
-	var (
-		mu       sync.Mutex
-		answered []string
-	)
+// mrtrServer is a go-sdk server whose tool "who" asks its client the
+// 2026-07-28 way (an input_required result with an elicitation, then the
+// retry with the answer), recording the answers it gets. The go-sdk server
+// asks a client of 2025-11-25 or earlier with elicitation/create itself.
+func mrtrServer(answered *[]string, mu *sync.Mutex) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "mrtr", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "who"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		resp, ok := req.Params.InputResponses["name"]
@@ -42,12 +38,26 @@ func TestUpstream2026InputRequestReachesTheCaller(t *testing.T) {
 		}
 		name, _ := er.Content["username"].(string)
 		mu.Lock()
-		answered = append(answered, name)
+		*answered = append(*answered, name)
 		mu.Unlock()
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: er.Action + " " + name}}}, nil, nil
 	})
-	// The go-sdk's HTTP handler speaks 2026-07-28 only when stateless.
-	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	return srv
+}
+
+// TestUpstream2026InputRequestReachesTheCaller: mrtrServer behind mcphost
+// at protocol_version "2026-07-28" (the go-sdk's HTTP handler speaks it
+// only when stateless). The go-sdk client runs the rounds itself, asking
+// mcphost's elicitation handler, so a 2025-11-25 client is asked on its
+// call's stream, and a 2026-07-28 client in rounds of its own; each
+// answer reaches the upstream.
+func TestUpstream2026InputRequestReachesTheCaller(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		answered []string
+	)
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mrtrServer(&answered, &mu) },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
 	t.Cleanup(up.Close)
 	h := startHost(t, Config{Servers: []upstream.ServerConfig{{
 		Name: "m", Transport: upstream.TransportStreamableHTTP, URL: up.URL, ProtocolVersion: "2026-07-28",
@@ -56,52 +66,130 @@ func TestUpstream2026InputRequestReachesTheCaller(t *testing.T) {
 		t.Fatalf("upstream session at %q, want 2026-07-28", v)
 	}
 	var c samplingClient
-	cs := connectHTTP(t, h, c.options())
-	got, isErr := callText(t, cs, "m__who", nil)
-	if isErr || got != "accept ada" {
-		t.Fatalf("who = %q (isError %v), want %q", got, isErr, "accept ada")
+	old := connectHTTP(t, h, c.options())
+	if got, isErr := callText(t, old, "m__who", nil); isErr || got != "accept ada" {
+		t.Fatalf("2025-11-25 client: who = %q (isError %v), want %q", got, isErr, "accept ada")
+	}
+	var c2 samplingClient
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "new"}, c2.options()).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: httptestServer(t, h) + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got, isErr := callText(t, cs, "m__who", nil); isErr || got != "accept ada" {
+		t.Fatalf("2026-07-28 client: who = %q (isError %v), want %q", got, isErr, "accept ada")
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(answered) != 1 || answered[0] != "ada" {
-		t.Fatalf("the upstream got answers %q", answered)
+	if fmt.Sprint(answered) != "[ada ada]" {
+		t.Fatalf("the upstream got answers %q, want two", answered)
 	}
 }
 
-// TestUpstream2026Everything: experiment.
+// TestUpstream2026Everything: the go-sdk conformance server at
+// protocol_version "2026-07-28". Tools, progress, prompts, resources and
+// logs pass (the level goes in each request's _meta: the server no longer
+// keeps what logging/setLevel set); its sampling and elicitation tools
+// fail, as the server asks mid-call, which 2026-07-28 forbids (the reason
+// the default stays 2025-11-25).
 func TestUpstream2026Everything(t *testing.T) {
 	cfg := everythingServer("every")
 	cfg.ProtocolVersion = "2026-07-28"
 	h := startHost(t, Config{Servers: []upstream.ServerConfig{cfg}}, nil)
-	t.Logf("status %+v", h.Statuses()[0])
-	var c samplingClient
-	cs := connectHTTP(t, h, c.options())
-	for _, tc := range []struct{ name string; args map[string]any }{
-		{"every__test_simple_text", nil},
-		{"every__test_sampling", map[string]any{"prompt": "hello?"}},
-		{"every__test_elicitation", map[string]any{"message": "who?"}},
-		{"every__test_tool_with_logging", nil},
-		{"every__test_tool_with_progress", nil},
-	} {
-		got, isErr := callText(t, cs, tc.name, tc.args)
-		t.Logf("%s: %q isErr=%v", tc.name, got, isErr)
+	if v := h.Statuses()[0].ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("upstream session at %q, want 2026-07-28", v)
 	}
-	time.Sleep(200 * time.Millisecond)
-	p, l := c.seen()
-	t.Logf("prompts %q logs %q", p, l)
+	var (
+		mu       sync.Mutex
+		logs     []string
+		progress int
+	)
+	cs := connectHTTP(t, h, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			logs = append(logs, fmt.Sprint(r.Params.Level, " ", r.Params.Data))
+		},
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress++
+		},
+	})
+	ctx := context.Background()
+	if got := okText(t, cs, "every__test_simple_text", nil); !strings.Contains(got, "simple text") {
+		t.Errorf("simple text = %q", got)
+	}
+	p := &mcp.CallToolParams{Name: "every__test_tool_with_progress"}
+	p.SetProgressToken("tok")
+	if res, err := cs.CallTool(ctx, p); err != nil || res.IsError {
+		t.Fatalf("progress tool: %v %+v", err, res)
+	}
+	if pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "every__test_simple_prompt"}); err != nil || len(pr.Messages) == 0 {
+		t.Errorf("prompt: %v %+v", err, pr)
+	}
+	if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err != nil || len(rr.Contents) == 0 {
+		t.Errorf("resource: %v %+v", err, rr)
+	}
+
+	// The level set at "info", the server's three messages (info and up) come.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	okText(t, cs, "every__test_tool_with_logging", nil)
+	testproc.WaitFor(t, "three log messages", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(logs) == 3
+	})
+	mu.Lock()
+	if progress == 0 {
+		t.Error("no progress reached the client")
+	}
+	mu.Unlock()
+
+	// The server's own sampling and elicitation tools ask mid-call.
+	var c samplingClient
+	cs2 := connectHTTP(t, h, c.options())
+	if got, isErr := callText(t, cs2, "every__test_elicitation", map[string]any{"message": "who?"}); !isErr || !strings.Contains(got, "cannot be sent while serving a request") {
+		t.Errorf("elicitation at 2026-07-28 = %q (isError %v), want the server's refusal", got, isErr)
+	}
 }
 
-// TestUpstream2026FallsBack: a stdio server that knows no server/discover.
+// TestUpstream2026FallsBack: protocol_version "2026-07-28" on servers that
+// do not speak it. Each session falls back to 2025-11-25 on its own: a
+// Node stdio server that answers server/discover with -32601 and the
+// go-sdk's stateful HTTP handler that refuses 2026-07-28; calls go on,
+// and mrtrServer's question (asked by the go-sdk server itself at
+// 2025-11-25) still reaches the client.
 func TestUpstream2026FallsBack(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed")
+		t.Skip("node is not installed: one server of this test is a Node script")
 	}
-	h := startHost(t, Config{Servers: []upstream.ServerConfig{{Name: "ts", Transport: upstream.TransportStdio, Command: node, Args: []string{"testdata/taskserver.js"}, ProtocolVersion: "2026-07-28"}}}, nil)
-	t.Logf("status %+v", h.Statuses()[0])
-	cs := connectHTTP(t, h, nil)
-	got, isErr := callText(t, cs, "ts__plain", nil)
-	if isErr || !strings.Contains(got, "called plain") {
-		t.Fatalf("plain = %q %v", got, isErr)
+	var (
+		mu       sync.Mutex
+		answered []string
+	)
+	srv := mrtrServer(&answered, &mu)
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(up.Close)
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{
+		{Name: "ts", Transport: upstream.TransportStdio, Command: node, Args: []string{"testdata/taskserver.js"}, ProtocolVersion: "2026-07-28"},
+		{Name: "m", Transport: upstream.TransportStreamableHTTP, URL: up.URL, ProtocolVersion: "2026-07-28"},
+	}}, nil)
+	for _, st := range h.Statuses() {
+		if st.ProtocolVersion != "2025-11-25" {
+			t.Errorf("%s: session at %q, want the fallback 2025-11-25", st.Name, st.ProtocolVersion)
+		}
+	}
+	var c samplingClient
+	cs := connectHTTP(t, h, c.options())
+	if got, isErr := callText(t, cs, "ts__plain", nil); isErr || !strings.Contains(got, "called plain") {
+		t.Errorf("ts__plain = %q (isError %v)", got, isErr)
+	}
+	if got, isErr := callText(t, cs, "m__who", nil); isErr || got != "accept ada" {
+		t.Errorf("m__who = %q (isError %v)", got, isErr)
 	}
 }

@@ -317,6 +317,7 @@ func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 	}
 	u.inputRequestHandlers(opts, caps)
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: version.Version}, opts)
+	c.AddSendingMiddleware(u.levelInMeta)
 	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if serverToClient[method] {
