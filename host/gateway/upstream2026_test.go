@@ -193,3 +193,44 @@ func TestUpstream2026FallsBack(t *testing.T) {
 		t.Errorf("m__who = %q (isError %v)", got, isErr)
 	}
 }
+
+// TestUpstream2026LogLevelPerClient: on per-client sessions each client's
+// level goes in its own session's requests: a client at "info" gets the
+// conformance server's three messages, one at "error" none of them.
+func TestUpstream2026LogLevelPerClient(t *testing.T) {
+	cfg := everythingServer("every")
+	cfg.ProtocolVersion = "2026-07-28"
+	cfg.Sessions = upstream.SessionsPerClient
+	h := startHost(t, Config{Servers: []upstream.ServerConfig{cfg}}, nil)
+	var (
+		mu   sync.Mutex
+		logs = map[string][]string{}
+	)
+	client := func(name string, level mcp.LoggingLevel) *mcp.ClientSession {
+		cs := connectHTTP(t, h, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			logs[name] = append(logs[name], fmt.Sprint(r.Params.Level))
+		}})
+		if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	quiet, loud := client("quiet", "error"), client("loud", "info")
+	okText(t, quiet, "every__test_tool_with_logging", nil)
+	okText(t, loud, "every__test_tool_with_logging", nil)
+	testproc.WaitFor(t, "three log messages", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(logs["loud"]) == 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logs["quiet"]) != 0 {
+		t.Errorf("the client at error got %v", logs["quiet"])
+	}
+	if st := h.Statuses()[0]; st.ClientSessions != 2 {
+		t.Errorf("%d client sessions, want 2", st.ClientSessions)
+	}
+}
