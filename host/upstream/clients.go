@@ -40,6 +40,7 @@ type clientConn struct {
 	err      error
 	inflight int
 	lastUsed time.Time
+	logLevel mcp.LoggingLevel // the level set on cs (logging/setLevel), for 2026-07-28 requests' _meta
 	idle     *time.Timer
 }
 

@@ -55,6 +55,9 @@ type Status struct {
 	PID        int `json:"pid,omitempty"`
 	Reconnects int `json:"reconnects"`
 	InFlight   int `json:"inFlight"`
+	// ProtocolVersion is the protocol the shared session speaks: the one
+	// asked for, or 2025-11-25 where a server refused server/discover.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
 	// ClientSessions counts the upstream sessions held for single clients
 	// (sessions = "per_client"), besides the shared one.
 	ClientSessions int `json:"clientSessions,omitempty"`
@@ -282,7 +285,7 @@ func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 	if u.Config.Transport != TransportStdio && u.Config.Transport != TransportInternal {
 		ping = keepAlive
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: version.Version}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Capabilities:              caps,
 		KeepAlive:                 ping,
 		KeepAliveFailureThreshold: keepAliveFailures,
@@ -311,7 +314,10 @@ func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
 			u.events.ElicitationComplete(u, req.Session, req.Params)
 		},
-	})
+	}
+	u.inputRequestHandlers(opts, caps)
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcphost", Version: version.Version}, opts)
+	c.AddSendingMiddleware(u.levelInMeta)
 	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if serverToClient[method] {
@@ -322,6 +328,47 @@ func (u *Server) newClient(caps *mcp.ClientCapabilities) *mcp.Client {
 		}
 	})
 	return c
+}
+
+// inputRequestHandlers sets the handlers the go-sdk client calls for the
+// input requests of a 2026-07-28 server's input_required result: its
+// client runs those rounds itself, within the call, so the questions go to
+// the host as a 2025-11-25 server's requests do (the receiving middleware
+// of newClient never sees them). Only for what caps offers: a handler would
+// add its capability. The go-sdk answers a roots/list input request from
+// the client's own roots (none), with no handler to ask the host.
+func (u *Server) inputRequestHandlers(opts *mcp.ClientOptions, caps *mcp.ClientCapabilities) {
+	if caps == nil {
+		return
+	}
+	if caps.Elicitation != nil {
+		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			res, err := u.events.ServerRequest(ctx, u, req.Session, "elicitation/create", req)
+			if err != nil {
+				return nil, err
+			}
+			er, ok := res.(*mcp.ElicitResult)
+			if !ok {
+				return nil, fmt.Errorf("upstream: the answer to an elicitation is a %T", res)
+			}
+			return er, nil
+		}
+	}
+	if caps.Sampling != nil {
+		opts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			res, err := u.events.ServerRequest(ctx, u, req.Session, "sampling/createMessage", req)
+			if err != nil {
+				return nil, err
+			}
+			switch r := res.(type) {
+			case *mcp.CreateMessageWithToolsResult:
+				return r, nil
+			case *mcp.CreateMessageResult:
+				return &mcp.CreateMessageWithToolsResult{Meta: r.Meta, Model: r.Model, Role: r.Role, StopReason: r.StopReason, Content: []mcp.Content{r.Content}}, nil
+			}
+			return nil, fmt.Errorf("upstream: the answer to a sampling request is a %T", res)
+		}
+	}
 }
 
 // background runs f on a goroutine that close waits for.
@@ -920,6 +967,11 @@ func (u *Server) Status() Status {
 	}
 	if u.stdio != nil && u.sess != nil {
 		st.PID = int(u.stdio.pid.Load())
+	}
+	if u.sess != nil {
+		if ir := u.sess.InitializeResult(); ir != nil {
+			st.ProtocolVersion = ir.ProtocolVersion
+		}
 	}
 	if u.Config.Caller != nil {
 		st.CallerSecrets = u.Config.Caller.Secrets()

@@ -248,9 +248,15 @@ func main() {
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait_file", Description: "Writes the file text+\".started\", waits until the file named by text exists, then returns what it holds; cancelling the call ends the wait and writes the file text+\".cancelled\"."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			_ = os.WriteFile(in.Text+".started", nil, 0o644)
-			for {
+			// os.WriteFile creates the file before it writes to it: an empty
+			// file may be one being written, so it counts only once it has
+			// stayed empty for 100 ms.
+			for empty := 0; ; {
 				if b, err := os.ReadFile(in.Text); err == nil {
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+					if len(b) > 0 || empty == 10 {
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+					}
+					empty++
 				}
 				select {
 				case <-ctx.Done():
