@@ -47,7 +47,8 @@ tools {
   prefix = "never"
 }
 tasks {
-  after = "500ms"
+  after          = "500ms"
+  max_per_caller = 64 # every scenario is one anonymous caller, whose ended tasks are kept their time to live
 }
 EOC
 port=$(conformance_free_port)

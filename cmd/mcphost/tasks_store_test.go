@@ -48,7 +48,7 @@ store {
 }
 server "up" {
   command = "UPSTREAM"
-  args    = ["-name", "up"]
+  args    = ["-name", "up", "-secrets"] # -secrets: the tool elicit
 }
 plugin "redact" {
   source = "builtin:redact"
@@ -212,6 +212,31 @@ func TestTasksInTheStore(t *testing.T) {
 			return err == nil
 		})
 		waitStatus(t, aliceA, id2, "cancelled", 5*time.Second)
+
+		// A 2026-07-28 task's question is held where its call runs: an
+		// answer sent to B is refused there, saying where it goes; A's
+		// takes.
+		extA := &extClient{t: t, url: "http://" + a.addr + "/mcp", key: aliceKey, ext: true}
+		extB := &extClient{t: t, url: "http://" + b.addr + "/mcp", key: aliceKey, ext: true}
+		created := extA.result("tools/call", map[string]any{"name": "up__elicit", "arguments": map[string]any{"text": "q"}})
+		id4, _ := created["taskId"].(string)
+		var asked map[string]any
+		testproc.WaitFor(t, "the question on A", 10*time.Second, func() bool {
+			asked = extA.result("tasks/get", map[string]any{"taskId": id4})
+			return asked["status"] == "input_required"
+		})
+		answers := map[string]any{}
+		for k := range asked["inputRequests"].(map[string]any) {
+			answers[k] = map[string]any{"action": "decline"}
+		}
+		if r := extB.send("tasks/update", map[string]any{"taskId": id4, "inputResponses": answers}); r.Error == nil || !strings.Contains(r.Error.Error(), "another replica") {
+			t.Errorf("tasks/update on the replica that does not run the task: %s %v", r.Result, r.Error)
+		}
+		extA.result("tasks/update", map[string]any{"taskId": id4, "inputResponses": answers})
+		testproc.WaitFor(t, "the answered task to complete", 10*time.Second, func() bool {
+			asked = extA.result("tasks/get", map[string]any{"taskId": id4})
+			return asked["status"] == "completed" && strings.Contains(mustJSON(asked["result"]), "decline")
+		})
 
 		// A dies with a call in flight: B fails the task once A's lease
 		// has run out.

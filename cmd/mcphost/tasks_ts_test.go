@@ -185,22 +185,34 @@ server "tasks" {
 
 	// A 2026-07-28 client of the tasks extension, against this 2025-11-25
 	// task server: mcphost asks it for a task and waits on its result. The
-	// tool's question (elicitation) has no way to a 2026-07-28 client
-	// inside a task, so the server hears a refusal and the tool ends with
-	// its own error, which the client gets as the task's result.
+	// tool's question (elicitation) reaches the client as the task's
+	// inputRequests, its tasks/update answers it, and the task completes.
 	ext := &extClient{t: t, url: "http://" + addr + "/mcp", ext: true}
 	r := ext.result("tools/call", map[string]any{"name": "confirm_delete", "arguments": map[string]any{"filename": "x.txt"}})
-	if r["resultType"] == "task" {
-		id, _ := r["taskId"].(string)
-		testproc.WaitFor(t, "the task to end", 30*time.Second, func() bool {
-			r = ext.result("tasks/get", map[string]any{"taskId": id})
-			return r["status"] != "working" && r["status"] != "input_required"
-		})
-		r, _ = r["result"].(map[string]any)
+	id, _ := r["taskId"].(string)
+	if r["resultType"] != "task" || id == "" {
+		t.Fatalf("a 2026-07-28 client's call of a tool that asks did not become a task: %v", r)
 	}
+	testproc.WaitFor(t, "the question", 30*time.Second, func() bool {
+		r = ext.result("tasks/get", map[string]any{"taskId": id})
+		return r["status"] == "input_required" || (r["status"] != "working")
+	})
+	reqs, _ := r["inputRequests"].(map[string]any)
+	if len(reqs) != 1 {
+		t.Fatalf("the question of the server's task: %v\nmcphost:\n%s\nserver:\n%s", r, logs.String(), serverLog.String())
+	}
+	answers := map[string]any{}
+	for k := range reqs {
+		answers[k] = map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+	}
+	ext.result("tasks/update", map[string]any{"taskId": id, "inputResponses": answers})
+	testproc.WaitFor(t, "the task to end", 30*time.Second, func() bool {
+		r = ext.result("tasks/get", map[string]any{"taskId": id})
+		return r["status"] != "working" && r["status"] != "input_required"
+	})
 	t.Logf("2026-07-28 client, 2025-11-25 task server: %s", mustJSON(r))
-	if r == nil || r["isError"] != true || !strings.Contains(mustJSON(r), "Error") || strings.Contains(mustJSON(r), "related-task") {
-		t.Errorf("a 2026-07-28 client's call of a tool that asks: %v\nmcphost:\n%s\nserver:\n%s", r, logs.String(), serverLog.String())
+	if res, _ := r["result"].(map[string]any); r["status"] != "completed" || res == nil || res["isError"] == true || strings.Contains(mustJSON(res), "related-task") {
+		t.Errorf("a 2026-07-28 client's call of a tool that asks, answered: %v\nmcphost:\n%s\nserver:\n%s", r, logs.String(), serverLog.String())
 	}
 }
 

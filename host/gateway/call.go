@@ -214,6 +214,7 @@ func (h *Host) admitCall(ctx context.Context, c *toolCall, tr *callTrace) (mcp.R
 type upstreamResult struct {
 	typed *mcp.CallToolResult
 	raw   json.RawMessage
+	rpc   *jsonrpc.Error // the upstream's JSON-RPC error, when it sent one (typed is its error result)
 }
 
 // callPath is how a call reaches its upstream and its result comes back.
@@ -317,7 +318,8 @@ func (h *Host) forwardCall(ctx context.Context, c *toolCall, meta mcp.Meta, ss *
 		// A failed call becomes an error result whose text comes in part
 		// from the upstream (its JSON-RPC error message): it goes through
 		// the result policies like any result, so redact sees it.
-		return upstreamResult{typed: upstreamErrorResult(c.route.Server, u.Config.Timeout, err)}
+		out = upstreamResult{typed: upstreamErrorResult(c.route.Server, u.Config.Timeout, err)}
+		errors.As(err, &out.rpc)
 	}
 	return out
 }

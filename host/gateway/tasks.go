@@ -50,6 +50,7 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 		id.Fill(&caller)
 	}
 	caller.Meta = sessionless.CallerMeta(meta)
+	a.Caller = caller
 	if p.Unwrap(h.exposure(ctx).Exposure) { // search exposure's and code mode's own tools run whole, as a plain call runs them
 		a.Run = func(ctx context.Context) tasks.Outcome {
 			res, err := h.answerToolCall(ctx, caller, &mcp.CallToolParamsRaw{Name: p.Name, Arguments: p.Arguments, Meta: meta}, ss)
@@ -67,8 +68,12 @@ func (s taskSessions) Admit(ctx context.Context, session any, p *tasks.CallParam
 	default:
 		a.Run = func(ctx context.Context) tasks.Outcome {
 			defer ticket.Release()
-			res, err := h.transform(ctx, c, h.forwardCall(ctx, c, meta, ss, tr), tr)
+			up := h.forwardCall(ctx, c, meta, ss, tr)
+			res, err := h.transform(ctx, c, up, tr)
 			out := tasks.OutcomeOf(h.taskAnswer(tr, start, caller, p.Name, p.Arguments, res, err))
+			if up.rpc != nil { // the task fails with it, in the words the result policies left
+				out = tasks.FailedWith(up.rpc.Code, out)
+			}
 			if out.Failed && h.Draining() { // cut short by the drain (listen.drain_timeout)
 				out.Message = tasks.StoppedMessage
 			}

@@ -204,3 +204,47 @@ func (rc *Round) Wait(ctx context.Context) (res mcp.Result, asked mcp.InputReque
 		}
 	}
 }
+
+// Pending returns the questions put to the client and not yet answered,
+// for a round no one Waits on (a task's, whose client reads them from
+// tasks/get, host/tasks).
+func (rc *Round) Pending() mcp.InputRequestMap {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	m := make(mcp.InputRequestMap, len(rc.unsent)+len(rc.sent))
+	for id, q := range rc.unsent {
+		m[id] = q.req
+	}
+	for id, q := range rc.sent {
+		m[id] = q.req
+	}
+	return m
+}
+
+// Respond hands each of answers to the pending question of its id, and
+// returns how many it answered; an answer to no pending question is left
+// alone. Unlike Answer, the questions it does not answer stay as they
+// are, pending.
+func (rc *Round) Respond(answers mcp.InputResponseMap) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for id, a := range answers {
+		q := rc.unsent[id]
+		if q == nil {
+			q = rc.sent[id]
+		}
+		if q == nil || a == nil {
+			continue
+		}
+		delete(rc.unsent, id)
+		delete(rc.sent, id)
+		q.answer <- a
+		n++
+	}
+	return n
+}
+
+// Asked is poked when the call asks something or ends, for a round no one
+// Waits on.
+func (rc *Round) Asked() <-chan struct{} { return rc.wake }

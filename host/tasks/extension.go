@@ -175,6 +175,7 @@ func (s *Service) startExtension(ctx context.Context, session any, owner string,
 		}
 		return complete(a.Result)
 	}
+	run, rc := withRound(a, owner, p.Name, p.Arguments, run)
 	t, err := s.Runner.Start(owner, nil, run, nil)
 	if err != nil {
 		ctx, cancel := context.WithCancel(ctx)
@@ -182,8 +183,18 @@ func (s *Service) startExtension(ctx context.Context, session any, owner string,
 		go run(ctx) // to release what the admission took; it ends at once
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
+	s.Runner.setRound(owner, t.TaskID, rc)
 	wait, cancel := context.WithTimeout(ctx, s.Runner.lim.After)
 	defer cancel()
+	go func() { // a question makes it a task at once: the client answers it through the task
+		select {
+		case <-rc.Asked():
+			if !rc.Ended() {
+				cancel()
+			}
+		case <-wait.Done():
+		}
+	}()
 	if _, out, err := s.Runner.Result(wait, owner, t.TaskID); err == nil {
 		s.Runner.Forget(owner, t.TaskID)
 		if out.Err != nil {
@@ -280,6 +291,16 @@ func (s *Service) extensionTask(owner string, t Task, out Outcome, ended bool) m
 	if t.StatusMessage != "" {
 		doc["statusMessage"] = t.StatusMessage
 	}
+	if !ended && t.Status == InputRequired {
+		// Between the question's count and its arrival in the Round,
+		// none is pending yet: still working.
+		rc, _ := s.Runner.round(owner, t.TaskID)
+		if q := inputRequests(rc); len(q) > 0 {
+			doc["inputRequests"] = q
+		} else {
+			doc["status"] = Working
+		}
+	}
 	switch {
 	case !ended || t.Status == Cancelled:
 	case out.Err != nil:
@@ -314,8 +335,12 @@ func (s *Service) extensionMethod(owner string, req *Request) (json.RawMessage, 
 		// Acknowledged even when it already ended: cancellation is
 		// eventually consistent, and the task's state says how it ended.
 		_, _ = s.Runner.Cancel(owner, ref.ID)
+	case "tasks/update":
+		if !ended {
+			if rerr := s.update(owner, ref.ID, req.Params); rerr != nil {
+				return nil, rerr
+			}
+		}
 	}
-	// tasks/update: mcphost's tasks ask nothing (see above); responses
-	// to no outstanding request are ignored, as the extension asks.
 	return json.RawMessage(`{"resultType":"complete"}`), nil
 }

@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcphost-project/mcphost/host/sessionless"
 )
 
 // Limits bound the tasks a Runner keeps.
@@ -92,8 +95,9 @@ type local struct {
 	done    chan struct{} // closed when out is set
 	out     Outcome
 	notify  func(Task)
-	held    any // for a task its server runs (Hold): what reaches it; nil otherwise
-	asking  int // the questions its call has put to the client, unanswered (Asking)
+	held    any                // for a task its server runs (Hold): what reaches it; nil otherwise
+	asking  int                // the questions its call has put to the client, unanswered (Asking)
+	round   *sessionless.Round // a task of the extension's: its questions (input.go)
 }
 
 // NewRunner returns a Runner bounded by l (zero fields get defaults).
@@ -323,6 +327,27 @@ func (r *Runner) lookupLocked(owner, id string) (*local, error) {
 	return l, nil
 }
 
+// setRound records the Round of owner's task id's call (input.go).
+func (r *Runner) setRound(owner, id string, rc *sessionless.Round) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, err := r.lookupLocked(owner, id); err == nil {
+		l.round = rc
+	}
+}
+
+// round returns the Round of owner's task id's call, nil for none, and
+// whether this Runner runs the task (false: another replica does).
+func (r *Runner) round(owner, id string) (*sessionless.Round, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, err := r.lookupLocked(owner, id)
+	if err != nil {
+		return nil, false
+	}
+	return l.round, true
+}
+
 // Get returns owner's task id.
 func (r *Runner) Get(owner, id string) (Task, error) {
 	t, _, _, err := r.Peek(owner, id)
@@ -513,4 +538,35 @@ func OutcomeOf(result json.RawMessage, rerr *jsonrpc.Error) Outcome {
 	}
 	_ = json.Unmarshal(result, &r)
 	return Outcome{Result: result, Failed: r.IsError}
+}
+
+// FailedWith is the outcome of a call the upstream answered with a JSON-RPC
+// error of code, which out is the error result of, as the result policies
+// left it: the task fails with that code and the result's text as the
+// message (both specifications: an error of the underlying request fails
+// the task, where a tool's own failure, isError, completes it).
+func FailedWith(code int64, out Outcome) Outcome {
+	if out.Err != nil {
+		return out
+	}
+	var r struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(out.Result, &r)
+	var msg []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			msg = append(msg, c.Text)
+		}
+	}
+	if len(msg) == 0 {
+		msg = append(msg, "the server answered the call with an error")
+	}
+	if code == 0 { // as the go-sdk's server answers a handler's plain error: no code of JSON-RPC's
+		code = jsonrpc.CodeInternalError
+	}
+	return Outcome{Err: &jsonrpc.Error{Code: code, Message: strings.Join(msg, "\n")}, Message: out.Message}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcphost-project/mcphost/abi"
 	"github.com/mcphost-project/mcphost/host/internal/paramheader"
 )
 
@@ -53,6 +54,10 @@ type Admitted struct {
 	Tool      string
 	Arguments json.RawMessage
 	Meta      map[string]any
+
+	// Caller is who called: what the server asks inside a task of the
+	// extension passes the policies as theirs.
+	Caller abi.Caller
 }
 
 // Upstream is the server of a task it runs, on its caller's session.
@@ -276,6 +281,9 @@ func errorOf(err error) *jsonrpc.Error {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Failed to retrieve task: Task not found"}
 	case errors.Is(err, ErrTerminal):
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Cannot cancel task: " + err.Error()}
+	}
+	if je := (*jsonrpc.Error)(nil); errors.As(err, &je) {
+		return je // the call's own (FailedWith): its code kept
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }
