@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcphost-project/mcphost/abi"
+	"github.com/mcphost-project/mcphost/filters"
 	"github.com/mcphost-project/mcphost/plugins"
 )
 
@@ -96,7 +97,25 @@ func benchCases() []benchCase {
 // BenchmarkPolicies measures one hook call of each built-in through the
 // real runtime: encoding on the host side is the caller's; this is the
 // plugin call (Extism input, guest decode, policy, guest encode, output).
+// Each runs under wazero's compiler (the host's) and its interpreter
+// (plugins.RuntimeOptions.Interpreter), for docs/BENCHMARKS.md's
+// "Interpreter or compiler for the built-ins".
 func BenchmarkPolicies(b *testing.B) {
+	ctx := context.Background()
+	interp, err := plugins.NewRuntime(ctx, plugins.RuntimeOptions{Interpreter: true, CacheDir: b.TempDir(), Builtin: filters.Builtin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer interp.Close(ctx)
+	for _, e := range []struct {
+		name string
+		rt   *plugins.Runtime
+	}{{"compiler", rt}, {"interpreter", interp}} {
+		b.Run("engine="+e.name, func(b *testing.B) { benchPolicies(b, e.rt) })
+	}
+}
+
+func benchPolicies(b *testing.B, rt *plugins.Runtime) {
 	ctx := context.Background()
 	for _, c := range benchCases() {
 		input, err := json.Marshal(c.input)

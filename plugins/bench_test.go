@@ -120,43 +120,57 @@ func BenchmarkInstance(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt := newRuntime(b, RuntimeOptions{Builtin: func(string) ([]byte, map[string]string, bool) {
-		return builtin, map[string]string{"mcphost.builtin": "titles"}, true
-	}})
 	test := policy(b, "p")
-	for _, g := range []struct {
-		name string
-		spec Spec
-	}{{"guest=test", test}, {"guest=builtin", Spec{Name: "titles", Source: "builtin:titles"}}} {
-		g.spec.Instances = 1
-		p := load(b, rt, g.spec)
-		for _, reserved := range []bool{true, false} {
-			b.Run(g.name+"/memory="+map[bool]string{true: "reserved", false: "heap"}[reserved], func(b *testing.B) {
-				defer func(was bool) { useReserve = was }(useReserve)
-				useReserve = reserved
-				ctx := context.Background()
-				resident, measured := 0, 0
-				for b.Loop() {
-					in, err := p.newWarmInstance(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if buf := instanceMemory(in); reserved && buf != nil {
-						if n, ok := residentBytes(buf); ok {
-							resident += n
-							measured++
-						}
-					}
-					in.close()
-				}
-				// What a warm instance keeps: the pages of its linear
-				// memory the kernel backs (a reservation's untouched
-				// pages cost nothing).
-				if measured > 0 {
-					b.ReportMetric(float64(resident)/float64(measured)/1024, "resident-KiB/op")
-				}
-			})
+	for _, interp := range []bool{false, true} {
+		rt := newRuntime(b, RuntimeOptions{Interpreter: interp, Builtin: func(string) ([]byte, map[string]string, bool) {
+			return builtin, map[string]string{"mcphost.builtin": "titles"}, true
+		}})
+		for _, g := range []struct {
+			name string
+			spec Spec
+		}{{"guest=test", test}, {"guest=builtin", Spec{Name: "titles", Source: "builtin:titles"}}} {
+			benchInstance(b, rt, "engine="+engineName(interp)+"/"+g.name, g.spec)
 		}
+	}
+}
+
+// engineName names RuntimeOptions.Interpreter in benchmark names.
+func engineName(interpreter bool) string {
+	if interpreter {
+		return "interpreter"
+	}
+	return "compiler"
+}
+
+func benchInstance(b *testing.B, rt *Runtime, name string, spec Spec) {
+	spec.Instances = 1
+	p := load(b, rt, spec)
+	for _, reserved := range []bool{true, false} {
+		b.Run(name+"/memory="+map[bool]string{true: "reserved", false: "heap"}[reserved], func(b *testing.B) {
+			defer func(was bool) { useReserve = was }(useReserve)
+			useReserve = reserved
+			ctx := context.Background()
+			resident, measured := 0, 0
+			for b.Loop() {
+				in, err := p.newWarmInstance(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if buf := instanceMemory(in); reserved && buf != nil {
+					if n, ok := residentBytes(buf); ok {
+						resident += n
+						measured++
+					}
+				}
+				in.close()
+			}
+			// What a warm instance keeps: the pages of its linear
+			// memory the kernel backs (a reservation's untouched
+			// pages cost nothing).
+			if measured > 0 {
+				b.ReportMetric(float64(resident)/float64(measured)/1024, "resident-KiB/op")
+			}
+		})
 	}
 }
 

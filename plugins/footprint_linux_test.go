@@ -21,6 +21,12 @@ import (
 // machine code from a finalizer, at some collection after.
 // docs/BENCHMARKS.md, "Where the five built-ins' memory goes".
 func BenchmarkBuiltinFootprint(b *testing.B) {
+	for _, interp := range []bool{false, true} {
+		b.Run("engine="+engineName(interp), func(b *testing.B) { benchBuiltinFootprint(b, interp) })
+	}
+}
+
+func benchBuiltinFootprint(b *testing.B, interpreter bool) {
 	wasm, err := os.ReadFile("../filters/builtin.wasm")
 	if err != nil {
 		b.Fatal(err)
@@ -31,7 +37,7 @@ func BenchmarkBuiltinFootprint(b *testing.B) {
 	for b.Loop() {
 		h0 := liveHeapKiB()
 		x0 := anonExecKiB(b)
-		rt, err := NewRuntime(ctx, RuntimeOptions{CacheDir: dir, Logger: testLogger(b), Builtin: func(string) ([]byte, map[string]string, bool) {
+		rt, err := NewRuntime(ctx, RuntimeOptions{Interpreter: interpreter, CacheDir: dir, Logger: testLogger(b), Builtin: func(string) ([]byte, map[string]string, bool) {
 			return wasm, map[string]string{"mcphost.builtin": "titles"}, true
 		}})
 		if err != nil {

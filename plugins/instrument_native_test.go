@@ -117,13 +117,15 @@ func asGuests() []string {
 	return paths
 }
 
-// TestLoopTimeoutModes: in both modes a looping guest times out on time,
+// TestLoopTimeoutModes: in both modes, compiled and interpreted
+// (RuntimeOptions.Interpreter), a looping guest times out on time,
 // the host keeps running, and cancellation is reported as such.
 func TestLoopTimeoutModes(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		opts RuntimeOptions
-	}{{"instrumented", RuntimeOptions{}}, {"closeondone", RuntimeOptions{CloseOnContextDone: true}}} {
+	}{{"instrumented", RuntimeOptions{}}, {"closeondone", RuntimeOptions{CloseOnContextDone: true}},
+		{"interpreter", RuntimeOptions{Interpreter: true}}, {"interpreter-closeondone", RuntimeOptions{Interpreter: true, CloseOnContextDone: true}}} {
 		t.Run(mode.name, func(t *testing.T) {
 			rt := newRuntime(t, mode.opts)
 			spec := policy(t, "looper")

@@ -60,6 +60,12 @@ type RuntimeOptions struct {
 	// new one (a built-in: some 3 ms). Zero means DefaultIdleTimeout;
 	// negative, never.
 	IdleTimeout time.Duration
+	// Interpreter runs guests under wazero's interpreter instead of its
+	// optimizing compiler: no machine code, but hooks run several times
+	// slower. For comparison (plugins BenchmarkBuiltinFootprint,
+	// BenchmarkInstance, filters BenchmarkPolicies); docs/BENCHMARKS.md,
+	// "Interpreter or compiler for the built-ins".
+	Interpreter bool
 }
 
 // DefaultIdleTimeout is RuntimeOptions.IdleTimeout's default.
@@ -181,12 +187,16 @@ func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
 	cache := newCache(dir)
 	fastCache := newCache(filepath.Join(dir, "instrumented"))
 	guardCache := newCache(filepath.Join(dir, "guarded"))
+	newConfig := wazero.NewRuntimeConfig
+	if opts.Interpreter {
+		newConfig = wazero.NewRuntimeConfigInterpreter
+	}
 	rt := &Runtime{
-		guardCfg:    wazero.NewRuntimeConfig().WithCompilationCache(guardCache).WithCloseOnContextDone(true),
+		guardCfg:    newConfig().WithCompilationCache(guardCache).WithCloseOnContextDone(true),
 		guardCache:  guardCache,
-		cfg:         wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(true),
+		cfg:         newConfig().WithCompilationCache(cache).WithCloseOnContextDone(true),
 		cache:       cache,
-		fastCfg:     wazero.NewRuntimeConfig().WithCompilationCache(fastCache).WithCloseOnContextDone(false),
+		fastCfg:     newConfig().WithCompilationCache(fastCache).WithCloseOnContextDone(false),
 		fastCache:   fastCache,
 		instrument:  !opts.CloseOnContextDone,
 		ignoreHints: opts.IgnoreHints,
